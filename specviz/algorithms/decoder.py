@@ -1,0 +1,104 @@
+"""``Decoder``: the state one run shares with its algorithm.
+
+It owns the committed tokens, the two cached models, the warps and the seeded generator, and turns
+what a step produced into committed tokens, honouring ``max_new_tokens`` and EOS exactly (a step that
+would overshoot is cut; tokens after EOS are dropped). Cache convention: at the start of every step
+the last committed token is *not* in either model's cache, so ``context(lm)`` is never empty and
+``CachedLM.extend`` returns the distribution for the first new token in the same call as the tree.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+
+from specviz.core.sampling import SamplingConfig, sample, uniform, warp
+from specviz.models.loading import ModelPair
+from specviz.models.tree_forward import CachedLM
+from specviz.trace import CommittedToken, StepRecord
+
+
+class Decoder:
+    """Shared per-run state and helpers for algorithms (see module docstring)."""
+
+    def __init__(self, pair: ModelPair, prompt_ids: list[int], max_new_tokens: int,
+                 sampling: SamplingConfig, seed: int):
+        self.pair = pair
+        self.sampling = sampling
+        self.generator = torch.Generator().manual_seed(seed)
+        self.tokens = list(prompt_ids)
+        self.prompt_len = len(prompt_ids)
+        self.max_new_tokens = max_new_tokens
+        self.eos = pair.eos_token_ids
+        self.finish_reason = ""
+        self.target = CachedLM(pair.target, pair.vocab_size)
+        self.draft = CachedLM(pair.draft, pair.vocab_size) if pair.draft is not None else None
+        self.timings: dict[str, float] = {}
+
+    # ---- state -------------------------------------------------------------------------------
+    @property
+    def output(self) -> list[int]:
+        return self.tokens[self.prompt_len:]
+
+    @property
+    def remaining(self) -> int:
+        return self.max_new_tokens - len(self.output)
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.finish_reason)
+
+    def context(self, lm: CachedLM) -> list[int]:
+        """Committed tokens ``lm`` has not cached yet (always at least the last one)."""
+        return self.tokens[lm.prefix_len:]
+
+    # ---- maths helpers ---------------------------------------------------------------------------
+    def probs(self, logits: torch.Tensor) -> torch.Tensor:
+        """Warped float32 distributions on the CPU, same warp for draft and target."""
+        return warp(logits, self.sampling).cpu()
+
+    def sample(self, probs: torch.Tensor) -> int:
+        return sample(probs, self.generator)
+
+    def uniform(self) -> float:
+        return uniform(self.generator)
+
+    def text(self, token_id: int) -> str:
+        return self.pair.decode_token(token_id)
+
+    def is_eos(self, token_id: int) -> bool:
+        return token_id in self.eos
+
+    # ---- timing --------------------------------------------------------------------------------
+    @contextmanager
+    def timed(self, key: str) -> Iterator[None]:
+        """Accumulate wall milliseconds under ``key`` (e.g. ``draft_ms``, ``verify_ms``) for this step."""
+        if self.pair.device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.pair.device.type == "cuda":
+                torch.cuda.synchronize()
+            self.timings[key] = self.timings.get(key, 0.0) + 1000 * (time.perf_counter() - start)
+
+    # ---- committing ------------------------------------------------------------------------------
+    def new_step(self, index: int) -> StepRecord:
+        self.timings = {}
+        return StepRecord(index=index, n_before=len(self.output))
+
+    def emit(self, step: StepRecord, produced: list[tuple[int, str, int | None]]) -> None:
+        """Append ``(token_id, kind, node_id)`` tokens to the output, stopping at the budget or at EOS."""
+        for token_id, kind, node_id in produced:
+            if self.remaining <= 0:
+                break
+            self.tokens.append(token_id)
+            step.committed.append(CommittedToken(token_id, self.text(token_id), kind, node_id))
+            if self.is_eos(token_id):
+                self.finish_reason = "eos"
+                break
+        if not self.finish_reason and self.remaining <= 0:
+            self.finish_reason = "length"

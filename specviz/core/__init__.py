@@ -1,0 +1,1 @@
+"""Model-independent maths: sampling warps, residuals, tree structures, acceptance rules."""

@@ -1,0 +1,1 @@
+"""Loading pairs, vocabulary checks, and the tree-attention forward with KV keep/rollback."""

@@ -1,0 +1,173 @@
+"""``load_pair``: a target and an optional draft from hub ids or local directories.
+
+Both go through the same ``from_pretrained`` path, so the bundled pair in ``assets/`` and any hub
+pair load the same way. ``device="auto"`` picks CUDA when present and hands placement to accelerate
+(``device_map="auto"``, which shards a target larger than one GPU); ``dtype="auto"`` is float32 on
+CPU and bfloat16 (or float16) on CUDA.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from specviz.errors import ModelLoadError
+from specviz.models.vocab import shared_vocab_size
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class ModelPair:
+    """A loaded target, optional draft, the shared tokenizer and the shared vocabulary size."""
+
+    target: Any
+    draft: Any | None
+    tokenizer: Any | None
+    vocab_size: int
+    target_name: str = "target"
+    draft_name: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)  # e.g. an early-exit head
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.target.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.target.parameters()).dtype
+
+    @property
+    def context_length(self) -> int:
+        """The longest sequence both models accept (``max_position_embeddings`` or ``n_positions``)."""
+        return min(_context_length(m) for m in (self.target, self.draft) if m is not None)
+
+    @property
+    def eos_token_ids(self) -> set[int]:
+        eos = getattr(self.target.generation_config, "eos_token_id", None) if hasattr(self.target, "generation_config") else None
+        if eos is None and self.tokenizer is not None:
+            eos = self.tokenizer.eos_token_id
+        if eos is None:
+            return set()
+        return set(eos) if isinstance(eos, (list, tuple)) else {int(eos)}
+
+    def describe(self) -> dict[str, Any]:
+        """The pair as plain data for a trace."""
+        return {
+            "target": self.target_name,
+            "draft": self.draft_name,
+            "target_params": _n_params(self.target),
+            "draft_params": _n_params(self.draft) if self.draft is not None else None,
+            "target_vocab_rows": int(self.target.config.vocab_size),
+            "draft_vocab_rows": int(self.draft.config.vocab_size) if self.draft is not None else None,
+            "shared_vocab_size": self.vocab_size,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "device": str(self.device),
+        }
+
+    def decode_token(self, token_id: int) -> str:
+        if self.tokenizer is None:
+            return f"<{token_id}>"
+        return self.tokenizer.decode([token_id])
+
+    def decode(self, ids: list[int]) -> str:
+        if self.tokenizer is None:
+            return " ".join(f"<{i}>" for i in ids)
+        return self.tokenizer.decode(ids)
+
+    def encode(self, text: str) -> list[int]:
+        if self.tokenizer is None:
+            raise ModelLoadError("This pair has no tokenizer: pass the prompt as a list of token ids.")
+        return list(self.tokenizer(text)["input_ids"])
+
+
+def _context_length(model) -> int:
+    cfg = model.config
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(cfg, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return 1 << 30
+
+
+def _n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def resolve_device_dtype(device: str, dtype: str | torch.dtype) -> tuple[str, torch.dtype]:
+    """``auto`` -> (``cuda`` if available else ``cpu``), and float32 on CPU / bf16 or fp16 on CUDA."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError(f"device={device!r} was asked for but CUDA is not available on this machine.")
+    if isinstance(dtype, torch.dtype):
+        return device, dtype
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return device, torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return device, torch.float32
+    if dtype not in DTYPES:
+        raise ModelLoadError(f"dtype must be one of auto, {', '.join(DTYPES)}; got {dtype!r}.")
+    return device, DTYPES[dtype]
+
+
+def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust_remote_code: bool = False):
+    """One causal LM, in eval mode, with a message a user can act on when it cannot be loaded."""
+    from transformers import AutoModelForCausalLM
+
+    path = os.path.expanduser(name)
+    if name.startswith((".", "/", "~")) and not os.path.isdir(path):
+        raise ModelLoadError(f"No model directory at {name!r}.")
+    kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    if auto_map:
+        kwargs["device_map"] = "auto"
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path if os.path.isdir(path) else name, **kwargs)
+    except torch.cuda.OutOfMemoryError as exc:
+        raise ModelLoadError(f"Out of GPU memory while loading {name!r}: pick a smaller pair or dtype.") from exc
+    except (OSError, ValueError, KeyError) as exc:
+        offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+        hint = (" The hub is unreachable (offline); use a local directory such as assets/target."
+                if offline or "offline" in str(exc).lower() or "connect" in str(exc).lower() else
+                " Check the hub id (owner/name) or the local path.")
+        raise ModelLoadError(f"Could not load model {name!r}: {str(exc).splitlines()[0]}{hint}") from exc
+    if not auto_map:
+        model.to(device)
+    return model.eval()
+
+
+def load_tokenizer(name: str, trust_remote_code: bool = False):
+    from transformers import AutoTokenizer
+
+    path = os.path.expanduser(name)
+    try:
+        return AutoTokenizer.from_pretrained(path if os.path.isdir(path) else name, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelLoadError(f"Could not load the tokenizer of {name!r}: {str(exc).splitlines()[0]}") from exc
+
+
+def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype: str | torch.dtype = "auto",
+              trust_remote_code: bool = False) -> ModelPair:
+    """Load a target and an optional draft, check they share a vocabulary, and return a ``ModelPair``.
+
+    The vocabulary check runs on the tokenizers before the draft's weights are loaded, so a
+    mismatched pair is refused quickly and with the first differing token named.
+    """
+    if not isinstance(target, str) or not target.strip():
+        raise ModelLoadError("A target model (hub id or local directory) is required.")
+    device, torch_dtype = resolve_device_dtype(device, dtype)
+    auto_map = device == "cuda" and torch.cuda.device_count() > 1
+    t_tok = load_tokenizer(target, trust_remote_code)
+    d_tok = load_tokenizer(draft, trust_remote_code) if draft else None
+    if d_tok is not None:  # refuse a mismatched pair before loading any weights
+        shared_vocab_size(t_tok, d_tok, len(t_tok), len(d_tok), target, draft)
+    t_model = load_model(target, device, torch_dtype, auto_map, trust_remote_code)
+    d_model = load_model(draft, device, torch_dtype, False, trust_remote_code) if draft else None
+    if d_model is not None and auto_map:
+        d_model.to(t_model.get_input_embeddings().weight.device)
+    t_rows = t_model.config.get_text_config().vocab_size
+    d_rows = d_model.config.get_text_config().vocab_size if d_model is not None else t_rows
+    vocab = shared_vocab_size(t_tok, d_tok, t_rows, d_rows, target, draft or "draft")
+    return ModelPair(t_model, d_model, t_tok, vocab, target_name=target, draft_name=draft)

@@ -1,0 +1,150 @@
+"""One forward pass over a forest of draft tokens, and KV-cache keep/rollback.
+
+``CachedLM`` wraps a stock Hugging Face causal LM and its ``DynamicCache``. The cache holds a linear
+*prefix* (committed tokens) followed by a *pending tree*: nodes fed in earlier calls that are not
+committed yet. ``forward(tokens, parents)`` appends new nodes under existing ones (or as new roots
+continuing the prefix) and returns the logits of every new node in one call, using
+
+* a 4D float attention mask of shape ``(1, 1, n_new, cached + n_new)``: 0 where a node may attend
+  (the whole prefix, its pending-tree ancestors and itself), the dtype's minimum elsewhere;
+* explicit ``position_ids`` = prefix length + depth in the tree.
+
+Every node's logits then equal those of decoding its root-to-node path sequentially (tested per
+architecture family). ``commit(path)`` keeps the prefix plus the nodes on ``path`` (a root-to-node
+chain of pending nodes) and drops the rest of the tree from the cache. A chain is the one-branch case.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from transformers import DynamicCache, PreTrainedModel
+from transformers.cache_utils import DynamicLayer
+
+from specviz.errors import SpecvizError
+
+ROOT = -1  # parent index meaning "continues the committed prefix"
+
+
+def chain_parents(n: int) -> list[int]:
+    """Parent pointers of a chain of ``n`` nodes: ``[ROOT, 0, 1, ..., n - 2]``."""
+    return [ROOT] + list(range(n - 1)) if n else []
+
+
+@dataclass
+class PendingTree:
+    """Parent pointers (``ROOT`` for roots) and depths of the uncommitted nodes in the cache, in cache order."""
+
+    parents: list[int] = field(default_factory=list)
+    depths: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    def ancestors(self, node: int) -> list[int]:
+        """Node ids from ``node`` up to its root, ``node`` included."""
+        chain = []
+        while node != ROOT:
+            chain.append(node)
+            node = self.parents[node]
+        return chain
+
+    def is_path(self, path: list[int]) -> bool:
+        """Whether ``path`` is a root-to-node chain."""
+        return all(self.parents[n] == (path[i - 1] if i else ROOT) for i, n in enumerate(path))
+
+
+class CachedLM:
+    """A causal LM plus its KV cache, fed as prefix + tree. Counts its forward calls."""
+
+    def __init__(self, model: PreTrainedModel, vocab_size: int | None = None):
+        self.model = model
+        self.vocab_size = vocab_size
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.reset()
+
+    def reset(self) -> None:
+        self.cache = DynamicCache(config=self.model.config)
+        self.prefix_len = 0
+        self.tree = PendingTree()
+        self.calls = 0
+
+    @property
+    def cached_len(self) -> int:
+        return self.prefix_len + len(self.tree)
+
+    @torch.inference_mode()
+    def forward(self, tokens: list[int], parents: list[int]) -> torch.Tensor:
+        """Append ``tokens`` as pending nodes and return their logits, float32 ``[n, V]``, on the model's device.
+
+        ``parents[i]`` is the pending-tree index of node i's parent: an existing pending node
+        (``< len(tree)``), a node of this call (``len(tree) + j`` with ``j < i``), or ``ROOT``.
+        """
+        n = len(tokens)
+        start = len(self.tree)
+        for i, par in enumerate(parents):
+            if not (par == ROOT or 0 <= par < start + i):
+                raise SpecvizError(f"node {start + i} has invalid parent {par}")
+            self.tree.parents.append(par)
+            self.tree.depths.append(0 if par == ROOT else self.tree.depths[par] + 1)
+        total = self.cached_len
+        allowed = torch.zeros(n, total, dtype=torch.bool)
+        allowed[:, : self.prefix_len] = True
+        for i in range(n):
+            for a in self.tree.ancestors(start + i):
+                allowed[i, self.prefix_len + a] = True
+        mask = torch.zeros(n, total, dtype=self.dtype)
+        mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
+        positions = torch.tensor([self.prefix_len + d for d in self.tree.depths[start:]])
+        out = self.model(
+            input_ids=torch.tensor([tokens], device=self.device),
+            attention_mask=mask[None, None].to(self.device),
+            position_ids=positions[None].to(self.device),
+            past_key_values=self.cache,
+            use_cache=True,
+        )
+        self.calls += 1
+        logits = out.logits[0].float()
+        return logits[:, : self.vocab_size] if self.vocab_size else logits
+
+    def extend(self, context: list[int], tokens: list[int] = (), parents: list[int] = ()) -> torch.Tensor:
+        """Feed committed ``context`` (not yet cached) and a tree of draft nodes in one forward call.
+
+        Needs an empty pending tree. ``context`` becomes part of the prefix; the nodes stay pending
+        with ``parents`` indexing them (``ROOT`` = child of the context's last token). Returns float32
+        ``[1 + n, V]``: row 0 is the distribution after the context, row ``1 + i`` the one after node i.
+        """
+        if len(self.tree):
+            raise SpecvizError("extend() with a pending tree; commit() or rollback() first.")
+        if not context:
+            raise SpecvizError("extend() needs at least one context token (the last committed one).")
+        k = len(context)
+        chain = chain_parents(k)
+        shifted = [k - 1 if par == ROOT else par + k for par in parents]
+        logits = self.forward(list(context) + list(tokens), chain + shifted)
+        self.prefix_len += k  # the context chain sits first in the tree: promote it into the prefix
+        self.tree = PendingTree([ROOT if par == k - 1 else par - k for par in shifted],
+                                [d - k for d in self.tree.depths[k:]])
+        return logits[k - 1:]
+
+    def commit(self, path: list[int]) -> None:
+        """Keep the prefix plus pending nodes ``path`` (a root-to-node chain); drop the rest of the tree."""
+        if not self.tree.is_path(path):
+            raise SpecvizError(f"commit({path}) is not a root-to-node chain of the pending tree")
+        if path == list(range(len(path))):  # the kept nodes already sit right after the prefix
+            keep: slice | torch.Tensor = slice(0, self.prefix_len + len(path))
+        else:
+            keep = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + i for i in path],
+                                device=self.device)
+        for layer in self.cache.layers:
+            if type(layer) is not DynamicLayer:
+                raise SpecvizError(f"KV rollback supports full-attention caches only, not {type(layer).__name__}.")
+            if layer.is_initialized:
+                layer.keys, layer.values = layer.keys[..., keep, :], layer.values[..., keep, :]
+        self.prefix_len += len(path)
+        self.tree = PendingTree()
+
+    def rollback(self) -> None:
+        """Drop the whole pending tree."""
+        self.commit([])

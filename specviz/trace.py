@@ -1,0 +1,139 @@
+"""The per-step record of a decoding run: ``RunTrace`` / ``StepRecord`` / ``TreeNode``.
+
+A trace is plain data. It can be written to JSON and read back with no model loaded, and every
+figure and metric in specviz is computed from it (DESIGN.md, "The trace").
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+from specviz.errors import TraceFormatError
+
+SCHEMA_VERSION = 1
+MAX_TRACE_BYTES = 64 * 1024 * 1024
+
+NodeStatus = Literal["accepted", "rejected", "not_reached", "resampled", "bonus"]
+TokenKind = Literal["draft", "resampled", "bonus"]
+NODE_STATUSES: tuple[str, ...] = ("accepted", "rejected", "not_reached", "resampled", "bonus")
+TOKEN_KINDS: tuple[str, ...] = ("draft", "resampled", "bonus")
+
+
+@dataclass
+class TreeNode:
+    """One drafted token of a step's forest.
+
+    ``parent`` is the id of the parent node, or ``None`` for a root (a root continues the committed
+    text). ``q`` and ``p`` are the draft and target probabilities of ``token_id`` under the warped
+    distributions used for the decision (``p`` may be ``None`` if the node was never verified);
+    ``accept_prob`` is the acceptance probability the rule used (``min(1, p/q)`` for chain SD) and
+    ``draw`` the uniform number it was compared with. ``status``: ``accepted``, ``rejected``,
+    ``not_reached`` (verification stopped before it), and, for nodes added after verification,
+    ``resampled`` (drawn from the residual) or ``bonus`` (drawn from the target after an accepted leaf).
+    """
+
+    id: int
+    parent: int | None
+    depth: int
+    token_id: int
+    token_text: str
+    q: float | None = None
+    p: float | None = None
+    accept_prob: float | None = None
+    draw: float | None = None
+    status: str = "not_reached"
+    root: int = 0
+
+
+@dataclass
+class CommittedToken:
+    """A token appended to the output by a step, with how it was produced."""
+
+    token_id: int
+    text: str
+    kind: str
+    node_id: int | None = None
+
+
+@dataclass
+class StepRecord:
+    """Everything one step (one target verification call) did."""
+
+    index: int
+    n_before: int
+    forest: list[TreeNode] = field(default_factory=list)
+    committed: list[CommittedToken] = field(default_factory=list)
+    controller: dict[str, Any] | None = None
+    tv: list[float] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    target_calls: int = 1
+    draft_calls: int = 0
+
+    @property
+    def n_drafted(self) -> int:
+        """Draft tokens proposed this step (nodes drawn from the draft, not resampled/bonus ones)."""
+        return sum(1 for n in self.forest if n.status in ("accepted", "rejected", "not_reached"))
+
+    @property
+    def n_accepted(self) -> int:
+        """Draft tokens accepted this step."""
+        return sum(1 for n in self.forest if n.status == "accepted")
+
+
+@dataclass
+class RunTrace:
+    """A whole run: settings, prompt, output, steps and summary metrics (see ``specviz.metrics``)."""
+
+    algorithm: str
+    params: dict[str, Any]
+    pair: dict[str, Any]
+    sampling: dict[str, Any]
+    seed: int
+    prompt_ids: list[int]
+    prompt_text: str
+    output_ids: list[int] = field(default_factory=list)
+    output_text: str = ""
+    steps: list[StepRecord] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunTrace":
+        if not isinstance(data, dict):
+            raise TraceFormatError("A trace must be a JSON object.")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise TraceFormatError(
+                f"Trace schema version {version!r} is not supported (this specviz reads version {SCHEMA_VERSION})."
+            )
+        try:
+            steps = [_step_from_dict(s) for s in data.get("steps", [])]
+            kwargs = {f.name: data[f.name] for f in fields(cls) if f.name in data and f.name != "steps"}
+            return cls(steps=steps, **kwargs)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TraceFormatError(f"Malformed trace: {exc}") from exc
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "RunTrace":
+        if len(text) > MAX_TRACE_BYTES:
+            raise TraceFormatError(f"Trace is {len(text)} bytes; the limit is {MAX_TRACE_BYTES}.")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(f"Not valid JSON: {exc}") from exc
+        return cls.from_dict(data)
+
+
+def _step_from_dict(d: dict[str, Any]) -> StepRecord:
+    d = dict(d)
+    d["forest"] = [TreeNode(**n) for n in d.get("forest", [])]
+    d["committed"] = [CommittedToken(**c) for c in d.get("committed", [])]
+    return StepRecord(**d)
