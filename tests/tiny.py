@@ -1,0 +1,134 @@
+"""Small real models for tests: random-initialised stock transformers models built from configs,
+and the exact enumeration / goodness-of-fit tools the exactness tests share."""
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import torch
+from scipy import stats
+from transformers import (GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig,
+                          LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+
+import specviz
+from specviz.core.sampling import SamplingConfig, warp
+from specviz.models.loading import ModelPair
+
+FAMILIES = ("llama", "qwen2", "gpt2", "gpt_neox")
+
+
+def tiny_model(family: str = "llama", vocab: int = 8, seed: int = 0, hidden: int = 16, layers: int = 1,
+               init_range: float = 0.02, max_positions: int = 128):
+    """A random-initialised causal LM of a real architecture family. ``init_range`` scales the weights:
+    larger values give peakier, more varied next-token distributions (so draft and target differ)."""
+    common = dict(vocab_size=vocab, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    if family == "llama":
+        cfg = LlamaConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=max_positions,
+                          initializer_range=init_range, **common)
+        cls = LlamaForCausalLM
+    elif family == "qwen2":
+        cfg = Qwen2Config(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=max_positions,
+                          initializer_range=init_range, **common)
+        cls = Qwen2ForCausalLM
+    elif family == "gpt2":
+        cfg = GPT2Config(n_embd=hidden, n_layer=layers, n_head=2, n_positions=max_positions,
+                         initializer_range=init_range, **common)
+        cls = GPT2LMHeadModel
+    elif family == "gpt_neox":
+        cfg = GPTNeoXConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                            num_attention_heads=2, max_position_embeddings=max_positions,
+                            initializer_range=init_range, **common)
+        cls = GPTNeoXForCausalLM
+    else:
+        raise ValueError(family)
+    torch.manual_seed(seed)
+    return cls(cfg).eval()
+
+
+def noisy_copy(model, scale: float, seed: int = 0):
+    """A copy of ``model`` with Gaussian noise of relative size ``scale`` on every weight: a draft that
+    agrees with the target often but not always (exercises long accepted runs and rejections)."""
+    import copy
+
+    clone = copy.deepcopy(model)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in clone.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * scale * (p.std() if p.numel() > 1 else 0.0))
+    return clone.eval()
+
+
+def tiny_pair(family: str = "llama", vocab: int = 8, seed: int = 0, draft: str = "different",
+              init_range: float = 0.2, hidden: int = 16, layers: int = 2, noise: float = 0.3) -> ModelPair:
+    """A target and a draft sharing a ``vocab``-token vocabulary.
+
+    ``draft="different"``: an independent, smaller model (far from the target: many rejections).
+    ``draft="noisy"``: the target with noise on its weights (close to it: long accepted runs).
+    """
+    target = tiny_model(family, vocab, seed, hidden=hidden, layers=layers, init_range=init_range)
+    if draft == "noisy":
+        d_model = noisy_copy(target, noise, seed)
+    else:
+        d_model = tiny_model(family, vocab, seed + 1000, hidden=8, layers=1, init_range=init_range)
+    return ModelPair(target, d_model, None, vocab, target_name=f"tiny-{family}", draft_name=f"tiny-{family}-{draft}")
+
+
+@torch.inference_mode()
+def exact_distribution(pair: ModelPair, prompt: list[int], n: int, sampling: SamplingConfig) -> dict[tuple, float]:
+    """Law of the first ``n`` generated tokens under the warped target, enumerated with plain
+    full-sequence forwards (no cache, no specviz engine)."""
+    law: dict[tuple, float] = {(): 1.0}
+    for _ in range(n):
+        nxt = {}
+        for seq, mass in law.items():
+            if mass == 0:
+                continue
+            logits = pair.target(torch.tensor([prompt + list(seq)])).logits[0, -1, : pair.vocab_size]
+            probs = warp(logits, sampling).double()
+            for tok in range(pair.vocab_size):
+                if probs[tok] > 0:
+                    nxt[seq + (tok,)] = mass * float(probs[tok])
+        law = nxt
+    return law
+
+
+def sample_counts(pair: ModelPair, algorithm: str, prompt: list[int], n: int, runs: int,
+                  sampling: SamplingConfig, **params) -> Counter:
+    """Counts of the first ``n`` output tokens over ``runs`` seeds."""
+    counts: Counter = Counter()
+    for seed in range(runs):
+        trace = specviz.decode(pair, algorithm, prompt, max_new_tokens=n, seed=seed,
+                               temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, **params)
+        counts[tuple(trace.output_ids)] += 1
+    return counts
+
+
+def goodness_of_fit(counts: Counter, law: dict[tuple, float]) -> float:
+    """Chi-square p-value of ``counts`` against ``law``; cells with expected count < 5 are pooled.
+    A sample outside the support of ``law`` gives p = 0."""
+    total = sum(counts.values())
+    if any(seq not in law for seq in counts):
+        return 0.0
+    cells = sorted(law, key=law.get, reverse=True)
+    obs, exp, pool_o, pool_e = [], [], 0, 0.0
+    for seq in cells:
+        e = law[seq] * total
+        if e >= 5:
+            obs.append(counts.get(seq, 0))
+            exp.append(e)
+        else:
+            pool_o += counts.get(seq, 0)
+            pool_e += e
+    if pool_e > 0:
+        obs.append(pool_o)
+        exp.append(pool_e)
+    if len(obs) < 2:
+        return 1.0
+    scale = sum(obs) / sum(exp)
+    return float(stats.chisquare(obs, [e * scale for e in exp]).pvalue)
+
+
+def all_sequences(vocab: int, n: int):
+    return itertools.product(range(vocab), repeat=n)
