@@ -1,0 +1,144 @@
+"""``sequoia``: Sequoia (Chen et al. 2024, arXiv:2402.12374): a DP-optimal draft tree, siblings drafted
+without replacement and verified by Sequoia's Algorithm 1, tree size chosen for the hardware.
+
+Per run: (a) the pair's positional acceptance vector is estimated from fixed calibration prompts with
+one-level trees of ``width`` children, or given explicitly (``sequoia_tune``; spec §2.7); (b) the
+bounded-depth DP builds the tree of size ``n`` and at most ``d`` levels maximising the expected
+tokens per step (``core.sequoia_dp``; paper App. C.2.2); with ``hardware_aware`` it first measures
+the target's verify time t(n) and the draft's call time c on this device and picks (n, d) maximising
+``G(n, d) / (t(n) + (d - 1) c)`` with ``n`` and ``d`` as upper bounds (paper Eq. 1, §3.3). Per step
+the tree is drafted level by level without replacement (uniform fallback once q is used up, Alg. 1
+line 12) and verified exactly (``tree_engine``); near the end of the budget the tree for
+``(n, remaining)`` is used instead. Temperature 0: top-b siblings and exact match (spec §3.4), with
+the acceptance vector measured at temperature 0.
+
+Sizes follow the paper: ``n`` counts the root (the last committed token), so n - 1 tokens are
+speculated; ``d`` counts the root's level, so a step yields at most d tokens.
+
+``StepRecord.controller`` (``kind = "sequoia"``), every field plain JSON:
+
+- ``acceptance``: p_1..p_K, the joint positional acceptance vector (p_k = P(the k-th drawn child is
+  the accepted one)); ``acceptance_source``: ``"estimated"`` or ``"given"``; ``acceptance_steps``:
+  calibration steps behind the estimate (0 if given); ``rejection``: r_k = 1 - sum_{i<=k} p_i.
+- ``n``, ``d``: the chosen tree size and depth (root included); ``hardware_aware``: bool.
+- ``tree``: the chosen tree, root included: ``parents`` (node 0 = root, -1 its parent), ``ranks``
+  (1-based sibling rank, 0 for the root), ``levels`` (0 for the root), ``f`` (P(node accepted) under
+  positional acceptance; f(root) = 1), ``level_widths``.
+- ``expected_tokens``: G(n, d) = sum f, the DP's expected tokens per step for the chosen tree.
+- ``step_n``, ``step_d``: size and depth of the tree used this step (smaller near the token budget);
+  ``predicted_tokens``: its expected tokens; ``measured_tokens``: tokens this step produced
+  (accepted + 1); ``accepted_ranks``: sibling rank accepted at each level of the path.
+- ``timing``: ``{"sizes": [...], "verify_ms": [...], "draft_ms": c}`` measured t(n) (None unless
+  hardware_aware); ``speedup``: ``{"sizes", "depths", "table"[i][j] = Speedup(sizes[i], depths[j])
+  or None, "best_per_size": [{"n", "d", "expected_tokens", "verify_ms", "speedup"}], "n", "d",
+  "speedup"}`` the surface the choice maximised (None unless hardware_aware).
+- ``setup_ms``: time spent on calibration, timing and the DP in this run (0 when cached).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+from specviz.algorithms.decoder import Decoder
+from specviz.algorithms.registry import Param, register
+from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times
+from specviz.algorithms.tree_engine import TreeStep, run_tree
+from specviz.core.sequoia_dp import SequoiaDP, choose_size_depth, solve
+from specviz.core.trees import TreeShape, expected_tokens, path_weights
+from specviz.errors import InvalidParameterError
+from specviz.trace import StepRecord
+
+PARAMS = (
+    Param("n", 32, "int", 1, 512, help="tree size including the root (n - 1 drafted tokens); "
+          "the largest size considered when hardware_aware"),
+    Param("d", 8, "int", 1, 64, help="levels including the root (most tokens per step); the largest when hardware_aware"),
+    Param("hardware_aware", False, "bool", help="measure verify times t(n) here and pick (n, d) maximising speedup"),
+    Param("width", 16, "int", 1, 256, help="children per node the acceptance vector covers (calibration tree width)"),
+    Param("acceptance", "auto", "str", help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)"),
+    Param("calibration_steps", 128, "int", 8, 4096, help="verification steps used to estimate the acceptance vector"),
+)
+
+
+def parse_acceptance(text: str) -> tuple[float, ...] | None:
+    """``"auto"`` -> None; ``"0.5,0.2,0.1"`` -> the vector, checked to be a joint law (each >= 0, sum <= 1)."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        vec = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
+    except ValueError:
+        raise InvalidParameterError(f"acceptance must be 'auto' or numbers like 0.5,0.2,0.1; got {text!r}.")
+    if not vec or any(x < 0 for x in vec) or sum(vec) > 1 + 1e-9:
+        raise InvalidParameterError(
+            f"acceptance {text!r}: p_k is the probability that the k-th drafted child is the accepted one, "
+            "so each must be >= 0 and they must sum to at most 1.")
+    return vec
+
+
+def _dp(dec: Decoder, acceptance: tuple[float, ...], n: int, d: int) -> SequoiaDP:
+    cache = dec.pair.extras.setdefault("sequoia", {})
+    key = ("dp", acceptance, n, d)
+    if key not in cache:
+        cache[key] = solve(acceptance, n, d)
+    return cache[key]
+
+
+def _tree_info(shape: TreeShape, acceptance: tuple[float, ...]) -> dict[str, Any]:
+    f = path_weights(shape, list(acceptance))
+    return {"parents": shape.with_root(), "ranks": [0] + list(shape.ranks), "levels": [0] + list(shape.levels),
+            "f": [1.0] + f, "level_widths": [1] + shape.level_widths()}
+
+
+@register("sequoia", description="Sequoia: DP-optimal draft tree for the pair's acceptance vector, siblings "
+          "without replacement, hardware-aware tree size.",
+          paper="Chen et al. 2024, Sequoia, Algorithm 1, App. C.2 (Algorithms 4-5), Eq. 1",
+          params=PARAMS, controller="sequoia")
+def run_sequoia(dec: Decoder, n: int, d: int, hardware_aware: bool, width: int, acceptance: str,
+                calibration_steps: int) -> Iterator[StepRecord]:
+    t0 = time.perf_counter()
+    given = parse_acceptance(acceptance)
+    if given is not None:
+        vector, source, calib = given, "given", 0
+    else:
+        est = estimate_acceptance(dec.pair, dec.sampling, width, calibration_steps)
+        vector, source, calib = est.vector, "estimated", est.steps
+    d = min(d, n)
+    dp = _dp(dec, vector, n, d)
+    timing = speed = None
+    if hardware_aware:
+        verify_ms, draft_ms = measure_times(dec.pair, n)
+        choice = choose_size_depth(dp, verify_ms, draft_ms, d)
+        n, d = choice.n, choice.d
+        timing = {"sizes": sorted(verify_ms), "verify_ms": [verify_ms[k] for k in sorted(verify_ms)], "draft_ms": draft_ms}
+        speed = {"sizes": choice.sizes, "depths": choice.depths, "table": choice.table,
+                 "best_per_size": choice.best_per_size, "n": choice.n, "d": choice.d, "speedup": choice.speedup}
+    n = dp.largest_feasible(n, d)
+    shape = dp.shape(n, d)
+    rejection, total = [], 0.0
+    for p in vector:
+        total += p
+        rejection.append(max(0.0, 1.0 - total))
+    static = {"kind": "sequoia", "acceptance": list(vector), "acceptance_source": source,
+              "acceptance_steps": calib, "rejection": rejection, "n": n, "d": d,
+              "hardware_aware": hardware_aware, "tree": _tree_info(shape, vector),
+              "expected_tokens": dp.value(n, d), "timing": timing, "speedup": speed,
+              "setup_ms": 1000 * (time.perf_counter() - t0)}
+    shapes: dict[int, tuple[TreeShape, int]] = {}
+
+    def shape_for(dec: Decoder) -> TreeShape:
+        levels = max(1, min(d, dec.remaining))
+        if levels not in shapes:
+            size = dp.largest_feasible(n, levels)
+            shapes[levels] = (dp.shape(size, levels), size)
+        return shapes[levels][0]
+
+    def annotate(ts: TreeStep) -> None:
+        levels = ts.shape.depth + 1
+        ctrl = dict(static)
+        ctrl.update(step_n=len(ts.shape) + 1, step_d=levels,
+                    predicted_tokens=expected_tokens(ts.shape, list(vector)),
+                    measured_tokens=ts.produced,
+                    accepted_ranks=[ts.tree.rank(v) for v in ts.path])
+        ts.step.controller = ctrl
+        static["setup_ms"] = 0.0
+
+    yield from run_tree(dec, shape_for, replacement=False, fallback=True, annotate=annotate)

@@ -1,0 +1,138 @@
+"""Sequoia's offline inputs, measured on the pair at hand: the acceptance vector and verify times t(n).
+
+* ``estimate_acceptance`` (Sequoia §4.1; code ``tests/test_accept.py``; spec §2.7): decode a few
+  calibration prompts on-policy with a one-level tree of W children drafted without replacement
+  (top-W at temperature 0) and verified by Sequoia's rule; p_k = (steps whose accepted child had rank
+  k) / steps. It is the joint quantity the DP needs (spec §2.1), specific to the pair and the sampling
+  settings. Calibration prompts are fixed (not the user's prompt) and seeded, so the tree a pair gets
+  does not depend on what ran before.
+* ``measure_times``: the target's wall time for one call on n tokens after a 64-token prefix
+  (median of a few repeats after a warm-up) and the draft's time for one call, on the device the pair
+  runs on (spec §4: "t(n) is the measured verify time").
+
+Both are cached on the pair (``pair.extras["sequoia"]``) per sampling settings / size grid, so they
+are paid once per loaded pair. ``measure_times`` is wall-clock and therefore not reproducible across
+processes; everything else is.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from specviz.algorithms.decoder import Decoder
+from specviz.algorithms.tree_engine import tree_step
+from specviz.core.sampling import SamplingConfig
+from specviz.core.trees import ROOT, TreeShape
+from specviz.models.loading import ModelPair
+from specviz.models.tree_forward import CachedLM
+
+CALIBRATION_TEXTS = (
+    "def main(argv=None):\n    ",
+    "import os\nimport sys\n\n",
+    "class Config:\n    \"\"\"",
+    "The quick brown fox",
+    "    for i in range(len(",
+    "# Copyright (c) Python Software Foundation.\n",
+    "if __name__ == \"__main__\":\n",
+    "Once upon a time, ",
+)
+SIZE_GRID = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+@dataclass(frozen=True)
+class AcceptanceEstimate:
+    vector: tuple[float, ...]  # p_1..p_W (joint: rank k accepted)
+    counts: tuple[int, ...]    # steps by accepted rank 1..W, then "none" last
+    steps: int
+    prompts: int
+
+
+def _cache(pair: ModelPair) -> dict:
+    return pair.extras.setdefault("sequoia", {})
+
+
+def calibration_prompts(pair: ModelPair, count: int = 4) -> list[list[int]]:
+    """Fixed prompts: built-in texts through the pair's tokenizer, or seeded random ids without one."""
+    if pair.tokenizer is not None:
+        prompts = [ids for ids in (pair.encode(t) for t in CALIBRATION_TEXTS) if ids]
+        if prompts:
+            return prompts[:count]
+    gen = torch.Generator().manual_seed(1234)
+    return [torch.randint(pair.vocab_size, (6,), generator=gen).tolist() for _ in range(count)]
+
+
+def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, steps: int = 128,
+                        prompts: list[list[int]] | None = None, seed: int = 0) -> AcceptanceEstimate:
+    """Positional acceptance vector of width ``min(width, vocab)`` from ``steps`` calibration steps (cached)."""
+    width = min(width, pair.vocab_size)
+    prompts = prompts if prompts is not None else calibration_prompts(pair)
+    key = ("acceptance", sampling, width, steps, tuple(map(tuple, prompts)), seed)
+    cache = _cache(pair)
+    if key in cache:
+        return cache[key]
+    shape = TreeShape((ROOT,) * width)
+    counts = [0] * (width + 1)
+    per_prompt = -(-steps // len(prompts))
+    for i, prompt in enumerate(prompts):
+        budget = min(2 * per_prompt + 2, pair.context_length - len(prompt) - 1)
+        if budget < 2:
+            continue
+        dec = Decoder(pair, list(prompt), budget, sampling, seed + i)
+        for index in range(per_prompt):
+            if dec.finished or dec.remaining < 2:
+                break
+            ts = tree_step(dec, index, shape, replacement=False, fallback=True)
+            if dec.finish_reason == "eos":  # the paper skips EOS-terminated steps
+                break
+            counts[ts.tree.rank(ts.path[0]) - 1 if ts.path else width] += 1
+    total = sum(counts)
+    vector = tuple(c / total for c in counts[:width]) if total else (0.0,) * width
+    est = AcceptanceEstimate(vector, tuple(counts), total, len(prompts))
+    cache[key] = est
+    return est
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _time_call(lm: CachedLM, tokens: list[int], repeats: int) -> float:
+    """Median milliseconds of ``lm.forward`` on ``tokens`` (a one-level tree under the prefix), after a warm-up."""
+    times = []
+    for r in range(repeats + 1):
+        _sync(lm.device)
+        start = time.perf_counter()
+        lm.forward(tokens, [ROOT] * len(tokens))
+        _sync(lm.device)
+        if r:
+            times.append(1000 * (time.perf_counter() - start))
+        lm.rollback()
+    return statistics.median(times)
+
+
+def measure_times(pair: ModelPair, max_size: int, repeats: int = 5,
+                  prefix: int = 64) -> tuple[dict[int, float], float]:
+    """``({n: target ms for one call on n tokens}, draft ms for one call)`` for n on ``SIZE_GRID`` up to ``max_size``, and ``max_size`` (cached)."""
+    sizes = tuple(sorted({k for k in SIZE_GRID if k <= max_size} | {max(1, max_size)}))
+    key = ("times", sizes, repeats, prefix, str(pair.device))
+    cache = _cache(pair)
+    if key in cache:
+        return cache[key]
+    gen = torch.Generator().manual_seed(0)
+    prefix = max(1, min(prefix, pair.context_length - max(sizes) - 1))
+    context = torch.randint(pair.vocab_size, (prefix,), generator=gen).tolist()
+    target = CachedLM(pair.target, pair.vocab_size)
+    target.extend(context)
+    verify = {n: _time_call(target, torch.randint(pair.vocab_size, (n,), generator=gen).tolist(), repeats)
+              for n in sizes}
+    draft_ms = 0.0
+    if pair.draft is not None:
+        draft = CachedLM(pair.draft, pair.vocab_size)
+        draft.extend(context)
+        draft_ms = _time_call(draft, [context[-1]], repeats)
+    cache[key] = (verify, draft_ms)
+    return verify, draft_ms

@@ -1,0 +1,149 @@
+"""Draft-tree shapes: parent lists in BFS order, children in draw order, levels, ranks.
+
+A ``TreeShape`` describes the *speculated* nodes of a tree. Its implicit root is the last committed
+token (the row the verifier gets first); ``parents[i] == ROOT`` (-1) marks a child of that root.
+Nodes are numbered breadth first and the children of every node are listed in **draw order**
+(rank 1 = drawn first), which is the order verification must visit them (MCSD spec §3.6;
+Sequoia spec §8 pitfall 3). ``level`` counts edges from the root (root children are level 1).
+
+Size conventions differ between the papers and are kept apart here: MCSD's ``k1xk2x...`` config
+counts speculated nodes (``4x2x2`` has 28); Sequoia's tree size ``n`` and depth ``d`` count the root
+(``n - 1`` speculated nodes, at most ``d - 1`` speculated levels, at most ``d`` tokens per step).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from specviz.errors import InvalidParameterError
+
+ROOT = -1
+MAX_K_CONFIG_NODES = 1024
+MAX_K_CONFIG_DEPTH = 32
+
+
+@dataclass(frozen=True)
+class TreeShape:
+    """Parent pointers of the speculated nodes, BFS order, siblings in draw order (see module docstring)."""
+
+    parents: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        for i, par in enumerate(self.parents):
+            if not (par == ROOT or 0 <= par < i):
+                raise ValueError(f"node {i} has parent {par}: a parent must precede its child")
+        levels = self.levels
+        if any(levels[i] < levels[i - 1] for i in range(1, len(levels))):
+            raise ValueError("nodes must be listed breadth first")
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    @cached_property
+    def levels(self) -> tuple[int, ...]:
+        """Edges from the root: 1 for the root's children."""
+        out: list[int] = []
+        for par in self.parents:
+            out.append(1 if par == ROOT else out[par] + 1)
+        return tuple(out)
+
+    @cached_property
+    def children(self) -> dict[int, tuple[int, ...]]:
+        """Node (``ROOT`` included) -> its children in draw order; every node has an entry."""
+        kids: dict[int, list[int]] = {ROOT: [], **{i: [] for i in range(len(self))}}
+        for i, par in enumerate(self.parents):
+            kids[par].append(i)
+        return {k: tuple(v) for k, v in kids.items()}
+
+    @cached_property
+    def ranks(self) -> tuple[int, ...]:
+        """1-based position of each node among its siblings (draw order)."""
+        return tuple(self.children[par].index(i) + 1 for i, par in enumerate(self.parents))
+
+    @property
+    def depth(self) -> int:
+        """Speculated levels (0 for an empty tree)."""
+        return max(self.levels, default=0)
+
+    def level_widths(self) -> list[int]:
+        """Number of nodes at levels 1, 2, ..."""
+        widths = [0] * self.depth
+        for lv in self.levels:
+            widths[lv - 1] += 1
+        return widths
+
+    def truncate(self, max_level: int) -> "TreeShape":
+        """The subtree of nodes at level <= ``max_level`` (BFS order keeps it a prefix)."""
+        keep = sum(1 for lv in self.levels if lv <= max_level)
+        return TreeShape(self.parents[:keep])
+
+    def with_root(self) -> list[int]:
+        """Root-inclusive parent list (Sequoia convention): node 0 is the root, node i + 1 is node i."""
+        return [ROOT] + [0 if par == ROOT else par + 1 for par in self.parents]
+
+    @classmethod
+    def from_root_parents(cls, parents: list[int]) -> "TreeShape":
+        """Inverse of ``with_root``: drop node 0 (the root) of a root-inclusive parent list."""
+        if not parents or parents[0] != ROOT:
+            raise ValueError("a root-inclusive parent list starts with the root (parent -1)")
+        return cls(tuple(ROOT if par == 0 else par - 1 for par in parents[1:]))
+
+
+def parse_k_config(text: str) -> tuple[int, ...]:
+    """``"4x2x2"`` -> ``(4, 2, 2)``: k_d children under every node of level d - 1 (MCSD spec §0)."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidParameterError("k_config must be text like '4x2x2' (children per node at each level).")
+    parts = re.split(r"\s*[x×X*,]\s*", text.strip())
+    try:
+        ks = tuple(int(p) for p in parts)
+    except ValueError:
+        raise InvalidParameterError(f"k_config {text!r} is not of the form '4x2x2' (positive integers joined by x).")
+    if any(k < 1 for k in ks):
+        raise InvalidParameterError(f"k_config {text!r}: every level needs at least one child per node.")
+    if len(ks) > MAX_K_CONFIG_DEPTH:
+        raise InvalidParameterError(f"k_config {text!r} has {len(ks)} levels; at most {MAX_K_CONFIG_DEPTH}.")
+    total = k_config_size(ks)
+    if total > MAX_K_CONFIG_NODES:
+        raise InvalidParameterError(
+            f"k_config {text!r} drafts {total} nodes per step; at most {MAX_K_CONFIG_NODES}: use smaller widths.")
+    return ks
+
+
+def k_config_size(ks: tuple[int, ...]) -> int:
+    """Speculated nodes of a k-config: sum over levels of prod(k_1..k_d) (MCSD spec §0, T)."""
+    return sum(math.prod(ks[: d + 1]) for d in range(len(ks)))
+
+
+def k_config_shape(ks: tuple[int, ...]) -> TreeShape:
+    """The ``k1 x k2 x ...`` tree in BFS order: the node with local index j at level d + 1 has parent
+    local index ``j // k[d]`` at level d, so siblings are consecutive in draw order (MCSD spec §3.6)."""
+    parents: list[int] = []
+    offset, width = 0, 1  # offset of the previous level (the root is not a node), its width
+    for d, k in enumerate(ks):
+        start = len(parents)
+        for j in range(width * k):
+            parents.append(ROOT if d == 0 else offset + j // k)
+        offset, width = start, width * k
+    return TreeShape(tuple(parents))
+
+
+def chain_shape(n: int) -> TreeShape:
+    """A chain of ``n`` speculated nodes (chain SD)."""
+    return TreeShape(tuple([ROOT] + list(range(n - 1))) if n else ())
+
+
+def path_weights(shape: TreeShape, acceptance: list[float]) -> list[float]:
+    """f(v) = product of p_rank along the root-to-v path (Sequoia Def. 3.3); ranks beyond the vector get 0."""
+    f: list[float] = []
+    for i, par in enumerate(shape.parents):
+        r = shape.ranks[i]
+        p = acceptance[r - 1] if r <= len(acceptance) else 0.0
+        f.append(p * (1.0 if par == ROOT else f[par]))
+    return f
+
+
+def expected_tokens(shape: TreeShape, acceptance: list[float]) -> float:
+    """F(T) = 1 + sum_v f(v): expected tokens per step under positional acceptance (Sequoia Prop. 3.4)."""
+    return 1.0 + sum(path_weights(shape, acceptance))

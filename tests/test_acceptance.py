@@ -1,0 +1,169 @@
+"""The multi-candidate rules of ``core.acceptance`` preserve p *exactly*: the output law of a sibling
+group, enumerated over every candidate sequence (no sampling), equals the target distribution, for
+MCSD Algorithm 1 (with replacement = SpecInfer), Algorithm 2 / Sequoia Algorithm 1 (without
+replacement, with Sequoia's uniform fallback past q's support), and the temperature-0 rule. The
+wrong residual order is exactly measurably biased."""
+import itertools
+
+import pytest
+import torch
+
+from specviz.core import acceptance as acc
+from specviz.core.acceptance import (draw_candidates, draw_probs, first_accepted, greedy_candidates,
+                                     greedy_schedule, sibling_schedule)
+
+V = 5
+
+
+def rand_dist(gen, zeros=0):
+    x = torch.rand(V, generator=gen, dtype=torch.float64) ** 3
+    if zeros:
+        x[torch.randperm(V, generator=gen)[:zeros]] = 0.0
+    return (x / x.sum()).float()
+
+
+def candidate_law(q, k, replacement, fallback=True):
+    """Exact law of the ordered candidate tuple (sequential draws; uniform over undrawn tokens once q is used up)."""
+    out = {}
+    for cands in itertools.product(range(V), repeat=k):
+        prob, d, drawn = 1.0, q.double().clone(), set()
+        for x in cands:
+            if not replacement:
+                if x in drawn:
+                    prob = 0.0
+                    break
+                if d.sum() <= 0:
+                    if not fallback:
+                        prob = 0.0
+                        break
+                    d = torch.tensor([0.0 if t in drawn else 1.0 for t in range(V)], dtype=torch.float64)
+                d = d / d.sum()
+            prob *= float(d[x])
+            if not replacement:
+                d = d.clone()
+                d[x] = 0.0
+                drawn.add(x)
+        if prob > 0:
+            out[cands] = prob
+    return out
+
+
+def output_law(p, q, k, replacement):
+    """Exact law of the token a sibling group produces (accepted candidate, or residual draw)."""
+    law = torch.zeros(V, dtype=torch.float64)
+    for cands, prob in candidate_law(q, k, replacement).items():
+        s = sibling_schedule(p, q, list(cands), replacement)
+        reach = 1.0
+        for x, a in zip(cands, s.accept_probs):
+            law[x] += prob * reach * a
+            reach *= 1 - a
+        law += prob * reach * s.final_residual.double()
+    return law
+
+
+CASES = [(k, zeros) for k in (1, 2, 3) for zeros in (0, 2)]
+
+
+@pytest.mark.parametrize("replacement", [True, False], ids=["alg1-with", "alg2-without"])
+@pytest.mark.parametrize("k,zeros", CASES)
+def test_sibling_rule_is_exact(replacement, k, zeros):
+    gen = torch.Generator().manual_seed(10 * k + zeros)
+    for _ in range(4):
+        p, q = rand_dist(gen), rand_dist(gen, zeros)
+        if not replacement and k > V - zeros:
+            continue
+        assert torch.allclose(output_law(p, q, k, replacement), p.double(), atol=2e-6)
+
+
+def test_sequoia_fallback_past_the_support_is_exact():
+    """q has 2 tokens of support and 4 siblings are drawn: the last two come from the uniform fallback."""
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(4):
+        p, q = rand_dist(gen), rand_dist(gen, zeros=3)
+        law = output_law(p, q, 4, replacement=False)
+        assert torch.allclose(law, p.double(), atol=2e-6)
+
+
+def test_cover_property_sequoia_vs_specinfer():
+    """Sequoia spec §3.6: P = [1, 0], Q = [.5, .5], two siblings: without replacement always accepts,
+    with replacement accepts 75% of the time."""
+    p, q = torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])
+    for cands in ([0, 1], [1, 0]):
+        s = sibling_schedule(p, q, cands, replacement=False)
+        reach = 1.0
+        for a in s.accept_probs:
+            reach *= 1 - a
+        assert reach == 0.0
+    s = sibling_schedule(p, q, [1, 1], replacement=True)
+    assert s.accept_probs == [0.0, 0.0] and s.duplicate == [False, True]
+
+
+@pytest.mark.parametrize("wrong", ["q-before-residual", "no-renormalise"])
+def test_wrong_update_order_is_biased(wrong):
+    """MCSD spec §4.1 pitfall 2: updating q before the residual (or not renormalising q) is biased."""
+
+    def swapped(res, d, x, rejected):
+        if wrong == "q-before-residual":
+            d = d.clone()
+            d[x] = 0.0
+            d = d / d.sum()
+            return acc.residual(res, d), d
+        res = acc.residual(res, d)
+        d = d.clone()
+        d[x] = 0.0
+        return res, d  # right order, but q is not renormalised
+
+    gen = torch.Generator().manual_seed(0)
+    p, q = rand_dist(gen), rand_dist(gen)
+    original = acc.reject_without_replacement
+    try:
+        acc.reject_without_replacement = swapped
+        law = output_law(p, q, 2, replacement=False)
+    finally:
+        acc.reject_without_replacement = original
+    assert (law - p.double()).abs().max() > 0.01
+
+
+def test_greedy_rule_matches_target_argmax():
+    p = torch.tensor([0.0, 0.0, 1.0, 0.0])
+    s = greedy_schedule(p, [1, 2, 3])
+    assert s.accept_probs == [0.0, 1.0, 0.0]
+    assert first_accepted(s.accept_probs, lambda: pytest.fail("greedy must not draw"))[0] == 1
+    s = greedy_schedule(p, [0, 3])
+    assert first_accepted(s.accept_probs, lambda: 0.5)[0] is None and int(s.final_residual.argmax()) == 2
+    logits = torch.tensor([0.1, 3.0, -1.0, 2.0])
+    assert greedy_candidates(logits, 3, replacement=False) == [1, 3, 0]
+    assert greedy_candidates(logits, 3, replacement=True) == [1, 1, 1]
+
+
+def test_draws_without_replacement_follow_the_sequential_law():
+    from scipy import stats
+    gen = torch.Generator().manual_seed(1)
+    q = rand_dist(gen, zeros=1)
+    law = candidate_law(q, 2, replacement=False)
+    runs = 8000
+    counts = {}
+    for _ in range(runs):
+        c = tuple(draw_candidates(q, 2, False, gen))
+        counts[c] = counts.get(c, 0) + 1
+    assert set(counts) <= set(law)
+    keys = sorted(law)
+    pvalue = stats.chisquare([counts.get(c, 0) for c in keys], [law[c] * runs for c in keys]).pvalue
+    assert pvalue > 1e-3
+
+
+def test_draws_cap_or_fall_back_past_the_support():
+    gen = torch.Generator().manual_seed(2)
+    q = torch.tensor([0.5, 0.0, 0.5, 0.0, 0.0])
+    assert sorted(draw_candidates(q, 4, False, gen)) == [0, 2]
+    c = draw_candidates(q, 4, False, gen, fallback=True)
+    assert sorted(c[:2]) == [0, 2] and len(set(c)) == 4 and set(c[2:]) <= {1, 3, 4}
+    assert draw_probs(q, c, False)[2:] == [1 / 3, 1 / 2]
+
+
+def test_schedule_draft_probs_are_the_draw_time_probabilities():
+    gen = torch.Generator().manual_seed(5)
+    p, q = rand_dist(gen), rand_dist(gen)
+    cands = [int(x) for x in torch.multinomial(q, 3, replacement=False, generator=gen)]
+    s = sibling_schedule(p, q, cands, replacement=False)
+    assert s.draft_probs == pytest.approx(draw_probs(q, cands, False), rel=1e-5)
