@@ -1,0 +1,78 @@
+"""One training loop for every stage: AdamW, linear warm-up then cosine decay, progress lines."""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Callable, Iterable
+
+import torch
+
+
+def cosine_lr(step: int, total: int, peak: float, warmup: int, floor: float = 0.1) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def train_loop(
+    params: Iterable[torch.nn.Parameter],
+    batch_fn: Callable[[int], torch.Tensor],
+    loss_fn: Callable[[torch.Tensor], torch.Tensor],
+    steps: int,
+    lr: float,
+    name: str,
+    warmup: int | None = None,
+    weight_decay: float = 0.01,
+    grad_clip: float = 1.0,
+    log_every: int = 25,
+    eval_fn: Callable[[], dict] | None = None,
+    eval_every: int = 0,
+    log=print,
+) -> dict:
+    """Run ``steps`` optimiser steps; ``loss_fn(batch)`` returns a scalar loss.
+
+    Prints ``[name] step i/n loss lr tok/s elapsed eta`` every ``log_every`` steps. Returns a summary
+    with the final smoothed loss, the tokens seen and the wall time.
+    """
+    params = [p for p in params if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
+    )
+    warmup = warmup if warmup is not None else max(1, min(200, steps // 20))
+    t0 = time.time()
+    tokens = 0
+    smooth = None
+    history = []
+    for step in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(step, steps, lr, warmup)
+        batch = batch_fn(step)
+        loss = loss_fn(batch)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_clip:
+            torch.nn.utils.clip_grad_norm_(params, grad_clip)
+        opt.step()
+        tokens += batch.shape[0] * (batch.shape[1] - 1)
+        value = float(loss.detach())
+        smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
+        if (step + 1) % log_every == 0 or step == 0 or step + 1 == steps:
+            elapsed = time.time() - t0
+            eta = elapsed / (step + 1) * (steps - step - 1)
+            log(
+                f"[{name}] step {step + 1}/{steps} loss {value:.4f} (avg {smooth:.4f}) "
+                f"lr {opt.param_groups[0]['lr']:.2e} {tokens / max(elapsed, 1e-9):.0f} tok/s "
+                f"elapsed {elapsed / 60:.1f} min eta {eta / 60:.1f} min"
+            )
+            history.append({"step": step + 1, "loss": smooth, "elapsed_s": round(elapsed, 1)})
+            sys.stdout.flush()
+        if eval_fn is not None and eval_every and (step + 1) % eval_every == 0 and step + 1 != steps:
+            log(f"[{name}] eval at step {step + 1}: {eval_fn()}")
+    return {"steps": steps, "final_loss": smooth, "tokens": tokens, "seconds": round(time.time() - t0, 1), "history": history}

@@ -1,0 +1,340 @@
+"""The whole recipe: corpus -> tokenizer -> target -> distilled draft -> early-exit head -> report.
+
+Each stage writes its result under ``out`` (``target/``, ``draft/``, ``early_exit/``,
+``bundled_pair.json``); a stage that is not run loads the previous result from there, so one stage
+can be redone without the others. Everything is seeded: the corpus order, the tokenizer, model
+initialisation (``torch.manual_seed(seed + stage)``), batch order and generated data.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import configs
+from .corpus import build_corpus
+from .data import MixedSampler, WindowSampler, sequential_windows
+from .distill import build_generated_bank, init_draft_from_target, kl_to_teacher
+from .evaluate import agreement_report, generate, hf_logits, perplexity
+from .loop import train_loop
+from .tokenizer import encode_stream, train_tokenizer
+
+STAGES = ("tokenizer", "target", "draft", "early_exit", "eval")
+SAMPLE_PROMPTS = ("def ", "import os\n", "class ", "    def __init__(self", "for i in range(")
+AGREEMENT_PROMPTS = ("def ", "import ", "class Foo:\n    def ", "if __name__ == ", "    return ", "for ", "try:\n    ",
+                     "@property\n    def ")
+
+
+@dataclass
+class TrainConfig:
+    out: str = "assets"
+    seed: int = 0
+    device: str = "auto"
+    threads: int = 2
+    stages: tuple[str, ...] = STAGES
+    # corpus / tokenizer
+    vocab_size: int = 4096
+    max_files: int | None = None
+    heldout_percent: float = 4.0
+    include_tests: bool = True
+    # shared training shape
+    seq_len: int = 256
+    batch_size: int = 8
+    # target
+    target_size: str = "target"
+    target_steps: int = 900
+    target_lr: float = 2e-3
+    # draft
+    draft_size: str = "draft"
+    draft_steps: int = 700
+    draft_lr: float = 2e-3
+    draft_ce_weight: float = 0.1
+    gen_sequences: int = 768
+    gen_prompt_len: int = 32
+    gen_new_tokens: int = 225
+    gen_greedy_fraction: float = 0.5
+    gen_temperature: float = 0.8
+    generated_fraction: float = 0.5
+    # early-exit head
+    exit_layer: int = 1
+    ee_steps: int = 350
+    ee_lr: float = 1e-3
+    # evaluation
+    eval_windows: int = 48
+    eval_new_tokens: int = 64
+    log_every: int = 25
+    cache_dir: str | None = None  # where to keep the encoded corpus between runs (None: no cache)
+    extra: dict = field(default_factory=dict)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    model = model.to("cpu", torch.float32)
+    model.generation_config.do_sample = False
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    (path / "specviz_train.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+
+
+def _load_model(path: Path, device):
+    from transformers import AutoModelForCausalLM
+
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} has no trained model: run the stage that builds it first")
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
+
+
+def _prompt_ids(tokenizer, texts, device) -> torch.Tensor:
+    """Equal-length prompts: each text's ids left-truncated/cut to the shortest length."""
+    ids = [tokenizer(t, add_special_tokens=False).input_ids for t in texts]
+    n = min(len(i) for i in ids)
+    return torch.tensor([i[:n] for i in ids], device=device)
+
+
+def run(cfg: TrainConfig, log=print) -> dict:
+    """Run the stages of ``cfg``; returns the report also written to ``out/bundled_pair.json``."""
+    threads = torch.get_num_threads()
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    try:
+        return _run(cfg, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(cfg: TrainConfig, log) -> dict:
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    t_start = time.time()
+    device = pick_device(cfg.device)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    unknown = set(cfg.stages) - set(STAGES)
+    if unknown:
+        raise ValueError(f"unknown stages {sorted(unknown)}; choose from {', '.join(STAGES)}")
+    report_path = out / "bundled_pair.json"
+    report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    report["config"] = {k: v for k, v in asdict(cfg).items()}
+    report["environment"] = {"python": sys.version.split()[0], "torch": torch.__version__, "device": str(device),
+                             "threads": cfg.threads, "platform": platform.platform()}
+
+    # corpus and tokenizer
+    corpus = build_corpus(max_files=cfg.max_files, heldout_percent=cfg.heldout_percent, include_tests=cfg.include_tests)
+    report["corpus"] = corpus.describe()
+    log(f"[corpus] {len(corpus.train_files)} training files, {len(corpus.heldout_files)} held-out files "
+        f"from {corpus.root} (sha256 {corpus.sha256[:12]})")
+    if "tokenizer" in cfg.stages:
+        t0 = time.time()
+        tokenizer = train_tokenizer(corpus.train_texts, cfg.vocab_size)
+        log(f"[tokenizer] byte-level BPE, vocab {len(tokenizer)}, trained in {time.time() - t0:.1f}s")
+        tok_dir = out / "tokenizer"
+        tokenizer.save_pretrained(tok_dir)
+    else:
+        src = out / "tokenizer" if (out / "tokenizer").is_dir() else out / "target"
+        tokenizer = AutoTokenizer.from_pretrained(src)
+    t0 = time.time()
+    train_stream, heldout_stream = _encoded(tokenizer, corpus, cfg.cache_dir)
+    report["corpus"].update(train_tokens=int(len(train_stream)), heldout_tokens=int(len(heldout_stream)))
+    log(f"[tokenizer] {len(train_stream)} training tokens, {len(heldout_stream)} held-out tokens "
+        f"({time.time() - t0:.1f}s)")
+    vocab = len(tokenizer)
+    eos = tokenizer.eos_token_id
+    eval_windows = sequential_windows(heldout_stream, cfg.seq_len, cfg.eval_windows).to(device)
+    timings = report.setdefault("timings_s", {})
+    stage_meta = {"corpus": report["corpus"], "seed": cfg.seed, "recipe": "python -m specviz.train (specviz/train)"}
+
+    # target
+    if "target" in cfg.stages:
+        torch.manual_seed(cfg.seed + 1)
+        target = LlamaForCausalLM(configs.llama_config(cfg.target_size, vocab, eos)).to(device)
+        n_params = configs.count_parameters(target)
+        log(f"[target] {cfg.target_size}: {n_params / 1e6:.2f}M parameters, {cfg.target_steps} steps of "
+            f"{cfg.batch_size}x{cfg.seq_len} tokens on {device}")
+        sampler = WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 11)
+
+        def target_loss(batch):
+            batch = batch.to(device)
+            return _ce(target(input_ids=batch[:, :-1]).logits, batch[:, 1:])
+
+        target.train()
+        summary = train_loop(target.parameters(), lambda s: sampler.next(), target_loss, cfg.target_steps,
+                             cfg.target_lr, "target", log_every=cfg.log_every, log=log,
+                             eval_fn=lambda: perplexity(hf_logits(target), eval_windows[:8]), eval_every=300)
+        target.eval()
+        timings["target"] = summary["seconds"]
+        report["target_training"] = {k: v for k, v in summary.items() if k != "history"}
+        _save_model(target, tokenizer, out / "target", {**stage_meta, "role": "target", "training": summary,
+                                                         "size": configs.SIZES[cfg.target_size].as_dict()})
+        target.to(device)
+        log(f"[target] saved to {out / 'target'}")
+    else:
+        target = _load_model(out / "target", device)
+    target.eval()
+    for p in target.parameters():
+        p.requires_grad_(False)
+
+    bank = None
+    need_bank = ("draft" in cfg.stages or "early_exit" in cfg.stages) and cfg.generated_fraction > 0 and cfg.gen_sequences > 0
+    if need_bank:
+        t0 = time.time()
+        bank = build_generated_bank(target, train_stream, cfg.gen_sequences, cfg.gen_prompt_len, cfg.gen_new_tokens,
+                                    cfg.gen_greedy_fraction, cfg.gen_temperature, cfg.seed + 23,
+                                    batch_size=64, log=log).cpu()
+        timings["generate"] = round(time.time() - t0, 1)
+        log(f"[generate] {len(bank)} target continuations of {cfg.gen_new_tokens} tokens in {timings['generate']}s")
+
+    # draft
+    if "draft" in cfg.stages:
+        torch.manual_seed(cfg.seed + 2)
+        draft = LlamaForCausalLM(configs.llama_config(cfg.draft_size, vocab, eos)).to(device)
+        copied = init_draft_from_target(draft, target)
+        n_params = configs.count_parameters(draft)
+        log(f"[draft] {cfg.draft_size}: {n_params / 1e6:.2f}M parameters, initialised from the target's "
+            f"{', '.join(copied) or 'nothing'}; {cfg.draft_steps} distillation steps")
+        sampler = MixedSampler(WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 12), bank,
+                               cfg.generated_fraction, cfg.seed + 13)
+
+        def draft_loss(batch):
+            batch = batch.to(device)
+            x = batch[:, :-1]
+            with torch.no_grad():
+                teacher = target(input_ids=x).logits
+            student = draft(input_ids=x).logits
+            loss = kl_to_teacher(student, teacher)
+            if cfg.draft_ce_weight:
+                loss = loss + cfg.draft_ce_weight * _ce(student, batch[:, 1:])
+            return loss
+
+        draft.train()
+        summary = train_loop(draft.parameters(), lambda s: sampler.next(), draft_loss, cfg.draft_steps, cfg.draft_lr,
+                             "draft", log_every=cfg.log_every, log=log)
+        draft.eval()
+        timings["draft"] = summary["seconds"]
+        report["draft_training"] = {k: v for k, v in summary.items() if k != "history"}
+        report["draft_init"] = copied
+        _save_model(draft, tokenizer, out / "draft", {**stage_meta, "role": "draft", "distilled_from": "../target",
+                                                       "training": summary, "init": copied,
+                                                       "size": configs.SIZES[cfg.draft_size].as_dict()})
+        draft.to(device)
+        log(f"[draft] saved to {out / 'draft'}")
+    elif (out / "draft" / "config.json").is_file():
+        draft = _load_model(out / "draft", device)
+    else:
+        draft = None
+
+    # early-exit head
+    from specviz.models.early_exit import EarlyExitHead, load_early_exit, save_early_exit
+
+    if "early_exit" in cfg.stages:
+        torch.manual_seed(cfg.seed + 3)
+        head = EarlyExitHead(target, cfg.exit_layer).to(device)
+        n_params = sum(p.numel() for p in head.parameters())
+        log(f"[early_exit] exit after layer {cfg.exit_layer} of {target.config.num_hidden_layers}: "
+            f"{n_params / 1e6:.2f}M trainable parameters (trunk frozen); {cfg.ee_steps} steps")
+        sampler = MixedSampler(WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14), bank,
+                               cfg.generated_fraction, cfg.seed + 15)
+
+        def ee_loss(batch):
+            batch = batch.to(device)
+            x = batch[:, :-1]
+            with torch.no_grad():
+                out_t = target(input_ids=x, output_hidden_states=True)
+            pos = torch.arange(x.shape[1], device=device).unsqueeze(0)
+            student = head(out_t.hidden_states[cfg.exit_layer], pos)
+            return kl_to_teacher(student, out_t.logits)
+
+        head.train()
+        summary = train_loop(head.parameters(), lambda s: sampler.next(), ee_loss, cfg.ee_steps, cfg.ee_lr,
+                             "early_exit", log_every=cfg.log_every, log=log)
+        head.eval()
+        timings["early_exit"] = summary["seconds"]
+        report["early_exit_training"] = {k: v for k, v in summary.items() if k != "history"}
+        save_early_exit(head, out / "early_exit", base="../target",
+                        extra={"training": {k: v for k, v in summary.items() if k != "history"},
+                               "loss": "KL(target || head) on corpus windows and target continuations",
+                               "seed": cfg.seed})
+        log(f"[early_exit] saved to {out / 'early_exit'}")
+    elif (out / "early_exit" / "early_exit.json").is_file():
+        head = load_early_exit(out / "early_exit", target)
+    else:
+        head = None
+
+    # evaluation
+    if "eval" in cfg.stages:
+        t0 = time.time()
+        ev: dict = {}
+        ev["target"] = perplexity(hf_logits(target), eval_windows)
+        prompts = _prompt_ids(tokenizer, AGREEMENT_PROMPTS, device)
+        if draft is not None:
+            ev["draft"] = perplexity(hf_logits(draft), eval_windows)
+            ev["draft"].update(agreement_report(target, hf_logits(draft), eval_windows, prompts,
+                                                cfg.eval_new_tokens, gammas=(2, 4, 6)))
+        if head is not None:
+            ev["early_exit"] = perplexity(head.logits_for, eval_windows)
+            ev["early_exit"].update(agreement_report(target, head.logits_for, eval_windows, prompts,
+                                                     cfg.eval_new_tokens, gammas=(2, 4, 6)))
+        ev["parameters"] = {"target": configs.count_parameters(target)}
+        if draft is not None:
+            ev["parameters"]["draft"] = configs.count_parameters(draft)
+        if head is not None:
+            ev["parameters"]["early_exit_head"] = sum(p.numel() for p in head.parameters())
+        gen = torch.Generator(device="cpu").manual_seed(cfg.seed + 31)
+        samples = {}
+        for p in SAMPLE_PROMPTS:
+            ids = torch.tensor([tokenizer(p, add_special_tokens=False).input_ids], device=device)
+            samples[f"T=0.8 | {p}"] = tokenizer.decode(generate(target.cpu(), ids.cpu(), 64, 0.8, generator=gen)[0])
+            samples[f"greedy | {p}"] = tokenizer.decode(generate(target.cpu(), ids.cpu(), 64, 0.0)[0])
+            target.to(device)
+        ev["samples"] = samples
+        timings["eval"] = round(time.time() - t0, 1)
+        report["eval"] = ev
+        for k in ("target", "draft", "early_exit"):
+            if k in ev:
+                log(f"[eval] {k}: " + json.dumps({kk: vv for kk, vv in ev[k].items()}))
+        for k, v in samples.items():
+            log(f"[sample] {k!r} -> {v!r}")
+    timings["total_this_run"] = round(time.time() - t_start, 1)
+    report_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
+    return report
+
+
+def _encoded(tokenizer, corpus, cache_dir):
+    """The encoded training and held-out streams, cached under ``cache_dir`` by corpus and tokenizer hash."""
+    import hashlib
+
+    import numpy as np
+
+    path = None
+    if cache_dir:
+        key = hashlib.sha256((corpus.sha256 + tokenizer.backend_tokenizer.to_str()).encode()).hexdigest()[:16]
+        path = Path(cache_dir) / f"corpus-{key}.npz"
+        if path.is_file():
+            data = np.load(path)
+            return data["train"], data["heldout"]
+    train = encode_stream(tokenizer, corpus.train_texts)
+    heldout = encode_stream(tokenizer, corpus.heldout_texts)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, train=train, heldout=heldout)
+    return train, heldout
+
+
+def _ce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    import torch.nn.functional as F
+
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
