@@ -1,0 +1,156 @@
+"""Which pairs the app offers and the pairs it has loaded.
+
+``preset_choices()`` reads the presets (``specviz.presets``, the bundled offline pair first) and
+falls back to the bundled pair alone if the presets cannot be read. ``PairRegistry`` keeps a few
+loaded pairs shared by every visitor (read-only: each run has its own caches), keyed by
+``"target|draft"``; a failed load raises and leaves the registry as it was, so a session keeps its
+previous pair.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import specviz
+from specviz.models.loading import ModelPair
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class PairChoice:
+    name: str
+    target: str
+    draft: str | None
+    note: str = ""
+    preset: Any = field(default=None, compare=False, repr=False)  # the specviz.presets.Preset, if any
+
+    def check(self) -> None:
+        """Raise a clear ``ModelLoadError`` before loading if the preset cannot load here (offline...)."""
+        if self.preset is None:
+            return
+        try:
+            from specviz.presets import check_available
+        except ImportError:
+            return
+        check_available(self.preset)
+
+    @property
+    def key(self) -> str:
+        return pair_key(self.target, self.draft)
+
+
+BUNDLED = PairChoice("bundled offline pair", "assets/target", "assets/draft",
+                     "trained by the project on Python's standard library; runs on CPU")
+
+
+def pair_key(target: str, draft: str | None) -> str:
+    return f"{target}|{draft or ''}"
+
+
+def resolve_model_path(name: str) -> str:
+    """A relative path that exists under the project root becomes absolute (so the app runs from any
+    directory); hub ids and absolute paths are returned unchanged."""
+    if not name:
+        return name
+    p = Path(name).expanduser()
+    if not p.is_absolute() and not p.exists() and (ROOT / p).exists():
+        return str(ROOT / p)
+    return name
+
+
+def preset_choices() -> list[PairChoice]:
+    """The presets, bundled pair first; never empty."""
+    out: list[PairChoice] = []
+    try:
+        from specviz.presets import load_presets  # owned by the training work; may not exist yet
+
+        for p in load_presets():
+            target = getattr(p, "target", None)
+            if not target:
+                continue
+            label = p.label() if callable(getattr(p, "label", None)) else str(getattr(p, "name", target))
+            bits = [getattr(p, k, "") for k in ("description", "memory")]
+            if getattr(p, "gated", False):
+                bits.append("gated on the hub: needs an accepted licence and a token")
+            note = " · ".join(str(b) for b in bits if b)
+            out.append(PairChoice(label, str(target), getattr(p, "draft", None) or None, note, preset=p))
+    except Exception as exc:  # noqa: BLE001 - a broken presets file must not take the app down
+        log.warning("presets unavailable (%s); offering the bundled pair only", exc)
+    if not out:
+        out = [BUNDLED]
+    return out
+
+
+def describe_pair(pair: ModelPair) -> str:
+    """One markdown line: names, device, dtype, sizes, vocabulary."""
+    d = pair.describe()
+
+    def size(n: Any) -> str:
+        if not isinstance(n, int):
+            return "?"
+        return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
+
+    draft = f" ← draft **{_short(d['draft'])}** ({size(d.get('draft_params'))})" if d.get("draft") else " (no draft)"
+    tok = "" if pair.tokenizer is not None else " · no tokenizer: type token ids"
+    return (f"**{_short(d['target'])}** ({size(d.get('target_params'))}){draft} · `{d['device']}` · `{d['dtype']}` · "
+            f"vocab {d['shared_vocab_size']}{tok}")
+
+
+def _short(name: str | None) -> str:
+    if not name:
+        return "?"
+    try:
+        return str(Path(name).relative_to(ROOT)) if Path(name).is_absolute() else name
+    except ValueError:
+        return name
+
+
+class PairRegistry:
+    """Loaded pairs shared by all sessions, least recently used evicted beyond ``max_pairs``."""
+
+    def __init__(self, max_pairs: int = 2, device: str = "auto", dtype: str = "auto"):
+        self.max_pairs = max_pairs
+        self.device = device
+        self.dtype = dtype
+        self._pairs: OrderedDict[str, ModelPair] = OrderedDict()
+        self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
+
+    def get(self, key: str | None) -> ModelPair | None:
+        if key is None:
+            return None
+        with self._lock:
+            pair = self._pairs.get(key)
+            if pair is not None:
+                self._pairs.move_to_end(key)
+            return pair
+
+    def put(self, key: str, pair: ModelPair) -> str:
+        with self._lock:
+            self._pairs[key] = pair
+            self._pairs.move_to_end(key)
+            while len(self._pairs) > self.max_pairs:
+                self._pairs.popitem(last=False)
+        return key
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return list(self._pairs)
+
+    def load(self, target: str, draft: str | None, trust_remote_code: bool = False) -> str:
+        """Load (or reuse) a pair and return its key. Raises ``specviz.SpecvizError`` subclasses."""
+        key = pair_key(target, draft)
+        if self.get(key) is not None:
+            return key
+        with self._load_lock:  # one load at a time: two 7B loads at once would not fit
+            if self.get(key) is not None:
+                return key
+            pair = specviz.load_pair(resolve_model_path(target), resolve_model_path(draft) if draft else None,
+                                     device=self.device, dtype=self.dtype, trust_remote_code=trust_remote_code)
+            return self.put(key, pair)

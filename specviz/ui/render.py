@@ -1,0 +1,133 @@
+"""Session -> what each component shows, as plain values (HTML strings, Plotly figures).
+
+Kept free of Gradio so the views can be tested and timed directly; ``specviz.ui.app`` wraps them
+in component updates. Scrubbing calls ``slot_view`` and ``marker_figures`` only: one tree, one text
+and two small time series per column, all computed from the stored traces.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from specviz import viz
+from specviz.ui.runner import Column, Session
+from specviz.viz.style import series_color
+
+
+@dataclass
+class SlotView:
+    header: str
+    tokens: str
+    tree: go.Figure
+    controller: go.Figure | None
+    download: str | None
+
+
+def _chip(i: int) -> str:
+    return f'<span class="sv-chip" style="background:{series_color(i)}"></span>'
+
+
+def column_header(col: Column, i: int, step: int, running: bool) -> str:
+    name = html.escape(col.algorithm)
+    params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in col.params.items())
+    head = f'<div class="sv-colhead">{_chip(i)}<b>{name}</b>'
+    if params:
+        head += f' <span class="sv-params">{params}</span>'
+    head += "</div>"
+    if col.error:
+        return head + f'<div class="sv-error">⚠ {html.escape(col.error)}</div>'
+    t = col.trace
+    if t is None or not t.steps:
+        state = "starting…" if running and not col.done else "no steps"
+        return head + f'<div class="sv-stepinfo">{state}</div>'
+    n = len(t.steps)
+    k = min(step, n - 1)
+    s = t.steps[k]
+    bits = [f"step <b>{k + 1}</b>/{n}", f"drafted {s.n_drafted}", f"accepted {s.n_accepted}",
+            f"+{len(s.committed)} tok"]
+    if step > n - 1 and col.done:
+        bits[0] = f"last step <b>{n}</b> (done before step {step + 1})"
+    if col.done and t.finish_reason:
+        m = t.metrics or {}
+        tau = m.get("tau")
+        summary = f"{len(t.output_ids)} tokens in {n} calls"
+        if isinstance(tau, (int, float)):
+            summary += f" · τ {tau:.2f}"
+        bits.append(f'<span class="sv-done">{summary} ({html.escape(t.finish_reason)})</span>')
+    elif not col.done:
+        bits.append('<span class="sv-running">running…</span>')
+    else:
+        bits.append('<span class="sv-running">stopped</span>')
+    return head + f'<div class="sv-stepinfo">{" · ".join(bits)}</div>'
+
+
+def slot_view(col: Column, i: int, step: int, running: bool = False) -> SlotView:
+    """Header, coloured text, tree and controller figure of column ``i`` at ``step`` (0-based)."""
+    t = col.trace
+    header = column_header(col, i, step, running)
+    if col.error and (t is None or not t.steps):
+        return SlotView(header, viz.tokens_html(t), viz.message_figure("No tree: the run did not start."), None, None)
+    if t is None or not t.steps:
+        return SlotView(header, viz.tokens_html(t), viz.tree_figure(None), None, None)
+    n = len(t.steps)
+    k = min(step, n - 1)
+    tokens = viz.tokens_html(t, current_step=k if (step < n or not col.done) else None)
+    tree = viz.step_tree_figure(t, k)
+    ctrl = viz.controller_figure(t, k)
+    return SlotView(header, tokens, tree, ctrl, col.path if col.done else None)
+
+
+def marker_figures(session: Session, step: int) -> tuple[go.Figure, go.Figure]:
+    """The two time series with the current step marked (rebuilt on every scrub; both are small)."""
+    runs = session.runs(short=True)
+    return viz.tokens_per_step_figure(runs, step), viz.cumulative_figure(runs, step)
+
+
+def static_figures(session: Session) -> tuple[go.Figure, go.Figure]:
+    """Figures that do not depend on the selected step."""
+    runs = session.runs(short=True)
+    return viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs)
+
+
+def table_html(session: Session) -> str:
+    return viz.comparison_table_html(session.runs())
+
+
+def status_html(session: Session, note: str = "") -> str:
+    cols = session.columns
+    if not cols:
+        text = note or "Choose algorithms and press <b>Run</b>, or upload a trace to replay it."
+        return f'<div class="sv-status">{text}</div>'
+    n = session.n_steps
+    running = [c for c in cols if not c.done]
+    errors = [c for c in cols if c.error]
+    if session.source == "replay":
+        text = f"Replaying {len(cols)} uploaded trace{'s' if len(cols) > 1 else ''} · {n} steps · no model needed"
+    elif running:
+        text = f"Running {len(running)} of {len(cols)} · step {n}"
+    else:
+        text = f"Done · {len(cols)} run{'s' if len(cols) > 1 else ''} · {n} steps"
+    if errors:
+        text += f' · <span class="sv-bad">{len(errors)} failed</span>'
+    if note:
+        text += f" · {note}"
+    return f'<div class="sv-status">{text}</div>'
+
+
+def step_label(session: Session) -> str:
+    n = session.n_steps
+    if n == 0:
+        return "no steps yet"
+    k = session.view_step()
+    follow = " (following live)" if session.step is None and session.running else ""
+    return f"step {k + 1} of {n}{follow}"
+
+
+def comparison(session: Session, step: int) -> dict[str, Any]:
+    per_step, cumulative = marker_figures(session, step)
+    hist, timing = static_figures(session)
+    return {"table": table_html(session), "per_step": per_step, "cumulative": cumulative, "hist": hist,
+            "time": timing}

@@ -1,0 +1,238 @@
+"""Running several algorithms side by side, and the session they live in (no Gradio here).
+
+``start_columns`` makes one ``specviz.stream`` per selected algorithm on the same pair, prompt, seed
+and sampling settings; ``advance`` moves every unfinished run forward by one step, so the columns
+advance together, one target call at a time. A failing run becomes a message in its column; the
+others go on.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import specviz
+from specviz import metrics
+from specviz.errors import SpecvizError
+from specviz.models.loading import ModelPair
+from specviz.trace import RunTrace, StepRecord
+
+EXPORT_DIR = os.path.join(tempfile.gettempdir(), "specviz-traces")
+
+
+@dataclass
+class Column:
+    """One algorithm's run (live or replayed) in one column of the page."""
+
+    label: str
+    algorithm: str
+    params: dict[str, Any] = field(default_factory=dict)
+    trace: RunTrace | None = None
+    error: str | None = None
+    done: bool = False
+    path: str | None = None            # exported JSON, once finished
+    _it: Iterator[StepRecord] | None = field(default=None, repr=False)
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.trace.steps) if self.trace is not None else 0
+
+
+@dataclass
+class Session:
+    """Per-visitor state (held in ``gr.State``): the chosen pair and the columns on screen.
+
+    ``step`` is the step the visitor scrubbed to (0-based), or ``None`` to follow the latest step.
+    """
+
+    pair_key: str | None = None
+    columns: list[Column] = field(default_factory=list)
+    step: int | None = None
+    running: bool = False
+    source: str = ""              # "live" or "replay"
+    run_id: int = 0
+
+    @property
+    def n_steps(self) -> int:
+        return max((c.n_steps for c in self.columns), default=0)
+
+    def view_step(self) -> int:
+        """The step every column shows (0-based), clamped to what exists."""
+        n = self.n_steps
+        if n == 0:
+            return 0
+        if self.step is None:
+            return n - 1
+        return max(0, min(self.step, n - 1))
+
+    def runs(self, short: bool = False) -> list[tuple[str, RunTrace]]:
+        """``(label, trace)`` per column with a trace; ``short`` labels are the algorithm names
+        (numbered if one algorithm appears twice), for figure legends."""
+        cols = [c for c in self.columns if c.trace is not None]
+        if not short:
+            return [(c.label, c.trace) for c in cols]
+        names = [c.algorithm for c in cols]
+        return [(n if names.count(n) == 1 else f"{n} #{names[:i + 1].count(n)}", c.trace)
+                for i, (n, c) in enumerate(zip(names, cols))]
+
+
+def column_label(algorithm: str, params: dict[str, Any]) -> str:
+    if not params:
+        return algorithm
+    shown = ", ".join(f"{k}={v}" for k, v in list(params.items())[:3])
+    return f"{algorithm} ({shown})"
+
+
+def parse_prompt(pair: ModelPair, prompt: str) -> str | list[int]:
+    """Text for a pair with a tokenizer; for a tokenizer-less pair, the token ids typed in the box."""
+    if pair.tokenizer is not None:
+        return prompt
+    ids = re.findall(r"-?\d+", prompt or "")
+    if not ids:
+        raise specviz.PromptError("This pair has no tokenizer: type the prompt as token ids, e.g. 1 2 3.")
+    return [int(i) for i in ids]
+
+
+def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict[str, Any]]], *,
+                  max_new_tokens: int, temperature: float, top_p: float, top_k: int, seed: int) -> list[Column]:
+    """One column per ``(algorithm, params)``; argument errors end up in the column's ``error``."""
+    cols: list[Column] = []
+    parsed: str | list[int] | None = None
+    prompt_error: str | None = None
+    try:
+        parsed = parse_prompt(pair, prompt)
+    except SpecvizError as exc:
+        prompt_error = str(exc)
+    for algo, params in algorithms:
+        col = Column(column_label(algo, params), algo, params)
+        if prompt_error is not None:
+            col.error, col.done = prompt_error, True
+        else:
+            try:
+                live = specviz.stream(pair, algo, prompt=parsed, max_new_tokens=max_new_tokens,
+                                      temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, **params)
+                col.trace = live.trace
+                col.params = dict(live.params)
+                col.label = column_label(algo, live.params)
+                col._it = iter(live)
+            except SpecvizError as exc:
+                col.error, col.done = str(exc), True
+        cols.append(col)
+    return cols
+
+
+def _fail(col: Column, exc: BaseException) -> None:
+    if isinstance(exc, SpecvizError):
+        col.error = str(exc)
+    elif "out of memory" in str(exc).lower():
+        col.error = "Out of memory during decoding: ask for fewer tokens, fewer algorithms at once, or a smaller pair."
+    else:
+        col.error = f"Unexpected error in {col.algorithm}: {type(exc).__name__}: {exc}"
+    col.done = True
+    col._it = None
+
+
+def finish(col: Column) -> None:
+    """Final metrics: wall time is the sum of the run's own step times, because side-by-side runs are
+    interleaved and the time between two of its steps belongs to the other runs (and to rendering)."""
+    col.done = True
+    col._it = None
+    if col.trace is not None:
+        col.trace.metrics = metrics.summarize(col.trace)
+
+
+def advance(cols: list[Column]) -> bool:
+    """One step for every unfinished column; returns whether any column is still running."""
+    for col in cols:
+        if col.done or col._it is None:
+            continue
+        try:
+            next(col._it)
+        except StopIteration:
+            finish(col)
+        except Exception as exc:  # noqa: BLE001 - shown in the column, the other runs continue
+            _fail(col, exc)
+    return any(not c.done for c in cols)
+
+
+def export(col: Column, directory: str | None = None) -> str | None:
+    """Write the column's trace as JSON; returns the path."""
+    if col.trace is None:
+        return None
+    directory = os.path.join(directory or EXPORT_DIR, uuid.uuid4().hex[:12])
+    os.makedirs(directory, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", col.label).strip("_") or col.algorithm
+    path = os.path.join(directory, f"specviz-{safe}.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(col.trace.to_json())
+    col.path = path
+    return path
+
+
+def load_trace_file(path: str, max_bytes: int) -> RunTrace:
+    """Read one uploaded trace, refusing it with a clear message if it is too large or malformed."""
+    size = os.path.getsize(path)
+    name = os.path.basename(path)
+    if size > max_bytes:
+        raise specviz.TraceFormatError(
+            f"{name} is {size / 1e6:.1f} MB; this app accepts traces up to {max_bytes / 1e6:.1f} MB.")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise specviz.TraceFormatError(f"{name} is not a text (UTF-8 JSON) file.") from exc
+    try:
+        trace = RunTrace.from_json(text)
+    except specviz.TraceFormatError as exc:
+        raise specviz.TraceFormatError(f"{name}: {exc}") from exc
+    _check_trace(trace, name)
+    return trace
+
+
+def _check_trace(trace: RunTrace, name: str) -> None:
+    """Structural checks a replay relies on (types that ``from_json`` does not enforce)."""
+    try:
+        if not isinstance(trace.algorithm, str) or not isinstance(trace.steps, list):
+            raise TypeError("algorithm/steps")
+        for s in trace.steps:
+            int(s.index)
+            for n in s.forest:
+                int(n.id)
+                str(n.token_text)
+            for c in s.committed:
+                str(c.text)
+        json.dumps(trace.metrics)
+        if not trace.metrics:
+            trace.metrics = metrics.summarize(trace)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise specviz.TraceFormatError(f"{name}: the trace's steps are malformed ({exc}).") from exc
+
+
+def columns_from_traces(traces: list[RunTrace]) -> list[Column]:
+    cols = []
+    for t in traces:
+        col = Column(column_label(t.algorithm, dict(t.params or {})), t.algorithm, dict(t.params or {}), trace=t,
+                     done=True)
+        cols.append(col)
+    return cols
+
+
+class Throttle:
+    """True at most every ``interval`` seconds (and on ``force``)."""
+
+    def __init__(self, interval: float):
+        self.interval = interval
+        self.last = 0.0
+
+    def __call__(self, force: bool = False) -> bool:
+        now = time.monotonic()
+        if force or now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False

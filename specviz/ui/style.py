@@ -1,0 +1,45 @@
+"""The app's look: theme, CSS and the header."""
+from __future__ import annotations
+
+import gradio as gr
+
+from specviz.viz import CSS as VIZ_CSS
+from specviz.viz.style import STATUS_COLORS
+
+
+def theme() -> gr.themes.Base:
+    return gr.themes.Default(primary_hue="indigo", neutral_hue="slate", radius_size="sm", text_size="sm")
+
+
+HEADER_HTML = f"""
+<div class="sv-hero">
+  <div class="sv-title">specviz <span>· speculative decoding, step by step</span></div>
+  <div class="sv-sub">A small <b>draft</b> model proposes tokens; the <b>target</b> checks them all in one forward pass.
+  Each proposal is <b style="color:{STATUS_COLORS['accepted']}">accepted</b> with probability min(1, p/q) or
+  <b style="color:{STATUS_COLORS['rejected']}">rejected</b>; a rejection is replaced by a token
+  <b style="color:{STATUS_COLORS['resampled']}">resampled</b> from the residual, and a fully accepted draft earns a
+  <b style="color:{STATUS_COLORS['bonus']}">bonus</b> token from the target. Run several algorithms on the same prompt
+  and seed, then scrub through the steps.</div>
+</div>
+"""
+
+APP_CSS = VIZ_CSS + """
+.sv-hero { padding: 4px 2px 2px 2px; }
+.sv-title { font-size: 22px; font-weight: 700; color: #111827; }
+.sv-title span { font-weight: 400; color: #6b7280; font-size: 17px; }
+.sv-sub { font-size: 13px; color: #374151; max-width: 1100px; margin-top: 2px; line-height: 1.5; }
+.sv-status { font-size: 13px; color: #374151; padding: 4px 2px; }
+.sv-status .sv-bad, .sv-bad { color: #b91c1c; font-weight: 600; }
+.sv-note, .sv-note p { font-size: 12px !important; color: #4b5563; }
+.sv-col { border: 1px solid #e5e7eb; border-radius: 8px; padding: 8px !important; background: #fff; }
+.sv-colhead { font-size: 15px; display: flex; align-items: center; gap: 6px; }
+.sv-chip { display: inline-block; width: 11px; height: 11px; border-radius: 3px; }
+.sv-params { font-size: 12px; color: #6b7280; font-weight: 400; }
+.sv-stepinfo { font-size: 12px; color: #4b5563; margin: 2px 0 4px 0; }
+.sv-done { color: #065f46; }
+.sv-error { color: #991b1b; background: #fef2f2; border: 1px solid #fecaca; border-radius: 6px; padding: 6px 8px;
+  font-size: 13px; margin-top: 4px; }
+.sv-textbox { background: #fcfcfd; border-radius: 6px; }
+#sv-scrub { align-items: center; }
+#sv-legend { margin: 0; }
+"""

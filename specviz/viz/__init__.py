@@ -1,0 +1,30 @@
+"""Pure figure builders: a trace or a step in, a ``plotly.graph_objects.Figure`` (or HTML) out.
+
+No Gradio here and no model: everything is computed from ``RunTrace`` / ``StepRecord`` data, so the
+same functions draw a live run, a replayed JSON trace or a benchmark result.
+"""
+from specviz.viz.compare import (acceptance_histogram_figure, cumulative_figure, time_breakdown_figure,
+                                 tokens_per_step_figure)
+from specviz.viz.controller import CONTROLLER_VIEWS, controller_figure, controller_kind, register_view
+from specviz.viz.style import STATUS_COLORS, STATUS_LABELS, message_figure
+from specviz.viz.table import TABLE_CSS, comparison_rows, comparison_table_html, first_divergence, greedy_check
+from specviz.viz.tokens import TOKENS_CSS, legend_html, text_upto, tokens_html
+from specviz.viz.tree import tree_figure, tree_layout
+
+CSS = TOKENS_CSS + TABLE_CSS
+
+__all__ = [
+    "CONTROLLER_VIEWS", "CSS", "STATUS_COLORS", "STATUS_LABELS", "TABLE_CSS", "TOKENS_CSS",
+    "acceptance_histogram_figure", "comparison_rows", "comparison_table_html", "controller_figure",
+    "controller_kind", "cumulative_figure", "first_divergence", "greedy_check", "legend_html", "message_figure",
+    "register_view", "step_tree_figure", "text_upto", "time_breakdown_figure", "tokens_html",
+    "tokens_per_step_figure", "tree_figure", "tree_layout",
+]
+
+
+def step_tree_figure(trace, step: int, **kwargs):
+    """``tree_figure`` of step ``step`` (0-based, clamped) of ``trace`` with its context text."""
+    if trace is None or not trace.steps:
+        return tree_figure(None, **kwargs)
+    step = max(0, min(step, len(trace.steps) - 1))
+    return tree_figure(trace.steps[step], context=trace.prompt_text + text_upto(trace, step), **kwargs)

@@ -1,0 +1,315 @@
+"""Controller views: a figure of the controller state a step carries, chosen by ``controller["kind"]``.
+
+``controller_figure(trace, step)`` looks up the view registered for the kind of the step's
+controller dict; a view returns ``None`` when the keys it needs are missing, and the generic view
+(numeric scalars over steps, numeric lists at the selected step) is used instead, so an algorithm
+added later shows its state with no change here. Register a dedicated view with
+``@register_view("kind")``.
+
+Keys the dedicated views read (all optional beyond the first of each list):
+
+``beta_ts`` / ``cali_ts`` (EESD): ``alpha``, ``beta`` (Beta posterior used this round), or ``mu``,
+``sigma`` (calibrated Gaussian); ``draws``: one dict per draft position with ``theta`` (sampled),
+``u`` and ``continue`` (bool; the last ``False`` is the stop coin); ``stop_reason``.
+
+``dsbd``: ``levels``: one dict per draft level with ``candidates`` (W_S), ``kept`` (W_L) and
+``accepted``; optional ``p_accept`` (P(m accepted), list) per level.
+
+``sequoia`` (see ``specviz.algorithms.sequoia``): ``expected_tokens``, ``n``, ``d``, per step
+``predicted_tokens`` and ``measured_tokens``, ``tree.level_widths``, ``acceptance``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import plotly.graph_objects as go
+
+from specviz.trace import RunTrace
+from specviz.viz.style import (CURRENT_COLOR, STATUS_COLORS, axis, base_layout, figure, message_figure,
+                               series_color)
+
+View = Callable[[RunTrace, int], "go.Figure | None"]
+CONTROLLER_VIEWS: dict[str, View] = {}
+
+
+def register_view(kind: str) -> Callable[[View], View]:
+    def wrap(fn: View) -> View:
+        CONTROLLER_VIEWS[kind] = fn
+        return fn
+    return wrap
+
+
+def controller_kind(trace: RunTrace | None) -> str | None:
+    """The controller kind of the first step that carries one, or ``None``."""
+    if trace is None:
+        return None
+    for s in trace.steps:
+        if isinstance(s.controller, dict):
+            return str(s.controller.get("kind", "state"))
+    return None
+
+
+def controller_figure(trace: RunTrace | None, step: int, height: int = 280) -> go.Figure | None:
+    """The controller view of step ``step`` (0-based), or ``None`` if the trace carries no controller."""
+    kind = controller_kind(trace)
+    if kind is None:
+        return None
+    step = max(0, min(step, len(trace.steps) - 1))
+    view = CONTROLLER_VIEWS.get(kind)
+    fig = None
+    if view is not None:
+        try:
+            fig = view(trace, step)
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
+            fig = None  # a state with unexpected shape still renders through the generic view
+    if fig is None:
+        fig = generic_view(trace, step)
+    fig.layout.height = fig.layout.height or height
+    return fig
+
+
+def _states(trace: RunTrace) -> list[dict[str, Any] | None]:
+    return [s.controller if isinstance(s.controller, dict) else None for s in trace.steps]
+
+
+def _two_panels(layout: dict[str, Any], split: float = 0.5) -> None:
+    layout["xaxis"] = axis(None, domain=[0, split - 0.07])
+    layout["yaxis"] = axis(None)
+    layout["xaxis2"] = axis(None, domain=[split + 0.04, 1], anchor="y2")
+    layout["yaxis2"] = axis(None, anchor="x2")
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# ---- generic ----------------------------------------------------------------------------------------
+def generic_view(trace: RunTrace, step: int) -> go.Figure:
+    """Numeric scalars of the controller state over steps (left) and numeric lists at ``step`` (right)."""
+    states = _states(trace)
+    cur = states[step] or {}
+    scalars = [k for k, v in cur.items() if _is_num(v)]
+    for st in states:
+        for k, v in (st or {}).items():
+            if _is_num(v) and k not in scalars:
+                scalars.append(k)
+    scalars = scalars[:6]
+    lists = [k for k, v in cur.items() if isinstance(v, list) and v and all(_is_num(x) for x in v)][:3]
+    data: list[dict[str, Any]] = []
+    xs = list(range(1, len(states) + 1))
+    for i, k in enumerate(scalars):
+        data.append({"type": "scatter", "mode": "lines+markers", "name": k, "x": xs,
+                     "y": [(st or {}).get(k) if _is_num((st or {}).get(k)) else None for st in states],
+                     "line": {"color": series_color(i + 1), "width": 2}, "marker": {"size": 4}})
+    for i, k in enumerate(lists):
+        data.append({"type": "bar", "name": f"{k} (step {step + 1})", "x": list(range(len(cur[k]))), "y": cur[k],
+                     "xaxis": "x2", "yaxis": "y2", "marker": {"color": series_color(i + 4)}})
+    kind = cur.get("kind", controller_kind(trace))
+    if not data:
+        text = ", ".join(f"{k}={v}" for k, v in cur.items() if k != "kind")[:200] or "no numeric state"
+        return message_figure(f"controller {kind}: {text}", height=240, title=f"Controller: {kind}")
+    layout = base_layout(f"Controller state: {kind}", height=280)
+    if lists:
+        _two_panels(layout, 0.55)
+        layout["xaxis2"]["title"] = {"text": "index", "font": {"size": 11}}
+    else:
+        layout["xaxis"] = axis("step")
+        layout["yaxis"] = axis(None)
+    layout["xaxis"]["title"] = {"text": "step", "font": {"size": 11}}
+    layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "paper",
+                         "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
+    layout["margin"]["t"] = 70
+    return figure(data, layout)
+
+
+# ---- EESD: Thompson sampling ---------------------------------------------------------------------
+def beta_pdf(x: float, a: float, b: float) -> float:
+    if x <= 0 or x >= 1:
+        return 0.0
+    log_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    return math.exp(log_norm + (a - 1) * math.log(x) + (b - 1) * math.log1p(-x))
+
+
+def normal_pdf(x: float, mu: float, sigma: float) -> float:
+    return math.exp(-0.5 * ((x - mu) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
+
+
+def _draws(state: dict[str, Any]) -> list[dict[str, Any]]:
+    draws = state.get("draws")
+    if isinstance(draws, list):
+        return [d for d in draws if isinstance(d, dict) and _is_num(d.get("theta"))]
+    thetas = state.get("theta")
+    if isinstance(thetas, (int, float)):
+        thetas = [thetas]
+    if isinstance(thetas, list):
+        conts = state.get("continue") or state.get("chi") or []
+        return [{"theta": t, "continue": bool(conts[i]) if i < len(conts) else True} for i, t in enumerate(thetas)]
+    return []
+
+
+@register_view("beta_ts")
+@register_view("cali_ts")
+def thompson_view(trace: RunTrace, step: int) -> go.Figure | None:
+    """Left: the posterior density used this step with each sampled theta (continue ▲ / stop ✕).
+    Right: alpha and beta (or mu and sigma) over steps, current step marked."""
+    states = _states(trace)
+    st = states[step]
+    if not st:
+        return None
+    gaussian = "alpha" not in st and "mu" in st
+    if gaussian:
+        mu, sigma = float(st["mu"]), max(float(st["sigma"]), 1e-6)
+        dens: Callable[[float], float] = lambda x: normal_pdf(x, mu, sigma)  # noqa: E731
+        label = f"N(μ={mu:.3f}, σ={sigma:.3f})"
+        mean = mu
+    else:
+        a, b = float(st["alpha"]), float(st["beta"])
+        dens = lambda x: beta_pdf(x, a, b)  # noqa: E731
+        label = f"Beta(α={a:.1f}, β={b:.1f})"
+        mean = a / (a + b)
+    xs = [i / 200 for i in range(1, 200)]
+    data: list[dict[str, Any]] = [{"type": "scatter", "mode": "lines", "x": xs, "y": [dens(x) for x in xs],
+                                   "name": f"posterior step {step + 1}", "line": {"color": "#2563eb", "width": 2.5},
+                                   "fill": "tozeroy", "fillcolor": "rgba(37,99,235,0.08)",
+                                   "hovertemplate": "θ=%{x:.2f} density %{y:.2f}<extra>" + label + "</extra>"}]
+    if step > 0 and states[step - 1]:
+        prev = states[step - 1]
+        try:
+            if gaussian:
+                pm, ps = float(prev["mu"]), max(float(prev["sigma"]), 1e-6)
+                ys = [normal_pdf(x, pm, ps) for x in xs]
+            else:
+                pa, pb = float(prev["alpha"]), float(prev["beta"])
+                ys = [beta_pdf(x, pa, pb) for x in xs]
+            data.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "name": f"step {step}",
+                         "line": {"color": "#9ca3af", "width": 1.2, "dash": "dot"}, "hoverinfo": "skip"})
+        except (KeyError, TypeError, ValueError):
+            pass
+    draws = _draws(st)
+    if draws:
+        cont = [d for d in draws if d.get("continue", True)]
+        stop = [d for d in draws if not d.get("continue", True)]
+        for group, name, sym, color in ((cont, "θ sampled → continue", "triangle-up", STATUS_COLORS["accepted"]),
+                                        (stop, "θ sampled → stop", "x", STATUS_COLORS["rejected"])):
+            if group:
+                data.append({"type": "scatter", "mode": "markers", "name": name,
+                             "x": [float(d["theta"]) for d in group],
+                             "y": [dens(min(max(float(d["theta"]), 1e-3), 1 - 1e-3)) for d in group],
+                             "marker": {"symbol": sym, "size": 11, "color": color, "line": {"width": 1, "color": "white"}},
+                             "customdata": [d.get("u") for d in group],
+                             "hovertemplate": "θ=%{x:.3f}  u=%{customdata}<extra>" + name + "</extra>"})
+    keys = ("mu", "sigma") if gaussian else ("alpha", "beta")
+    steps_x = list(range(1, len(states) + 1))
+    for i, k in enumerate(keys):
+        data.append({"type": "scatter", "mode": "lines", "name": k, "x": steps_x,
+                     "y": [(s or {}).get(k) for s in states], "xaxis": "x2", "yaxis": "y2",
+                     "line": {"color": ("#1f9d55", "#d64545")[i], "width": 2}})
+    title = f"Thompson sampling · {label} · mean {mean:.2f}"
+    if st.get("stop_reason"):
+        title += f" · stop: {st['stop_reason']}"
+    layout = base_layout(title, height=280)
+    _two_panels(layout, 0.55)
+    layout["xaxis"]["title"] = {"text": "θ (chance the next draft token is accepted)", "font": {"size": 11}}
+    layout["xaxis"]["range"] = [0, 1]
+    layout["yaxis"]["title"] = {"text": "density", "font": {"size": 11}}
+    layout["xaxis2"]["title"] = {"text": "step", "font": {"size": 11}}
+    layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y2 domain",
+                         "xref": "x2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
+    layout["margin"]["t"] = 74
+    return figure(data, layout)
+
+
+# ---- DSBD: beam widths per level -------------------------------------------------------------------
+@register_view("dsbd")
+def dsbd_view(trace: RunTrace, step: int) -> go.Figure | None:
+    """Left: candidate (W_S), kept (W_L) and accepted beams per draft level at this step.
+    Right: mean kept width per step."""
+    states = _states(trace)
+    st = states[step]
+    if not st or not isinstance(st.get("levels"), list) or not st["levels"]:
+        return None
+    levels = st["levels"]
+    xs = list(range(1, len(levels) + 1))
+    data: list[dict[str, Any]] = []
+    for key, name, color in (("candidates", "candidates W_S", "#c7d2fe"), ("kept", "kept W_L", "#4f46e5"),
+                             ("accepted", "accepted", STATUS_COLORS["accepted"])):
+        ys = [lv.get(key) if isinstance(lv, dict) else None for lv in levels]
+        if any(_is_num(y) for y in ys):
+            data.append({"type": "bar", "name": name, "x": xs, "y": ys, "marker": {"color": color}})
+    if not data:
+        return None
+    means = []
+    for s in states:
+        lv = (s or {}).get("levels") or []
+        kept = [v.get("kept") for v in lv if isinstance(v, dict) and _is_num(v.get("kept"))]
+        means.append(sum(kept) / len(kept) if kept else None)
+    data.append({"type": "scatter", "mode": "lines+markers", "name": "mean kept width", "x": list(range(1, len(states) + 1)),
+                 "y": means, "xaxis": "x2", "yaxis": "y2", "line": {"color": "#4f46e5"}, "marker": {"size": 4}})
+    layout = base_layout(f"DSBD beam widths · step {step + 1}", height=280, barmode="group")
+    _two_panels(layout, 0.55)
+    layout["xaxis"]["title"] = {"text": "draft level", "font": {"size": 11}}
+    layout["xaxis"]["dtick"] = 1
+    layout["yaxis"]["title"] = {"text": "beams", "font": {"size": 11}}
+    layout["xaxis2"]["title"] = {"text": "step", "font": {"size": 11}}
+    layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y2 domain",
+                         "xref": "x2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
+    layout["margin"]["t"] = 74
+    return figure(data, layout)
+
+
+# ---- Sequoia: DP tree and its expected tokens ------------------------------------------------------------
+def _nums(v: Any) -> list[float] | None:
+    return [float(x) for x in v] if isinstance(v, list) and v and all(_is_num(x) for x in v) else None
+
+
+@register_view("sequoia")
+def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
+    """Left: tokens per step, the DP's prediction for the tree used (``predicted_tokens``) against
+    what the step produced (``measured_tokens``). Right: the chosen tree's shape (nodes per level,
+    ``tree.level_widths``) or, failing that, the acceptance vector by sibling rank."""
+    states = _states(trace)
+    st = states[step]
+    if not st or not _is_num(st.get("expected_tokens")):
+        return None
+    xs = list(range(1, len(states) + 1))
+    predicted = [(s or {}).get("predicted_tokens", (s or {}).get("expected_tokens")) for s in states]
+    measured = [(s or {}).get("measured_tokens", len(trace.steps[i].committed)) for i, s in enumerate(states)]
+    data: list[dict[str, Any]] = [
+        {"type": "scatter", "mode": "lines", "name": "predicted (DP)", "x": xs, "y": predicted,
+         "line": {"color": "#7c3aed", "width": 2, "dash": "dash", "shape": "hvh"}},
+        {"type": "scatter", "mode": "lines+markers", "name": "measured", "x": xs, "y": measured,
+         "line": {"color": STATUS_COLORS["accepted"], "width": 1.5, "shape": "hvh"}, "marker": {"size": 4}},
+    ]
+    tree = st.get("tree") if isinstance(st.get("tree"), dict) else {}
+    widths = _nums(tree.get("level_widths"))
+    right_title, right_y = "level (depth)", "nodes"
+    if widths:
+        data.append({"type": "bar", "name": "chosen tree: nodes per level", "x": list(range(len(widths))), "y": widths,
+                     "xaxis": "x2", "yaxis": "y2", "marker": {"color": "#c4b5fd"},
+                     "hovertemplate": "level %{x}: %{y} nodes<extra></extra>"})
+    else:
+        acc = _nums(st.get("acceptance"))
+        if acc:
+            data.append({"type": "bar", "name": "acceptance vector p_k", "x": list(range(1, len(acc) + 1)), "y": acc,
+                         "xaxis": "x2", "yaxis": "y2", "marker": {"color": "#db2777"}})
+            right_title, right_y = "sibling rank k", "P(k-th child accepted)"
+    bits = [f"step {step + 1}"]
+    for key, name in (("n", "n"), ("d", "d")):
+        if _is_num(st.get(key)):
+            bits.append(f"{name}={int(st[key])}")
+    bits.append(f"E[tokens/step]={float(st['expected_tokens']):.2f}")
+    if _is_num(st.get("predicted_tokens")) and _is_num(st.get("measured_tokens")):
+        bits.append(f"this step {float(st['predicted_tokens']):.2f} → {int(st['measured_tokens'])}")
+    layout = base_layout("Sequoia · " + " · ".join(bits), height=280)
+    _two_panels(layout, 0.58)
+    layout["xaxis"]["title"] = {"text": "step", "font": {"size": 11}}
+    layout["yaxis"]["title"] = {"text": "tokens per step", "font": {"size": 11}}
+    layout["yaxis"]["rangemode"] = "tozero"
+    layout["xaxis2"]["title"] = {"text": right_title, "font": {"size": 11}}
+    layout["xaxis2"]["dtick"] = 1
+    layout["yaxis2"]["title"] = {"text": right_y, "font": {"size": 11}}
+    layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y domain",
+                         "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
+    layout["margin"]["t"] = 74
+    return figure(data, layout)

@@ -1,0 +1,113 @@
+"""Colours, symbols, labels and the figure helpers every builder shares.
+
+One palette for the whole app so a status reads the same in the tree, the text and the legend:
+accepted = green, rejected = red, not reached = grey, resampled = orange, bonus = blue. Symbols
+differ too (circle, x, open circle, diamond, star), so nothing depends on colour alone.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+STATUS_COLORS: dict[str, str] = {
+    "accepted": "#1f9d55",
+    "rejected": "#d64545",
+    "not_reached": "#aab2bd",
+    "resampled": "#e08a00",
+    "bonus": "#2f6fd6",
+}
+STATUS_SYMBOLS: dict[str, str] = {
+    "accepted": "circle",
+    "rejected": "x",
+    "not_reached": "circle-open",
+    "resampled": "diamond",
+    "bonus": "star",
+}
+STATUS_LABELS: dict[str, str] = {
+    "accepted": "accepted draft",
+    "rejected": "rejected draft",
+    "not_reached": "not reached",
+    "resampled": "resampled (residual)",
+    "bonus": "bonus (from target)",
+}
+# Committed-token kinds map onto the node statuses that produced them.
+KIND_STATUS: dict[str, str] = {"draft": "accepted", "resampled": "resampled", "bonus": "bonus"}
+CONTEXT_COLOR = "#4b5563"
+PATH_COLOR = "#111827"
+EDGE_COLOR = "#c8ced6"
+GRID_COLOR = "#eef0f3"
+CURRENT_COLOR = "#7c3aed"
+
+# One colour per algorithm column (stable by position), distinct from the status colours' meaning
+# in the comparison plots, where lines are algorithms, not statuses.
+SERIES_COLORS: tuple[str, ...] = ("#374151", "#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed",
+                                  "#0891b2", "#65a30d", "#dc2626", "#4f46e5")
+FONT = "Inter, ui-sans-serif, system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
+MONO = "JetBrains Mono, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
+
+
+def series_color(i: int) -> str:
+    return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def visible_text(text: str, limit: int = 14) -> str:
+    """A token's text made visible for a figure label: spaces as middle dots, newlines as a return arrow."""
+    out = text.replace("\r", "").replace("\n", "↵").replace("\t", "⇥").replace(" ", "·")
+    if not out:
+        out = "∅"
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if x != x:  # NaN
+        return "NaN"
+    return f"{x:.{digits}f}"
+
+
+def base_layout(title: str | None = None, height: int = 320, **extra: Any) -> dict[str, Any]:
+    """A compact white layout; ``extra`` is merged on top."""
+    layout: dict[str, Any] = {
+        "height": height,
+        "margin": {"l": 48, "r": 16, "t": 44 if title else 16, "b": 40},
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "font": {"family": FONT, "size": 12, "color": "#1f2937"},
+        "hoverlabel": {"font": {"family": MONO, "size": 12}, "align": "left"},
+        "showlegend": True,
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
+                   "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0.6)"},
+    }
+    if title:
+        layout["title"] = {"text": title, "x": 0.01, "xanchor": "left", "y": 0.98, "yanchor": "top",
+                           "font": {"size": 13}}
+    layout.update(extra)
+    return layout
+
+
+def axis(title: str | None = None, **extra: Any) -> dict[str, Any]:
+    a: dict[str, Any] = {"gridcolor": GRID_COLOR, "zerolinecolor": GRID_COLOR, "linecolor": "#d1d5db",
+                         "title": {"text": title or "", "font": {"size": 11}}, "tickfont": {"size": 10}}
+    a.update(extra)
+    return a
+
+
+def figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
+    """Build a ``go.Figure`` from plain dicts without plotly's per-property validation.
+
+    Validation costs ~5x the rest of a figure build; the builders' output is validated once in the
+    test suite instead (``tests/test_viz.py`` rebuilds every figure with validation on).
+    """
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+def message_figure(text: str, height: int = 220, title: str | None = None) -> go.Figure:
+    """An empty figure that says why it is empty (no run yet, no steps, no controller...)."""
+    layout = base_layout(title, height=height, showlegend=False)
+    layout["xaxis"] = {"visible": False}
+    layout["yaxis"] = {"visible": False}
+    layout["annotations"] = [{"text": text, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
+                              "showarrow": False, "font": {"size": 13, "color": "#6b7280"}}]
+    return figure([], layout)

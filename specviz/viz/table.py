@@ -1,0 +1,140 @@
+"""The comparison table (HTML) and the greedy-equality check against ``ar``.
+
+Every column header carries its definition from ``specviz.metrics.DEFINITIONS`` as a tooltip, and
+the definitions are listed under the table: the same word means different things in different
+tools (landscape §3.4), so the numbers are never shown without them.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Sequence
+
+from specviz import metrics
+from specviz.trace import RunTrace
+
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # key, header, definition key
+    ("new_tokens", "tokens", "new_tokens"),
+    ("target_calls", "target calls", "target_calls"),
+    ("draft_calls", "draft calls", "draft_calls"),
+    ("tau", "τ", "tau"),
+    ("acceptance_rate", "accept rate", "acceptance_rate"),
+    ("wall_time_s", "wall s", "wall_time_s"),
+    ("tokens_per_s", "tokens/s", "tokens_per_s"),
+    ("speedup", "speed-up vs ar", "speedup"),
+    ("greedy", "greedy = ar", "greedy"),
+)
+GREEDY_DEFINITION = ("at temperature 0 a lossless algorithm must reproduce ar's greedy output token for token; "
+                     "✓ identical, ✗ first differing position")
+
+
+def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
+    """Index of the first position where ``a`` and ``b`` differ (length difference counts), else ``None``."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def greedy_check(trace: RunTrace, baseline: RunTrace | None) -> str:
+    """Text for the greedy column: only meaningful at temperature 0 with an ``ar`` baseline."""
+    if trace.algorithm == "ar":
+        return "reference"
+    if float(trace.sampling.get("temperature", 1.0)) != 0.0:
+        return "n/a (T > 0)"
+    if baseline is None:
+        return "run ar too"
+    if baseline.steps and trace.steps and (trace.finish_reason == "" or baseline.finish_reason == ""):
+        return "running…"
+    i = first_divergence(trace.output_ids, baseline.output_ids)
+    if i is None:
+        return "✓ identical"
+    a = trace.output_ids[i] if i < len(trace.output_ids) else None
+    b = baseline.output_ids[i] if i < len(baseline.output_ids) else None
+    return f"✗ differs at token {i + 1} (id {a} vs ar's {b})"
+
+
+def comparison_rows(runs: Sequence[tuple[str, RunTrace]]) -> list[dict[str, Any]]:
+    """One dict per run with the table's values (numbers, not strings)."""
+    baseline = next((t for _, t in runs if t.algorithm == "ar" and t.finish_reason), None)
+    rows = []
+    for label, trace in runs:
+        m = trace.metrics or metrics.summarize(trace)
+        row = {"label": label, **{k: m.get(k) for k, _, _ in COLUMNS if k in m}}
+        row["speedup"] = metrics.speedup(trace, baseline) if baseline is not None and trace.finish_reason else None
+        row["greedy"] = greedy_check(trace, baseline)
+        row["finished"] = bool(trace.finish_reason)
+        rows.append(row)
+    return rows
+
+
+def _cell(key: str, v: Any) -> str:
+    if v is None:
+        return "–"
+    if key in ("tau",):
+        return f"{v:.2f}"
+    if key == "acceptance_rate":
+        return f"{100 * v:.1f}%"
+    if key == "wall_time_s":
+        return f"{v:.2f}"
+    if key == "tokens_per_s":
+        return f"{v:.1f}"
+    if key == "speedup":
+        return f"{v:.2f}×"
+    return html.escape(str(v))
+
+
+def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions: bool = True) -> str:
+    """The table as HTML (class ``sv-table``), best τ and speed-up in bold, definitions underneath."""
+    if not runs:
+        return '<div class="sv-empty">Run some algorithms to compare them here.</div>'
+    rows = comparison_rows(runs)
+    best: dict[str, float] = {}
+    for key in ("tau", "tokens_per_s", "speedup"):
+        vals = [r.get(key) for r in rows if isinstance(r.get(key), (int, float)) and r["finished"]]
+        if len(vals) > 1:
+            best[key] = max(vals)
+    defs = {**metrics.DEFINITIONS, "greedy": GREEDY_DEFINITION}
+    head = "".join(f'<th title="{html.escape(defs.get(d, ""))}">{html.escape(h)}</th>' for _, h, d in COLUMNS)
+    body = []
+    for r in rows:
+        cells = []
+        for key, _, _ in COLUMNS:
+            v = r.get(key)
+            text = _cell(key, v) if key != "greedy" else html.escape(str(v))
+            cls = ""
+            if key in best and v == best[key]:
+                cls = ' class="sv-best"'
+            elif key == "greedy" and str(v).startswith("✗"):
+                cls = ' class="sv-bad"'
+            elif key == "greedy" and str(v).startswith("✓"):
+                cls = ' class="sv-good"'
+            cells.append(f"<td{cls}>{text}</td>")
+        status = "" if r["finished"] else ' <span class="sv-running">running…</span>'
+        body.append(f'<tr><th scope="row">{html.escape(r["label"])}{status}</th>{"".join(cells)}</tr>')
+    out = (f'<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th>{head}</tr></thead>'
+           f'<tbody>{"".join(body)}</tbody></table></div>')
+    if show_definitions:
+        items = "".join(f"<li><b>{html.escape(h)}</b>: {html.escape(defs.get(d, ''))}</li>" for _, h, d in COLUMNS)
+        out += ('<details class="sv-defs" open><summary>What the numbers mean</summary>'
+                f"<ul>{items}</ul><p>Wall time is the sum of the run's step times (runs shown side by side are "
+                "interleaved step by step on one device, so each is timed only while it runs).</p></details>")
+    return out
+
+
+TABLE_CSS = """
+.sv-table-wrap { overflow-x: auto; max-width: 100%; }
+.sv-table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
+.sv-table th, .sv-table td { padding: 6px 9px; border-bottom: 1px solid #e5e7eb; text-align: right; white-space: nowrap; }
+.sv-table thead th { background: #f9fafb; color: #374151; font-weight: 600; cursor: help;
+  border-bottom: 2px solid #d1d5db; }
+.sv-table tbody th { text-align: left; font-weight: 600; }
+.sv-table .sv-best { font-weight: 700; color: #065f46; }
+.sv-table .sv-good { color: #065f46; }
+.sv-table .sv-bad { color: #b91c1c; font-weight: 600; }
+.sv-running { color: #7c3aed; font-weight: 400; font-size: 11px; }
+.sv-defs { font-size: 12px; color: #4b5563; margin-top: 6px; }
+.sv-defs ul { margin: 4px 0 4px 18px; padding: 0; columns: 2; column-gap: 28px; }
+.sv-defs li { break-inside: avoid; margin-bottom: 2px; }
+.sv-defs summary { cursor: pointer; }
+"""

@@ -1,0 +1,117 @@
+"""The generated text as HTML, every token coloured by how it was produced.
+
+Accepted draft tokens are green, resampled tokens orange, bonus tokens (drawn from the target; every
+``ar`` token) blue. A rejected draft token is shown struck through in red at the place it was tried,
+just before the token that replaced it. Steps are separated by a thin gap; when a step is selected,
+its tokens are outlined and the text after it is faded. Every token has a tooltip with its step,
+kind, ``p`` and ``q``.
+
+Only classes are emitted (``sv-*``); ``TOKENS_CSS`` styles them and is included in the app's CSS.
+``tokens_html(..., standalone=True)`` embeds it for use outside the app.
+"""
+from __future__ import annotations
+
+import html
+
+from specviz.trace import RunTrace, StepRecord, TreeNode
+from specviz.viz.style import STATUS_COLORS, fmt
+
+TOKENS_CSS = f"""
+.sv-text {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px;
+  line-height: 1.75; white-space: pre-wrap; word-break: break-word; color: #111827; }}
+.sv-prompt {{ color: #6b7280; }}
+.sv-tok {{ border-radius: 3px; padding: 1px 0; }}
+.sv-draft {{ background: #d9f2e3; box-shadow: inset 0 -2px 0 {STATUS_COLORS['accepted']}; }}
+.sv-resampled {{ background: #fde9c8; box-shadow: inset 0 -2px 0 {STATUS_COLORS['resampled']}; }}
+.sv-bonus {{ background: #dce8fb; box-shadow: inset 0 -2px 0 {STATUS_COLORS['bonus']}; }}
+.sv-rejected {{ color: {STATUS_COLORS['rejected']}; text-decoration: line-through; text-decoration-thickness: 2px;
+  background: #fbe3e3; opacity: 0.85; font-size: 0.92em; }}
+.sv-step {{ margin-right: 3px; }}
+.sv-cur .sv-tok {{ outline: 2px solid #7c3aed; outline-offset: 0px; }}
+.sv-future {{ opacity: 0.28; }}
+.sv-nl {{ color: #9ca3af; }}
+.sv-key {{ display: flex; flex-wrap: wrap; gap: 10px; font-size: 12px; margin: 2px 0 6px 0; color: #374151; }}
+.sv-key .sv-tok {{ padding: 1px 5px; }}
+.sv-empty {{ color: #9ca3af; font-style: italic; }}
+"""
+
+
+def _esc(text: str) -> str:
+    """Escape a token for HTML; a newline is shown as a faint return arrow before the line break."""
+    out = html.escape(text, quote=False)
+    if "\n" in out:
+        out = out.replace("\n", '<span class="sv-nl">↵</span>\n')
+    return out
+
+
+def _title(step: StepRecord, kind: str, node: TreeNode | None) -> str:
+    bits = [f"step {step.index + 1}", kind]
+    if node is not None:
+        if node.q is not None:
+            bits.append(f"q={fmt(node.q)}")
+        if node.p is not None:
+            bits.append(f"p={fmt(node.p)}")
+        if node.accept_prob is not None:
+            bits.append(f"a={fmt(node.accept_prob)}")
+    return html.escape(" · ".join(bits))
+
+
+def step_html(step: StepRecord, show_rejected: bool = True) -> str:
+    """One step's tokens: for each committed token, the rejected drafts tried at its position first."""
+    nodes = {n.id: n for n in step.forest}
+    parts: list[str] = []
+    for tok in step.committed:
+        node = nodes.get(tok.node_id) if tok.node_id is not None else None
+        if show_rejected and node is not None:
+            for alt in step.forest:
+                if alt.status == "rejected" and alt.parent == node.parent and alt.id != node.id:
+                    parts.append(f'<span class="sv-tok sv-rejected" title="{_title(step, "rejected draft", alt)}">'
+                                 f"{_esc(alt.token_text)}</span>")
+        kind = tok.kind if tok.kind in ("draft", "resampled", "bonus") else "bonus"
+        label = {"draft": "accepted draft", "resampled": "resampled", "bonus": "bonus"}[kind]
+        parts.append(f'<span class="sv-tok sv-{kind}" title="{_title(step, label, node)}">{_esc(tok.text)}</span>')
+    return "".join(parts)
+
+
+def tokens_html(trace: RunTrace | None, current_step: int | None = None, *, show_prompt: bool = True,
+                show_rejected: bool = True, standalone: bool = False, prompt_chars: int = 400) -> str:
+    """The whole output of ``trace``. ``current_step`` (0-based) outlines that step and fades later ones."""
+    if trace is None:
+        body = '<span class="sv-empty">no run yet</span>'
+    else:
+        parts: list[str] = []
+        if show_prompt and trace.prompt_text:
+            prompt = trace.prompt_text
+            if len(prompt) > prompt_chars:
+                prompt = "…" + prompt[-prompt_chars:]
+            parts.append(f'<span class="sv-prompt" title="prompt">{_esc(prompt)}</span>')
+        for step in trace.steps:
+            cls = "sv-step"
+            if current_step is not None:
+                if step.index == current_step:
+                    cls += " sv-cur"
+                elif step.index > current_step:
+                    cls += " sv-future"
+            parts.append(f'<span class="{cls}" data-step="{step.index + 1}">{step_html(step, show_rejected)}</span>')
+        if not trace.steps:
+            parts.append('<span class="sv-empty"> (no tokens generated)</span>')
+        body = "".join(parts)
+    out = f'<div class="sv-text">{body}</div>'
+    if standalone:
+        out = f"<style>{TOKENS_CSS}</style>{out}"
+    return out
+
+
+def legend_html() -> str:
+    """The colour key shown above the texts."""
+    return ('<div class="sv-key">'
+            '<span class="sv-tok sv-draft">accepted draft</span>'
+            '<span class="sv-tok sv-resampled">resampled (residual)</span>'
+            '<span class="sv-tok sv-bonus">bonus / from target</span>'
+            '<span class="sv-tok sv-rejected">rejected draft</span>'
+            '<span>· hover a token for p, q; ↵ = newline</span></div>')
+
+
+def text_upto(trace: RunTrace, step_index: int) -> str:
+    """The committed text before step ``step_index`` (0-based): the tree's context."""
+    return "".join(t.text for s in trace.steps[:step_index] for t in s.committed)

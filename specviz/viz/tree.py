@@ -1,0 +1,192 @@
+"""The draft tree / forest of one step as a Plotly figure.
+
+Layout: networkx holds the graph (a virtual *context* node, the committed text, is the parent of
+every root, so chains, trees and DSBD/batch forests are drawn the same way); a tidy layered layout
+puts depth on x (text reads left to right) and gives every leaf its own row, each parent centred on
+its children. Nodes are coloured and shaped by status; the path of committed tokens is drawn as a
+thick dark line through nodes with a dark outline. Hover shows the token text, ids, q, p, the
+acceptance probability used, the uniform draw and the decision.
+
+Trace naming contract (tests rely on it): one scatter trace per node status, ``meta`` = the status and
+``customdata`` = node ids; the committed path is the trace with ``meta == "path"`` and its
+``customdata`` lists the node ids it passes through, context first as ``-1``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import plotly.graph_objects as go
+
+from specviz.trace import NODE_STATUSES, StepRecord, TreeNode
+from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, MONO, PATH_COLOR, STATUS_COLORS, STATUS_LABELS,
+                               STATUS_SYMBOLS, base_layout, figure, fmt, message_figure, visible_text)
+
+CONTEXT_ID = -1
+MAX_LABELLED_NODES = 96
+
+
+def tree_layout(forest: list[TreeNode]) -> tuple[nx.DiGraph, dict[int, tuple[float, float]], int]:
+    """Graph of the forest under a context node, positions ``id -> (x, y)`` and the number of leaves.
+
+    x is the depth below the context (roots at 1); leaves take consecutive rows top to bottom in
+    draft order; a parent sits midway between its first and last child. Unknown parent ids (a
+    malformed trace) make the node a root rather than failing.
+    """
+    g = nx.DiGraph()
+    g.add_node(CONTEXT_ID)
+    ids = {n.id for n in forest}
+    for n in forest:
+        g.add_node(n.id)
+    for n in forest:
+        parent = n.parent if n.parent in ids and n.parent != n.id else CONTEXT_ID
+        g.add_edge(parent, n.id)
+    if not nx.is_arborescence(g):  # cycles from a malformed parent chain: hang everything off the context
+        g = nx.DiGraph()
+        g.add_node(CONTEXT_ID)
+        g.add_edges_from((CONTEXT_ID, n.id) for n in forest)
+    depth = nx.single_source_shortest_path_length(g, CONTEXT_ID)
+    pos: dict[int, tuple[float, float]] = {}
+    row = 0
+    for v in nx.dfs_postorder_nodes(g, CONTEXT_ID):
+        children = list(g.successors(v))
+        if children:
+            y = (pos[children[0]][1] + pos[children[-1]][1]) / 2
+        else:
+            y = -float(row)
+            row += 1
+        pos[v] = (float(depth[v]), y)
+    return g, pos, max(row, 1)
+
+
+def committed_path(step: StepRecord, g: nx.DiGraph) -> list[int]:
+    """Node ids of the committed tokens in order, preceded by the context node (``-1``)."""
+    ids = [c.node_id for c in step.committed if c.node_id is not None and c.node_id in g]
+    return [CONTEXT_ID, *ids]
+
+
+def _decision(n: TreeNode) -> str:
+    if n.status == "resampled":
+        return "drawn from the residual norm(max(0, p − q)) after the rejection at this position"
+    if n.status == "bonus":
+        return "drawn from the target p (every draft token before it was accepted)"
+    if n.status == "not_reached":
+        return "never verified: an earlier token on its path was rejected"
+    if n.draw is not None and n.accept_prob is not None:
+        op = "<" if n.draw < n.accept_prob else "≥"
+        return f"u = {fmt(n.draw)} {op} a = {fmt(n.accept_prob)} → {n.status}"
+    return n.status
+
+
+def node_hover(n: TreeNode) -> str:
+    lines = [
+        f"<b>{_html(repr(n.token_text))}</b>  id {n.token_id}",
+        f"status: <b>{STATUS_LABELS.get(n.status, n.status)}</b>  (node {n.id}, depth {n.depth}, root {n.root})",
+        f"q draft  = {fmt(n.q, 4)}",
+        f"p target = {fmt(n.p, 4)}",
+    ]
+    if n.accept_prob is not None:
+        lines.append(f"accept prob a = {fmt(n.accept_prob, 4)}")
+    if n.draw is not None:
+        lines.append(f"uniform draw u = {fmt(n.draw, 4)}")
+    lines.append(_decision(n))
+    return "<br>".join(lines)
+
+
+def _html(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _elbow(xs: list[Any], ys: list[Any], a: tuple[float, float], b: tuple[float, float]) -> None:
+    xm = (a[0] + b[0]) / 2
+    xs.extend((a[0], xm, xm, b[0], None))
+    ys.extend((a[1], a[1], b[1], b[1], None))
+
+
+def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None = None,
+                height: int | None = None) -> go.Figure:
+    """The forest of ``step`` (see module docstring). ``context`` is the committed text before the
+    step (its tail is shown on the context node's hover)."""
+    if step is None:
+        return message_figure("No step yet: run an algorithm or load a trace.", title=title)
+    forest = step.forest
+    g, pos, leaves = tree_layout(forest)
+    path = committed_path(step, g)
+    on_path = set(path[1:])
+    n_nodes = len(forest)
+    labelled = n_nodes <= MAX_LABELLED_NODES
+    row_px = 34 if leaves <= 24 else 24
+    if height is None:
+        height = int(min(max(96 + row_px * leaves, 230), 860))
+    max_depth = max((p[0] for p in pos.values()), default=1)
+
+    data: list[dict[str, Any]] = []
+    # Edges: the committed path is drawn on top of the thin grey edges.
+    path_edges = set(zip(path, path[1:]))
+    ex: list[Any] = []
+    ey: list[Any] = []
+    for u, v in g.edges:
+        if (u, v) not in path_edges:
+            _elbow(ex, ey, pos[u], pos[v])
+    data.append({"type": "scatter", "x": ex, "y": ey, "mode": "lines", "hoverinfo": "skip",
+                 "line": {"color": EDGE_COLOR, "width": 1.5}, "showlegend": False, "meta": "edges"})
+    px: list[Any] = []
+    py: list[Any] = []
+    for u, v in zip(path, path[1:]):
+        _elbow(px, py, pos[u], pos[v])
+    data.append({"type": "scatter", "x": px, "y": py, "mode": "lines", "hoverinfo": "skip",
+                 "line": {"color": PATH_COLOR, "width": 3.5}, "name": "committed path",
+                 "showlegend": bool(px), "meta": "path", "customdata": path})
+
+    tail = context[-60:] if context else ""
+    ctx_hover = (f"<b>context</b> ({step.n_before} tokens generated before this step)"
+                 + (f"<br>…{_html(repr(tail))}" if tail else ""))
+    data.append({"type": "scatter", "x": [pos[CONTEXT_ID][0]], "y": [pos[CONTEXT_ID][1]],
+                 "mode": "markers+text", "text": ["ctx"], "textposition": "middle left",
+                 "textfont": {"size": 10, "color": CONTEXT_COLOR},
+                 "marker": {"symbol": "square", "size": 14, "color": CONTEXT_COLOR},
+                 "hovertext": [ctx_hover], "hoverinfo": "text", "showlegend": False, "meta": "context",
+                 "customdata": [CONTEXT_ID]})
+
+    by_status: dict[str, list[TreeNode]] = {}
+    for n in forest:
+        by_status.setdefault(n.status if n.status in STATUS_COLORS else "not_reached", []).append(n)
+    font_size = 12 if leaves <= 24 else 9
+    for status in NODE_STATUSES:
+        nodes = by_status.get(status)
+        if not nodes:
+            continue
+        color = STATUS_COLORS[status]
+        data.append({
+            "type": "scatter", "mode": "markers+text" if labelled else "markers",
+            "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
+            "text": [visible_text(n.token_text) for n in nodes] if labelled else None,
+            "textposition": "top center",
+            "textfont": {"family": MONO, "size": font_size,
+                         "color": "#9ca3af" if status == "not_reached" else "#111827"},
+            "hovertext": [node_hover(n) for n in nodes], "hoverinfo": "text",
+            "marker": {"symbol": STATUS_SYMBOLS[status], "size": 15 if n_nodes <= 64 else 11, "color": color,
+                       "line": {"color": [PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
+                                          for n in nodes],
+                                "width": [2.5 if n.id in on_path else 1.5 for n in nodes]}},
+            "name": f"{STATUS_LABELS[status]} ({len(nodes)})", "meta": status,
+            "customdata": [n.id for n in nodes],
+        })
+    if not forest:
+        data.append({"type": "scatter", "x": [1], "y": [0], "mode": "text", "text": ["no draft tokens this step"],
+                     "textposition": "middle right", "hoverinfo": "skip", "showlegend": False, "meta": "note"})
+
+    if title is None:
+        title = (f"step {step.index + 1} · drafted {step.n_drafted} · accepted {step.n_accepted} · "
+                 f"+{len(step.committed)} token{'s' if len(step.committed) != 1 else ''}")
+    layout = base_layout(title, height=height)
+    layout["margin"] = {"l": 30, "r": 20, "t": 64, "b": 30}
+    layout["legend"] = {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
+                        "font": {"size": 10}, "itemsizing": "constant"}
+    layout["xaxis"] = {"range": [-0.6, max_depth + 0.7], "showgrid": False, "zeroline": False,
+                       "tickmode": "array", "tickvals": list(range(1, int(max_depth) + 1)),
+                       "ticktext": [f"+{d}" for d in range(1, int(max_depth) + 1)],
+                       "tickfont": {"size": 9, "color": "#9ca3af"}, "fixedrange": False}
+    layout["yaxis"] = {"visible": False, "range": [-leaves + 0.4, 0.9], "fixedrange": False}
+    layout["hovermode"] = "closest"
+    return figure(data, layout)
