@@ -113,18 +113,25 @@ def resolve_device_dtype(device: str, dtype: str | torch.dtype) -> tuple[str, to
     return device, DTYPES[dtype]
 
 
+def resolve_source(name: str) -> str:
+    """A local directory (expanded) or a hub id; a path-like name that is not a directory is refused."""
+    path = os.path.expanduser(name)
+    if os.path.isdir(path):
+        return path
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise ModelLoadError(f"No model directory at {name!r}: check the path (hub ids look like owner/name).")
+    return name
+
+
 def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust_remote_code: bool = False):
     """One causal LM, in eval mode, with a message a user can act on when it cannot be loaded."""
     from transformers import AutoModelForCausalLM
 
-    path = os.path.expanduser(name)
-    if name.startswith((".", "/", "~")) and not os.path.isdir(path):
-        raise ModelLoadError(f"No model directory at {name!r}.")
     kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": trust_remote_code}
     if auto_map:
         kwargs["device_map"] = "auto"
     try:
-        model = AutoModelForCausalLM.from_pretrained(path if os.path.isdir(path) else name, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(resolve_source(name), **kwargs)
     except torch.cuda.OutOfMemoryError as exc:
         raise ModelLoadError(f"Out of GPU memory while loading {name!r}: pick a smaller pair or dtype.") from exc
     except (OSError, ValueError, KeyError) as exc:
@@ -141,9 +148,9 @@ def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust
 def load_tokenizer(name: str, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
-    path = os.path.expanduser(name)
+    source = resolve_source(name)
     try:
-        return AutoTokenizer.from_pretrained(path if os.path.isdir(path) else name, trust_remote_code=trust_remote_code)
+        return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError) as exc:
         raise ModelLoadError(f"Could not load the tokenizer of {name!r}: {str(exc).splitlines()[0]}") from exc
 

@@ -1,0 +1,186 @@
+"""``python -m specviz run|compare|algorithms|bench|train``: the decoding core from a terminal."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from specviz.algorithms import ALGORITHMS
+from specviz.errors import SpecvizError
+from specviz.trace import RunTrace
+
+COLORS = {"draft": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "rejected": "\033[31;9m"}
+RESET = "\033[0m"
+PLAIN = {"draft": "{}", "resampled": "[{}]", "bonus": "{{{}}}", "rejected": "~~{}~~"}
+
+
+def render_text(trace: RunTrace, color: bool = True) -> str:
+    """The generated text with every token marked by how it was produced; rejected drafts shown
+    (struck through) where they were tried. Plain markers: ``[resampled]``, ``{bonus}``, ``~~rejected~~``."""
+    def mark(text: str, kind: str) -> str:
+        return f"{COLORS[kind]}{text}{RESET}" if color else PLAIN[kind].format(text)
+
+    parts = [trace.prompt_text]
+    for step in trace.steps:
+        rejected = [n for n in step.forest if n.status == "rejected"]
+        for tok in step.committed:
+            if tok.kind == "resampled":
+                parts.extend(mark(n.token_text, "rejected") for n in rejected)
+            parts.append(mark(tok.text, tok.kind))
+    return "".join(parts)
+
+
+def summary_line(trace: RunTrace) -> str:
+    m = trace.metrics
+    rate = "n/a" if m.get("acceptance_rate") is None else f"{m['acceptance_rate']:.1%}"
+    return (f"{trace.algorithm}: {m['new_tokens']} tokens, {m['target_calls']} target calls, "
+            f"{m['draft_calls']} draft calls, tau {m['tau']:.2f}, acceptance rate {rate}, "
+            f"{m['wall_time_s']:.2f} s, {m['tokens_per_s']:.1f} tokens/s ({trace.finish_reason})")
+
+
+def _add_pair_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", help="target model: hub id or local directory")
+    p.add_argument("--draft", help="draft model: hub id or local directory")
+    p.add_argument("--preset", help="a pair from configs/presets.yaml instead of --target/--draft")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--trust-remote-code", action="store_true")
+
+
+def _add_decode_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--temperature", type=float, default=1.0, help="0 means greedy")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    seen: dict[str, Any] = {}
+    for spec in ALGORITHMS.values():
+        for prm in spec.params:
+            if prm.name in seen:
+                continue
+            seen[prm.name] = prm
+            flag = "--" + prm.name.replace("_", "-")
+            if prm.kind == "bool":
+                p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes", "on"), default=None,
+                               help=f"{prm.help} (true/false)")
+            else:
+                conv = {"int": int, "float": float}.get(prm.kind, str)
+                p.add_argument(flag, type=conv, default=None, help=prm.help)
+
+
+def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:
+    names = {prm.name for prm in ALGORITHMS[algo].params}
+    return {k: v for k, v in vars(args).items() if k in names and v is not None}
+
+
+def _load(args: argparse.Namespace):
+    from specviz.models.loading import load_pair
+
+    target, draft = args.target, args.draft
+    if args.preset:
+        from specviz.presets import get_preset
+
+        preset = get_preset(args.preset)
+        target, draft = preset.target, preset.draft
+    if not target:
+        raise SpecvizError("Give --target (and usually --draft), or --preset.")
+    return load_pair(target, draft, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+
+
+def _decode_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
+                top_k=args.top_k, seed=args.seed)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import specviz
+
+    if args.algo not in ALGORITHMS:
+        raise specviz.UnknownAlgorithmError(f"Unknown algorithm {args.algo!r}; registered: {', '.join(ALGORITHMS)}.")
+    pair = _load(args)
+    trace = specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args), **_algo_params(args, args.algo))
+    print(render_text(trace, color=not args.no_color and sys.stdout.isatty() or args.color))
+    print(summary_line(trace))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(trace.to_json())
+        print(f"trace written to {args.out}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import specviz
+    from specviz.metrics import speedup
+
+    pair = _load(args)
+    traces = [specviz.decode(pair, a, args.prompt, **_decode_kwargs(args), **_algo_params(args, a)) for a in args.algos]
+    base = next((t for t in traces if t.algorithm == "ar"), None)
+    print(f"{'algorithm':<12} {'tokens':>6} {'calls':>6} {'tau':>5} {'accept':>7} {'tok/s':>8} {'speedup':>8}")
+    for t in traces:
+        m = t.metrics
+        rate = "-" if m["acceptance_rate"] is None else f"{m['acceptance_rate']:.1%}"
+        sp = speedup(t, base) if base else None
+        print(f"{t.algorithm:<12} {m['new_tokens']:>6} {m['target_calls']:>6} {m['tau']:>5.2f} {rate:>7} "
+              f"{m['tokens_per_s']:>8.1f} {'-' if sp is None else f'{sp:.2f}x':>8}")
+    if base is not None and args.temperature == 0:
+        for t in traces:
+            if t.output_ids != base.output_ids:
+                print(f"warning: {t.algorithm} differs from ar greedy output")
+    return 0
+
+
+def cmd_algorithms(_: argparse.Namespace) -> int:
+    for spec in ALGORITHMS.values():
+        params = ", ".join(f"{p.name}={p.default!r}" for p in spec.params) or "-"
+        tag = "lossless" if spec.lossless else "lossy"
+        print(f"{spec.name:<10} {tag:<8} {spec.description}\n{'':<19}params: {params}\n{'':<19}paper: {spec.paper}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from specviz.bench.run import main as bench_main
+
+    return bench_main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m specviz", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="decode one prompt with one algorithm and print the marked text")
+    _add_pair_args(run)
+    _add_decode_args(run)
+    run.add_argument("--algo", default="sd")
+    run.add_argument("--out", help="write the trace JSON here")
+    run.add_argument("--no-color", action="store_true", help="plain markers instead of ANSI colours")
+    run.add_argument("--color", action="store_true", help="force ANSI colours")
+    run.set_defaults(fn=cmd_run)
+    cmp_ = sub.add_parser("compare", help="several algorithms on the same prompt and seed")
+    _add_pair_args(cmp_)
+    _add_decode_args(cmp_)
+    cmp_.add_argument("--algos", nargs="+", default=["ar", "sd"])
+    cmp_.set_defaults(fn=cmd_compare)
+    sub.add_parser("algorithms", help="list the registered algorithms").set_defaults(fn=cmd_algorithms)
+    bench = sub.add_parser("bench", help="benchmark algorithms and Hugging Face assisted generation")
+    from specviz.bench.run import add_arguments
+
+    add_arguments(bench)
+    bench.set_defaults(fn=cmd_bench)
+    sub.add_parser("train", help="train the bundled pair (see python -m specviz train --help)", add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train"]:
+        from specviz.train.cli import main as train_main
+
+        return train_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except SpecvizError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
