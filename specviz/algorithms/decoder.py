@@ -36,6 +36,7 @@ class Decoder:
         self.target = CachedLM(pair.target, pair.vocab_size)
         self.draft = CachedLM(pair.draft, pair.vocab_size) if pair.draft is not None else None
         self.timings: dict[str, float] = {}
+        self._sync = pair.device.type == "cuda"  # time GPU work, not its launch
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -75,13 +76,13 @@ class Decoder:
     @contextmanager
     def timed(self, key: str) -> Iterator[None]:
         """Accumulate wall milliseconds under ``key`` (e.g. ``draft_ms``, ``verify_ms``) for this step."""
-        if self.pair.device.type == "cuda":
+        if self._sync:
             torch.cuda.synchronize()
         start = time.perf_counter()
         try:
             yield
         finally:
-            if self.pair.device.type == "cuda":
+            if self._sync:
                 torch.cuda.synchronize()
             self.timings[key] = self.timings.get(key, 0.0) + 1000 * (time.perf_counter() - start)
 

@@ -91,9 +91,9 @@ class CachedLM:
         total = self.cached_len
         allowed = torch.zeros(n, total, dtype=torch.bool)
         allowed[:, : self.prefix_len] = True
-        for i in range(n):
-            for a in self.tree.ancestors(start + i):
-                allowed[i, self.prefix_len + a] = True
+        rows = [i for i in range(n) for _ in self.tree.ancestors(start + i)]
+        cols = [self.prefix_len + a for i in range(n) for a in self.tree.ancestors(start + i)]
+        allowed[rows, cols] = True
         mask = torch.zeros(n, total, dtype=self.dtype)
         mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
         positions = torch.tensor([self.prefix_len + d for d in self.tree.depths[start:]])
