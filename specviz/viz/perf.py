@@ -1,0 +1,97 @@
+"""How long the figures take: ``python -m specviz.viz.perf [--target DIR --draft DIR]``.
+
+Decodes with a real pair (the bundled pair if given or present, else a small random-initialised
+Llama pair), then times, per call: the tree figure of a 64-node step (``mcsd`` with k_config 4x3x4: 64 drafted nodes),
+its JSON serialisation (what Gradio sends), the coloured text, and the comparison figures of four
+200-step runs (what a scrub rebuilds). Prints a Markdown table.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+import specviz
+from specviz import viz
+
+
+def _random_pair(vocab: int = 512):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from specviz.models.loading import ModelPair
+
+    def model(seed: int, hidden: int, layers: int):
+        torch.manual_seed(seed)
+        cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                          initializer_range=0.1, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        return LlamaForCausalLM(cfg).eval()
+
+    target = model(0, 64, 2)
+    draft = model(1, 32, 1)
+    return ModelPair(target, draft, None, vocab, target_name="random-llama-64", draft_name="random-llama-32")
+
+
+def timeit(fn: Callable[[], object], repeat: int = 20) -> float:
+    fn()
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(1000 * (time.perf_counter() - t0))
+    return statistics.median(samples)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target")
+    ap.add_argument("--draft")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    root = Path(__file__).resolve().parents[2] / "assets"
+    if args.target:
+        pair = specviz.load_pair(args.target, args.draft)
+    elif (root / "target").is_dir() and (root / "draft").is_dir():
+        pair = specviz.load_pair(str(root / "target"), str(root / "draft"))
+    else:
+        pair = _random_pair()
+    prompt: str | list[int] = "def main(argv=None):\n" if pair.tokenizer is not None else [1, 2, 3]
+
+    tree_trace = specviz.decode(pair, "mcsd", prompt=prompt, max_new_tokens=16, temperature=1.0, seed=0,
+                                k_config="4x3x4")
+    step = max(tree_trace.steps, key=lambda s: len(s.forest))
+    step_ms = statistics.median(s.timings.get("total_ms", 0.0) for s in tree_trace.steps)
+    runs = []
+    for algo, params in (("ar", {}), ("sd", {"gamma": 4}), ("mcsd", {"k_config": "2x2x1"}), ("specinfer", {})):
+        if algo in specviz.ALGORITHMS:
+            t = specviz.decode(pair, algo, prompt=prompt, max_new_tokens=400, temperature=1.0, seed=0, **params)
+            t.steps = t.steps[:200]
+            runs.append((algo, t))
+    long = max((t for _, t in runs), key=lambda t: len(t.steps))
+    k = len(long.steps) // 2
+
+    rows = [
+        (f"tree figure, {len(step.forest)}-node step", timeit(lambda: viz.tree_figure(step))),
+        (f"tree figure + to_json (sent to the browser)", timeit(lambda: viz.tree_figure(step).to_json())),
+        (f"coloured text, {len(long.steps)}-step run", timeit(lambda: viz.tokens_html(long, k))),
+        (f"tokens-per-step + cumulative, {len(runs)} x ≤200 steps",
+         timeit(lambda: (viz.tokens_per_step_figure(runs, k), viz.cumulative_figure(runs, k)))),
+        ("histogram + time breakdown", timeit(lambda: (viz.acceptance_histogram_figure(runs),
+                                                      viz.time_breakdown_figure(runs)))),
+        ("comparison table", timeit(lambda: viz.comparison_table_html(runs))),
+    ]
+    print(f"pair: {pair.target_name} / {pair.draft_name} on {pair.device}; median decoding step of that "
+          f"64-node mcsd run: {step_ms:.1f} ms\n")
+    print("| figure | median ms |\n|---|---|")
+    for name, ms in rows:
+        print(f"| {name} | {ms:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,283 @@
+"""Figure builders on real traces of tiny real models: what the figure shows matches the trace."""
+from __future__ import annotations
+
+import copy
+import re
+import time
+
+import plotly.graph_objects as go
+import pytest
+
+import specviz
+from specviz import viz
+from specviz.trace import RunTrace, StepRecord, TreeNode
+from specviz.viz.style import PATH_COLOR
+from specviz.viz.tree import CONTEXT_ID
+from tiny import tiny_pair
+
+TREE_ALGOS = [a for a in ("mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS]
+EXTRA = {"sequoia": {"acceptance": "0.6,0.2,0.1", "n": 12, "d": 4}}
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_pair(vocab=16, draft="noisy", noise=0.3)
+
+
+@pytest.fixture(scope="module")
+def traces(pair):
+    out = {}
+    for algo in ["ar", "sd", *TREE_ALGOS]:
+        for temp in (0.0, 1.0):
+            out[(algo, temp)] = specviz.decode(pair, algo, prompt=[1, 2, 3], max_new_tokens=24, temperature=temp,
+                                               seed=3, **EXTRA.get(algo, {}))
+    return out
+
+
+def validated(fig: go.Figure) -> go.Figure:
+    """Rebuild with plotly's validation on: the builders skip it for speed, so check it here."""
+    assert isinstance(fig, go.Figure)
+    return go.Figure(fig.to_dict())
+
+
+def node_traces(fig: go.Figure) -> dict[str, object]:
+    return {t.meta: t for t in fig.data if t.meta in specviz.trace.NODE_STATUSES}
+
+
+def test_tree_nodes_and_statuses_match_the_trace(traces):
+    for (algo, _), trace in traces.items():
+        assert trace.steps, algo
+        for step in trace.steps:
+            fig = validated(viz.tree_figure(step))
+            by_status = node_traces(fig)
+            shown = {nid: status for status, t in by_status.items() for nid in t.customdata}
+            assert len(shown) == len(step.forest), (algo, step.index)
+            assert shown == {n.id: n.status for n in step.forest}, (algo, step.index)
+            for status, t in by_status.items():  # colours and legend follow the status
+                assert t.marker.color == viz.STATUS_COLORS[status]
+                assert t.name.startswith(viz.STATUS_LABELS[status])
+
+
+def test_accepted_path_is_highlighted(traces):
+    checked = 0
+    for (algo, _), trace in traces.items():
+        for step in trace.steps:
+            fig = viz.tree_figure(step)
+            path = next(t for t in fig.data if t.meta == "path")
+            committed = [c.node_id for c in step.committed]
+            assert list(path.customdata) == [CONTEXT_ID, *committed]
+            assert path.line.width >= 3 and path.line.color == PATH_COLOR
+            # the committed nodes carry the dark outline, the others do not
+            for t in node_traces(fig).values():
+                for nid, color in zip(t.customdata, t.marker.line.color):
+                    assert (color == PATH_COLOR) == (nid in committed)
+            # every segment of the path joins a parent to its child: x (depth) grows by one per edge
+            xs = [x for x in path.x if x is not None]
+            assert xs == sorted(xs)
+            checked += bool(step.n_accepted)
+    assert checked > 0, "no step accepted anything: the test pair is too far apart"
+
+
+def test_rejected_then_resampled_is_drawn_as_siblings(traces):
+    trace = traces[("sd", 1.0)]
+    step = next(s for s in trace.steps if any(n.status == "rejected" for n in s.forest))
+    g, pos, _ = viz.tree_layout(step.forest)
+    rejected = next(n for n in step.forest if n.status == "rejected")
+    resampled = next(n for n in step.forest if n.status == "resampled")
+    assert rejected.parent == resampled.parent
+    assert pos[rejected.id][0] == pos[resampled.id][0]  # same depth column
+    assert pos[rejected.id][1] != pos[resampled.id][1]  # different rows
+    hover = next(t for t in viz.tree_figure(step).data if t.meta == "rejected").hovertext[0]
+    assert "u = " in hover and "→ rejected" in hover and "q draft" in hover and "p target" in hover
+
+
+def test_forest_with_several_roots_and_malformed_parents():
+    nodes = [TreeNode(0, None, 0, 5, "a", status="accepted", root=0), TreeNode(1, None, 0, 6, "b", status="rejected", root=1),
+             TreeNode(2, 0, 1, 7, "c", status="bonus"), TreeNode(3, 99, 1, 8, "d", status="not_reached")]
+    step = StepRecord(0, 0, forest=nodes, committed=[specviz.CommittedToken(5, "a", "draft", 0),
+                                                     specviz.CommittedToken(7, "c", "bonus", 2)])
+    fig = validated(viz.tree_figure(step))
+    assert sum(len(t.customdata) for t in node_traces(fig).values()) == 4
+    cyclic = [TreeNode(0, 1, 0, 5, "a"), TreeNode(1, 0, 1, 6, "b")]
+    validated(viz.tree_figure(StepRecord(0, 0, forest=cyclic)))
+
+
+@pytest.mark.parametrize("max_new", [None, 1])
+def test_empty_and_one_token_runs_render(pair, max_new):
+    if max_new is None:  # a run that has not produced a step yet
+        trace = specviz.stream(pair, "sd", prompt=[1, 2], max_new_tokens=4).trace
+    else:
+        trace = specviz.decode(pair, "sd", prompt=[1, 2], max_new_tokens=1, temperature=0.0)
+        assert len(trace.output_ids) == 1 and len(trace.steps) == 1
+    runs = [("sd", trace)]
+    validated(viz.step_tree_figure(trace, 0))
+    validated(viz.tree_figure(None))
+    for fig in (viz.tokens_per_step_figure(runs, 0), viz.cumulative_figure(runs, 0),
+                viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs)):
+        validated(fig)
+    assert viz.controller_figure(trace, 0) is None
+    html = viz.tokens_html(trace, 0)
+    assert html.count('class="sv-tok ') == len(trace.output_ids)
+    assert "<table" in viz.comparison_table_html(runs)
+
+
+def test_tokens_html_colours_every_token_and_strikes_rejected(traces):
+    trace = traces[("sd", 1.0)]
+    html = viz.tokens_html(trace)
+    committed = [t for s in trace.steps for t in s.committed]
+    for kind in ("draft", "resampled", "bonus"):
+        assert html.count(f'class="sv-tok sv-{kind}"') == sum(t.kind == kind for t in committed)
+    rejected = sum(n.status == "rejected" for s in trace.steps for n in s.forest)
+    assert rejected > 0 and html.count('class="sv-tok sv-rejected"') == rejected
+    assert html.count('class="sv-step') == len(trace.steps)
+    # a selected step is outlined and the later ones fade
+    sel = viz.tokens_html(trace, current_step=2)
+    assert sel.count("sv-cur") == 1 and sel.count("sv-future") == len(trace.steps) - 3
+    assert "&lt;" in html and "<1>" not in html  # token text "<id>" is escaped
+
+
+def test_tokens_html_escapes_and_marks_newlines():
+    step = StepRecord(0, 0, forest=[TreeNode(0, None, 0, 1, "<b>x</b>", status="accepted"),
+                                    TreeNode(1, 0, 1, 2, "\n", status="bonus")],
+                      committed=[specviz.CommittedToken(1, "<b>x</b>", "draft", 0),
+                                 specviz.CommittedToken(2, "\n", "bonus", 1)])
+    trace = RunTrace("sd", {}, {}, {}, 0, [0], "p", output_ids=[1, 2], steps=[step])
+    html = viz.tokens_html(trace)
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    assert "↵" in html
+
+
+def test_comparison_figures_mark_the_current_step(traces):
+    runs = [("ar", traces[("ar", 0.0)]), ("sd", traces[("sd", 0.0)]), *[(a, traces[(a, 0.0)]) for a in TREE_ALGOS]]
+    per_step = validated(viz.tokens_per_step_figure(runs, current_step=4))
+    assert [t.name for t in per_step.data] == [name for name, _ in runs]
+    assert per_step.layout.shapes[0].x0 == 5
+    for (name, trace), t in zip(runs, per_step.data):
+        assert list(t.y) == specviz.metrics.tokens_per_step(trace)
+    cumulative = validated(viz.cumulative_figure(runs, current_step=4))
+    lines = [t for t in cumulative.data if t.name in dict(runs)]
+    for (name, trace), t in zip(runs, lines):
+        assert t.y[-1] == len(trace.output_ids)
+    markers = [t for t in cumulative.data if t.meta == "current"]
+    assert len(markers) == len(runs)
+    assert markers[0].y[0] == specviz.metrics.cumulative_tokens(runs[0][1])[4]
+    hist = validated(viz.acceptance_histogram_figure(runs))
+    for (name, trace), t in zip(runs, hist.data):
+        h = specviz.metrics.acceptance_histogram(trace)
+        assert list(t.x) == sorted(h) and list(t.customdata) == [h[k] for k in sorted(h)]
+    timing = validated(viz.time_breakdown_figure(runs))
+    assert len(timing.data) == 3 and list(timing.data[0].y) == [name for name, _ in runs]
+
+
+def test_table_shows_metrics_definitions_and_greedy_check(traces):
+    ar, sd = traces[("ar", 0.0)], traces[("sd", 0.0)]
+    html = viz.comparison_table_html([("ar", ar), ("sd", sd)])
+    assert "✓ identical" in html and "reference" in html
+    for definition in specviz.metrics.DEFINITIONS.values():
+        if definition != specviz.metrics.DEFINITIONS["drafted"] and definition != specviz.metrics.DEFINITIONS["accepted"] \
+                and definition != specviz.metrics.DEFINITIONS["steps"]:
+            assert definition in html
+    bad = copy.deepcopy(sd)
+    bad.output_ids[3] = (bad.output_ids[3] + 1) % 16
+    assert "✗ differs at token 4" in viz.comparison_table_html([("ar", ar), ("sd", bad)])
+    sampled = viz.comparison_table_html([("ar", traces[("ar", 1.0)]), ("sd", traces[("sd", 1.0)])])
+    assert "n/a (T &gt; 0)" in sampled
+    rows = viz.comparison_rows([("ar", ar), ("sd", sd)])
+    assert rows[0]["speedup"] == pytest.approx(1.0)
+    assert rows[1]["tau"] == pytest.approx(len(sd.output_ids) / len(sd.steps))
+    assert "run ar too" in viz.comparison_table_html([("sd", sd)])
+
+
+def _with_controller(trace: RunTrace, make) -> RunTrace:
+    t = copy.deepcopy(trace)
+    for i, s in enumerate(t.steps):
+        s.controller = make(i)
+    return t
+
+
+CONTROLLERS = {
+    "beta_ts": lambda i: {"kind": "beta_ts", "alpha": 1.0 + i, "beta": 1.0 + i / 2, "stop_reason": "chi0",
+                          "draws": [{"theta": 0.7, "u": 0.2, "continue": True}, {"theta": 0.4, "u": 0.6, "continue": False}]},
+    "cali_ts": lambda i: {"kind": "cali_ts", "mu": 0.5 + i / 100, "sigma": 0.2, "theta": [0.6, 0.3],
+                          "continue": [True, False]},
+    "dsbd": lambda i: {"kind": "dsbd", "levels": [{"candidates": 8, "kept": 4 - (i % 3), "accepted": 2},
+                                                  {"candidates": 8, "kept": 2, "accepted": 1}]},
+    "sequoia": lambda i: {"kind": "sequoia", "expected_tokens": 2.5, "n": 16, "d": 4, "predicted_tokens": 2.4,
+                          "measured_tokens": 1 + i % 3, "acceptance": [0.5, 0.2, 0.1],
+                          "tree": {"level_widths": [1, 4, 6, 5]}},
+    "mystery": lambda i: {"kind": "mystery", "temperature_like": 0.1 * i, "budget": 7, "hist": [1, 2, 3]},
+}
+TITLES = {"beta_ts": "Thompson sampling", "cali_ts": "Thompson sampling", "dsbd": "DSBD beam widths",
+          "sequoia": "Sequoia", "mystery": "Controller state: mystery"}
+
+
+@pytest.mark.parametrize("kind", sorted(CONTROLLERS))
+def test_controller_view_is_chosen_by_kind(traces, kind):
+    trace = _with_controller(traces[("sd", 1.0)], CONTROLLERS[kind])
+    assert viz.controller_kind(trace) == kind
+    for step in (0, len(trace.steps) - 1, 10_000):
+        fig = validated(viz.controller_figure(trace, step))
+        assert TITLES[kind] in fig.layout.title.text
+        assert fig.data
+    assert viz.controller_figure(traces[("sd", 1.0)], 0) is None  # no controller state, no view
+
+
+def test_controller_view_falls_back_on_unexpected_state(traces):
+    trace = _with_controller(traces[("sd", 1.0)], lambda i: {"kind": "beta_ts", "alpha": "oops", "n": i})
+    fig = validated(viz.controller_figure(trace, 1))
+    assert "Controller state: beta_ts" in fig.layout.title.text
+
+
+def test_register_view_adds_a_view(traces):
+    trace = _with_controller(traces[("sd", 1.0)], lambda i: {"kind": "custom_test_kind", "x": i})
+
+    @viz.register_view("custom_test_kind")
+    def view(t, step):
+        return viz.message_figure(f"custom view at {step}")
+
+    try:
+        fig = viz.controller_figure(trace, 2)
+        assert fig.layout.annotations[0].text == "custom view at 2"
+    finally:
+        viz.CONTROLLER_VIEWS.pop("custom_test_kind")
+
+
+@pytest.mark.skipif("sequoia" not in specviz.ALGORITHMS, reason="sequoia not registered")
+def test_real_sequoia_trace_gets_its_view(traces):
+    trace = traces[("sequoia", 0.0)]
+    assert viz.controller_kind(trace) == "sequoia"
+    fig = validated(viz.controller_figure(trace, 0))
+    assert "Sequoia" in fig.layout.title.text
+
+
+def test_replayed_trace_renders_like_the_live_one(traces):
+    trace = traces[("sd", 1.0)]
+    again = RunTrace.from_json(trace.to_json())
+    a, b = viz.step_tree_figure(trace, 2), viz.step_tree_figure(again, 2)
+    assert a.to_json() == b.to_json()
+    assert viz.tokens_html(trace, 2) == viz.tokens_html(again, 2)
+
+
+def test_64_node_tree_builds_fast(pair):
+    """Perf guard (numbers are reported by ``python -m specviz.viz.perf``): one step's figures for a
+    64-node tree must stay a small fraction of a decoding step."""
+    algo = "mcsd" if "mcsd" in specviz.ALGORITHMS else None
+    if algo is None:
+        pytest.skip("needs a tree algorithm")
+    trace = specviz.decode(pair, "mcsd", prompt=[1, 2, 3], max_new_tokens=12, temperature=1.0, seed=0, k_config="4x3x4")
+    step = max(trace.steps, key=lambda s: len(s.forest))
+    assert len(step.forest) >= 64
+    viz.tree_figure(step).to_json()  # warm up
+    t0 = time.perf_counter()
+    for _ in range(5):
+        viz.tree_figure(step).to_json()
+    ms = (time.perf_counter() - t0) / 5 * 1000
+    assert ms < 250, f"building a {len(step.forest)}-node tree took {ms:.1f} ms"
+
+
+def test_visible_labels():
+    from specviz.viz.style import visible_text
+    assert visible_text("  x\n") == "··x↵"
+    assert visible_text("") == "∅"
+    assert len(visible_text("a" * 40)) == 14
+    assert re.match(r"^a+…$", visible_text("a" * 40))
