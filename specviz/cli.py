@@ -38,7 +38,7 @@ def summary_line(trace: RunTrace) -> str:
             f"{m['wall_time_s']:.2f} s, {m['tokens_per_s']:.1f} tokens/s ({trace.finish_reason})")
 
 
-def _add_pair_args(p: argparse.ArgumentParser) -> None:
+def add_pair_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="target model: hub id or local directory")
     p.add_argument("--draft", help="draft model: hub id or local directory")
     p.add_argument("--preset", help="a pair from configs/presets.yaml instead of --target/--draft")
@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m specviz", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="decode one prompt with one algorithm and print the marked text")
-    _add_pair_args(run)
+    add_pair_args(run)
     _add_decode_args(run)
     run.add_argument("--algo", default="sd")
     run.add_argument("--out", help="write the trace JSON here")
@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--color", action="store_true", help="force ANSI colours")
     run.set_defaults(fn=cmd_run)
     cmp_ = sub.add_parser("compare", help="several algorithms on the same prompt and seed")
-    _add_pair_args(cmp_)
+    add_pair_args(cmp_)
     _add_decode_args(cmp_)
     cmp_.add_argument("--algos", nargs="+", default=["ar", "sd"])
     cmp_.set_defaults(fn=cmd_compare)

@@ -24,11 +24,9 @@ DEFAULT_PROMPTS = [
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", help="target model (default: the bundled assets/target)")
-    p.add_argument("--draft", help="draft model (default: the bundled assets/draft)")
-    p.add_argument("--preset")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto")
+    from specviz.cli import add_pair_args
+
+    add_pair_args(p)  # default pair: the bundled assets/target and assets/draft
     p.add_argument("--algos", nargs="+", default=None, help="specviz algorithms (default: all that need at most a draft)")
     p.add_argument("--gamma", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=64)
