@@ -154,3 +154,29 @@ def goodness_of_fit(counts: Counter, law: dict) -> float:
 def all_sequences(vocab: int, n: int):
     return itertools.product(range(vocab), repeat=n)
 
+
+
+def tiny_tokenizer(vocab: int = 300, extra_text: str = ""):
+    """A byte-level BPE tokenizer trained on a few lines of Python, as a ``PreTrainedTokenizerFast``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    text = ["def add(a, b):\n    return a + b\n", "for i in range(10):\n    print(i)\n", "import os\n" + extra_text] * 20
+    tok.train_from_iterator(text, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
+
+
+def save_checkpoint(path, family: str = "llama", tokenizer=None, seed: int = 0, rows: int | None = None, **kw) -> str:
+    """Write a random-initialised model (``rows`` output rows, default the tokenizer's size) and its
+    tokenizer with ``save_pretrained``, as a hub checkpoint would be laid out on disk."""
+    tokenizer = tokenizer or tiny_tokenizer()
+    model = tiny_model(family, vocab=rows or len(tokenizer), seed=seed, **kw)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
