@@ -319,3 +319,16 @@ def test_200_step_run_scrubs_without_lag(explorer):
     median = times[len(times) // 2]
     print(f"scrub, {len(FOUR)} columns x 200 steps: median {median:.1f} ms, max {times[-1]:.1f} ms")
     assert median < 400, times
+
+
+def test_public_mode_offers_only_offline_presets_unless_listed(pair_dirs):
+    hub = types.SimpleNamespace(name="hub-pair", requires_network=True)
+    local = types.SimpleNamespace(name="local-pair", requires_network=False)
+    presets = [PairChoice("local", *pair_dirs, preset=local), PairChoice("hub", "org/t", "org/d", preset=hub)]
+    public = Explorer(AppConfig.from_env({"SPECVIZ_PUBLIC": "1"}), presets=list(presets), preload=False)
+    assert [p.name for p in public.presets] == ["local"]
+    listed = Explorer(AppConfig.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_PRESETS": "local-pair,hub-pair"}),
+                      presets=list(presets), preload=False)
+    assert [p.name for p in listed.presets] == ["local", "hub"]
+    private = Explorer(AppConfig(), presets=list(presets), preload=False)
+    assert len(private.presets) == 2

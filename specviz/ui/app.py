@@ -95,6 +95,11 @@ class Explorer:
         configure_torch_threads(self.config)
         self.registry = registry or PairRegistry(self.config.max_pairs, self.config.device, self.config.dtype)
         self.presets = presets if presets is not None else preset_choices()
+        if self.config.presets is not None:
+            chosen = [p for p in self.presets if p.preset_name in self.config.presets]
+            self.presets = chosen or self.presets[:1]
+        elif self.config.public:
+            self.presets = [p for p in self.presets if not p.needs_network] or self.presets[:1]
         if self.config.default_target:
             default = PairChoice("from SPECVIZ_TARGET", self.config.default_target, self.config.default_draft)
             self.presets = [default, *[p for p in self.presets if p.key != default.key]]
@@ -165,13 +170,21 @@ class Explorer:
 
     def _slot_updates(self, session: Session, step: int, full: bool) -> list[Any]:
         out: list[Any] = []
+        follow = session.running and session.step is None
         for i in range(self.n_slots):
             if i < len(session.columns):
-                v = render.slot_view(session.columns[i], i, step, session.running)
+                col = session.columns[i]
+                if full and follow and col.done and col.shown_final:
+                    # finished while the others run on: its text and tree are already on screen
+                    out += [gr.skip(), render.column_header(col, i, step, True), gr.skip(), gr.skip(), gr.skip(),
+                            gr.skip()]
+                    continue
+                v = render.slot_view(col, i, step, session.running)
                 ctrl = gr.Plot(value=v.controller, visible=v.controller is not None)
                 if full:
                     out += [gr.Column(visible=True), v.header, v.tokens, v.tree, ctrl,
                             gr.DownloadButton(value=v.download, visible=v.download is not None)]
+                    col.shown_final = follow and col.done
                 else:
                     out += [v.header, v.tokens, v.tree, ctrl]
             elif full:
@@ -268,12 +281,16 @@ class Explorer:
                     return
                 if delay:
                     time.sleep(delay)
-                    yield self.full_outputs(session, note)
-                elif throttle():
-                    yield self.full_outputs(session, note)
+                elif not throttle():
+                    continue
+                t0 = time.perf_counter()
+                out = self.full_outputs(session, note)
+                throttle.rendered(time.perf_counter() - t0)
+                yield out
             for c in cols:
                 if c.trace is not None and c.trace.steps and not c.error:
                     export(c)
+                c.shown_final = False
             session.running = False
             yield self.full_outputs(session, note)
         finally:

@@ -1,6 +1,8 @@
 """App settings from the environment: one place for the public-hosting switch and its limits.
 
-``SPECVIZ_PUBLIC=1`` (set it on a public Space) restricts pairs to the presets, caps
+``SPECVIZ_PUBLIC=1`` (set it on a public Space) restricts pairs to the presets (by default only the
+ones that need no network, i.e. the bundled pair: a visitor must not be able to make a small host
+download and load a 7B model; ``SPECVIZ_PRESETS=name,name`` chooses others), caps
 ``max_new_tokens``, the prompt length, the number of side-by-side runs and the upload size, and keeps
 ``trust_remote_code`` off. Every limit can be overridden by its own variable.
 """
@@ -42,6 +44,7 @@ class AppConfig:
     torch_threads: int = 0                # 0 = the CPU cores shared out between concurrent runs
     default_target: str | None = None     # overrides the first preset
     default_draft: str | None = None
+    presets: tuple[str, ...] | None = None  # preset names offered; None = all (public: offline ones)
 
     @property
     def allow_custom_pairs(self) -> bool:
@@ -73,6 +76,8 @@ class AppConfig:
             torch_threads=max(0, _int(env, "SPECVIZ_TORCH_THREADS", 0)),
             default_target=env.get("SPECVIZ_TARGET") or None,
             default_draft=env.get("SPECVIZ_DRAFT") or None,
+            presets=tuple(n.strip() for n in env["SPECVIZ_PRESETS"].split(",") if n.strip())
+            if env.get("SPECVIZ_PRESETS", "").strip() else None,
         )
 
     @classmethod

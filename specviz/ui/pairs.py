@@ -30,6 +30,14 @@ class PairChoice:
     note: str = ""
     preset: Any = field(default=None, compare=False, repr=False)  # the specviz.presets.Preset, if any
 
+    @property
+    def preset_name(self) -> str:
+        return str(getattr(self.preset, "name", self.name))
+
+    @property
+    def needs_network(self) -> bool:
+        return bool(getattr(self.preset, "requires_network", False))
+
     def check(self) -> None:
         """Raise a clear ``ModelLoadError`` before loading if the preset cannot load here (offline...)."""
         if self.preset is None:

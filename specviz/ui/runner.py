@@ -36,6 +36,7 @@ class Column:
     error: str | None = None
     done: bool = False
     path: str | None = None            # exported JSON, once finished
+    shown_final: bool = False          # its last step has been sent while following a live run
     _it: Iterator[StepRecord] | None = field(default=None, repr=False)
 
     @property
@@ -224,15 +225,22 @@ def columns_from_traces(traces: list[RunTrace]) -> list[Column]:
 
 
 class Throttle:
-    """True at most every ``interval`` seconds (and on ``force``)."""
+    """When to send the next live update: at most every ``interval`` seconds, and never sooner than
+    ``ratio`` times the last render took, so rendering (and Gradio's serialisation, about as long
+    again) stays a small share of a run on a slow machine."""
 
-    def __init__(self, interval: float):
+    def __init__(self, interval: float, ratio: float = 8.0):
         self.interval = interval
+        self.ratio = ratio
         self.last = 0.0
+        self.render_s = 0.0
 
     def __call__(self, force: bool = False) -> bool:
         now = time.monotonic()
-        if force or now - self.last >= self.interval:
+        if force or now - self.last >= max(self.interval, self.ratio * self.render_s):
             self.last = now
             return True
         return False
+
+    def rendered(self, seconds: float) -> None:
+        self.render_s = seconds

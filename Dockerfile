@@ -1,0 +1,36 @@
+# specviz explorer: serves the app on port 7860 with the bundled offline pair (assets/).
+#
+#   docker build -t specviz .
+#   docker run --rm -p 7860:7860 specviz                      # open http://localhost:7860
+#   docker run --rm -p 7860:7860 -e SPECVIZ_PUBLIC=1 specviz  # public-hosting limits (docs/app.md)
+#
+# Also works as a Hugging Face Docker Space (user id 1000, port 7860).
+FROM python:3.11-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    GRADIO_SERVER_NAME=0.0.0.0 \
+    GRADIO_SERVER_PORT=7860 \
+    GRADIO_ANALYTICS_ENABLED=False \
+    HF_HOME=/home/user/.cache/huggingface
+
+RUN useradd --create-home --uid 1000 user
+WORKDIR /home/user/app
+
+# CPU-only torch from PyTorch's index: the default PyPI wheel drags in ~2 GB of CUDA libraries.
+# For a GPU image, drop --index-url (and run with --gpus all).
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch
+COPY requirements.txt ./
+RUN pip install -r requirements.txt
+
+COPY --chown=user pyproject.toml README.md app.py ./
+COPY --chown=user specviz ./specviz
+COPY --chown=user configs ./configs
+COPY --chown=user assets ./assets
+
+USER user
+EXPOSE 7860
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
+  CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:7860/config', timeout=4)" || exit 1
+CMD ["python", "app.py"]

@@ -1,0 +1,154 @@
+"""Load check (not a CI test): several concurrent clients run side-by-side decodes for a bounded time.
+
+    python -m specviz.ui.loadcheck --clients 6 --duration 120 [--algorithms ar,sd,mcsd,specinfer]
+
+Starts ``python app.py`` on a free loopback port (with the environment it is given, so
+``SPECVIZ_TARGET`` / ``SPECVIZ_PUBLIC`` ... apply), or uses ``--url`` of a running app. Each client is
+a separate ``gradio_client`` session that calls the ``/run`` endpoint in a loop with rotating prompts
+and seeds, every request going through the app's queue. Reports requests, errors, latency
+percentiles, tokens generated, and the server's resident memory (sampled every second: start,
+peak, end; when it started the server).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PROMPTS = ["def fibonacci(n):\n", "import os\n\n\ndef walk(root):\n", "class Stack:\n    def __init__(self):\n",
+           "for i in range(len(items)):\n", "def parse_args(argv=None):\n"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(port: int, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_ANALYTICS_ENABLED": "False"}
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=open(log, "w"),
+                            stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"app.py exited:\n{log.read_text()[-2000:]}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=2)
+            return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("app.py did not start")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clients", type=int, default=6)
+    ap.add_argument("--duration", type=float, default=120.0, help="seconds to keep starting requests")
+    ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--algorithms", default="ar,sd,mcsd,specinfer")
+    ap.add_argument("--temperature", type=float, default=0.8)
+    ap.add_argument("--url", help="a running app; default: start app.py on a free port")
+    ap.add_argument("--json", help="write the summary here")
+    args = ap.parse_args(argv)
+
+    import psutil
+    from gradio_client import Client
+
+    proc = None
+    if args.url:
+        url = args.url.rstrip("/") + "/"
+    else:
+        port = _free_port()
+        proc = _start_server(port, Path(f"/tmp/specviz-loadcheck-{port}.log"))
+        url = f"http://127.0.0.1:{port}/"
+    ps = psutil.Process(proc.pid) if proc else None
+    algorithms = [a for a in args.algorithms.split(",") if a]
+    memory: list[float] = []
+    results: list[dict] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + args.duration
+    done = threading.Event()
+
+    def sample_memory() -> None:
+        while not done.is_set():
+            if ps is not None:
+                try:
+                    memory.append(ps.memory_info().rss / 2**20)
+                except psutil.Error:
+                    pass
+            time.sleep(1.0)
+
+    def client(i: int) -> None:
+        c = Client(url, verbose=False)
+        api = c.view_api(return_format="dict", print_info=False)["named_endpoints"]["/run"]["parameters"]
+        defaults = {p["parameter_name"]: p.get("parameter_default") for p in api}
+        k = 0
+        while time.monotonic() < stop_at:
+            kwargs = {**defaults, "prompt": PROMPTS[(i + k) % len(PROMPTS)], "max_new_tokens": args.max_new_tokens,
+                      "temperature": args.temperature, "seed": 1000 * i + k, "algorithms": algorithms, "delay": 0.0}
+            t0 = time.monotonic()
+            ok, err = True, ""
+            try:
+                out = c.predict(api_name="/run", **kwargs)
+                status = out[0] if isinstance(out, (list, tuple)) else str(out)
+                if "Done" not in str(status) or "failed" in str(status):
+                    ok, err = False, str(status)[:200]
+            except Exception as exc:  # noqa: BLE001 - counted and reported
+                ok, err = False, f"{type(exc).__name__}: {exc}"[:200]
+            with lock:
+                results.append({"client": i, "ok": ok, "error": err, "latency_s": time.monotonic() - t0})
+            k += 1
+
+    sampler = threading.Thread(target=sample_memory, daemon=True)
+    sampler.start()
+    t_start = time.monotonic()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - t_start
+    done.set()
+    sampler.join()
+    if proc is not None:
+        proc.terminate()
+        proc.wait(20)
+
+    lat = sorted(r["latency_s"] for r in results if r["ok"])
+
+    def pct(q: float) -> float | None:
+        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else None
+
+    summary = {
+        "clients": args.clients, "duration_s": round(wall, 1), "algorithms": algorithms,
+        "max_new_tokens": args.max_new_tokens, "requests": len(results),
+        "errors": sum(not r["ok"] for r in results),
+        "error_examples": sorted({r["error"] for r in results if not r["ok"]})[:3],
+        "runs_completed": len(lat), "tokens_requested": len(lat) * len(algorithms) * args.max_new_tokens,
+        "latency_s": {"p50": pct(0.5), "p90": pct(0.9), "max": lat[-1] if lat else None,
+                      "mean": statistics.mean(lat) if lat else None},
+        "server_rss_mb": ({"start": memory[0], "peak": max(memory), "end": memory[-1],
+                           "after_warmup": memory[min(len(memory) - 1, 10)]} if memory else None),
+        "cpu_count": os.cpu_count(),
+    }
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text)
+    return summary
+
+
+if __name__ == "__main__":
+    main()
