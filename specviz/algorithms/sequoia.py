@@ -12,8 +12,8 @@ line 12) and verified exactly (``tree_engine``); near the end of the budget the 
 ``(n, remaining)`` is used instead. Temperature 0: top-b siblings and exact match (spec §3.4), with
 the acceptance vector measured at temperature 0.
 
-Sizes follow the paper: ``n`` counts the root (the last committed token), so n - 1 tokens are
-speculated; ``d`` counts the root's level, so a step yields at most d tokens.
+Sizes follow the paper: the tree size n (param ``size``) counts the root (the last committed token), so n - 1 tokens are
+speculated; the depth d (param ``depth``) counts the root's level, so a step yields at most d tokens.
 
 ``StepRecord.controller`` (``kind = "sequoia"``), every field plain JSON:
 
@@ -49,9 +49,10 @@ from specviz.errors import InvalidParameterError
 from specviz.trace import StepRecord
 
 PARAMS = (
-    Param("n", 32, "int", 1, 512, help="tree size including the root (n - 1 drafted tokens); "
+    Param("size", 32, "int", 1, 512, help="tree size n including the root (n - 1 drafted tokens); "
           "the largest size considered when hardware_aware"),
-    Param("d", 8, "int", 1, 64, help="levels including the root (most tokens per step); the largest when hardware_aware"),
+    Param("depth", 8, "int", 1, 64, help="levels d including the root (most tokens per step); "
+          "the largest considered when hardware_aware"),
     Param("hardware_aware", False, "bool", help="measure verify times t(n) here and pick (n, d) maximising speedup"),
     Param("width", 16, "int", 1, 256, help="children per node the acceptance vector covers (calibration tree width)"),
     Param("acceptance", "auto", "str", help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)"),
@@ -92,9 +93,10 @@ def _tree_info(shape: TreeShape, acceptance: tuple[float, ...]) -> dict[str, Any
           "without replacement, hardware-aware tree size.",
           paper="Chen et al. 2024, Sequoia, Algorithm 1, App. C.2 (Algorithms 4-5), Eq. 1",
           params=PARAMS, controller="sequoia")
-def run_sequoia(dec: Decoder, n: int, d: int, hardware_aware: bool, width: int, acceptance: str,
+def run_sequoia(dec: Decoder, size: int, depth: int, hardware_aware: bool, width: int, acceptance: str,
                 calibration_steps: int) -> Iterator[StepRecord]:
     t0 = time.perf_counter()
+    n, d = size, depth
     given = parse_acceptance(acceptance)
     if given is not None:
         vector, source, calib = given, "given", 0

@@ -1,0 +1,77 @@
+"""``mcsd`` (both variants), ``specinfer`` and ``sequoia`` preserve the target distribution exactly.
+
+The law of the first two generated tokens is compared (chi-square on the joint law and on the first
+token's marginal, ``tiny.goodness_of_fit``) with the exactly enumerated target law, on a tiny pair
+whose draft is a different model (rejections are frequent), at temperature 1 and at 0.7 with top-k
+and top-p. At temperature 1 each run may generate three tokens, so the first step drafts a two-level
+tree and the first two tokens go through sibling verification, residuals and the accepted child's own
+p and q rows; with the warps each run generates two tokens (a one-level tree: sibling verification
+on truncated supports, Sequoia's uniform fallback, the bonus from a leaf) to halve the cost. The same
+test must flag MCSD without replacement with the residual update order swapped (q updated before the
+residual), so it has the power to see such a bias.
+
+Budget: one run costs 3-5 model calls (about 10 ms here), so 3000 runs per case; a shift of 3% of
+probability mass between two first tokens fails at that size (the exact rule tests in
+``test_acceptance.py`` pin the rules down to 1e-6 without sampling).
+"""
+from collections import Counter
+
+import pytest
+from tiny import exact_distribution, goodness_of_fit, tiny_pair
+
+import specviz
+from specviz.core import acceptance
+from specviz.core.sampling import SamplingConfig
+
+RUNS = 3000
+PROMPT = [1, 2, 3]
+T1 = SamplingConfig(1.0)
+WARPED = SamplingConfig(0.7, top_k=5, top_p=0.9)
+CASES = [
+    ("mcsd", {"k_config": "3x2"}),
+    ("mcsd", {"k_config": "3x2", "replacement": True}),
+    ("specinfer", {"k_config": "3x1"}),
+    ("sequoia", {"size": 8, "depth": 3, "calibration_steps": 64}),
+]
+
+
+def first_tokens(pair, algorithm, count, runs, sampling, budget, **params) -> Counter:
+    """Counts of the first ``count`` tokens over ``runs`` seeds; each run may generate ``budget``
+    tokens (so the first step's tree is ``budget - 1`` levels deep) and stops once ``count`` are out."""
+    counts: Counter = Counter()
+    for seed in range(runs):
+        run = specviz.stream(pair, algorithm, PROMPT, max_new_tokens=budget, seed=seed,
+                             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, **params)
+        for _ in run:
+            if len(run.decoder.output) >= count:
+                break
+        counts[tuple(run.decoder.output[:count])] += 1
+    return counts
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_pair("llama", vocab=8, draft="different")
+
+
+@pytest.mark.parametrize("sampling", [T1, WARPED], ids=["t1", "t07-topk-topp"])
+@pytest.mark.parametrize("algorithm,params", CASES, ids=["mcsd", "mcsd-replacement", "specinfer", "sequoia"])
+def test_first_two_tokens_follow_the_target(pair, algorithm, params, sampling):
+    law = exact_distribution(pair, PROMPT, 2, sampling)
+    counts = first_tokens(pair, algorithm, 2, RUNS, sampling, 3 if sampling is T1 else 2, **params)
+    assert goodness_of_fit(counts, law) > 1e-3
+
+
+def test_the_test_sees_a_wrong_residual_order(pair, monkeypatch):
+    """MCSD spec §4.1 pitfall 2: zeroing and renormalising q *before* taking the residual is biased."""
+
+    def q_first(res, d, x, rejected):
+        d = d.clone()
+        d[x] = 0.0
+        d = d / d.sum()
+        return acceptance.residual(res, d), d
+
+    monkeypatch.setattr(acceptance, "reject_without_replacement", q_first)
+    law = exact_distribution(pair, PROMPT, 2, T1)
+    counts = first_tokens(pair, "mcsd", 2, 2000, T1, 2, k_config="3x2")
+    assert goodness_of_fit(counts, law) < 1e-3
