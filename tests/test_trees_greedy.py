@@ -16,7 +16,7 @@ CONFIGS = [
     ("specinfer", {"k_config": "3x1x1x1"}),
     ("sequoia", {"size": 16, "depth": 6, "calibration_steps": 32}),
 ]
-NEW_TOKENS = 40
+NEW_TOKENS = 32
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -91,3 +91,11 @@ def test_bad_parameters_get_clear_errors(llama):
         specviz.decode(llama, "mcsd", PROMPTS[0], max_new_tokens=4, k_config="4xtwo")
     with pytest.raises(InvalidParameterError, match="sum to at most 1"):
         specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=4, acceptance="0.9,0.5")
+
+
+def test_same_seed_same_trace(llama):
+    """Calibration is cached and seeded apart from the run, so a seed fixes the whole trace."""
+    runs = [specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=16, seed=7, size=10, depth=4)
+            for _ in range(2)]
+    assert runs[0].output_ids == runs[1].output_ids
+    assert [s.controller["tree"] for s in runs[0].steps] == [s.controller["tree"] for s in runs[1].steps]
