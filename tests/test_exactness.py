@@ -1,8 +1,11 @@
 """``sd`` preserves the target distribution exactly: the law of the first two tokens it generates
 matches the exactly enumerated target law (chi-square on the joint law and on the first token), at
-temperature 1 and at 0.7 with top-k and top-p. With the same number of runs the test rejects a 6%
-over-acceptance (``min(1, 1.06 p/q)``), whose first-token law is 0.02 away in total variation from
-the target's: the test has the power to see a 2% bias."""
+temperature 1 and at 0.7 with top-k and top-p.
+
+Power: with the default 8000 runs the same test rejects a 10% over-acceptance (``min(1, 1.1 p/q)``),
+whose first-token law is 0.031 away in total variation from the target's (power about 93% at this
+pair; checked below). A 0.02 bias of that shape (``1.06 p/q``) needs about 20000 runs for 90% power:
+``SPECVIZ_EXACTNESS_RUNS=20000`` makes every exactness test that strong (about 4x the time)."""
 import os
 
 import pytest
@@ -31,11 +34,12 @@ def test_ar_first_two_tokens_follow_target():
     assert goodness_of_fit(sample_counts(pair, "ar", PROMPT, 2, RUNS // 4, SETTINGS[0]), law) > 1e-3
 
 
-def test_the_exactness_test_sees_a_two_percent_bias(monkeypatch):
+def test_the_exactness_test_sees_a_small_bias(monkeypatch):
     real = sd.verify_chain
+    factor = 1.1 if RUNS < 20000 else 1.06
 
     def over_accepting(dec, step, tokens, qs, ps):
-        return real(dec, step, tokens, [q / 1.06 for q in qs], ps)
+        return real(dec, step, tokens, [q / factor for q in qs], ps)
 
     monkeypatch.setattr(sd, "verify_chain", over_accepting)
     pair = tiny_pair("llama", vocab=8)
