@@ -111,3 +111,48 @@ def agreement_report(target, draft_fn: LogitsFn, heldout_windows: torch.Tensor, 
     for g in gammas:
         report[f"sim_greedy_sd_gamma{g}"] = greedy_sd_tau(m, g)
     return report
+
+
+CODE_PROMPTS = (
+    "def ",
+    "import os\nimport sys\n\n\ndef main():\n    ",
+    "class Parser:\n    def __init__(self, text):\n        ",
+    "    def __repr__(self):\n        return ",
+    "for i in range(len(items)):\n    ",
+    "if __name__ == '__main__':\n    ",
+    "try:\n    import threading\nexcept ImportError:\n    ",
+    "    @property\n    def name(self):\n        ",
+    "    def test_basic(self):\n        self.assert",
+    "with open(filename) as f:\n    ",
+)
+
+
+def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int = 4, max_new_tokens: int = 64) -> dict:
+    """Greedy ``sd`` with the real decoder (``specviz.decode``) on code prompts, pooled over prompts:
+    tau = new tokens / target calls, acceptance rate = accepted / drafted, and the wall-time ratio to
+    ``ar`` on the same prompts. Also checks that every output equals greedy ``ar`` token for token."""
+    import specviz
+
+    pair = specviz.load_pair(str(target_dir), str(draft_dir), device="cpu", dtype="float32")
+    tot = {"new_tokens": 0, "target_calls": 0, "accepted": 0, "drafted": 0, "sd_s": 0.0, "ar_s": 0.0}
+    per_prompt, identical = [], True
+    for p in prompts:
+        sd = specviz.decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, gamma=gamma)
+        ar = specviz.decode(pair, "ar", prompt=p, max_new_tokens=max_new_tokens, temperature=0)
+        identical &= sd.output_ids == ar.output_ids
+        m = sd.metrics
+        for k in ("new_tokens", "target_calls", "accepted", "drafted"):
+            tot[k] += m[k]
+        tot["sd_s"] += m["wall_time_s"]
+        tot["ar_s"] += ar.metrics["wall_time_s"]
+        per_prompt.append({"prompt": p, "tau": round(m["tau"], 3), "acceptance_rate": round(m["acceptance_rate"] or 0, 3)})
+    return {
+        "gamma": gamma,
+        "max_new_tokens": max_new_tokens,
+        "prompts": len(prompts),
+        "tau": round(tot["new_tokens"] / max(1, tot["target_calls"]), 3),
+        "acceptance_rate": round(tot["accepted"] / max(1, tot["drafted"]), 3),
+        "wall_time_speedup_vs_ar": round(tot["ar_s"] / tot["sd_s"], 3) if tot["sd_s"] else None,
+        "greedy_output_equals_ar": bool(identical),
+        "per_prompt": per_prompt,
+    }

@@ -21,7 +21,7 @@ from . import configs
 from .corpus import build_corpus
 from .data import MixedSampler, WindowSampler, sequential_windows
 from .distill import build_generated_bank, init_draft_from_target, kl_to_teacher
-from .evaluate import agreement_report, generate, hf_logits, perplexity
+from .evaluate import agreement_report, generate, hf_logits, measured_sd_report, perplexity
 from .loop import train_loop
 from .tokenizer import encode_stream, train_tokenizer
 
@@ -69,6 +69,7 @@ class TrainConfig:
     eval_windows: int = 48
     eval_new_tokens: int = 64
     log_every: int = 25
+    measure_decode: bool = True  # run specviz.decode (sd vs ar) on code prompts in the eval stage
     cache_dir: str | None = None  # where to keep the encoded corpus between runs (None: no cache)
     extra: dict = field(default_factory=dict)
 
@@ -287,6 +288,13 @@ def _run(cfg: TrainConfig, log) -> dict:
             ev["early_exit"] = perplexity(head.logits_for, eval_windows)
             ev["early_exit"].update(agreement_report(target, head.logits_for, eval_windows, prompts,
                                                      cfg.eval_new_tokens, gammas=(2, 4, 6)))
+        if draft is not None and cfg.measure_decode and (out / "draft" / "config.json").is_file():
+            try:
+                ev["decode_sd_gamma4"] = measured_sd_report(out / "target", out / "draft")
+            except Exception as exc:  # noqa: BLE001 - the decoder is optional for training
+                ev["decode_sd_gamma4"] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"[eval] specviz.decode greedy sd gamma 4 on code prompts: "
+                f"{ {k: v for k, v in ev['decode_sd_gamma4'].items() if k != 'per_prompt'} }")
         ev["parameters"] = {"target": configs.count_parameters(target)}
         if draft is not None:
             ev["parameters"]["draft"] = configs.count_parameters(draft)

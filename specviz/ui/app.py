@@ -534,10 +534,11 @@ def build_app(config: AppConfig | None = None, *, preload: bool = True, **kwargs
 
 
 def launch_kwargs(config: AppConfig) -> dict[str, Any]:
-    """Arguments for ``Blocks.launch``: styling (gradio 6 takes css/theme here) and the upload cap.
+    """Arguments for ``Blocks.launch``: styling (gradio 6 takes css/theme here), the upload cap, and
+    no run history (a run's outputs are dozens of figures; the trace download is the record).
     Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as gradio reads them itself."""
     return {"css": APP_CSS, "theme": theme(), "max_file_size": config.max_upload_bytes,
-            "footer_links": ["gradio", "settings"] if config.public else None}
+            "footer_links": ["api", "gradio", "settings"], "run_history": False}
 
 
 def launch(demo: gr.Blocks | None = None, **kwargs: Any) -> Any:

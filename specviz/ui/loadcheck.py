@@ -139,8 +139,9 @@ def main(argv: list[str] | None = None) -> dict:
         "runs_completed": len(lat), "tokens_requested": len(lat) * len(algorithms) * args.max_new_tokens,
         "latency_s": {"p50": pct(0.5), "p90": pct(0.9), "max": lat[-1] if lat else None,
                       "mean": statistics.mean(lat) if lat else None},
-        "server_rss_mb": ({"start": memory[0], "peak": max(memory), "end": memory[-1],
-                           "after_warmup": memory[min(len(memory) - 1, 10)]} if memory else None),
+        "server_rss_mb": ({"start": round(memory[0], 1), "after_warmup": round(memory[min(len(memory) - 1, 10)], 1),
+                           "peak": round(max(memory), 1), "end": round(memory[-1], 1),
+                           "every_10s": [round(m) for m in memory[::10]]} if memory else None),
         "cpu_count": os.cpu_count(),
     }
     text = json.dumps(summary, indent=2)

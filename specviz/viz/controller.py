@@ -216,7 +216,8 @@ def thompson_view(trace: RunTrace, step: int) -> go.Figure | None:
     layout["xaxis2"]["title"] = {"text": "step", "font": {"size": 11}}
     layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y2 domain",
                          "xref": "x2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
-    layout["margin"]["t"] = 74
+    layout["margin"]["t"] = 74 + 18 * ((len(data) - 1) // 3)
+    layout["height"] = 280 + 18 * ((len(data) - 1) // 3)
     return figure(data, layout)
 
 

@@ -128,7 +128,8 @@ TABLE_CSS = """
 .sv-table th, .sv-table td { padding: 6px 9px; border-bottom: 1px solid #e5e7eb; text-align: right; white-space: nowrap; }
 .sv-table thead th { background: #f9fafb; color: #374151; font-weight: 600; cursor: help;
   border-bottom: 2px solid #d1d5db; }
-.sv-table tbody th { text-align: left; font-weight: 600; }
+.sv-table tbody th { text-align: left; font-weight: 600; white-space: normal; min-width: 90px; max-width: 210px; }
+.sv-table thead th { white-space: normal; }
 .sv-table .sv-best { font-weight: 700; color: #065f46; }
 .sv-table .sv-good { color: #065f46; }
 .sv-table .sv-bad { color: #b91c1c; font-weight: 600; }

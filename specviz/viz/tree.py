@@ -151,16 +151,19 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
     by_status: dict[str, list[TreeNode]] = {}
     for n in forest:
         by_status.setdefault(n.status if n.status in STATUS_COLORS else "not_reached", []).append(n)
-    font_size = 12 if leaves <= 24 else 9
+    dense = leaves > 24
+    font_size = 12 if not dense else 9
     for status in NODE_STATUSES:
         nodes = by_status.get(status)
         if not nodes:
             continue
         color = STATUS_COLORS[status]
+        # in a dense tree only the verified nodes are labelled; the rest keep their hover text
+        show_text = labelled and not (dense and status == "not_reached")
         data.append({
-            "type": "scatter", "mode": "markers+text" if labelled else "markers",
+            "type": "scatter", "mode": "markers+text" if show_text else "markers",
             "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
-            "text": [visible_text(n.token_text) for n in nodes] if labelled else None,
+            "text": [visible_text(n.token_text) for n in nodes] if show_text else None,
             "textposition": "top center",
             "textfont": {"family": MONO, "size": font_size,
                          "color": "#9ca3af" if status == "not_reached" else "#111827"},
@@ -179,8 +182,9 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
     if title is None:
         title = (f"step {step.index + 1} · drafted {step.n_drafted} · accepted {step.n_accepted} · "
                  f"+{len(step.committed)} token{'s' if len(step.committed) != 1 else ''}")
-    layout = base_layout(title, height=height)
-    layout["margin"] = {"l": 30, "r": 20, "t": 64, "b": 30}
+    legend_rows = -(-(1 + len(by_status)) // 3)  # about three entries fit on a row of a column-wide plot
+    layout = base_layout(title, height=height + 20 * (legend_rows - 1))
+    layout["margin"] = {"l": 30, "r": 20, "t": 44 + 20 * legend_rows, "b": 30}
     layout["legend"] = {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
                         "font": {"size": 10}, "itemsizing": "constant"}
     layout["xaxis"] = {"range": [-0.6, max_depth + 0.7], "showgrid": False, "zeroline": False,
