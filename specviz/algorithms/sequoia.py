@@ -51,10 +51,10 @@ from specviz.trace import StepRecord
 PARAMS = (
     Param("size", 32, "int", 1, 512, help="tree size n including the root (n - 1 drafted tokens); "
           "the largest size considered when hardware_aware"),
-    Param("depth", 8, "int", 1, 64, help="levels d including the root (most tokens per step); "
+    Param("depth", 8, "int", 1, 32, help="levels d including the root (most tokens per step); "
           "the largest considered when hardware_aware"),
     Param("hardware_aware", False, "bool", help="measure verify times t(n) here and pick (n, d) maximising speedup"),
-    Param("width", 16, "int", 1, 256, help="children per node the acceptance vector covers (calibration tree width)"),
+    Param("width", 16, "int", 1, 64, help="children per node the acceptance vector covers (calibration tree width)"),
     Param("acceptance", "auto", "str", help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)"),
     Param("calibration_steps", 128, "int", 8, 4096, help="verification steps used to estimate the acceptance vector"),
 )

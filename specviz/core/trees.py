@@ -60,7 +60,12 @@ class TreeShape:
     @cached_property
     def ranks(self) -> tuple[int, ...]:
         """1-based position of each node among its siblings (draw order)."""
-        return tuple(self.children[par].index(i) + 1 for i, par in enumerate(self.parents))
+        seen: dict[int, int] = {}
+        out = []
+        for par in self.parents:
+            seen[par] = seen.get(par, 0) + 1
+            out.append(seen[par])
+        return tuple(out)
 
     @property
     def depth(self) -> int:
