@@ -10,10 +10,12 @@ on truncated supports, Sequoia's uniform fallback, the bonus from a leaf) to hal
 test must flag MCSD without replacement with the residual update order swapped (q updated before the
 residual), so it has the power to see such a bias.
 
-Budget: one run costs 2-5 model calls (5-12 ms on a 2-core CPU), so 2500 runs per case; at that
-size a shift of about 3% of probability mass between two first tokens fails the test, and the
-wrong residual order (about 4% on the first token) fails with p < 1e-6 at 2000 runs. The exact rule
-tests in ``test_acceptance.py`` pin the rules themselves down to 1e-6 without sampling.
+Budget: one run costs 2-5 model calls (5-12 ms on a 2-core CPU), so 2500 runs per case. At that size
+moving 4% of the probability mass from the second to the first likeliest first token is caught 80%
+of the time (3%: a third of the time; simulated with these laws), and the wrong residual order
+(about 4% of total variation on the first token) fails with p < 1e-6 at 2000 runs. Smaller biases
+in the rules themselves are excluded by ``test_acceptance.py``, which checks them exactly (1e-6,
+no sampling); what this file adds is the plumbing: draft and target rows, caches, tree shapes.
 """
 from collections import Counter
 

@@ -8,9 +8,9 @@
   does not depend on what ran before.
 * ``measure_times``: the target's wall time for one call on n tokens after a 64-token prefix and
   the draft's time for one call, on the device the pair runs on (spec §4: "t(n) is the measured
-  verify time"). Each is the fastest of a few repeats after a warm-up (other work on a shared machine
-  only ever adds time), made non-decreasing in n (a call on more tokens is never cheaper; this keeps
-  a noisy reading from picking a size).
+  verify time"). Sizes are timed round-robin so that load on a shared machine hits them alike; each
+  keeps its fastest reading (other work only ever adds time) and the curve is fitted non-decreasing
+  in n (a call on more tokens is never cheaper), so one noisy reading cannot pick the size.
 
 Both are cached on the pair (``pair.extras["sequoia"]``) per sampling settings / size grid, so they
 are paid once per loaded pair. ``measure_times`` is wall-clock and therefore not reproducible across
@@ -101,42 +101,59 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _time_call(lm: CachedLM, tokens: list[int], repeats: int) -> float:
-    """Fastest milliseconds of ``lm.forward`` on ``tokens`` (a one-level tree under the prefix), after a warm-up."""
-    times = []
-    for r in range(repeats + 1):
-        _sync(lm.device)
-        start = time.perf_counter()
-        lm.forward(tokens, [ROOT] * len(tokens))
-        _sync(lm.device)
-        if r:
-            times.append(1000 * (time.perf_counter() - start))
-        lm.rollback()
-    return min(times)
+def _time_call(lm: CachedLM, tokens: list[int]) -> float:
+    """Milliseconds of one ``lm.forward`` on ``tokens`` (a one-level tree under the prefix), rolled back after."""
+    _sync(lm.device)
+    start = time.perf_counter()
+    lm.forward(tokens, [ROOT] * len(tokens))
+    _sync(lm.device)
+    elapsed = 1000 * (time.perf_counter() - start)
+    lm.rollback()
+    return elapsed
+
+
+def isotonic(values: list[float]) -> list[float]:
+    """Least-squares non-decreasing fit (pool adjacent violators)."""
+    blocks: list[list[float]] = []  # [mean, weight]
+    for v in values:
+        blocks.append([v, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m2, w2), (m1, w1) = blocks.pop(), blocks.pop()
+            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2])
+    return [m for m, w in blocks for _ in range(int(w))]
 
 
 def measure_times(pair: ModelPair, max_size: int, repeats: int = 5,
                   prefix: int = 64) -> tuple[dict[int, float], float]:
-    """``({n: target ms for one call on n tokens}, draft ms for one call)`` for n on ``SIZE_GRID`` up to ``max_size``, and ``max_size`` (cached)."""
+    """``({n: target ms for one call on n tokens}, draft ms for one call)`` for n on ``SIZE_GRID`` up
+    to ``max_size``, and ``max_size`` (cached). Sizes are timed round-robin ``repeats`` times after a
+    warm-up round, each keeps its fastest reading, and the curve is fitted non-decreasing."""
     sizes = tuple(sorted({k for k in SIZE_GRID if k <= max_size} | {max(1, max_size)}))
     key = ("times", sizes, repeats, prefix, str(pair.device))
     cache = _cache(pair)
     if key in cache:
         return cache[key]
     gen = torch.Generator().manual_seed(0)
-    prefix = max(1, min(prefix, pair.context_length - max(sizes) - 1))
+    prefix = max(1, min(prefix, pair.context_length - 1))
     context = torch.randint(pair.vocab_size, (prefix,), generator=gen).tolist()
+    batches = {n: torch.randint(pair.vocab_size, (n,), generator=gen).tolist() for n in sizes}
     target = CachedLM(pair.target, pair.vocab_size)
     target.extend(context)
-    verify: dict[int, float] = {}
-    floor = 0.0
-    for n in sizes:
-        floor = max(floor, _time_call(target, torch.randint(pair.vocab_size, (n,), generator=gen).tolist(), repeats))
-        verify[n] = floor
-    draft_ms = 0.0
+    draft = None
     if pair.draft is not None:
         draft = CachedLM(pair.draft, pair.vocab_size)
         draft.extend(context)
-        draft_ms = _time_call(draft, [context[-1]], repeats)
+    best = {n: float("inf") for n in sizes}
+    draft_ms = float("inf") if draft is not None else 0.0
+    for r in range(repeats + 1):
+        for n in sizes:
+            t = _time_call(target, batches[n])
+            if r:
+                best[n] = min(best[n], t)
+        if draft is not None:
+            t = _time_call(draft, [context[-1]])
+            if r:
+                draft_ms = min(draft_ms, t)
+    verify = dict(zip(sizes, isotonic([best[n] for n in sizes])))
     cache[key] = (verify, draft_ms)
     return verify, draft_ms
