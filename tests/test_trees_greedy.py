@@ -99,3 +99,19 @@ def test_same_seed_same_trace(llama):
             for _ in range(2)]
     assert runs[0].output_ids == runs[1].output_ids
     assert [s.controller["tree"] for s in runs[0].steps] == [s.controller["tree"] for s in runs[1].steps]
+
+
+def test_acceptance_vector_is_joint_and_exact_for_a_self_draft(llama):
+    """p_k is P(the k-th child is the accepted one): a draft equal to the target always accepts its
+    first child; a different draft gives a vector summing to at most 1 with most mass on rank 1."""
+    from specviz.algorithms.sequoia_tune import estimate_acceptance, isotonic
+    from specviz.core.sampling import SamplingConfig
+    from specviz.models.loading import ModelPair
+
+    same = ModelPair(llama.target, llama.target, None, llama.vocab_size)
+    for temperature in (0.0, 1.0):
+        est = estimate_acceptance(same, SamplingConfig(temperature), width=8, steps=16)
+        assert est.vector == (1.0,) + (0.0,) * 7 and est.steps == 16
+    est = estimate_acceptance(tiny_pair("gpt2", vocab=16), SamplingConfig(1.0), width=8, steps=32)
+    assert 0 < sum(est.vector) <= 1 and est.vector[0] == max(est.vector) and sum(est.counts) == est.steps
+    assert isotonic([1.0, 3.0, 2.0, 4.0]) == [1.0, 2.5, 2.5, 4.0]
