@@ -246,6 +246,9 @@ def test_public_mode_limits(pair_dirs, monkeypatch):
     assert cfg.public and not cfg.allow_custom_pairs and not cfg.allow_remote_code
     assert cfg.max_new_tokens_cap <= 128 and cfg.max_upload_bytes <= 5 * 1024 * 1024
     assert AppConfig.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_MAX_NEW_TOKENS": "32"}).max_new_tokens_cap == 32
+    assert AppConfig.from_env({"SPACE_ID": "me/specviz"}).public  # a Space is public unless told otherwise
+    assert not AppConfig.from_env({"SPACE_ID": "me/specviz", "SPECVIZ_PUBLIC": "0"}).public
+    assert not AppConfig.from_env({}).public
     ex = Explorer(cfg, presets=[PairChoice("tiny", *pair_dirs)])
     session = Session(pair_key=ex.default_key)
     md, _ = ex.load(CUSTOM, "/some/path", "", True, session, progress=lambda *a, **k: None)
@@ -332,3 +335,16 @@ def test_public_mode_offers_only_offline_presets_unless_listed(pair_dirs):
     assert [p.name for p in listed.presets] == ["local", "hub"]
     private = Explorer(AppConfig(), presets=list(presets), preload=False)
     assert len(private.presets) == 2
+
+
+def test_old_exports_are_swept(tmp_path):
+    from specviz.ui import runner
+    old, new = tmp_path / "old", tmp_path / "new"
+    for d in (old, new):
+        d.mkdir()
+        (d / "t.json").write_text("{}")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    runner._last_sweep[0] = 0.0
+    assert runner.sweep_exports(str(tmp_path), max_age_s=3600) == 1
+    assert not old.exists() and new.exists()
+    assert runner.sweep_exports(str(tmp_path), max_age_s=0) == 0  # rate-limited

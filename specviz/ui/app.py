@@ -396,7 +396,9 @@ class Explorer:
             choices.append(("custom: any hub ids or local paths…", CUSTOM))
         default_choice = self.default_key or self.presets[0].key
 
-        with gr.Blocks(title="specviz · speculative decoding explorer", fill_width=True) as demo:
+        # delete_cache: Gradio's copies of served files (trace downloads) older than an hour go hourly
+        with gr.Blocks(title="specviz · speculative decoding explorer", fill_width=True,
+                       delete_cache=(3600, 3600)) as demo:
             session = gr.State(Session(pair_key=self.default_key))
             gr.HTML(HEADER_HTML, elem_id="sv-header")
             with gr.Sidebar(width=370, open=True, label="Settings"):

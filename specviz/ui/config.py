@@ -4,7 +4,8 @@
 ones that need no network, i.e. the bundled pair: a visitor must not be able to make a small host
 download and load a 7B model; ``SPECVIZ_PRESETS=name,name`` chooses others), caps
 ``max_new_tokens``, the prompt length, the number of side-by-side runs and the upload size, and keeps
-``trust_remote_code`` off. Every limit can be overridden by its own variable.
+``trust_remote_code`` off. Every limit can be overridden by its own variable. On a Hugging Face
+Space (``SPACE_ID`` set) public mode is the default; ``SPECVIZ_PUBLIC=0`` turns it off.
 """
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ class AppConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "AppConfig":
         env = os.environ if env is None else env
-        public = env.get("SPECVIZ_PUBLIC", "").strip().lower() in TRUE
+        flag = env.get("SPECVIZ_PUBLIC", "").strip().lower()
+        # on a Hugging Face Space (SPACE_ID is set there) the limits are on unless SPECVIZ_PUBLIC=0
+        public = flag in TRUE or (not flag and bool(env.get("SPACE_ID")))
         base = cls.public_defaults() if public else cls()
         return cls(
             public=public,

@@ -161,10 +161,40 @@ def advance(cols: list[Column]) -> bool:
     return any(not c.done for c in cols)
 
 
+EXPORT_MAX_AGE_S = 3600.0
+_last_sweep = [0.0]
+
+
+def sweep_exports(root: str = EXPORT_DIR, max_age_s: float = EXPORT_MAX_AGE_S, every_s: float = 600.0) -> int:
+    """Delete exported traces older than ``max_age_s`` (at most once every ``every_s``), so a
+    long-running public app does not fill its disk. Returns how many files were removed."""
+    now = time.time()
+    if now - _last_sweep[0] < every_s:
+        return 0
+    _last_sweep[0] = now
+    removed = 0
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return 0
+    for d in entries:
+        try:
+            if d.is_dir() and now - d.stat().st_mtime > max_age_s:
+                for f in os.scandir(d.path):
+                    os.unlink(f.path)
+                    removed += 1
+                os.rmdir(d.path)
+        except OSError:
+            continue
+    return removed
+
+
 def export(col: Column, directory: str | None = None) -> str | None:
     """Write the column's trace as JSON; returns the path."""
     if col.trace is None:
         return None
+    if directory is None:
+        sweep_exports()
     directory = os.path.join(directory or EXPORT_DIR, uuid.uuid4().hex[:12])
     os.makedirs(directory, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", col.label).strip("_") or col.algorithm
