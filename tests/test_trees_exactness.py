@@ -13,7 +13,7 @@ residual), so it has the power to see such a bias.
 Budget: one run costs 2-5 model calls (5-12 ms on a 2-core CPU), so 2500 runs per case. At that size
 moving 4% of the probability mass from the second to the first likeliest first token is caught 80%
 of the time (3%: a third of the time; simulated with these laws), and the wrong residual order
-(about 4% of total variation on the first token) fails with p < 1e-6 at 2000 runs. Smaller biases
+(about 4% of total variation on the first token) fails with p = 1e-5 at 2000 runs. Smaller biases
 in the rules themselves are excluded by ``test_acceptance.py``, which checks them exactly (1e-6,
 no sampling); what this file adds is the plumbing: draft and target rows, caches, tree shapes.
 """
