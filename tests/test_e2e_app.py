@@ -67,12 +67,22 @@ def stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
+BUNDLED = tuple(str(ROOT / "assets" / name) for name in ("target", "draft"))
+HAVE_BUNDLED = all((Path(d) / "config.json").exists() for d in BUNDLED)
+
+
 @pytest.fixture(scope="module")
-def tiny_app(tmp_path_factory):
+def app_server(tmp_path_factory):
+    """`python app.py` as a user starts it: on the bundled pair once it is built (this is the test
+    that the app starts on it), before that on a tiny random pair saved with a real tokenizer."""
     tmp = tmp_path_factory.mktemp("e2e")
-    target, draft = save_tiny_pair(tmp / "pair")
-    proc, url, log = start_app(tmp, SPECVIZ_TARGET=target, SPECVIZ_DRAFT=draft)
-    yield url, (target, draft), tmp
+    if HAVE_BUNDLED:
+        proc, url, log = start_app(tmp)
+        pair_dirs = BUNDLED
+    else:
+        pair_dirs = save_tiny_pair(tmp / "pair")
+        proc, url, log = start_app(tmp, SPECVIZ_TARGET=pair_dirs[0], SPECVIZ_DRAFT=pair_dirs[1])
+    yield url, pair_dirs, tmp
     stop(proc)
 
 
@@ -106,15 +116,15 @@ def wait_plot_title(page, elem_id: str, prefix: str) -> None:
         arg=[elem_id, prefix], timeout=30_000)
 
 
-def test_two_algorithms_side_by_side_in_a_browser(tiny_app, browser):
-    url, (target, draft), tmp = tiny_app
+def test_two_algorithms_side_by_side_in_a_browser(app_server, browser):
+    url, (target, draft), tmp = app_server
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url)
     page.wait_for_selector("#sv-run", timeout=60_000)
-    assert "tiny" in page.inner_text("#sv-pair-status") or "target" in page.inner_text("#sv-pair-status")
+    assert "target" in page.inner_text("#sv-pair-status")
 
     # exactly two algorithms: ar and sd
     algos = page.locator("#sv-algos")
@@ -161,8 +171,8 @@ def test_two_algorithms_side_by_side_in_a_browser(tiny_app, browser):
     page.close()
 
 
-def test_replay_an_uploaded_trace_in_the_browser(tiny_app, browser, tmp_path):
-    url, (target, draft), _ = tiny_app
+def test_replay_an_uploaded_trace_in_the_browser(app_server, browser, tmp_path):
+    url, (target, draft), _ = app_server
     pair = specviz.load_pair(target, draft)
     good = tmp_path / "sd-trace.json"
     good.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=12, seed=1).to_json())
@@ -185,14 +195,11 @@ def test_replay_an_uploaded_trace_in_the_browser(tiny_app, browser, tmp_path):
     page.close()
 
 
-@pytest.mark.skipif(not (ROOT / "assets" / "target" / "config.json").exists(), reason="bundled pair not built yet")
-def test_app_py_starts_on_the_bundled_pair(tmp_path):
-    proc, url, log = start_app(tmp_path)
-    try:
-        with urllib.request.urlopen(url + "config", timeout=10) as r:
-            config = json.loads(r.read())
-        status = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "sv-pair-status"][0]
-        text = status["props"]["value"]
-        assert re.search(r"assets/target", text) and "assets/draft" in text, text
-    finally:
-        stop(proc)
+@pytest.mark.skipif(not HAVE_BUNDLED, reason="bundled pair not built yet")
+def test_app_py_starts_on_the_bundled_pair(app_server):
+    url, _, _ = app_server
+    with urllib.request.urlopen(url + "config", timeout=10) as r:
+        config = json.loads(r.read())
+    status = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "sv-pair-status"][0]
+    text = status["props"]["value"]
+    assert re.search(r"assets/target", text) and "assets/draft" in text, text

@@ -348,3 +348,15 @@ def test_old_exports_are_swept(tmp_path):
     assert runner.sweep_exports(str(tmp_path), max_age_s=3600) == 1
     assert not old.exists() and new.exists()
     assert runner.sweep_exports(str(tmp_path), max_age_s=0) == 0  # rate-limited
+
+
+def test_stop_keeps_what_ran(explorer):
+    session = Session(pair_key=explorer.default_key)
+    gen = explorer.run(session, "def f(x):\n", 64, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.0, *params_for(explorer))
+    next(gen)
+    next(gen, None)
+    out = explorer.stop(session)
+    assert "stopped" in out[1] and not session.running
+    assert all(c.done and c.trace.finish_reason for c in session.columns)
+    assert list(gen) == []  # the run notices and ends without another update
+    assert explorer.stop(session)[1] == gr.skip()

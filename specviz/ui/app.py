@@ -287,6 +287,8 @@ class Explorer:
                 out = self.full_outputs(session, note)
                 throttle.rendered(time.perf_counter() - t0)
                 yield out
+            if session.run_id != run_id:  # stopped, or replaced by a newer run
+                return
             for c in cols:
                 if c.trace is not None and c.trace.steps and not c.error:
                     export(c)
@@ -300,6 +302,21 @@ class Explorer:
                     if not c.done:
                         finish(c)
                         c.trace.finish_reason = c.trace.finish_reason or "stopped"
+
+    def stop(self, session: Session) -> list[Any]:
+        """Stop the session's run (the event itself is cancelled by Gradio) and show where it got to."""
+        if not isinstance(session, Session) or not session.running:
+            return [gr.skip()] * (9 + 6 * self.n_slots)
+        session.run_id += 1  # the generator sees this and returns
+        session.running = False
+        for c in session.columns:
+            if not c.done:
+                finish(c)
+                if c.trace is not None:
+                    c.trace.finish_reason = c.trace.finish_reason or "stopped"
+            if c.trace is not None and c.trace.steps and not c.error and c.path is None:
+                export(c)
+        return self.full_outputs(session, "stopped")
 
     # ---- scrubbing ----------------------------------------------------------------------------------------
     def scrub(self, session: Session, value: float) -> list[Any]:
@@ -512,7 +529,8 @@ class Explorer:
             play_event = play_btn.click(self.play, [session, delay], stepwise, concurrency_limit=16,
                                         concurrency_id="play", show_progress="hidden", api_visibility="private")
             pause_btn.click(None, None, None, cancels=[play_event], queue=False, api_visibility="private")
-            stop_btn.click(None, None, None, cancels=[run_event, submit_event], queue=False, api_visibility="private")
+            stop_btn.click(self.stop, [session], full, cancels=[run_event, submit_event], queue=False,
+                           api_visibility="private")
             upload.upload(self.upload, [upload, session], full, concurrency_limit=4, api_name="replay")
         demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_max_size)
         return demo
