@@ -295,3 +295,12 @@ def test_visible_labels():
     assert visible_text("") == "∅"
     assert len(visible_text("a" * 40)) == 14
     assert re.match(r"^a+…$", visible_text("a" * 40))
+
+
+def test_fast_json_matches_plotly(traces):
+    import json
+    trace = traces[("sd", 1.0)]
+    runs = [("sd", trace), ("ar", traces[("ar", 1.0)])]
+    for fig in (viz.step_tree_figure(trace, 1), viz.cumulative_figure(runs, 2), viz.tokens_per_step_figure(runs, 0),
+                viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs), viz.message_figure("x")):
+        assert json.loads(fig.to_json()) == json.loads(go.Figure.to_json(fig))

@@ -94,13 +94,43 @@ def axis(title: str | None = None, **extra: Any) -> dict[str, Any]:
     return a
 
 
+try:
+    import orjson
+
+    def _dumps(obj: Any) -> str:
+        return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+except ImportError:  # pragma: no cover - gradio depends on orjson
+    import json
+
+    def _dumps(obj: Any) -> str:
+        return json.dumps(obj)
+
+
+class Figure(go.Figure):
+    """A ``go.Figure`` whose plain ``to_json()`` dumps its data directly.
+
+    Plotly's ``to_json`` deep-copies the figure and walks it looking for arrays to encode (about
+    4 ms for a 64-node tree); the builders here put only plain Python values in a figure, so the
+    direct dump (0.2 ms) gives the same JSON. Gradio's ``gr.Plot`` calls ``to_json()`` on every
+    update. Any argument falls back to plotly's own implementation.
+    """
+
+    def to_json(self, *args: Any, **kwargs: Any) -> str:
+        if args or kwargs:
+            return super().to_json(*args, **kwargs)
+        try:
+            return _dumps({"data": self._data, "layout": self._layout})
+        except TypeError:
+            return super().to_json()
+
+
 def figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
-    """Build a ``go.Figure`` from plain dicts without plotly's per-property validation.
+    """Build a figure from plain dicts without plotly's per-property validation.
 
     Validation costs ~5x the rest of a figure build; the builders' output is validated once in the
     test suite instead (``tests/test_viz.py`` rebuilds every figure with validation on).
     """
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+    return Figure({"data": data, "layout": layout}, _validate=False)
 
 
 def message_figure(text: str, height: int = 220, title: str | None = None) -> go.Figure:
