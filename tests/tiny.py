@@ -95,13 +95,17 @@ def exact_distribution(pair: ModelPair, prompt: list[int], n: int, sampling: Sam
 
 
 def sample_counts(pair: ModelPair, algorithm: str, prompt: list[int], n: int, runs: int,
-                  sampling: SamplingConfig, **params) -> Counter:
-    """Counts of the first ``n`` output tokens over ``runs`` seeds."""
+                  sampling: SamplingConfig, budget: int | None = None, **params) -> Counter:
+    """Counts of the first ``n`` output tokens over ``runs`` seeds. Each run may generate ``budget``
+    tokens (default ``n``; a larger budget lets the first step draft deeper) and stops once ``n`` are out."""
     counts: Counter = Counter()
     for seed in range(runs):
-        trace = specviz.decode(pair, algorithm, prompt, max_new_tokens=n, seed=seed,
-                               temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, **params)
-        counts[tuple(trace.output_ids)] += 1
+        run = specviz.stream(pair, algorithm, prompt, max_new_tokens=budget or n, seed=seed,
+                             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, **params)
+        for _ in run:
+            if len(run.decoder.output) >= n:
+                break
+        counts[tuple(run.decoder.output[:n])] += 1
     return counts
 
 
@@ -127,14 +131,6 @@ def chi_square_pvalue(counts: Counter, law: dict) -> float:
         return 1.0
     scale = sum(obs) / sum(exp)
     return float(stats.chisquare(obs, [e * scale for e in exp]).pvalue)
-
-
-def prefix_counts(counts: Counter, n: int) -> Counter:
-    """Counts of the first ``n`` tokens of longer sampled sequences."""
-    out: Counter = Counter()
-    for seq, c in counts.items():
-        out[seq[:n]] += c
-    return out
 
 
 def first_token(mapping: dict) -> Counter:
