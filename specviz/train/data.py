@@ -31,6 +31,9 @@ class WindowSampler:
 def sequential_windows(stream: np.ndarray, seq_len: int, max_windows: int | None = None) -> torch.Tensor:
     """Non-overlapping windows of ``seq_len + 1`` tokens in order (for evaluation)."""
     stream = torch.from_numpy(np.asarray(stream, dtype=np.int64))
+    if len(stream) < 2:
+        raise ValueError("the held-out stream is too short to evaluate on")
+    seq_len = min(seq_len, len(stream) - 1)  # a tiny held-out split gives one shorter window
     n = (len(stream) - 1) // seq_len
     if max_windows is not None:
         n = min(n, max_windows)

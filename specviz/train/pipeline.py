@@ -88,6 +88,12 @@ def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
     model.generation_config.do_sample = False
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
+    # A tokenizer loaded from disk saves loader state too; keep the files identical across the pair.
+    tc = path / "tokenizer_config.json"
+    conf = json.loads(tc.read_text())
+    for key in ("is_local", "local_files_only", "name_or_path"):
+        conf.pop(key, None)
+    tc.write_text(json.dumps(conf, indent=2) + "\n")
     (path / "specviz_train.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
 
