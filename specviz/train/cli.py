@@ -1,7 +1,8 @@
 """``python -m specviz.train`` (also ``python -m specviz train``): rebuild the bundled pair.
 
 The defaults are the recipe of the shipped ``assets/``: run ``python -m specviz.train --out assets``
-(about 75 minutes on a 2-core CPU). ``--preset smoke`` is a one-minute run with tiny models;
+(about 70 minutes on a busy 2-core CPU with ``--threads 1``). ``--preset smoke`` is a
+one-minute run with tiny models;
 ``--preset gpu`` is the larger recipe for a CUDA machine. ``--stages draft,early_exit,eval`` redoes
 some stages and loads the others' results from ``--out``.
 """
