@@ -20,7 +20,7 @@ PRESETS: dict[str, dict] = {
                   draft_size="tiny-draft", target_steps=30, draft_steps=20, ee_steps=20, gen_sequences=16,
                   gen_prompt_len=16, gen_new_tokens=49, eval_windows=4, eval_new_tokens=16, log_every=10,
                   measure_decode=False),
-    "gpu": dict(target_size="target-gpu", batch_size=64, target_steps=6000, draft_steps=3000, ee_steps=2000,
+    "gpu": dict(target_size="target-gpu", draft_size="draft-gpu", batch_size=64, target_steps=6000, draft_steps=3000, ee_steps=2000,
                 gen_sequences=8192, threads=8),
 }
 

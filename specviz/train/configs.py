@@ -28,7 +28,9 @@ SIZES: dict[str, ModelSize] = {
     "draft": ModelSize(layers=1, hidden=256, heads=4, intermediate=688),
     "draft-narrow": ModelSize(layers=1, hidden=192, heads=3, intermediate=512),
     "draft-2l": ModelSize(layers=2, hidden=128, heads=2, intermediate=344),
-    "target-gpu": ModelSize(layers=6, hidden=384, heads=6, intermediate=1024),
+    # GPU recipe (untested here): 8.75M target, 2.55M draft, 2.55M head = about 55 MB in float32.
+    "target-gpu": ModelSize(layers=6, hidden=320, heads=5, intermediate=864),
+    "draft-gpu": ModelSize(layers=1, hidden=320, heads=5, intermediate=864),
     "tiny-target": ModelSize(layers=2, hidden=32, heads=2, intermediate=64, max_positions=256),
     "tiny-draft": ModelSize(layers=1, hidden=32, heads=2, intermediate=64, max_positions=256),
 }

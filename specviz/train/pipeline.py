@@ -128,6 +128,9 @@ def _run(cfg: TrainConfig, log) -> dict:
 
     t_start = time.time()
     device = pick_device(cfg.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     unknown = set(cfg.stages) - set(STAGES)
