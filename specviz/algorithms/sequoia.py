@@ -1,25 +1,29 @@
 """``sequoia``: Sequoia (Chen et al. 2024, arXiv:2402.12374): a DP-optimal draft tree, siblings drafted
 without replacement and verified by Sequoia's Algorithm 1, tree size chosen for the hardware.
 
-Per run: (a) the pair's positional acceptance vector is estimated from fixed calibration prompts with
-one-level trees of ``width`` children, or given explicitly (``sequoia_tune``; spec §2.7); (b) the
-bounded-depth DP builds the tree of size ``n`` and at most ``d`` levels maximising the expected
-tokens per step (``core.sequoia_dp``; paper App. C.2.2); with ``hardware_aware`` it first measures
-the target's verify time t(n) and the draft's call time c on this device and picks (n, d) maximising
-``G(n, d) / (t(n) + (d - 1) c)`` with ``n`` and ``d`` as upper bounds (paper Eq. 1, §3.3). Per step
-the tree is drafted level by level without replacement (uniform fallback once q is used up, Alg. 1
-line 12) and verified exactly (``tree_engine``); near the end of the budget the tree for
-``(n, remaining)`` is used instead. Temperature 0: top-b siblings and exact match (spec §3.4), with
-the acceptance vector measured at temperature 0.
+Per run: (a) the pair's positional acceptance vector is estimated with one-level trees of ``width``
+children on fixed built-in calibration prompts (``calibration="builtin"``, one tree per pair and
+sampling settings) or on continuations of the run's own prompt (``"prompt"``, seeded apart from the
+run), or given explicitly (``sequoia_tune``; spec §2.7); (b) the bounded-depth DP builds the tree of
+size n and at most d levels maximising the expected tokens per step (``core.sequoia_dp``; paper
+App. C.2.2); with ``hardware_aware`` it first measures the target's verify time t(n) and the draft's
+call time c on this device and picks (n, d) maximising ``G(n, d) / (t(n) + (d - 1) c)`` with
+``size`` and ``depth`` as upper bounds (paper Eq. 1, §3.3). Per step the tree is drafted level by
+level without replacement (uniform fallback once q is used up, Alg. 1 line 12) and verified exactly
+(``tree_engine``); near the end of the token budget the tree for (n, remaining) is used instead.
+Temperature 0: top-b siblings and exact match (spec §3.4), with the acceptance vector measured at
+temperature 0.
 
-Sizes follow the paper: the tree size n (param ``size``) counts the root (the last committed token), so n - 1 tokens are
-speculated; the depth d (param ``depth``) counts the root's level, so a step yields at most d tokens.
+Sizes follow the paper: the tree size n (param ``size``) counts the root (the last committed token),
+so n - 1 tokens are speculated; the depth d (param ``depth``) counts the root's level, so a step
+yields at most d tokens.
 
 ``StepRecord.controller`` (``kind = "sequoia"``), every field plain JSON:
 
 - ``acceptance``: p_1..p_K, the joint positional acceptance vector (p_k = P(the k-th drawn child is
-  the accepted one)); ``acceptance_source``: ``"estimated"`` or ``"given"``; ``acceptance_steps``:
-  calibration steps behind the estimate (0 if given); ``rejection``: r_k = 1 - sum_{i<=k} p_i.
+  the accepted one)); ``acceptance_source``: ``"given"``, ``"builtin"`` or ``"prompt"``;
+  ``acceptance_steps``: calibration steps behind the estimate (0 if given); ``rejection``:
+  r_k = 1 - sum_{i<=k} p_i.
 - ``n``, ``d``: the chosen tree size and depth (root included); ``hardware_aware``: bool.
 - ``tree``: the chosen tree, root included: ``parents`` (node 0 = root, -1 its parent), ``ranks``
   (1-based sibling rank, 0 for the root), ``levels`` (0 for the root), ``f`` (P(node accepted) under
@@ -57,6 +61,9 @@ PARAMS = (
     Param("width", 16, "int", 1, 64, help="children per node the acceptance vector covers (calibration tree width)"),
     Param("acceptance", "auto", "str", help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)"),
     Param("calibration_steps", 128, "int", 8, 4096, help="verification steps used to estimate the acceptance vector"),
+    Param("calibration", "builtin", "choice", choices=("builtin", "prompt"),
+          help="estimate the acceptance vector on built-in prompts (one tree per pair and sampling) "
+               "or on this run's prompt (a tree fitted to the text at hand)"),
 )
 
 
@@ -94,15 +101,16 @@ def _tree_info(shape: TreeShape, acceptance: tuple[float, ...]) -> dict[str, Any
           paper="Chen et al. 2024, Sequoia, Algorithm 1, App. C.2 (Algorithms 4-5), Eq. 1",
           params=PARAMS, controller="sequoia")
 def run_sequoia(dec: Decoder, size: int, depth: int, hardware_aware: bool, width: int, acceptance: str,
-                calibration_steps: int) -> Iterator[StepRecord]:
+                calibration_steps: int, calibration: str) -> Iterator[StepRecord]:
     t0 = time.perf_counter()
     n, d = size, depth
     given = parse_acceptance(acceptance)
     if given is not None:
         vector, source, calib = given, "given", 0
     else:
-        est = estimate_acceptance(dec.pair, dec.sampling, width, calibration_steps)
-        vector, source, calib = est.vector, "estimated", est.steps
+        prompts = [dec.tokens[: dec.prompt_len]] if calibration == "prompt" else None
+        est = estimate_acceptance(dec.pair, dec.sampling, width, calibration_steps, prompts)
+        vector, source, calib = est.vector, calibration, est.steps
     d = min(d, n)
     dp = _dp(dec, vector, n, d)
     timing = speed = None
