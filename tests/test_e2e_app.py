@@ -162,6 +162,12 @@ def test_two_algorithms_side_by_side_in_a_browser(app_server, browser):
     page.wait_for_function("document.querySelector('#sv-head-1').innerText.includes('step 1/')", timeout=30_000)
     wait_plot_title(page, "sv-tree-1", "step 1 ")
     assert "step 1 of" in page.inner_text("#sv-step-label")
+    # moved in the browser: the comparison markers and the highlighted step of each text
+    page.wait_for_function("""() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
+                                      return el && el.layout.shapes[0].x0 == 1; }""", timeout=10_000)
+    for i in range(2):
+        assert page.locator(f"#sv-text-{i} .sv-step.sv-cur").get_attribute("data-step") == "1"
+        assert page.locator(f"#sv-text-{i} .sv-step.sv-future").count() == page.locator(f"#sv-text-{i} .sv-step").count() - 1
     page.click("#sv-next")
     page.wait_for_function("document.querySelector('#sv-head-1').innerText.includes('step 2/')", timeout=30_000)
     page.click("#sv-prev")

@@ -54,9 +54,19 @@ def run_all(ex: Explorer, session: Session, algos, prompt="def fibonacci(n):\n",
     return outs
 
 
+def screen(outs):
+    """What the browser shows after a stream of updates: the last non-skip value of each output."""
+    shown = list(outs[0])
+    for out in outs[1:]:
+        for j, v in enumerate(out):
+            if not (isinstance(v, dict) and v == gr.skip()):
+                shown[j] = v
+    return shown
+
+
 def slot(out, i, full=True):
     width = SLOT_FULL if full else SLOT_STEP
-    head = N_FULL_HEAD if full else 4
+    head = N_FULL_HEAD if full else 2
     return out[head + width * i: head + width * (i + 1)]
 
 
@@ -79,7 +89,7 @@ def test_app_builds_with_generated_settings(explorer):
 def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
     session = Session(pair_key=explorer.default_key)
     outs = run_all(explorer, session, FOUR)
-    final = outs[-1]
+    final = screen(outs)
     assert final[0] is session and not session.running
     assert "Done" in final[1]
     table = final[4]
@@ -123,8 +133,8 @@ def test_scrub_prev_next_latest(explorer):
     assert slider.value == 1 and "step 1 of 16" in label
     header, tokens, tree, _ = slot(out, 1, full=False)
     assert tree.layout.title.text.startswith("step 1 ")
-    assert "sv-cur" in tokens and "step <b>1</b>/" in header
-    assert out[2].layout.shapes[0].x0 == 1  # the marker moved to step 1
+    assert tokens == gr.skip()  # the text is unchanged; the browser moves its highlight (STEP_JS)
+    assert "step <b>1</b>/" in header
     out = explorer.prev(session)
     assert session.step == 0  # clamped
     explorer.next(session)
@@ -134,6 +144,14 @@ def test_scrub_prev_next_latest(explorer):
     assert session.step is None and "step 16 of 16" in out[1]
     out = explorer.scrub(session, 10_000)
     assert out[0].value == 16
+    # sd finished before step 15: scrubbing between 15 and 16 re-sends only its header
+    n_sd = session.columns[1].n_steps
+    assert n_sd < 15
+    out = explorer.scrub(session, 15)
+    header, tokens, tree, ctrl = slot(out, 1, full=False)
+    assert f"last step <b>{n_sd}</b>" in header
+    assert tokens == tree == ctrl == gr.skip()
+    assert isinstance(slot(out, 0, full=False)[2], go.Figure)  # ar (16 steps) did move
 
 
 def test_play_steps_through(explorer):
@@ -193,7 +211,7 @@ def test_refused_requests_are_messages(explorer):
 
 def test_bad_algorithm_parameter_fails_only_its_column(explorer):
     session = Session(pair_key=explorer.default_key)
-    final = run_all(explorer, session, ["ar", "mcsd"], max_new=6, **{"mcsd.k_config": "not-a-config"})[-1]
+    final = screen(run_all(explorer, session, ["ar", "mcsd"], max_new=6, **{"mcsd.k_config": "not-a-config"}))
     ar_head, mcsd_head = slot(final, 0)[1], slot(final, 1)[1]
     assert "sv-error" not in ar_head and "sv-error" in mcsd_head
     assert session.columns[0].trace.finish_reason == "length"

@@ -23,7 +23,7 @@ from specviz.ui.gpu import gpu
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, pair_key, preset_choices
 from specviz.ui.runner import (Column, Session, Throttle, advance, columns_from_traces, export, finish,
                                load_trace_file, start_columns)
-from specviz.ui.style import APP_CSS, HEADER_HTML, theme
+from specviz.ui.style import APP_CSS, HEADER_HTML, STEP_JS, theme
 from specviz.viz import legend_html
 
 log = logging.getLogger(__name__)
@@ -169,24 +169,34 @@ class Explorer:
         return gr.Slider(minimum=1, maximum=max(n, 2), value=session.view_step() + 1, step=1, interactive=n > 1)
 
     def _slot_updates(self, session: Session, step: int, full: bool) -> list[Any]:
+        """Per-column updates, sending only what changed on screen.
+
+        Every Plotly redraw and every large HTML swap costs the browser tens of milliseconds, so a
+        column's text is re-sent only when the text itself changes (new steps, finished); moving the
+        selected step within it is done in the browser (``STEP_JS`` on the slider). Its tree and
+        controller figure are re-sent only when the step it shows changes (a column that finished
+        before the selected step keeps showing its last one).
+        """
         out: list[Any] = []
-        follow = session.running and session.step is None
         for i in range(self.n_slots):
             if i < len(session.columns):
                 col = session.columns[i]
-                if full and follow and col.done and col.shown_final:
-                    # finished while the others run on: its text and tree are already on screen
-                    out += [gr.skip(), render.column_header(col, i, step, True), gr.skip(), gr.skip(), gr.skip(),
-                            gr.skip()]
-                    continue
-                v = render.slot_view(col, i, step, session.running)
-                ctrl = gr.Plot(value=v.controller, visible=v.controller is not None)
+                state = (col.n_steps, col.done, col.error, id(col.trace))
+                tree_key = (min(step, max(col.n_steps - 1, 0)), *state)
+                header = render.column_header(col, i, step, session.running)
+                v = None
+                if col.shown_text != state or col.shown_tree != tree_key:
+                    v = render.slot_view(col, i, step, session.running)
+                tokens = v.tokens if col.shown_text != state else gr.skip()
+                figs = [v.tree, gr.Plot(value=v.controller, visible=v.controller is not None)] \
+                    if col.shown_tree != tree_key else [gr.skip(), gr.skip()]
+                col.shown_text, col.shown_tree = state, tree_key
                 if full:
-                    out += [gr.Column(visible=True), v.header, v.tokens, v.tree, ctrl,
-                            gr.DownloadButton(value=v.download, visible=v.download is not None)]
-                    col.shown_final = follow and col.done
+                    download = col.path if col.done else None
+                    out += [gr.Column(visible=True), header, tokens, *figs,
+                            gr.DownloadButton(value=download, visible=download is not None)]
                 else:
-                    out += [v.header, v.tokens, v.tree, ctrl]
+                    out += [header, tokens, *figs]
             elif full:
                 out += [gr.Column(visible=False), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()]
             else:
@@ -209,10 +219,10 @@ class Explorer:
         return out
 
     def step_outputs(self, session: Session) -> list[Any]:
+        """Outputs of a step change: slider, label and the columns. The step markers of the
+        comparison figures and the highlighted step in the texts move in the browser (``STEP_JS``)."""
         step = session.view_step()
-        per_step, cumulative = render.marker_figures(session, step)
-        return [self._slider(session), render.step_label(session), per_step, cumulative,
-                *self._slot_updates(session, step, full=False)]
+        return [self._slider(session), render.step_label(session), *self._slot_updates(session, step, full=False)]
 
     # ---- running ------------------------------------------------------------------------------------------
     def selected_params(self, algorithms: Sequence[str], values: Sequence[Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -292,7 +302,6 @@ class Explorer:
             for c in cols:
                 if c.trace is not None and c.trace.steps and not c.error:
                     export(c)
-                c.shown_final = False
             session.running = False
             yield self.full_outputs(session, note)
         finally:
@@ -321,13 +330,13 @@ class Explorer:
     # ---- scrubbing ----------------------------------------------------------------------------------------
     def scrub(self, session: Session, value: float) -> list[Any]:
         if not isinstance(session, Session) or not session.columns:
-            return [gr.skip()] * (4 + 4 * self.n_slots)
+            return [gr.skip()] * (2 + 4 * self.n_slots)
         session.step = max(0, int(value) - 1)
         return self.step_outputs(session)
 
     def shift(self, session: Session, delta: int) -> list[Any]:
         if not isinstance(session, Session) or not session.columns:
-            return [gr.skip()] * (4 + 4 * self.n_slots)
+            return [gr.skip()] * (2 + 4 * self.n_slots)
         session.step = max(0, min(session.view_step() + delta, session.n_steps - 1))
         return self.step_outputs(session)
 
@@ -339,7 +348,7 @@ class Explorer:
 
     def latest(self, session: Session) -> list[Any]:
         if not isinstance(session, Session) or not session.columns:
-            return [gr.skip()] * (4 + 4 * self.n_slots)
+            return [gr.skip()] * (2 + 4 * self.n_slots)
         session.step = None
         return self.step_outputs(session)
 
@@ -507,7 +516,7 @@ class Explorer:
 
             full = [session, status, slider, step_md, table, fig_per_step, fig_cumulative, fig_hist, fig_time,
                     *[c for slot in slots for c in slot]]
-            stepwise = [slider, step_md, fig_per_step, fig_cumulative, *[c for slot in slots for c in slot[1:5]]]
+            stepwise = [slider, step_md, *[c for slot in slots for c in slot[1:5]]]
 
             # ---- events
             pair_choice.change(self.toggle_custom, [pair_choice], [custom_group, pair_note], queue=False,
@@ -523,6 +532,9 @@ class Explorer:
             view_kw = dict(concurrency_limit=8, concurrency_id="view", show_progress="hidden",
                            api_visibility="private")
             slider.input(self.scrub, [session, slider], stepwise, trigger_mode="always_last", **view_kw)
+            # whatever moved the slider (scrub, buttons, play, a live run), move the step markers of
+            # the comparison figures and the highlighted step of the texts in the browser
+            slider.change(None, [slider], None, js=STEP_JS, queue=False, api_visibility="private")
             prev_btn.click(self.prev, [session], stepwise, **view_kw)
             next_btn.click(self.next, [session], stepwise, **view_kw)
             latest_btn.click(self.latest, [session], stepwise, **view_kw)

@@ -1,8 +1,8 @@
 """Session -> what each component shows, as plain values (HTML strings, Plotly figures).
 
 Kept free of Gradio so the views can be tested and timed directly; ``specviz.ui.app`` wraps them
-in component updates. Scrubbing calls ``slot_view`` and ``marker_figures`` only: one tree, one text
-and two small time series per column, all computed from the stored traces.
+in component updates. A scrub calls ``slot_view`` only for the columns whose step changed: one tree,
+one text and one controller figure each, all computed from the stored traces.
 """
 from __future__ import annotations
 

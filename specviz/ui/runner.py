@@ -36,7 +36,8 @@ class Column:
     error: str | None = None
     done: bool = False
     path: str | None = None            # exported JSON, once finished
-    shown_final: bool = False          # its last step has been sent while following a live run
+    shown_text: tuple | None = None    # what its text on screen shows (see ui.app._slot_updates)
+    shown_tree: tuple | None = None    # what its tree and controller figure on screen show
     _it: Iterator[StepRecord] | None = field(default=None, repr=False)
 
     @property

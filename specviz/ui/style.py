@@ -43,3 +43,41 @@ APP_CSS = VIZ_CSS + """
 #sv-scrub { align-items: center; }
 #sv-legend { margin: 0; }
 """
+
+
+# Runs in the browser whenever the step slider changes: moves the selected-step marker of the two
+# comparison time series (the dotted line, and the dot on each cumulative curve, which follows
+# its line trace) and the highlighted step of every column's text, without a server round trip
+# or re-sending any figure.
+STEP_JS = """
+(k) => {
+  const x = Number(k);
+  const P = window.Plotly;
+  if (P) {
+    for (const id of ["sv-per-step", "sv-cumulative"]) {
+      const el = document.querySelector("#" + id + " .js-plotly-plot");
+      if (!el || !el.data || !el.layout) continue;
+      const idx = [], xs = [], ys = [];
+      el.data.forEach((t, i) => {
+        if (t.meta === "current" && i > 0) {
+          const line = el.data[i - 1];
+          const j = Math.max(0, Math.min(x, line.x.length - 1));
+          idx.push(i); xs.push([line.x[j]]); ys.push([line.y[j]]);
+        }
+      });
+      if (idx.length) P.restyle(el, {x: xs, y: ys}, idx);
+      if (el.layout.shapes && el.layout.shapes.length) P.relayout(el, {"shapes[0].x0": x, "shapes[0].x1": x});
+    }
+  }
+  for (const box of document.querySelectorAll("[id^=sv-text-]")) {
+    const steps = box.querySelectorAll(".sv-step");
+    const n = steps.length;
+    steps.forEach((s) => {
+      const d = Number(s.dataset.step);
+      s.classList.toggle("sv-cur", d === x && x <= n);
+      s.classList.toggle("sv-future", x <= n && d > x);
+    });
+  }
+  return [];
+}
+"""
