@@ -60,7 +60,7 @@ PARAMS = (
     Param("hardware_aware", False, "bool", help="measure verify times t(n) here and pick (n, d) maximising speedup"),
     Param("width", 16, "int", 1, 64, help="children per node the acceptance vector covers (calibration tree width)"),
     Param("acceptance", "auto", "str", help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)"),
-    Param("calibration_steps", 128, "int", 8, 4096, help="verification steps used to estimate the acceptance vector"),
+    Param("calibration_steps", 64, "int", 8, 4096, help="verification steps used to estimate the acceptance vector"),
     Param("calibration", "builtin", "choice", choices=("builtin", "prompt"),
           help="estimate the acceptance vector on built-in prompts (one tree per pair and sampling) "
                "or on this run's prompt (a tree fitted to the text at hand)"),
