@@ -116,8 +116,17 @@ def wait_plot_title(page, elem_id: str, prefix: str) -> None:
         arg=[elem_id, prefix], timeout=30_000)
 
 
-def test_two_algorithms_side_by_side_in_a_browser(app_server, browser):
+def test_app_in_a_browser(app_server, browser, tmp_path):
+    """One app process for the whole scenario (pytest-xdist would start one per worker otherwise):
+    the bundled pair at start, two algorithms side by side, scrubbing, then replaying uploads."""
     url, (target, draft), tmp = app_server
+    if HAVE_BUNDLED:
+        check_bundled_pair(url)
+    side_by_side(url, browser)
+    replay(url, browser, target, draft, tmp_path)
+
+
+def side_by_side(url, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
     errors: list[str] = []
@@ -177,8 +186,7 @@ def test_two_algorithms_side_by_side_in_a_browser(app_server, browser):
     page.close()
 
 
-def test_replay_an_uploaded_trace_in_the_browser(app_server, browser, tmp_path):
-    url, (target, draft), _ = app_server
+def replay(url, browser, target, draft, tmp_path):
     pair = specviz.load_pair(target, draft)
     good = tmp_path / "sd-trace.json"
     good.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=12, seed=1).to_json())
@@ -201,9 +209,8 @@ def test_replay_an_uploaded_trace_in_the_browser(app_server, browser, tmp_path):
     page.close()
 
 
-@pytest.mark.skipif(not HAVE_BUNDLED, reason="bundled pair not built yet")
-def test_app_py_starts_on_the_bundled_pair(app_server):
-    url, _, _ = app_server
+def check_bundled_pair(url):
+    """`python app.py` with no settings serves the bundled pair."""
     with urllib.request.urlopen(url + "config", timeout=10) as r:
         config = json.loads(r.read())
     status = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "sv-pair-status"][0]

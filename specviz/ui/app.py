@@ -28,7 +28,8 @@ from specviz.viz import legend_html
 
 log = logging.getLogger(__name__)
 CUSTOM = "__custom__"
-STREAM_INTERVAL_S = 0.2
+STREAM_INTERVAL_S = 0.25   # live column updates at most this often (and see Throttle)
+COMPARE_INTERVAL_S = 1.0   # live comparison table and figures at most this often
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
 FALLBACK_PROMPTS = (
     "def fibonacci(n):\n",
@@ -203,12 +204,17 @@ class Explorer:
                 out += [gr.skip()] * 4
         return out
 
-    def full_outputs(self, session: Session, note: str = "") -> list[Any]:
+    def full_outputs(self, session: Session, note: str = "", compare: bool = True) -> list[Any]:
+        """Every output. ``compare=False`` leaves the comparison table and figures as they are
+        (a live run refreshes them less often than the columns)."""
         step = session.view_step()
-        cmp = render.comparison(session, step)
+        if compare:
+            cmp = render.comparison(session, step)
+            comparison = [cmp["table"], cmp["per_step"], cmp["cumulative"], cmp["hist"], cmp["time"]]
+        else:
+            comparison = [gr.skip()] * 5
         return [session, render.status_html(session, note), self._slider(session), render.step_label(session),
-                cmp["table"], cmp["per_step"], cmp["cumulative"], cmp["hist"], cmp["time"],
-                *self._slot_updates(session, step, full=True)]
+                *comparison, *self._slot_updates(session, step, full=True)]
 
     def message_outputs(self, session: Session, note: str) -> list[Any]:
         """Only the status line changes (a refused request)."""
@@ -283,6 +289,7 @@ class Explorer:
         session.step, session.source, session.running = None, "live", True
         cols = session.columns
         throttle = Throttle(STREAM_INTERVAL_S)
+        compare_throttle = Throttle(COMPARE_INTERVAL_S, ratio=0.0)
         try:
             yield self.full_outputs(session, note)
             throttle(force=True)
@@ -294,7 +301,7 @@ class Explorer:
                 elif not throttle():
                     continue
                 t0 = time.perf_counter()
-                out = self.full_outputs(session, note)
+                out = self.full_outputs(session, note, compare=compare_throttle())
                 throttle.rendered(time.perf_counter() - t0)
                 yield out
             if session.run_id != run_id:  # stopped, or replaced by a newer run
@@ -460,7 +467,7 @@ class Explorer:
                     top_p = gr.Slider(0.01, 1.0, value=1.0, step=0.01, label="top-p")
                     top_k = gr.Number(0, label="top-k", info="0 = off", precision=0, minimum=0)
                 delay = gr.Slider(0, cfg.max_step_delay_s, value=0.0, step=0.05, label="pace (seconds per step)",
-                                  info="slow a live run down to watch it")
+                                  info="slow a live run down to watch it", elem_id="sv-pace")
                 gr.Markdown("### Algorithm settings")
                 param_inputs: list[gr.components.Component] = []
                 accordions = []
