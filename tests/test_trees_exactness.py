@@ -17,12 +17,10 @@ of the time (3%: a third of the time; simulated with these laws), and the wrong 
 in the rules themselves are excluded by ``test_acceptance.py``, which checks them exactly (1e-6,
 no sampling); what this file adds is the plumbing: draft and target rows, caches, tree shapes.
 """
-from collections import Counter
 
 import pytest
-from tiny import exact_distribution, goodness_of_fit, tiny_pair
+from tiny import exact_distribution, goodness_of_fit, sample_counts, tiny_pair
 
-import specviz
 from specviz.core import acceptance
 from specviz.core.sampling import SamplingConfig
 
@@ -38,20 +36,6 @@ CASES = [
 ]
 
 
-def first_tokens(pair, algorithm, count, runs, sampling, budget, **params) -> Counter:
-    """Counts of the first ``count`` tokens over ``runs`` seeds; each run may generate ``budget``
-    tokens (so the first step's tree is ``budget - 1`` levels deep) and stops once ``count`` are out."""
-    counts: Counter = Counter()
-    for seed in range(runs):
-        run = specviz.stream(pair, algorithm, PROMPT, max_new_tokens=budget, seed=seed,
-                             temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, **params)
-        for _ in run:
-            if len(run.decoder.output) >= count:
-                break
-        counts[tuple(run.decoder.output[:count])] += 1
-    return counts
-
-
 @pytest.fixture(scope="module")
 def pair():
     return tiny_pair("llama", vocab=8, draft="different")
@@ -61,7 +45,7 @@ def pair():
 @pytest.mark.parametrize("algorithm,params", CASES, ids=["mcsd", "mcsd-replacement", "specinfer", "sequoia"])
 def test_first_two_tokens_follow_the_target(pair, algorithm, params, sampling):
     law = exact_distribution(pair, PROMPT, 2, sampling)
-    counts = first_tokens(pair, algorithm, 2, RUNS, sampling, 3 if sampling is T1 else 2, **params)
+    counts = sample_counts(pair, algorithm, PROMPT, 2, RUNS, sampling, budget=3 if sampling is T1 else 2, **params)
     assert goodness_of_fit(counts, law) > 1e-3
 
 
@@ -76,5 +60,5 @@ def test_the_test_sees_a_wrong_residual_order(pair, monkeypatch):
 
     monkeypatch.setattr(acceptance, "reject_without_replacement", q_first)
     law = exact_distribution(pair, PROMPT, 2, T1)
-    counts = first_tokens(pair, "mcsd", 2, 2000, T1, 2, k_config="3x2")
+    counts = sample_counts(pair, "mcsd", PROMPT, 2, 2000, T1, k_config="3x2")
     assert goodness_of_fit(counts, law) < 1e-3
