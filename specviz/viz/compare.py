@@ -22,6 +22,11 @@ def _marker_shape(x: float) -> dict[str, Any]:
             "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}
 
 
+def _int_ticks(n: int) -> dict[str, Any]:
+    """Whole-number ticks: every step for short runs, plotly's choice (integers only) beyond."""
+    return {"dtick": 1} if n <= 12 else {"tickformat": "d"}
+
+
 def tokens_per_step_figure(runs: Runs, current_step: int | None = None, height: int = 300) -> go.Figure:
     """Tokens committed per step (accepted drafts + the resampled or bonus token) against step number."""
     if not any(t.steps for _, t in runs):
@@ -36,7 +41,8 @@ def tokens_per_step_figure(runs: Runs, current_step: int | None = None, height: 
                      "marker": {"size": 5, "color": series_color(i)}, "opacity": 0.9,
                      "hovertemplate": f"<b>{label}</b><br>step %{{x}}<br>+%{{y}} tokens (%{{customdata}} accepted drafts)<extra></extra>"})
     layout = base_layout("Tokens per step (accepted drafts + 1 resampled/bonus)", height=height)
-    layout["xaxis"] = axis("step (target call)", rangemode="tozero")
+    n_max = max(len(t.steps) for _, t in runs)
+    layout["xaxis"] = axis("step (target call)", rangemode="tozero", **_int_ticks(n_max))
     layout["yaxis"] = axis("tokens", rangemode="tozero", dtick=1)
     layout["legend"]["y"] = 1.02
     layout["margin"]["t"] = 70
@@ -70,7 +76,7 @@ def cumulative_figure(runs: Runs, current_step: int | None = None, height: int =
     data.append({"type": "scatter", "mode": "lines", "x": [0, xmax], "y": [0, xmax], "name": "1 token / call",
                  "line": {"color": "#d1d5db", "width": 1, "dash": "dash"}, "hoverinfo": "skip"})
     layout = base_layout("Cumulative tokens vs target calls", height=height)
-    layout["xaxis"] = axis("target calls", rangemode="tozero")
+    layout["xaxis"] = axis("target calls", rangemode="tozero", **_int_ticks(xmax))
     layout["yaxis"] = axis("tokens generated", rangemode="tozero")
     layout["legend"]["y"] = 1.02
     layout["margin"]["t"] = 70
