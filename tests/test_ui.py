@@ -378,3 +378,15 @@ def test_stop_keeps_what_ran(explorer):
     assert all(c.done and c.trace.finish_reason for c in session.columns)
     assert list(gen) == []  # the run notices and ends without another update
     assert explorer.stop(session)[1] == gr.skip()
+
+
+def test_greedy_divergence_is_marked_in_the_text(explorer):
+    from specviz.ui import render
+    session = Session(pair_key=explorer.default_key)
+    run_all(explorer, session, ["ar", "sd"], max_new=10)
+    ar, sd = session.columns
+    assert render.divergence(sd, ar.trace) is None  # lossless: identical
+    sd.trace.output_ids[4] = (sd.trace.output_ids[4] + 1) % 300  # as if a cache bug had flipped token 5
+    assert render.divergence(sd, ar.trace) == 4
+    html = render.slot_view(sd, 1, 0, diverge_at=4).tokens
+    assert html.count("sv-diverge") == 1 and "differs from ar" in html

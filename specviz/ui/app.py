@@ -179,15 +179,17 @@ class Explorer:
         before the selected step keeps showing its last one).
         """
         out: list[Any] = []
+        baseline = render.greedy_baseline(session)
         for i in range(self.n_slots):
             if i < len(session.columns):
                 col = session.columns[i]
-                state = (col.n_steps, col.done, col.error, id(col.trace))
+                diverge_at = render.divergence(col, baseline)
+                state = (col.n_steps, col.done, col.error, id(col.trace), diverge_at)
                 tree_key = (min(step, max(col.n_steps - 1, 0)), *state)
                 header = render.column_header(col, i, step, session.running)
                 v = None
                 if col.shown_text != state or col.shown_tree != tree_key:
-                    v = render.slot_view(col, i, step, session.running)
+                    v = render.slot_view(col, i, step, session.running, diverge_at)
                 tokens = v.tokens if col.shown_text != state else gr.skip()
                 figs = [v.tree, gr.Plot(value=v.controller, visible=v.controller is not None)] \
                     if col.shown_tree != tree_key else [gr.skip(), gr.skip()]

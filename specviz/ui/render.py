@@ -13,6 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from specviz import viz
+from specviz.trace import RunTrace
 from specviz.ui.runner import Column, Session
 from specviz.viz.style import series_color
 
@@ -64,7 +65,28 @@ def column_header(col: Column, i: int, step: int, running: bool) -> str:
     return head + f'<div class="sv-stepinfo">{" · ".join(bits)}</div>'
 
 
-def slot_view(col: Column, i: int, step: int, running: bool = False) -> SlotView:
+def greedy_baseline(session: Session) -> RunTrace | None:
+    """The finished greedy ``ar`` run among the columns, the reference for the greedy check."""
+    for c in session.columns:
+        t = c.trace
+        if c.algorithm == "ar" and c.done and t is not None and t.finish_reason and \
+                float(t.sampling.get("temperature", 1.0)) == 0.0:
+            return t
+    return None
+
+
+def divergence(col: Column, baseline: RunTrace | None) -> int | None:
+    """Output position where a finished greedy column first differs from ``ar``, if it does."""
+    t = col.trace
+    if baseline is None or t is None or t is baseline or not col.done or not t.finish_reason:
+        return None
+    if float(t.sampling.get("temperature", 1.0)) != 0.0:
+        return None
+    i = viz.first_divergence(t.output_ids, baseline.output_ids)
+    return i if i is not None and i < len(t.output_ids) else None
+
+
+def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at: int | None = None) -> SlotView:
     """Header, coloured text, tree and controller figure of column ``i`` at ``step`` (0-based)."""
     t = col.trace
     header = column_header(col, i, step, running)
@@ -74,7 +96,7 @@ def slot_view(col: Column, i: int, step: int, running: bool = False) -> SlotView
         return SlotView(header, viz.tokens_html(t), viz.tree_figure(None), None, None)
     n = len(t.steps)
     k = min(step, n - 1)
-    tokens = viz.tokens_html(t, current_step=k if (step < n or not col.done) else None)
+    tokens = viz.tokens_html(t, current_step=k if (step < n or not col.done) else None, diverge_at=diverge_at)
     tree = viz.step_tree_figure(t, k)
     ctrl = viz.controller_figure(t, k)
     return SlotView(header, tokens, tree, ctrl, col.path if col.done else None)

@@ -33,6 +33,7 @@ TOKENS_CSS = f"""
 .sv-key {{ display: flex; flex-wrap: wrap; gap: 10px; font-size: 12px; margin: 2px 0 6px 0; color: #374151; }}
 .sv-key .sv-tok {{ padding: 1px 5px; }}
 .sv-empty {{ color: #9ca3af; font-style: italic; }}
+.sv-diverge {{ outline: 2px dashed #b91c1c !important; outline-offset: 1px; }}
 """
 
 
@@ -56,11 +57,12 @@ def _title(step: StepRecord, kind: str, node: TreeNode | None) -> str:
     return html.escape(" · ".join(bits))
 
 
-def step_html(step: StepRecord, show_rejected: bool = True) -> str:
-    """One step's tokens: for each committed token, the rejected drafts tried at its position first."""
+def step_html(step: StepRecord, show_rejected: bool = True, diverge_at: int | None = None) -> str:
+    """One step's tokens: for each committed token, the rejected drafts tried at its position first.
+    ``diverge_at`` (output position) marks the token where the output first differs from ``ar``'s."""
     nodes = {n.id: n for n in step.forest}
     parts: list[str] = []
-    for tok in step.committed:
+    for j, tok in enumerate(step.committed):
         node = nodes.get(tok.node_id) if tok.node_id is not None else None
         if show_rejected and node is not None:
             for alt in step.forest:
@@ -69,13 +71,18 @@ def step_html(step: StepRecord, show_rejected: bool = True) -> str:
                                  f"{_esc(alt.token_text)}</span>")
         kind = tok.kind if tok.kind in ("draft", "resampled", "bonus") else "bonus"
         label = {"draft": "accepted draft", "resampled": "resampled", "bonus": "bonus"}[kind]
-        parts.append(f'<span class="sv-tok sv-{kind}" title="{_title(step, label, node)}">{_esc(tok.text)}</span>')
+        extra, title = "", _title(step, label, node)
+        if diverge_at is not None and step.n_before + j == diverge_at:
+            extra, title = " sv-diverge", title + " · first token that differs from ar's greedy output"
+        parts.append(f'<span class="sv-tok sv-{kind}{extra}" title="{title}">{_esc(tok.text)}</span>')
     return "".join(parts)
 
 
 def tokens_html(trace: RunTrace | None, current_step: int | None = None, *, show_prompt: bool = True,
-                show_rejected: bool = True, standalone: bool = False, prompt_chars: int = 400) -> str:
-    """The whole output of ``trace``. ``current_step`` (0-based) outlines that step and fades later ones."""
+                show_rejected: bool = True, standalone: bool = False, prompt_chars: int = 400,
+                diverge_at: int | None = None) -> str:
+    """The whole output of ``trace``. ``current_step`` (0-based) outlines that step and fades later
+    ones; ``diverge_at`` marks the output position where a greedy run first differs from ``ar``."""
     if trace is None:
         body = '<span class="sv-empty">no run yet</span>'
     else:
@@ -92,7 +99,8 @@ def tokens_html(trace: RunTrace | None, current_step: int | None = None, *, show
                     cls += " sv-cur"
                 elif step.index > current_step:
                     cls += " sv-future"
-            parts.append(f'<span class="{cls}" data-step="{step.index + 1}">{step_html(step, show_rejected)}</span>')
+            inner = step_html(step, show_rejected, diverge_at)
+            parts.append(f'<span class="{cls}" data-step="{step.index + 1}">{inner}</span>')
         if not trace.steps:
             parts.append('<span class="sv-empty"> (no tokens generated)</span>')
         body = "".join(parts)
