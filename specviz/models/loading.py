@@ -46,12 +46,13 @@ class ModelPair:
 
     @property
     def eos_token_ids(self) -> set[int]:
-        eos = getattr(self.target.generation_config, "eos_token_id", None) if hasattr(self.target, "generation_config") else None
+        """End-of-sequence ids: the target's generation config, else the tokenizer's."""
+        eos = getattr(getattr(self.target, "generation_config", None), "eos_token_id", None)
         if eos is None and self.tokenizer is not None:
             eos = self.tokenizer.eos_token_id
         if eos is None:
             return set()
-        return set(eos) if isinstance(eos, (list, tuple)) else {int(eos)}
+        return {int(e) for e in eos} if isinstance(eos, (list, tuple)) else {int(eos)}
 
     def describe(self) -> dict[str, Any]:
         """The pair as plain data for a trace."""
