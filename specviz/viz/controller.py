@@ -266,9 +266,12 @@ def _nums(v: Any) -> list[float] | None:
 
 @register_view("sequoia")
 def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
-    """Left: tokens per step, the DP's prediction for the tree used (``predicted_tokens``) against
-    what the step produced (``measured_tokens``). Right: the chosen tree's shape (nodes per level,
-    ``tree.level_widths``) or, failing that, the acceptance vector by sibling rank."""
+    """Top left: tokens per step, the DP's prediction for the tree used (``predicted_tokens``) against
+    what the step produced (``measured_tokens``). Top right: the chosen tree's shape (nodes per level,
+    ``tree.level_widths``) or, failing that, the acceptance vector by sibling rank. Bottom row, when the
+    state has them: the acceptance vector p_k, and the hardware-aware choice: measured verify time
+    t(n) and the best predicted speed-up per tree size that the optimiser maximised (``timing``,
+    ``speedup``), the chosen n marked."""
     states = _states(trace)
     st = states[step]
     if not st or not _is_num(st.get("expected_tokens")):
@@ -313,4 +316,43 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y domain",
                          "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
     layout["margin"]["t"] = 74
+    if _sequoia_tuning_panels(st, data, layout, with_acceptance=bool(widths)):
+        layout["height"] = 520
+        for ax in ("yaxis", "yaxis2"):
+            layout[ax]["domain"] = [0.6, 1.0]
     return figure(data, layout)
+
+
+def _sequoia_tuning_panels(st: dict[str, Any], data: list[dict[str, Any]], layout: dict[str, Any],
+                           with_acceptance: bool) -> bool:
+    """Add the bottom row of ``sequoia_view`` (acceptance vector; t(n) and speed-up vs n)."""
+    acc = _nums(st.get("acceptance")) if with_acceptance else None
+    timing = st.get("timing") if isinstance(st.get("timing"), dict) else {}
+    speed = st.get("speedup") if isinstance(st.get("speedup"), dict) else {}
+    sizes, verify = _nums(timing.get("sizes")), _nums(timing.get("verify_ms"))
+    per_size = speed.get("best_per_size") if isinstance(speed.get("best_per_size"), list) else []
+    best_at = {b.get("n"): b.get("speedup") for b in per_size if isinstance(b, dict)}
+    if not acc and not (sizes and verify):
+        return False
+    if acc:
+        data.append({"type": "bar", "name": "acceptance vector p_k", "x": list(range(1, len(acc) + 1)), "y": acc,
+                     "xaxis": "x3", "yaxis": "y3", "marker": {"color": "#db2777"},
+                     "hovertemplate": "rank %{x}: P(k-th child accepted) = %{y:.3f}<extra></extra>"})
+        layout["xaxis3"] = axis("sibling rank k", domain=[0, 0.51], anchor="y3", dtick=1)
+        layout["yaxis3"] = axis("p_k", domain=[0, 0.4], anchor="x3", rangemode="tozero")
+    if sizes and verify:
+        data.append({"type": "scatter", "mode": "lines+markers", "name": "verify time t(n), ms", "x": sizes,
+                     "y": verify, "xaxis": "x4", "yaxis": "y4", "line": {"color": "#0f766e"}})
+        layout["xaxis4"] = axis("tree size n", domain=[0.62, 1], anchor="y4", type="log")
+        layout["yaxis4"] = axis("t(n) ms", domain=[0, 0.4], anchor="x4", rangemode="tozero")
+        best_x = [n for n in sizes if _is_num(best_at.get(int(n)))]
+        if best_x:
+            data.append({"type": "scatter", "mode": "lines+markers", "name": "best predicted speed-up at n",
+                         "x": best_x, "y": [best_at[int(n)] for n in best_x], "xaxis": "x4", "yaxis": "y5",
+                         "line": {"color": "#7c3aed", "dash": "dash"}})
+            layout["yaxis5"] = axis("speed-up", overlaying="y4", side="right", anchor="x4", rangemode="tozero")
+        if _is_num(st.get("n")):
+            layout.setdefault("shapes", []).append(
+                {"type": "line", "x0": st["n"], "x1": st["n"], "y0": 0, "y1": 1, "xref": "x4", "yref": "y4 domain",
+                 "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}})
+    return True
