@@ -5,13 +5,15 @@ temperature 1 and at 0.7 with top-k and top-p.
 Power: with the default 8000 runs the same test rejects a 10% over-acceptance (``min(1, 1.1 p/q)``),
 whose first-token law is 0.031 away in total variation from the target's (power about 93% at this
 pair; checked below). A 0.02 bias of that shape (``1.06 p/q``) needs about 20000 runs for 90% power:
-``SPECVIZ_EXACTNESS_RUNS=20000`` makes every exactness test that strong (about 4x the time)."""
+``SPECVIZ_EXACTNESS_RUNS=20000`` makes every exactness test that strong (about 4x the time).
+The acceptance rule itself (``sd`` is the one-branch case of the tree engine) is checked exactly,
+with no sampling, in ``test_acceptance.py``; this test checks the chain around it end to end."""
 import os
 
 import pytest
 from tiny import exact_distribution, goodness_of_fit, sample_counts, tiny_pair
 
-from specviz.algorithms import sd
+from specviz.algorithms import tree_engine
 from specviz.core.sampling import SamplingConfig
 
 RUNS = int(os.environ.get("SPECVIZ_EXACTNESS_RUNS", 8000))
@@ -35,13 +37,13 @@ def test_ar_first_two_tokens_follow_target():
 
 
 def test_the_exactness_test_sees_a_small_bias(monkeypatch):
-    real = sd.verify_chain
+    real = tree_engine.sibling_schedule
     factor = 1.1 if RUNS < 20000 else 1.06
 
-    def over_accepting(dec, step, tokens, qs, ps):
-        return real(dec, step, tokens, [q / factor for q in qs], ps)
+    def over_accepting(p, q, candidates, replacement):
+        return real(p, q / factor, candidates, replacement)
 
-    monkeypatch.setattr(sd, "verify_chain", over_accepting)
+    monkeypatch.setattr(tree_engine, "sibling_schedule", over_accepting)
     pair = tiny_pair("llama", vocab=8)
     law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])
     counts = sample_counts(pair, "sd", PROMPT, 2, RUNS, SETTINGS[0], gamma=2)

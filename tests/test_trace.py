@@ -29,9 +29,13 @@ def test_steps_account_for_every_token(pair):
             assert all(t.kind == "draft" for t in step.committed[:-1])
         for node in step.forest:
             if node.status in ("accepted", "rejected"):
-                assert 0 < node.q <= 1 and 0 <= node.p <= 1 and 0 <= node.draw < 1
+                assert 0 < node.q <= 1 and 0 <= node.p <= 1
                 assert node.accept_prob == pytest.approx(min(1.0, node.p / node.q))
-                assert (node.draw < node.accept_prob) == (node.status == "accepted")
+                if node.draw is None:  # a certain outcome uses no coin
+                    assert node.accept_prob == (1.0 if node.status == "accepted" else 0.0)
+                else:
+                    assert 0 <= node.draw < 1
+                    assert (node.draw < node.accept_prob) == (node.status == "accepted")
         assert step.timings["total_ms"] >= step.timings["verify_ms"] > 0
     m = trace.metrics
     assert m["target_calls"] == len(trace.steps)
@@ -71,7 +75,8 @@ def test_eos_stops_exactly(pair, algo):
     first = free.output_ids.index(eos)
     pair.target.generation_config.eos_token_id = eos
     try:
-        stopped = specviz.decode(pair, algo, [1, 2, 3], max_new_tokens=30, temperature=1.0, seed=5)
+        # room for 200 tokens: sd's random stream differs once EOS exists (no draft past an EOS draft)
+        stopped = specviz.decode(pair, algo, [1, 2, 3], max_new_tokens=200, temperature=1.0, seed=5)
     finally:
         pair.target.generation_config.eos_token_id = None
     assert stopped.finish_reason == "eos"

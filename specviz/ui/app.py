@@ -20,8 +20,8 @@ from specviz.errors import SpecvizError
 from specviz.ui import render
 from specviz.ui.config import AppConfig, configure_torch_threads
 from specviz.ui.gpu import gpu
-from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, pair_key, preset_choices
-from specviz.ui.runner import (Column, Session, Throttle, advance, columns_from_traces, export, finish,
+from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
+from specviz.ui.runner import (Session, Throttle, advance, columns_from_traces, export, finish,
                                load_trace_file, start_columns)
 from specviz.ui.style import APP_CSS, HEADER_HTML, STEP_JS, theme
 from specviz.viz import legend_html

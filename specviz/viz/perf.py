@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
 
     rows = [
         (f"tree figure, {len(step.forest)}-node step", timeit(lambda: viz.tree_figure(step))),
-        (f"tree figure + to_json (sent to the browser)", timeit(lambda: viz.tree_figure(step).to_json())),
+        ("tree figure + to_json (sent to the browser)", timeit(lambda: viz.tree_figure(step).to_json())),
         (f"coloured text, {len(long.steps)}-step run", timeit(lambda: viz.tokens_html(long, k))),
         (f"tokens-per-step + cumulative, {len(runs)} x ≤200 steps",
          timeit(lambda: (viz.tokens_per_step_figure(runs, k), viz.cumulative_figure(runs, k)))),
