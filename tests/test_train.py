@@ -106,3 +106,24 @@ def test_training_is_deterministic(tmp_path):
 
     a, b = once(tmp_path / "a"), once(tmp_path / "b")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("preset", ["cpu", "gpu"])
+def test_recipes_give_a_cheap_draft_and_fit_the_assets_budget(preset):
+    """Issue #3's sizes for each full recipe: the draft several times cheaper per token than the
+    target, a valid exit layer, and target + draft + early-exit head at most 60 MB in float32."""
+    from transformers import LlamaForCausalLM
+
+    from specviz.train.cli import build_parser, config_from_args
+    from specviz.train.configs import SIZES, count_parameters, llama_config, macs_per_token
+
+    cfg = config_from_args(build_parser().parse_args(["--preset", preset]))
+    target, draft = SIZES[cfg.target_size], SIZES[cfg.draft_size]
+    assert macs_per_token(target, cfg.vocab_size) >= 4 * macs_per_token(draft, cfg.vocab_size)
+    assert 1 <= cfg.exit_layer < target.layers
+    with torch.device("meta"):
+        t = LlamaForCausalLM(llama_config(target, cfg.vocab_size))
+        d = LlamaForCausalLM(llama_config(draft, cfg.vocab_size))
+        head = EarlyExitHead(t, cfg.exit_layer)
+    n = count_parameters(t) + count_parameters(d) + sum(p.numel() for p in head.parameters())
+    assert 4 * n <= 60e6

@@ -6,6 +6,7 @@ code measures a ``*ForCausalLM``, a distilled draft and the early-exit head.
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Callable
 
 import torch
@@ -127,14 +128,21 @@ CODE_PROMPTS = (
 )
 
 
+def _median(xs: list[float]) -> float | None:
+    return round(statistics.median(xs), 3) if xs else None
+
+
 def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int = 4, max_new_tokens: int = 64) -> dict:
     """Greedy ``sd`` with the real decoder (``specviz.decode``) on code prompts, pooled over prompts:
     tau = new tokens / target calls, acceptance rate = accepted / drafted, and the wall-time ratio to
-    ``ar`` on the same prompts. Also checks that every output equals greedy ``ar`` token for token."""
+    ``ar`` on the same prompts. Also checks that every output equals greedy ``ar`` token for token, and
+    times one forward call of each model inside the decoder (medians): a draft call during ``sd``
+    against a one-token target call during ``ar`` (leaving out each run's first call, the prefill)."""
     import specviz
 
     pair = specviz.load_pair(str(target_dir), str(draft_dir), device="cpu", dtype="float32")
-    tot = {"new_tokens": 0, "target_calls": 0, "accepted": 0, "drafted": 0, "sd_s": 0.0, "ar_s": 0.0}
+    tot = {"new_tokens": 0, "target_calls": 0, "accepted": 0, "drafted": 0, "sd_s": 0.0, "ar_s": 0.0,
+           "draft_ms": [], "target_ms": []}
     per_prompt, identical = [], True
     for p in prompts:
         sd = specviz.decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, gamma=gamma)
@@ -145,6 +153,8 @@ def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int =
             tot[k] += m[k]
         tot["sd_s"] += m["wall_time_s"]
         tot["ar_s"] += ar.metrics["wall_time_s"]
+        tot["draft_ms"] += [s.timings["draft_ms"] / s.draft_calls for s in sd.steps[1:] if s.draft_calls]
+        tot["target_ms"] += [s.timings["verify_ms"] for s in ar.steps[1:]]
         per_prompt.append({"prompt": p, "tau": round(m["tau"], 3), "acceptance_rate": round(m["acceptance_rate"] or 0, 3)})
     return {
         "gamma": gamma,
@@ -154,5 +164,7 @@ def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int =
         "acceptance_rate": round(tot["accepted"] / max(1, tot["drafted"]), 3),
         "wall_time_speedup_vs_ar": round(tot["ar_s"] / tot["sd_s"], 3) if tot["sd_s"] else None,
         "greedy_output_equals_ar": bool(identical),
+        "draft_ms_per_call": _median(tot["draft_ms"]),
+        "target_ms_per_call": _median(tot["target_ms"]),
         "per_prompt": per_prompt,
     }

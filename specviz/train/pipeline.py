@@ -48,12 +48,12 @@ class TrainConfig:
     batch_size: int = 8
     # target
     target_size: str = "target"
-    target_steps: int = 900
+    target_steps: int = 3000
     target_lr: float = 2e-3
     # draft
     draft_size: str = "draft"
-    draft_steps: int = 700
-    draft_lr: float = 2e-3
+    draft_steps: int = 1500
+    draft_lr: float = 3e-3
     draft_ce_weight: float = 0.1
     gen_sequences: int = 768
     gen_prompt_len: int = 32
@@ -62,8 +62,8 @@ class TrainConfig:
     gen_temperature: float = 0.8
     generated_fraction: float = 0.5
     # early-exit head
-    exit_layer: int = 1
-    ee_steps: int = 350
+    exit_layer: int = 2
+    ee_steps: int = 500
     ee_lr: float = 1e-3
     # evaluation
     eval_windows: int = 48
