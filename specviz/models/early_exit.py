@@ -54,6 +54,19 @@ def _causal_mask(config, hidden: torch.Tensor, attention_mask, past_key_values, 
     )
 
 
+def _run_layer(layer, hidden, mask, position_ids, pos_emb, past_key_values, use_cache) -> torch.Tensor:
+    """One decoder layer call as the backbone makes it (caching whenever a cache is given)."""
+    out = layer(
+        hidden,
+        attention_mask=mask,
+        position_ids=position_ids,
+        past_key_values=past_key_values,
+        use_cache=use_cache if use_cache is not None else past_key_values is not None,
+        position_embeddings=pos_emb,
+    )
+    return out[0] if isinstance(out, tuple) else out
+
+
 def first_n(
     base: nn.Module,
     input_ids: torch.Tensor,
@@ -76,15 +89,7 @@ def first_n(
     mask = _causal_mask(base.config, hidden, attention_mask, past_key_values, position_ids)
     pos_emb = inner.rotary_emb(hidden, position_ids=position_ids)
     for layer in inner.layers[:n]:
-        out = layer(
-            hidden,
-            attention_mask=mask,
-            position_ids=position_ids,
-            past_key_values=past_key_values,
-            use_cache=use_cache if use_cache is not None else past_key_values is not None,
-            position_embeddings=pos_emb,
-        )
-        hidden = out[0] if isinstance(out, tuple) else out
+        hidden = _run_layer(layer, hidden, mask, position_ids, pos_emb, past_key_values, use_cache)
     return hidden
 
 
@@ -140,15 +145,7 @@ class EarlyExitHead(nn.Module):
             position_ids = position_ids.unsqueeze(0)
         pos_emb = _backbone(self._base).rotary_emb(hidden_states, position_ids=position_ids)
         mask = _causal_mask(self.config, hidden_states, attention_mask, past_key_values, position_ids)
-        out = self.layer(
-            hidden_states,
-            attention_mask=mask,
-            position_ids=position_ids,
-            past_key_values=past_key_values,
-            use_cache=use_cache if use_cache is not None else past_key_values is not None,
-            position_embeddings=pos_emb,
-        )
-        h = out[0] if isinstance(out, tuple) else out
+        h = _run_layer(self.layer, hidden_states, mask, position_ids, pos_emb, past_key_values, use_cache)
         h_d = self.norm(h)
         logits = self.lm_head(h_d)
         return (logits, h_d) if return_hidden else logits

@@ -167,6 +167,16 @@ def _run(cfg: TrainConfig, log) -> dict:
     timings = report.setdefault("timings_s", {})
     stage_meta = {"corpus": report["corpus"], "seed": cfg.seed, "recipe": "python -m specviz.train (specviz/train)"}
 
+    def fit(name: str, model, sampler, loss_fn, steps: int, lr: float, **eval_kw) -> dict:
+        """Train ``model`` in place (the shared loop), record the stage's time and summary, leave it in eval mode."""
+        model.train()
+        summary = train_loop(model.parameters(), lambda _step: sampler.next(), loss_fn, steps, lr, name,
+                             log_every=cfg.log_every, log=log, **eval_kw)
+        model.eval()
+        timings[name] = summary["seconds"]
+        report[f"{name}_training"] = {k: v for k, v in summary.items() if k != "history"}
+        return summary
+
     # target
     if "target" in cfg.stages:
         torch.manual_seed(cfg.seed + 1)
@@ -180,13 +190,8 @@ def _run(cfg: TrainConfig, log) -> dict:
             batch = batch.to(device)
             return _ce(target(input_ids=batch[:, :-1]).logits, batch[:, 1:])
 
-        target.train()
-        summary = train_loop(target.parameters(), lambda s: sampler.next(), target_loss, cfg.target_steps,
-                             cfg.target_lr, "target", log_every=cfg.log_every, log=log,
-                             eval_fn=lambda: perplexity(hf_logits(target), eval_windows[:8]), eval_every=300)
-        target.eval()
-        timings["target"] = summary["seconds"]
-        report["target_training"] = {k: v for k, v in summary.items() if k != "history"}
+        summary = fit("target", target, sampler, target_loss, cfg.target_steps, cfg.target_lr,
+                      eval_fn=lambda: perplexity(hf_logits(target), eval_windows[:8]), eval_every=300)
         _save_model(target, tokenizer, out / "target", {**stage_meta, "role": "target", "training": summary,
                                                          "size": configs.SIZES[cfg.target_size].as_dict()})
         target.to(device)
@@ -229,12 +234,7 @@ def _run(cfg: TrainConfig, log) -> dict:
                 loss = loss + cfg.draft_ce_weight * _ce(student, batch[:, 1:])
             return loss
 
-        draft.train()
-        summary = train_loop(draft.parameters(), lambda s: sampler.next(), draft_loss, cfg.draft_steps, cfg.draft_lr,
-                             "draft", log_every=cfg.log_every, log=log)
-        draft.eval()
-        timings["draft"] = summary["seconds"]
-        report["draft_training"] = {k: v for k, v in summary.items() if k != "history"}
+        summary = fit("draft", draft, sampler, draft_loss, cfg.draft_steps, cfg.draft_lr)
         report["draft_init"] = copied
         _save_model(draft, tokenizer, out / "draft", {**stage_meta, "role": "draft", "distilled_from": "../target",
                                                        "training": summary, "init": copied,
@@ -267,14 +267,9 @@ def _run(cfg: TrainConfig, log) -> dict:
             student = head(out_t.hidden_states[cfg.exit_layer], pos)
             return kl_to_teacher(student, out_t.logits)
 
-        head.train()
-        summary = train_loop(head.parameters(), lambda s: sampler.next(), ee_loss, cfg.ee_steps, cfg.ee_lr,
-                             "early_exit", log_every=cfg.log_every, log=log)
-        head.eval()
-        timings["early_exit"] = summary["seconds"]
-        report["early_exit_training"] = {k: v for k, v in summary.items() if k != "history"}
+        fit("early_exit", head, sampler, ee_loss, cfg.ee_steps, cfg.ee_lr)
         save_early_exit(head, out / "early_exit", base="../target",
-                        extra={"training": {k: v for k, v in summary.items() if k != "history"},
+                        extra={"training": report["early_exit_training"],
                                "loss": "KL(target || head) on corpus windows and target continuations",
                                "seed": cfg.seed})
         log(f"[early_exit] saved to {out / 'early_exit'}")
