@@ -4,8 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 import specviz
+from specviz.train.configs import ModelSize, macs_per_token
+from specviz.train.corpus import is_heldout, list_source_files, stdlib_root
+from specviz.train.data import sequential_windows
+from specviz.train.evaluate import hf_logits, perplexity
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,4 +46,24 @@ def test_bundled_early_exit_head_loads(pair):
 
     assert resolve_base(ROOT / "assets" / "early_exit") == (ROOT / "assets" / "target").resolve()
     head = load_early_exit(ROOT / "assets" / "early_exit", pair.target)
-    assert head.exit_layer == 1
+    assert 1 <= head.exit_layer < pair.target.config.num_hidden_layers
+
+
+def _size(model) -> ModelSize:
+    c = model.config
+    return ModelSize(c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size)
+
+
+def test_bundled_target_is_clearly_better_and_the_draft_several_times_cheaper(pair):
+    """Issue #3's sizes, measured on the shipped weights: perplexity on held-out standard-library
+    files (split by path hash, never trained on) and multiply-adds per token from the configs."""
+    files = [f for f in list_source_files(stdlib_root()) if is_heldout(f, 4.0)][:6]
+    text = "\n".join((Path(stdlib_root()) / f).read_text(encoding="utf-8", errors="replace") for f in files)
+    ids = torch.tensor(pair.tokenizer(text.replace("\t", "    ")).input_ids)
+    windows = sequential_windows(ids.numpy(), 128, 24)
+    assert len(windows) == 24
+    ppl = {name: perplexity(hf_logits(m), windows)["ppl"] for name, m in (("target", pair.target),
+                                                                           ("draft", pair.draft))}
+    assert ppl["target"] < 0.8 * ppl["draft"], ppl
+    vocab = pair.target.config.vocab_size
+    assert macs_per_token(_size(pair.target), vocab) >= 4 * macs_per_token(_size(pair.draft), vocab)

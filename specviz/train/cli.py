@@ -21,7 +21,7 @@ PRESETS: dict[str, dict] = {
                   gen_prompt_len=16, gen_new_tokens=49, exit_layer=1, eval_windows=4, eval_new_tokens=16, log_every=10,
                   measure_decode=False),
     # not yet run: about 5 epochs of the corpus for the target
-    "gpu": dict(target_size="target-gpu", draft_size="draft-gpu", batch_size=64, target_steps=2500, draft_steps=2000,
+    "gpu": dict(target_size="target-gpu", batch_size=64, target_steps=2500, draft_steps=2000,
                 ee_steps=1500, gen_sequences=8192, threads=8),
 }
 

@@ -26,7 +26,8 @@ from .loop import train_loop
 from .tokenizer import encode_stream, train_tokenizer
 
 STAGES = ("tokenizer", "target", "draft", "early_exit", "eval")
-SAMPLE_PROMPTS = ("def ", "import os\n", "class ", "    def __init__(self", "for i in range(")
+# open lines: a prompt ending in a space or a bare newline splits a token BPE merges (" x", "\\n    ")
+SAMPLE_PROMPTS = ("def read_config(path", "import os\n", "class Stack(", "    def __init__(self", "for i in range(")
 AGREEMENT_PROMPTS = ("def ", "import ", "class Foo:\n    def ", "if __name__ == ", "    return ", "for ", "try:\n    ",
                      "@property\n    def ")
 
@@ -52,10 +53,10 @@ class TrainConfig:
     target_lr: float = 2e-3
     # draft
     draft_size: str = "draft"
-    draft_steps: int = 1500
+    draft_steps: int = 2500
     draft_lr: float = 3e-3
     draft_ce_weight: float = 0.1
-    gen_sequences: int = 768
+    gen_sequences: int = 1536
     gen_prompt_len: int = 32
     gen_new_tokens: int = 225
     gen_greedy_fraction: float = 0.5
