@@ -322,24 +322,44 @@ def test_param_values_convert():
     assert param_value(Param("f", 0.5, "float"), None) == 0.5
 
 
-def test_200_step_run_scrubs_without_lag(explorer):
-    """Every scrub rebuilds only the selected step's views: it must stay well under a frame budget
-    a person notices (~100 ms) for four 200-step runs."""
+def test_200_step_run_scrubs_without_lag(explorer, monkeypatch):
+    """A scrub rebuilds only the selected step's views: at most one tree and one controller figure per
+    column, for that step, and none of the whole-run figures (their step markers move in the browser). The
+    time is printed with ``-s``; speed is measured by ``python -m specviz.viz.perf``, not asserted."""
+    from specviz import viz
+
     session = Session(pair_key=explorer.default_key)
     run_all(explorer, session, FOUR, max_new=200, temperature=0.0, **{"sd.gamma": 1})
     assert session.n_steps == 200  # ar: one step per token
+    built: list[tuple[str, int]] = []
+
+    def counting(name):
+        real = getattr(viz, name)
+
+        def wrapper(*args, **kwargs):
+            built.append((name, args[1] if len(args) > 1 else -1))
+            return real(*args, **kwargs)
+        return wrapper
+
+    for name in ("step_tree_figure", "controller_figure", "tokens_per_step_figure", "cumulative_figure",
+                 "acceptance_histogram_figure", "time_breakdown_figure", "comparison_table_html"):
+        monkeypatch.setattr(viz, name, counting(name))
     times = []
     for k in (1, 50, 100, 150, 200, 120, 7):
+        built.clear()
         t0 = time.perf_counter()
         out = explorer.scrub(session, k)
         for item in out:  # include the JSON that gradio sends
             if isinstance(item, go.Figure):
                 item.to_json()
         times.append(1000 * (time.perf_counter() - t0))
+        trees = [step for name, step in built if name == "step_tree_figure"]
+        # at most one tree per column (one whose clamped step did not move is skipped), never a later step
+        assert len(trees) <= len(FOUR) and all(step <= k - 1 for step in trees), built
+        assert k - 1 in trees  # ar has a step per token: its tree is the selected step's
+        assert {name for name, _ in built} <= {"step_tree_figure", "controller_figure"}, built
     times.sort()
-    median = times[len(times) // 2]
-    print(f"scrub, {len(FOUR)} columns x 200 steps: median {median:.1f} ms, max {times[-1]:.1f} ms")
-    assert median < 400, times
+    print(f"scrub, {len(FOUR)} columns x 200 steps: median {times[len(times) // 2]:.1f} ms, max {times[-1]:.1f} ms")
 
 
 def test_public_mode_offers_only_offline_presets_unless_listed(pair_dirs):

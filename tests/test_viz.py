@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import re
-import time
 
 import plotly.graph_objects as go
 import pytest
@@ -272,21 +271,25 @@ def test_replayed_trace_renders_like_the_live_one(traces):
     assert viz.tokens_html(trace, 2) == viz.tokens_html(again, 2)
 
 
-def test_64_node_tree_builds_fast(pair):
-    """Perf guard (numbers are reported by ``python -m specviz.viz.perf``): one step's figures for a
-    64-node tree must stay a small fraction of a decoding step."""
+def test_64_node_tree_is_drawn_whole_and_readable(pair):
+    """A dense tree (64+ nodes) shows every node at its own position, labels the verified nodes and
+    keeps the unreached ones as hover-only markers. Its build time is measured by
+    ``python -m specviz.viz.perf`` (a ratio to the decoding step), not asserted here."""
     algo = "mcsd" if "mcsd" in specviz.ALGORITHMS else None
     if algo is None:
         pytest.skip("needs a tree algorithm")
     trace = specviz.decode(pair, "mcsd", prompt=[1, 2, 3], max_new_tokens=12, temperature=1.0, seed=0, k_config="4x3x4")
     step = max(trace.steps, key=lambda s: len(s.forest))
     assert len(step.forest) >= 64
-    viz.tree_figure(step).to_json()  # warm up
-    t0 = time.perf_counter()
-    for _ in range(5):
-        viz.tree_figure(step).to_json()
-    ms = (time.perf_counter() - t0) / 5 * 1000
-    assert ms < 250, f"building a {len(step.forest)}-node tree took {ms:.1f} ms"
+    fig = viz.tree_figure(step)
+    by_status = node_traces(fig)
+    points = [(x, y) for t in by_status.values() for x, y in zip(t.x, t.y)]
+    assert len(points) == len(step.forest) == len(set(points))
+    for status, t in by_status.items():
+        if status == "not_reached":
+            assert t.text is None and len(t.hovertext) == len(t.x)
+        else:
+            assert len(t.text) == len(t.x)
 
 
 def test_visible_labels():
