@@ -21,8 +21,8 @@ from specviz.ui import render
 from specviz.ui.config import AppConfig, configure_torch_threads
 from specviz.ui.gpu import gpu
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
-from specviz.ui.runner import (Session, Throttle, advance, columns_from_traces, export, finish,
-                               load_trace_file, start_columns)
+from specviz.ui.runner import (Session, Throttle, advance, columns_from_traces, export, export_finished,
+                               load_trace_file, start_columns, stop_columns)
 from specviz.ui.style import APP_CSS, HEADER_HTML, STEP_JS, theme
 from specviz.viz import legend_html
 
@@ -308,18 +308,13 @@ class Explorer:
                 yield out
             if session.run_id != run_id:  # stopped, or replaced by a newer run
                 return
-            for c in cols:
-                if c.trace is not None and c.trace.steps and not c.error:
-                    export(c)
+            export_finished(cols)
             session.running = False
             yield self.full_outputs(session, note)
         finally:
             if session.run_id == run_id:
                 session.running = False
-                for c in cols:
-                    if not c.done:
-                        finish(c)
-                        c.trace.finish_reason = c.trace.finish_reason or "stopped"
+                stop_columns(cols)
 
     def stop(self, session: Session) -> list[Any]:
         """Stop the session's run (the event itself is cancelled by Gradio) and show where it got to."""
@@ -327,13 +322,8 @@ class Explorer:
             return [gr.skip()] * (9 + 6 * self.n_slots)
         session.run_id += 1  # the generator sees this and returns
         session.running = False
-        for c in session.columns:
-            if not c.done:
-                finish(c)
-                if c.trace is not None:
-                    c.trace.finish_reason = c.trace.finish_reason or "stopped"
-            if c.trace is not None and c.trace.steps and not c.error and c.path is None:
-                export(c)
+        stop_columns(session.columns)
+        export_finished(session.columns)
         return self.full_outputs(session, "stopped")
 
     # ---- scrubbing ----------------------------------------------------------------------------------------

@@ -102,18 +102,6 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     return SlotView(header, tokens, tree, ctrl, col.path if col.done else None)
 
 
-def marker_figures(session: Session, step: int) -> tuple[go.Figure, go.Figure]:
-    """The two time series with the current step marked (rebuilt on every scrub; both are small)."""
-    runs = session.runs(short=True)
-    return viz.tokens_per_step_figure(runs, step), viz.cumulative_figure(runs, step)
-
-
-def static_figures(session: Session) -> tuple[go.Figure, go.Figure]:
-    """Figures that do not depend on the selected step."""
-    runs = session.runs(short=True)
-    return viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs)
-
-
 def table_html(session: Session) -> str:
     return viz.comparison_table_html(session.runs())
 
@@ -149,7 +137,9 @@ def step_label(session: Session) -> str:
 
 
 def comparison(session: Session, step: int) -> dict[str, Any]:
-    per_step, cumulative = marker_figures(session, step)
-    hist, timing = static_figures(session)
-    return {"table": table_html(session), "per_step": per_step, "cumulative": cumulative, "hist": hist,
-            "time": timing}
+    """The comparison table and figures; ``step`` places the time series' step marker, which the
+    browser moves afterwards (``ui.style.STEP_JS``)."""
+    runs = session.runs(short=True)
+    return {"table": table_html(session), "per_step": viz.tokens_per_step_figure(runs, step),
+            "cumulative": viz.cumulative_figure(runs, step), "hist": viz.acceptance_histogram_figure(runs),
+            "time": viz.time_breakdown_figure(runs)}

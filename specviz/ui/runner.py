@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 import uuid
@@ -168,26 +169,34 @@ _last_sweep = [0.0]
 
 def sweep_exports(root: str = EXPORT_DIR, max_age_s: float = EXPORT_MAX_AGE_S, every_s: float = 600.0) -> int:
     """Delete exported traces older than ``max_age_s`` (at most once every ``every_s``), so a
-    long-running public app does not fill its disk. Returns how many files were removed."""
+    long-running public app does not fill its disk. Returns how many exports were removed."""
     now = time.time()
     if now - _last_sweep[0] < every_s:
         return 0
     _last_sweep[0] = now
-    removed = 0
     try:
-        entries = list(os.scandir(root))
+        old = [d.path for d in os.scandir(root) if d.is_dir() and now - d.stat().st_mtime > max_age_s]
     except OSError:
         return 0
-    for d in entries:
-        try:
-            if d.is_dir() and now - d.stat().st_mtime > max_age_s:
-                for f in os.scandir(d.path):
-                    os.unlink(f.path)
-                    removed += 1
-                os.rmdir(d.path)
-        except OSError:
-            continue
-    return removed
+    for path in old:
+        shutil.rmtree(path, ignore_errors=True)
+    return sum(not os.path.exists(path) for path in old)
+
+
+def stop_columns(cols: list[Column]) -> None:
+    """Finish every column still running, marked ``stopped``."""
+    for c in cols:
+        if not c.done:
+            finish(c)
+            if c.trace is not None:
+                c.trace.finish_reason = c.trace.finish_reason or "stopped"
+
+
+def export_finished(cols: list[Column]) -> None:
+    """Export every column that produced steps without an error and is not exported yet."""
+    for c in cols:
+        if c.trace is not None and c.trace.steps and not c.error and c.path is None:
+            export(c)
 
 
 def export(col: Column, directory: str | None = None) -> str | None:
