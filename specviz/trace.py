@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from specviz.errors import TraceFormatError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # v1 traces (no positions, all lossless) still replay
 MAX_TRACE_BYTES = 64 * 1024 * 1024
 
 NodeStatus = Literal["accepted", "rejected", "not_reached", "resampled", "bonus"]
@@ -31,6 +32,10 @@ class TreeNode:
     ``draw`` the uniform number it was compared with. ``status``: ``accepted``, ``rejected``,
     ``not_reached`` (verification stopped before it), and, for nodes added after verification,
     ``resampled`` (drawn from the residual) or ``bonus`` (drawn from the target after an accepted leaf).
+    ``root`` is the id of the tree (beam) the node belongs to in a forest (0 for single trees).
+    ``p_residual`` is the (residual) target probability of the token that ``accept_prob`` was computed
+    against: ``p`` for the first candidate at a position, the residualised target after earlier
+    siblings were rejected for later ones (multi-candidate rules; v2).
     """
 
     id: int
@@ -43,6 +48,33 @@ class TreeNode:
     accept_prob: float | None = None
     draw: float | None = None
     status: str = "not_reached"
+    root: int = 0
+    p_residual: float | None = None
+
+
+@dataclass
+class PositionRecord:
+    """One verified position: where the children of ``parent`` were tested against the target (v2).
+
+    ``parent`` is the node id whose children were tested (``None``: the committed context, i.e. the
+    roots' position); ``root`` the tree / beam id of that position. ``ids`` are the token ids shown:
+    the union of the top-k of p and of q, the candidates tested here and the token produced here,
+    sorted by p descending; ``p`` and ``q`` are the warped target and draft probabilities of those ids
+    (``q`` all 0 for a one-hot drafter such as prompt lookup, which has no distribution; ``None`` when
+    nothing was drafted here). ``residual`` is ``norm(max(0, p - q))`` on ``ids`` (what one rejection
+    resamples from) and ``residual_mass`` = ``sum max(0, p - q)`` over the whole vocabulary, which
+    equals TV(p, q), the chain rejection probability (theory paper Thm 1), exact at run time.
+    ``final_residual``: on ``ids``, the distribution actually resampled from when every candidate here
+    was rejected (after the multi-candidate updates), else ``None``.
+    """
+
+    parent: int | None
+    ids: list[int]
+    p: list[float]
+    q: list[float] | None = None
+    residual: list[float] | None = None
+    residual_mass: float | None = None
+    final_residual: list[float] | None = None
     root: int = 0
 
 
@@ -69,6 +101,7 @@ class StepRecord:
     timings: dict[str, float] = field(default_factory=dict)
     target_calls: int = 1
     draft_calls: int = 0
+    positions: list[PositionRecord] = field(default_factory=list)
 
     @property
     def n_drafted(self) -> int:
@@ -97,6 +130,7 @@ class RunTrace:
     steps: list[StepRecord] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     finish_reason: str = ""
+    lossless: bool = True
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,9 +144,10 @@ class RunTrace:
         if not isinstance(data, dict):
             raise TraceFormatError("A trace must be a JSON object.")
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise TraceFormatError(
-                f"Trace schema version {version!r} is not supported (this specviz reads version {SCHEMA_VERSION})."
+                f"Trace schema version {version!r} is not supported (this specviz reads versions "
+                f"{', '.join(map(str, READABLE_VERSIONS))})."
             )
         try:
             steps = [_step_from_dict(s) for s in data.get("steps", [])]
@@ -136,4 +171,5 @@ def _step_from_dict(d: dict[str, Any]) -> StepRecord:
     d = dict(d)
     d["forest"] = [TreeNode(**n) for n in d.get("forest", [])]
     d["committed"] = [CommittedToken(**c) for c in d.get("committed", [])]
+    d["positions"] = [PositionRecord(**r) for r in d.get("positions", [])]
     return StepRecord(**d)
