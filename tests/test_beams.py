@@ -136,9 +136,9 @@ def test_accepted_count_law_matches_enumeration(p, q, m):
 
 
 def test_double_residual_is_visibly_a_different_law():
-    """The official code's helper takes the residual twice per draft: its 'law' is neither the loop's
-    (enumerated) nor close to it on this 6-token, 3-draft case (max difference 0.07), while it is
-    exactly the law of a loop that would update twice."""
+    """The official code's helper takes the residual twice per draft: its 'law' is not the loop's
+    (enumerated) on this 6-token, 3-draft case (max difference 0.07, enough to change the width at
+    t = 0.6); it is exactly the law of a loop that would update twice."""
     loop = torch.tensor(enumerate_accepted_count(P6, Q6, 3), dtype=torch.float64)
     single = beams.accepted_count_law(P6, Q6, 3)
     double = beams.accepted_count_law(P6, Q6, 3, residual_updates=2)
@@ -147,6 +147,8 @@ def test_double_residual_is_visibly_a_different_law():
     assert gap > 0.05, gap
     assert abs(gap - 0.07) < 1e-9                       # P(2 accepted): 0.322 (loop) vs 0.252 (double)
     assert torch.allclose(double, torch.tensor([0.16875, 0.23625, 0.252, 0.343], dtype=torch.float64), atol=1e-12)
+    # ... and it picks another width: P(>= 2) is 0.665 for the loop, 0.595 for the double residual.
+    assert beams.dynamic_width(single, 0.6, 1) == 2 and beams.dynamic_width(double, 0.6, 1) == 1
     twice = torch.tensor(enumerate_accepted_count(P6, Q6, 3, updates=2), dtype=torch.float64)
     assert torch.allclose(double, twice, atol=1e-12, rtol=0)
 

@@ -214,12 +214,14 @@ def survival(law: torch.Tensor, paper_literal: bool = False) -> torch.Tensor:
 def dynamic_width(law: torch.Tensor, threshold: float, min_width: int, max_width: int | None = None) -> int:
     """Eqs 6-7: ``max(min_width, largest K with P(#accepted >= K) >= threshold)``, capped at
     ``max_width`` (default: the number of drafts, ``len(law) - 1``)."""
-    m = len(law) - 1
-    max_width = m if max_width is None else max_width
+    max_width = len(law) - 1 if max_width is None else max_width
     _check_width_params(threshold, min_width, max_width)
-    surv = survival(law)
-    tilde = max(k for k in range(m + 1) if k == 0 or float(surv[k]) >= threshold)
-    return min(max(min_width, tilde), max_width)
+    return min(max(min_width, _unfloored_width(survival(law), threshold)), max_width)
+
+
+def _unfloored_width(surv: torch.Tensor, threshold: float) -> int:
+    """Eq 7: the largest K with P(#accepted >= K) >= threshold (K = 0 always qualifies)."""
+    return max(k for k in range(len(surv)) if k == 0 or float(surv[k]) >= threshold)
 
 
 def _check_width_params(threshold: float, min_width: int, max_width: int) -> None:
@@ -272,8 +274,8 @@ def width_rule(p_beam: torch.Tensor, q_beam: torch.Tensor, drafts: int, threshol
     _check_width_params(threshold, min_width, drafts)
     law = accepted_count_law(p_beam, q_beam, drafts)
     surv = survival(law)
-    tilde = max(k for k in range(drafts + 1) if k == 0 or float(surv[k]) >= threshold)
-    width = min(max(min_width, tilde), drafts) if dynamic else min_width
+    tilde = _unfloored_width(surv, threshold)
+    width = dynamic_width(law, threshold, min_width, drafts) if dynamic else min_width
     return WidthChoice(width, tilde, tuple(float(v) for v in law), tuple(float(v) for v in surv),
                        float(threshold), min_width, dynamic)
 
