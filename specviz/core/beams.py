@@ -92,7 +92,9 @@ def candidate_scores(beam_logliks: torch.Tensor, logprobs: torch.Tensor,
 
     ``beam_logliks``: ``[W]`` cumulative target log-likelihoods; ``logprobs``: ``[W, V]`` the target's
     next-token log-probabilities per beam (``log_softmax`` of its logits); ``valid``: ``[W]`` bool,
-    False for a beam whose node was rejected (its row gets ``-inf``: zero mass in p_beam).
+    False for a beam whose node was rejected (its row gets ``-inf``: zero mass in p_beam). Passing the
+    log of per-token *warped* distributions instead (the official code's extra warp) also works:
+    tokens warped out get ``-inf``.
     """
     if logprobs.dim() != 2 or beam_logliks.shape != logprobs.shape[:1]:
         raise ValueError(f"beam_logliks {tuple(beam_logliks.shape)} must be [W] for logprobs [W, V], "
@@ -107,7 +109,10 @@ def beam_distribution(scores: torch.Tensor, sampling: SamplingConfig) -> torch.T
     """``p_beam = T(softmax(scores))`` over the flattened candidates (Eq 1; T on the joint, once).
 
     ``scores``: ``[W, V]`` or flat, from ``candidate_scores``. Returns a flat float32 vector of
-    length ``W * V``. The same function with the draft's scores gives ``q_beam``.
+    length ``W * V``. The same function with the draft's scores gives ``q_beam`` (any draft scores
+    are a valid proposal, e.g. restarted at 0 each iteration as in the official code, provided the
+    drafts are drawn from, and verified against, this exact vector). At temperature 0 ``warp``
+    returns the one-hot of the best candidate; beam search there uses ``beam_search_select``.
     """
     flat = scores.reshape(-1).double()
     top = flat.max()
