@@ -132,11 +132,9 @@ def pareto_figure(total_tv: float, opt: Sequence[tuple[float, float, float]],
     (0, TV) to accept-all (TV, 0) is Thm 5's front; below it is unattainable. ``opt``/``uno``:
     (eps, bias, rejection) exact; ``*_mc``: (bias, rejection) measured by sampling."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, total_tv, 0, 0], y=[0, 0, total_tv, 0], fill="toself",
+    fig.add_trace(go.Scatter(x=[0, total_tv, 0, 0], y=[0, 0, total_tv, 0], mode="lines", fill="toself",
                              fillcolor="rgba(214,69,69,0.12)", line={"width": 0}, hoverinfo="skip",
                              name="unattainable (rejection + bias < TV)"))
-    fig.add_trace(go.Scatter(x=[0, total_tv], y=[total_tv, 0], mode="lines", line={"color": "black"},
-                             name="Pareto front (Thm 5)"))
     for pts, mc, name, c, sym in ((opt, opt_mc, "Decoding-OPT", series_color(1), "circle"),
                                   (uno, uno_mc, "Decoding-UNO", series_color(2), "square")):
         fig.add_trace(go.Scatter(x=[b for _, b, _ in pts], y=[r for _, _, r in pts], mode="lines+markers",
@@ -147,8 +145,11 @@ def pareto_figure(total_tv: float, opt: Sequence[tuple[float, float, float]],
             fig.add_trace(go.Scatter(x=[b for b, _ in mc], y=[r for _, r in mc], mode="markers",
                                      marker={"color": c, "symbol": sym + "-open", "size": 11},
                                      name=f"{name}: sampled"))
-    fig.update_layout(**base_layout(title, height=420), xaxis=axis("TV(output law, target p)"),
-                      yaxis=axis("rejection probability", scaleanchor="x"))
+    fig.add_trace(go.Scatter(x=[0, total_tv], y=[total_tv, 0], mode="lines",
+                             line={"color": "black", "dash": "dot", "width": 2}, name="Pareto front (Thm 5)"))
+    top = 1.08 * max([total_tv] + [b for _, b, _ in uno] + [b for b, _ in uno_mc])
+    fig.update_layout(**base_layout(title, height=420), xaxis=axis("TV(output law, target p)", range=[-0.01, top]),
+                      yaxis=axis("rejection probability", range=[-0.01, top]))
     return fig
 
 

@@ -69,7 +69,7 @@ def chain_section(pair: MarkovPair, runs: int, mc_seed: int, batch_ms: tuple[int
     rows.append(Row(tag, f"speed-up T / E[N_rej], T = {T}", {50: "3.05"}.get(T, "–"), T / sd_theory,
                     T / mean))
     calls = sims[1].calls.astype(np.float64)
-    rows.append(Row(tag, "E[oracle calls] = E[N_rej] + 1 − E[R_T], SD", "– (calls = rejections)",
+    rows.append(Row(tag, f"E[oracle calls] = E[N_rej] + 1 − E[R_T], SD, T = {T}", "– (calls = rejections)",
                     sd_theory + 1 - float(exact[1][-1]), float(calls.mean()),
                     1.96 * float(calls.std(ddof=1)) / np.sqrt(runs)))
     for m in batch_ms:
@@ -144,7 +144,7 @@ def pareto_section(pair: MarkovPair, draws: int, mc_seed: int) -> tuple[list[Row
             Row("Fig. 4", "UNO bias − OPT bias at eps = 0", "> 0 (UNO is biased)", uno_bias[0] - loss[0]),
             Row("Fig. 4", f"max |sampled − exact law b q + Z R| ({draws} draws per point)",
                 "simulation matches Loss*", None, worst_mc)]
-    title = "one token: target p = P_1(·|x_0 = 0), draft q = Q_1(·|x_0 = 0)"
+    title = f"one token of the T = {pair.horizon} pair (position 1, x_0 = 0)"
     return rows, {
         "pareto": figures.pareto_figure(total, opt, uno, opt_mc, uno_mc, f"Rejection vs bias (Fig. 4a, b); {title}"),
         "bias_vs_eps": figures.bias_vs_eps_figure(eps_grid, loss, uno_bias, opt_mc_e, uno_mc_e, total,
