@@ -93,7 +93,7 @@ def versus_m_figure(ms: Sequence[int], theory: Sequence[float], limit: float,
                                  marker={"color": series_color(3), "size": 8, "symbol": "diamond"},
                                  name="Monte Carlo (±1.96 s.e.)"))
     fig.add_trace(go.Scatter(x=[1], y=[theory[0]], mode="markers", marker={"color": "black", "size": 9},
-                             name=f"SD: ({ms[0]}, {theory[0]:.2f})"))
+                             name=f"SD: ({ms[0]}, {theory[0]:.3f})"))
     fig.update_layout(**base_layout(title, height=380), xaxis=axis("number of drafts M", type="log"),
                       yaxis=axis("expected rejections E[N_rej]"))
     return fig
@@ -114,6 +114,8 @@ def batch_improvement_figure(ms: Sequence[int], bernoulli: Mapping[float, tuple[
             fig.add_trace(go.Scatter(x=list(ms), y=direct, mode="markers", marker={"color": c, "size": 6,
                                      "symbol": "circle-open"}, name=f"{sym} = {key:g}: residual chain",
                                      legendgroup=f"{row}{i}", showlegend=False), row=row, col=1)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", marker={"color": "#6b7280", "symbol": "circle-open"},
+                             name="markers: residual chain, computed directly"), row=1, col=1)
     layout = base_layout("Batch improvement vs batch size M (Fig. 3 right)", height=560)
     layout["legend"] = {"font": {"size": 10}}
     fig.update_layout(**layout)
