@@ -35,7 +35,9 @@ class Row:
     def cells(self) -> list[str]:
         meas = "–" if self.measured is None else (
             f"{self.measured:.3f}" + ("" if self.halfwidth is None else f" ± {self.halfwidth:.3f}"))
-        return [self.figure, self.quantity, self.paper, "–" if self.theory is None else f"{self.theory:.4f}", meas]
+        theory = "–" if self.theory is None else (
+            f"{self.theory:.4f}" if self.theory == 0 or abs(self.theory) >= 1e-3 else f"{self.theory:.1e}")
+        return [self.figure, self.quantity, self.paper, theory, meas]
 
 
 def write_figure(fig: go.Figure, out: Path, stem: str, png: bool) -> list[Path]:
