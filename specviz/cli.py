@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(bench)
     bench.set_defaults(fn=cmd_bench)
     theory = sub.add_parser("theory", help="rerun the theory paper's simulations and write its figures")
-    from specviz.theory.report import add_arguments as theory_arguments, main as theory_main
+    from specviz.theory.cli import add_arguments as theory_arguments, main as theory_main
 
     theory_arguments(theory)
     theory.set_defaults(fn=theory_main)

@@ -228,7 +228,8 @@ def rejection_law(b: Array, p: Array, q: Array, residual_kind: Literal["opt", "t
     if residual_kind == "opt":
         return optimal_rejection_law(b, p, q)
     if residual_kind == "target":
-        return as64(p) + 0.0 * as64(b)
+        p = as64(p)
+        return p.expand(torch.broadcast_shapes(p.shape, as64(b).shape))
     raise ValueError(f"residual must be 'opt' or 'target', got {residual_kind!r}.")
 
 

@@ -1,9 +1,8 @@
-"""``python -m specviz theory --figures OUT``: rerun the theory paper's simulations (arXiv 2411.00841,
-App. F) and write Figs. 2-5 as Plotly HTML (PNG too when kaleido is installed) and a results table
-(``results.md``, ``results.json``) of the paper's reported values next to ours."""
+"""Rerun the theory paper's simulations (arXiv 2411.00841, App. F) and write Figs. 2-5 as Plotly HTML
+(PNG too when kaleido is installed) and a results table (``results.md``, ``results.json``) of the
+paper's reported values next to ours. ``python -m specviz theory --figures OUT`` calls ``run``."""
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 from dataclasses import dataclass
@@ -188,22 +187,3 @@ def run(out: Path, runs: int = 5000, seed: int = 10, mc_seed: int = 0, horizons:
                      "draws": draws, "vocab": 7},
         "rows": [r.__dict__ for r in rows]}, indent=1), encoding="utf-8")
     return written + [out / "results.md", out / "results.json"]
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--figures", required=True, metavar="OUT", help="directory for the figures and results table")
-    p.add_argument("--runs", type=int, default=5000, help="Monte Carlo runs per algorithm (paper: 5000)")
-    p.add_argument("--seed", type=int, default=10, help="seed of the toy chains (paper: 10)")
-    p.add_argument("--mc-seed", type=int, default=0, help="seed of the Monte Carlo draws")
-    p.add_argument("--horizons", type=int, nargs="+", default=[50, 100],
-                   help="horizons T: the first for Fig. 2, the others for Fig. 5 (paper: 50 100)")
-    p.add_argument("--draws", type=int, default=200_000, help="single-token samples per point in Fig. 4")
-    p.add_argument("--no-png", action="store_true", help="skip PNGs even when kaleido is installed")
-
-
-def main(args: argparse.Namespace) -> int:
-    files = run(Path(args.figures), runs=args.runs, seed=args.seed, mc_seed=args.mc_seed,
-                horizons=tuple(args.horizons), draws=args.draws, png=False if args.no_png else None)
-    print((Path(args.figures) / "results.md").read_text(encoding="utf-8"))
-    print(f"{len(files)} files written to {args.figures}")
-    return 0
