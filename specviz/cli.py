@@ -1,4 +1,4 @@
-"""``python -m specviz run|compare|algorithms|bench|train``: the decoding core from a terminal."""
+"""``python -m specviz run|compare|algorithms|bench|train|theory``: the decoding core from a terminal."""
 from __future__ import annotations
 
 import argparse
@@ -166,6 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(bench)
     bench.set_defaults(fn=cmd_bench)
+    theory = sub.add_parser("theory", help="rerun the theory paper's simulations and write its figures")
+    from specviz.theory.cli import add_arguments as theory_arguments, main as theory_main
+
+    theory_arguments(theory)
+    theory.set_defaults(fn=theory_main)
     sub.add_parser("train", help="train the bundled pair (see python -m specviz train --help)", add_help=False)
     return parser
 
