@@ -27,6 +27,17 @@ def sequential_logits(model, ids: list[int]) -> torch.Tensor:
     return model(torch.tensor([ids])).logits[0, -1].float()
 
 
+def assert_cache_equals_direct(lm: CachedLM, model, ids: list[int]) -> None:
+    """``lm``'s cache holds exactly the KV of decoding ``ids`` from scratch."""
+    assert lm.prefix_len == len(ids) and len(lm.tree) == 0
+    direct = DynamicCache(config=model.config)
+    with torch.inference_mode():
+        model(torch.tensor([ids]), past_key_values=direct, use_cache=True)
+    for mine, ref in zip(lm.cache.layers, direct.layers, strict=True):
+        torch.testing.assert_close(mine.keys, ref.keys, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(mine.values, ref.values, atol=1e-5, rtol=1e-4)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_tree_logits_equal_sequential(family):
     model = tiny_model(family, vocab=32, hidden=32, layers=2)
@@ -48,13 +59,7 @@ def test_commit_keeps_exactly_the_path(family, path):
     lm.extend(PROMPT, TOKENS, PARENTS)
     lm.commit(path)
     kept = PROMPT + [TOKENS[i] for i in path]
-    assert lm.prefix_len == len(kept) and len(lm.tree) == 0
-    direct = DynamicCache(config=model.config)
-    with torch.inference_mode():
-        model(torch.tensor([kept]), past_key_values=direct, use_cache=True)
-    for mine, ref in zip(lm.cache.layers, direct.layers):
-        torch.testing.assert_close(mine.keys, ref.keys, atol=1e-5, rtol=1e-4)
-        torch.testing.assert_close(mine.values, ref.values, atol=1e-5, rtol=1e-4)
+    assert_cache_equals_direct(lm, model, kept)
     # and decoding continues correctly from the kept cache
     nxt = lm.extend([3])
     torch.testing.assert_close(nxt[0], sequential_logits(model, kept + [3]), atol=1e-4, rtol=1e-4)
@@ -76,3 +81,88 @@ def test_commit_refuses_a_non_path():
         lm.commit([0, 4])
     with pytest.raises(SpecvizError):
         lm.extend([1])  # pending tree must be committed first
+
+
+# kept path sets: disjoint roots; sharing root 0 (moves into the prefix); one path a prefix of another;
+# the same path twice; a single path
+KEPT = [[[0, 2, 4], [0, 3], [1, 5]], [[0, 2, 4], [0, 3]], [[0, 2], [0, 2, 4], [1]], [[1, 5], [1, 5]],
+        [[0, 3]]]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("paths", KEPT)
+def test_kept_paths_extend_like_decoding_from_scratch(family, paths):
+    model = tiny_model(family, vocab=32, hidden=32, layers=2)
+    lm = CachedLM(model)
+    lm.extend(PROMPT, TOKENS, PARENTS)
+    shared = 0  # length of the chain every path starts with
+    while all(len(p) > shared and p[shared] == paths[0][shared] for p in paths):
+        shared += 1
+    ends = lm.keep(paths)
+    assert lm.prefix_len == len(PROMPT) + shared  # the chain on every path is settled
+    assert len(lm.tree) == len({n for p in paths for n in p}) - shared
+    histories = [PROMPT + [TOKENS[i] for i in p] for p in paths]
+    for end, hist in zip(ends, histories):  # each returned index ends a pending path spelling that history
+        assert lm.prefix_len + len(lm.tree.path(end)) == len(hist)
+    nxt = [20 + j for j in range(len(paths))]
+    logits = lm.forward(nxt, ends)  # every kept path grows by one token, in one call
+    assert lm.calls == 2
+    for row, hist, tok in zip(logits, histories, nxt):
+        torch.testing.assert_close(row, sequential_logits(model, hist + [tok]), atol=1e-4, rtol=1e-4)
+    # keeping then committing one hypothesis (with its new token) leaves the cache of decoding it directly
+    last = len(lm.tree) - 1
+    lm.commit(lm.tree.path(last))
+    assert_cache_equals_direct(lm, model, histories[-1] + [nxt[-1]])
+    torch.testing.assert_close(lm.extend([3])[0], sequential_logits(model, histories[-1] + [nxt[-1], 3]),
+                               atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_keep_then_commit_equals_decoding_the_path(family):
+    model = tiny_model(family, vocab=32, hidden=32, layers=2)
+    lm = CachedLM(model)
+    lm.extend(PROMPT, TOKENS, PARENTS)
+    ends = lm.keep([[0, 2, 4], [0, 3], [1, 5, 6]])
+    lm.commit(lm.tree.path(ends[0]))
+    assert_cache_equals_direct(lm, model, PROMPT + [TOKENS[i] for i in (0, 2, 4)])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_beams_across_steps_match_sequential(family):
+    """Three steps of a beam search in one cache: each step grows a two-level tree under every kept
+    beam in one forward (every node's logits equal sequential decoding of its history), then keeps
+    some root-to-leaf paths as the next beams; finally one beam is committed."""
+    model = tiny_model(family, vocab=32, hidden=32, layers=2)
+    gen = torch.Generator().manual_seed(0)
+    lm = CachedLM(model)
+    lm.extend(PROMPT)
+    beams: list[tuple[int, list[int]]] = [(ROOT, PROMPT)]  # (pending index of the beam's end, its tokens)
+    for _ in range(3):
+        tokens, parents, hist = [], [], []
+        for end, h in beams:  # two children per beam, one grandchild under the first
+            for _ in range(2):
+                tokens.append(int(torch.randint(32, (1,), generator=gen)))
+                parents.append(end)
+                hist.append(h + tokens[-1:])
+            tokens.append(int(torch.randint(32, (1,), generator=gen)))
+            parents.append(len(lm.tree) + len(tokens) - 3)
+            hist.append(hist[-2] + tokens[-1:])
+        base = len(lm.tree)
+        logits = lm.forward(tokens, parents)
+        for row, h in zip(logits, hist):
+            torch.testing.assert_close(row, sequential_logits(model, h), atol=1e-4, rtol=1e-4)
+        picks = torch.randperm(len(tokens), generator=gen)[:3].tolist()
+        ends = lm.keep([lm.tree.path(base + i) for i in picks])
+        beams = [(e, hist[i]) for e, i in zip(ends, picks)]
+    end, h = beams[0]
+    lm.commit(lm.tree.path(end))
+    assert_cache_equals_direct(lm, model, h)
+
+
+def test_keep_refuses_a_non_path():
+    lm = CachedLM(tiny_model("llama", vocab=32))
+    lm.extend(PROMPT, TOKENS, PARENTS)
+    for bad in ([0, 4], [2], [len(TOKENS)], [-2]):
+        with pytest.raises(SpecvizError):
+            lm.keep([[0, 2], bad])
+    assert len(lm.tree) == len(TOKENS)  # a refused keep changes nothing

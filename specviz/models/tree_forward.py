@@ -10,8 +10,15 @@ continuing the prefix) and returns the logits of every new node in one call, usi
 * explicit ``position_ids`` = prefix length + depth in the tree.
 
 Every node's logits then equal those of decoding its root-to-node path sequentially (tested per
-architecture family). ``commit(path)`` keeps the prefix plus the nodes on ``path`` (a root-to-node
-chain of pending nodes) and drops the rest of the tree from the cache. A chain is the one-branch case.
+architecture family). This is the Tree Attention of "Multi-Candidate Speculative Decoding"
+(arXiv 2401.06706, Sec. 3.3, Fig. 2), after SpecInfer (Miao et al., arXiv 2305.09781).
+
+Several hypotheses share one cache: ``keep(paths)`` keeps the prefix plus the pending nodes on some
+root-to-node paths (a sub-forest) and drops every other node, so the beams of "Dynamic-Width
+Speculative Beam Decoding" (arXiv 2409.16560, Sec. 3.3, Fig. 3: forest-based parallel decoding)
+share the prefix cache instead of keeping one cache per beam. Nodes on *every* kept path are settled
+for all hypotheses and move into the prefix. ``commit(path)`` is ``keep`` of one path (all of it
+moves into the prefix); ``rollback()`` keeps none. A chain is the one-branch case of a tree.
 """
 from __future__ import annotations
 
@@ -21,9 +28,8 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
+from specviz.core.trees import ROOT  # as a parent index: "continues the committed prefix"
 from specviz.errors import SpecvizError
-
-ROOT = -1  # parent index meaning "continues the committed prefix"
 
 
 def chain_parents(n: int) -> list[int]:
@@ -49,9 +55,13 @@ class PendingTree:
             node = self.parents[node]
         return chain
 
+    def path(self, node: int) -> list[int]:
+        """Node ids from a root down to ``node`` (empty for ``ROOT``)."""
+        return self.ancestors(node)[::-1]
+
     def is_path(self, path: list[int]) -> bool:
         """Whether ``path`` is a root-to-node chain."""
-        return all(self.parents[n] == (path[i - 1] if i else ROOT) for i, n in enumerate(path))
+        return all(0 <= n < len(self) and self.parents[n] == (path[i - 1] if i else ROOT) for i, n in enumerate(path))
 
 
 class CachedLM:
@@ -128,23 +138,47 @@ class CachedLM:
                                 [d - k for d in self.tree.depths[k:]])
         return logits[k - 1:]
 
+    def keep(self, paths: list[list[int]]) -> list[int]:
+        """Keep the prefix plus the pending nodes on ``paths`` (root-to-node chains); drop all other nodes.
+
+        The chain shared by every path (their common leading nodes) moves into the prefix; the other
+        kept nodes stay pending, renumbered in their cache order. Returns per path the new pending
+        index of its last node, ``ROOT`` where that node moved into the prefix (or the path is empty):
+        ``forward(tokens, parents=those indices)`` then extends each path.
+        """
+        for path in paths:
+            if not self.tree.is_path(path):
+                raise SpecvizError(f"keep(): {path} is not a root-to-node chain of the pending tree")
+        shared = list(paths[0]) if paths else []
+        for path in paths[1:]:
+            n = next((i for i, (a, b) in enumerate(zip(shared, path)) if a != b), min(len(shared), len(path)))
+            shared = shared[:n]
+        rest = sorted({n for path in paths for n in path} - set(shared))  # cache order: parents first
+        self._select(shared + rest)
+        index = {old: new for new, old in enumerate(rest)}
+        last = shared[-1] if shared else ROOT
+        self.tree = PendingTree([ROOT if self.tree.parents[n] == last else index[self.tree.parents[n]] for n in rest],
+                                [self.tree.depths[n] - len(shared) for n in rest])
+        self.prefix_len += len(shared)
+        return [index.get(path[-1], ROOT) if path else ROOT for path in paths]
+
     def commit(self, path: list[int]) -> None:
-        """Keep the prefix plus pending nodes ``path`` (a root-to-node chain); drop the rest of the tree."""
-        if not self.tree.is_path(path):
-            raise SpecvizError(f"commit({path}) is not a root-to-node chain of the pending tree")
-        if path == list(range(len(path))):  # the kept nodes already sit right after the prefix
-            keep: slice | torch.Tensor = slice(0, self.prefix_len + len(path))
+        """Keep the prefix plus pending nodes ``path`` (a root-to-node chain) as the new prefix; drop the rest."""
+        self.keep([path])
+
+    def rollback(self) -> None:
+        """Drop the whole pending tree."""
+        self.keep([])
+
+    def _select(self, nodes: list[int]) -> None:
+        """Cut every layer's KV to the prefix followed by the pending ``nodes``, in that order."""
+        if nodes == list(range(len(nodes))):  # already in place right after the prefix
+            rows: slice | torch.Tensor = slice(0, self.prefix_len + len(nodes))
         else:
-            keep = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + i for i in path],
+            rows = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + i for i in nodes],
                                 device=self.device)
         for layer in self.cache.layers:
             if type(layer) is not DynamicLayer:
                 raise SpecvizError(f"KV rollback supports full-attention caches only, not {type(layer).__name__}.")
             if layer.is_initialized:
-                layer.keys, layer.values = layer.keys[..., keep, :], layer.values[..., keep, :]
-        self.prefix_len += len(path)
-        self.tree = PendingTree()
-
-    def rollback(self) -> None:
-        """Drop the whole pending tree."""
-        self.commit([])
+                layer.keys, layer.values = layer.keys[..., rows, :], layer.values[..., rows, :]
