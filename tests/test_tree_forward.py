@@ -1,9 +1,12 @@
 """The tree engine: one forward over a forest equals sequential decoding of each root-to-node path,
-and the KV cache after keeping a path equals the cache of decoding that path directly."""
+and the KV cache after keeping a path equals the cache of decoding that path directly. On the four
+full-attention families of ``tiny.py`` and on sliding-window ones (Mistral with ``sliding_window``
+set; Gemma 2 and Gemma 3, which mix sliding and full layers), with a window shorter than the paths."""
 import pytest
 import torch
 from tiny import FAMILIES, tiny_model
-from transformers import DynamicCache
+from transformers import DynamicCache, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, \
+    MistralConfig, MistralForCausalLM
 
 from specviz.errors import SpecvizError
 from specviz.models.tree_forward import ROOT, CachedLM
@@ -12,6 +15,29 @@ PROMPT = [1, 2, 3, 4, 5]
 # a forest: two roots; root 0 has children 2, 3; node 2 has child 4; root 1 has child 5; 5 has child 6
 TOKENS = [7, 8, 9, 10, 11, 12, 13]
 PARENTS = [ROOT, ROOT, 0, 0, 2, 1, 5]
+
+
+SLIDING = ("mistral", "gemma2", "gemma3")
+WINDOW = 3  # shorter than PROMPT plus a path: every node's window cuts into the prompt
+
+
+def sliding_model(family: str):
+    """A random-initialised model whose attention layers (all, or every other one) see only the last
+    ``WINDOW`` positions."""
+    common = dict(vocab_size=32, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=16, sliding_window=WINDOW, initializer_range=0.2,
+                  bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    torch.manual_seed(0)
+    if family == "mistral":
+        return MistralForCausalLM(MistralConfig(**common)).eval()
+    hybrid = ["sliding_attention", "full_attention"]
+    if family == "gemma2":
+        return Gemma2ForCausalLM(Gemma2Config(layer_types=hybrid, **common)).eval()
+    return Gemma3ForCausalLM(Gemma3TextConfig(layer_types=hybrid, **common)).eval()
+
+
+def model_of(family: str):
+    return sliding_model(family) if family in SLIDING else tiny_model(family, vocab=32, hidden=32, layers=2)
 
 
 def path_tokens(i: int) -> list[int]:
@@ -30,7 +56,7 @@ def sequential_logits(model, ids: list[int]) -> torch.Tensor:
 def assert_cache_equals_direct(lm: CachedLM, model, ids: list[int]) -> None:
     """``lm``'s cache holds exactly the KV of decoding ``ids`` from scratch."""
     assert lm.prefix_len == len(ids) and len(lm.tree) == 0
-    direct = DynamicCache(config=model.config)
+    direct = DynamicCache()  # full length in every layer, as CachedLM keeps it
     with torch.inference_mode():
         model(torch.tensor([ids]), past_key_values=direct, use_cache=True)
     for mine, ref in zip(lm.cache.layers, direct.layers, strict=True):
@@ -38,9 +64,9 @@ def assert_cache_equals_direct(lm: CachedLM, model, ids: list[int]) -> None:
         torch.testing.assert_close(mine.values, ref.values, atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING)
 def test_tree_logits_equal_sequential(family):
-    model = tiny_model(family, vocab=32, hidden=32, layers=2)
+    model = model_of(family)
     lm = CachedLM(model)
     logits = lm.extend(PROMPT, TOKENS, PARENTS)
     assert logits.shape == (1 + len(TOKENS), 32)
@@ -51,10 +77,10 @@ def test_tree_logits_equal_sequential(family):
     assert lm.calls == 1
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING)
 @pytest.mark.parametrize("path", [[1, 5, 6], [0, 2, 4], [0, 3], []])
 def test_commit_keeps_exactly_the_path(family, path):
-    model = tiny_model(family, vocab=32, hidden=32, layers=2)
+    model = model_of(family)
     lm = CachedLM(model)
     lm.extend(PROMPT, TOKENS, PARENTS)
     lm.commit(path)
@@ -89,10 +115,10 @@ KEPT = [[[0, 2, 4], [0, 3], [1, 5]], [[0, 2, 4], [0, 3]], [[0, 2], [0, 2, 4], [1
         [[0, 3]]]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING)
 @pytest.mark.parametrize("paths", KEPT)
 def test_kept_paths_extend_like_decoding_from_scratch(family, paths):
-    model = tiny_model(family, vocab=32, hidden=32, layers=2)
+    model = model_of(family)
     lm = CachedLM(model)
     lm.extend(PROMPT, TOKENS, PARENTS)
     shared = 0  # length of the chain every path starts with
@@ -117,9 +143,9 @@ def test_kept_paths_extend_like_decoding_from_scratch(family, paths):
                                atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING)
 def test_keep_then_commit_equals_decoding_the_path(family):
-    model = tiny_model(family, vocab=32, hidden=32, layers=2)
+    model = model_of(family)
     lm = CachedLM(model)
     lm.extend(PROMPT, TOKENS, PARENTS)
     ends = lm.keep([[0, 2, 4], [0, 3], [1, 5, 6]])
@@ -127,12 +153,12 @@ def test_keep_then_commit_equals_decoding_the_path(family):
     assert_cache_equals_direct(lm, model, PROMPT + [TOKENS[i] for i in (0, 2, 4)])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING)
 def test_beams_across_steps_match_sequential(family):
     """Three steps of a beam search in one cache: each step grows a two-level tree under every kept
     beam in one forward (every node's logits equal sequential decoding of its history), then keeps
     some root-to-leaf paths as the next beams; finally one beam is committed."""
-    model = tiny_model(family, vocab=32, hidden=32, layers=2)
+    model = model_of(family)
     gen = torch.Generator().manual_seed(0)
     lm = CachedLM(model)
     lm.extend(PROMPT)

@@ -64,18 +64,44 @@ class PendingTree:
         return all(0 <= n < len(self) and self.parents[n] == (path[i - 1] if i else ROOT) for i, n in enumerate(path))
 
 
+def layer_windows(config) -> dict[str, int | None]:
+    """Attention layer type -> its sliding window (``None``: full attention), from the decoder's config.
+
+    Hybrid models (Gemma 2/3: sliding and full layers) take one mask per layer type; a model with
+    one type (Llama, or Mistral with ``sliding_window`` set) takes a single mask.
+    """
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    types, kwargs = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
+    out: dict[str, int | None] = {}
+    for kind, kw in zip(types, kwargs):
+        if kind not in ("full_attention", "sliding_attention"):
+            raise SpecvizError(f"tree attention supports full and sliding-window attention layers, not {kind!r}.")
+        window = kw.get("sliding_window") if kind == "sliding_attention" else None
+        if out.setdefault(kind, window) != window:
+            raise SpecvizError(f"{kind} layers with different windows ({out[kind]}, {window}) are not supported.")
+    return out
+
+
 class CachedLM:
-    """A causal LM plus its KV cache, fed as prefix + tree. Counts its forward calls."""
+    """A causal LM plus its KV cache, fed as prefix + tree. Counts its forward calls.
+
+    Every layer keeps the KV of every cached position, sliding-window layers included: their window
+    is applied by the mask (a key at position ``k`` is visible from position ``t`` iff
+    ``t - window < k <= t``, as in the model's own mask), so a rollback never needs a KV row that a
+    window-sized cache would already have dropped.
+    """
 
     def __init__(self, model: PreTrainedModel, vocab_size: int | None = None):
         self.model = model
         self.vocab_size = vocab_size
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
+        self.windows = layer_windows(model.config)
         self.reset()
 
     def reset(self) -> None:
-        self.cache = DynamicCache(config=self.model.config)
+        self.cache = DynamicCache()  # full-length layers everywhere (see class docstring)
         self.prefix_len = 0
         self.tree = PendingTree()
         self.calls = 0
@@ -96,20 +122,21 @@ class CachedLM:
         for i, par in enumerate(parents):
             if not (par == ROOT or 0 <= par < start + i):
                 raise SpecvizError(f"node {start + i} has invalid parent {par}")
+        for par in parents:
             self.tree.parents.append(par)
             self.tree.depths.append(0 if par == ROOT else self.tree.depths[par] + 1)
-        total = self.cached_len
-        allowed = torch.zeros(n, total, dtype=torch.bool)
+        allowed = torch.zeros(n, self.cached_len, dtype=torch.bool)
         allowed[:, : self.prefix_len] = True
         rows = [i for i in range(n) for _ in self.tree.ancestors(start + i)]
         cols = [self.prefix_len + a for i in range(n) for a in self.tree.ancestors(start + i)]
         allowed[rows, cols] = True
-        mask = torch.zeros(n, total, dtype=self.dtype)
-        mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
-        positions = torch.tensor([self.prefix_len + d for d in self.tree.depths[start:]])
+        key_pos = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + d for d in self.tree.depths])
+        positions = key_pos[self.prefix_len + start:]
+        masks = {kind: self._float_mask(allowed if w is None else allowed & (key_pos > positions[:, None] - w))
+                 for kind, w in self.windows.items()}
         out = self.model(
             input_ids=torch.tensor([tokens], device=self.device),
-            attention_mask=mask[None, None].to(self.device),
+            attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
             position_ids=positions[None].to(self.device),
             past_key_values=self.cache,
             use_cache=True,
@@ -117,6 +144,11 @@ class CachedLM:
         self.calls += 1
         logits = out.logits[0].float()
         return logits[:, : self.vocab_size] if self.vocab_size else logits
+
+    def _float_mask(self, allowed: torch.Tensor) -> torch.Tensor:
+        """``[n, cached]`` booleans -> the additive ``(1, 1, n, cached)`` mask: 0 or the dtype's minimum."""
+        mask = torch.zeros(allowed.shape, dtype=self.dtype).masked_fill_(~allowed, torch.finfo(self.dtype).min)
+        return mask[None, None].to(self.device)
 
     def extend(self, context: list[int], tokens: list[int] = (), parents: list[int] = ()) -> torch.Tensor:
         """Feed committed ``context`` (not yet cached) and a tree of draft nodes in one forward call.
