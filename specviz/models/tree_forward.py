@@ -6,7 +6,8 @@ committed yet. ``forward(tokens, parents)`` appends new nodes under existing one
 continuing the prefix) and returns the logits of every new node in one call, using
 
 * a 4D float attention mask of shape ``(1, 1, n_new, cached + n_new)``: 0 where a node may attend
-  (the whole prefix, its pending-tree ancestors and itself), the dtype's minimum elsewhere;
+  (the whole prefix, its pending-tree ancestors and itself; for a sliding-window layer only those
+  within its window), the dtype's minimum elsewhere; one mask per layer type in hybrid models;
 * explicit ``position_ids`` = prefix length + depth in the tree.
 
 Every node's logits then equal those of decoding its root-to-node path sequentially (tested per
