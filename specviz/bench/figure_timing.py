@@ -14,8 +14,8 @@ from typing import Callable
 
 import specviz
 from specviz import viz
-from specviz.errors import ModelLoadError
 from specviz.bench.timing import median_time
+from specviz.errors import ModelLoadError
 from specviz.presets import bundled_preset, check_available
 
 
