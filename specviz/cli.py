@@ -74,7 +74,8 @@ def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:
     return {k: v for k, v in vars(args).items() if k in names and v is not None}
 
 
-def _load(args: argparse.Namespace):
+def load_pair_from_args(args: argparse.Namespace):
+    """The pair named by ``add_pair_args``' options: ``--preset``, else ``--target``/``--draft``."""
     from specviz.models.loading import load_pair
 
     target, draft = args.target, args.draft
@@ -98,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.algo not in ALGORITHMS:
         raise specviz.UnknownAlgorithmError(f"Unknown algorithm {args.algo!r}; registered: {', '.join(ALGORITHMS)}.")
-    pair = _load(args)
+    pair = load_pair_from_args(args)
     trace = specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args), **_algo_params(args, args.algo))
     print(render_text(trace, color=not args.no_color and sys.stdout.isatty() or args.color))
     print(summary_line(trace))
@@ -113,7 +114,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import specviz
     from specviz.metrics import speedup
 
-    pair = _load(args)
+    pair = load_pair_from_args(args)
     traces = [specviz.decode(pair, a, args.prompt, **_decode_kwargs(args), **_algo_params(args, a)) for a in args.algos]
     base = next((t for t in traces if t.algorithm == "ar"), None)
     print(f"{'algorithm':<12} {'tokens':>6} {'calls':>6} {'tau':>5} {'accept':>7} {'tok/s':>8} {'speedup':>8}")

@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 from typing import Any
 
 import torch
+
+from specviz.bench.timing import median_time
+from specviz.cli import add_pair_args, load_pair_from_args
+from specviz.presets import bundled_preset
 
 DEFAULT_PROMPTS = [
     "def fibonacci(n):\n",
@@ -24,9 +26,7 @@ DEFAULT_PROMPTS = [
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from specviz.cli import add_pair_args
-
-    add_pair_args(p)  # default pair: the bundled assets/target and assets/draft
+    add_pair_args(p)  # default pair: the bundled preset (assets/target and assets/draft)
     p.add_argument("--algos", nargs="+", default=None, help="specviz algorithms (default: all that need at most a draft)")
     p.add_argument("--gamma", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -34,16 +34,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", action="append", help="a prompt (repeatable); default: built-in code prompts")
     p.add_argument("--no-hf", action="store_true", help="skip Hugging Face assisted generation")
     p.add_argument("--out", default="bench-out")
-
-
-def _median_time(fn, repeats: int) -> tuple[float, Any]:
-    fn()  # warm-up
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def hf_assisted(pair, prompt_ids: list[int], max_new_tokens: int, gamma: int) -> list[int]:
@@ -65,8 +55,8 @@ def benchmark(pair, prompts: list[str], algos: list[str], gamma: int, max_new_to
     for prompt in prompts:
         for algo in algos:
             params = {"gamma": gamma} if any(p.name == "gamma" for p in specviz.ALGORITHMS[algo].params) else {}
-            wall, trace = _median_time(lambda: specviz.decode(pair, algo, prompt, max_new_tokens=max_new_tokens,
-                                                              temperature=0, **params), repeats)
+            wall, trace = median_time(lambda: specviz.decode(pair, algo, prompt, max_new_tokens=max_new_tokens,
+                                                             temperature=0, **params), repeats)
             row = rows.setdefault(algo, {"method": algo, "new_tokens": 0, "target_calls": 0, "wall_s": 0.0})
             row["new_tokens"] += trace.metrics["new_tokens"]
             row["target_calls"] += trace.metrics["target_calls"]
@@ -74,7 +64,7 @@ def benchmark(pair, prompts: list[str], algos: list[str], gamma: int, max_new_to
             outputs.setdefault(algo, []).append(trace.output_ids)
         if with_hf and pair.draft is not None:
             ids = pair.encode(prompt)
-            wall, out = _median_time(lambda: hf_assisted(pair, ids, max_new_tokens, gamma), repeats)
+            wall, out = median_time(lambda: hf_assisted(pair, ids, max_new_tokens, gamma), repeats)
             row = rows.setdefault("hf_assisted", {"method": "hf_assisted", "new_tokens": 0, "target_calls": None,
                                                   "wall_s": 0.0})
             row["new_tokens"] += len(out)
@@ -102,12 +92,10 @@ def to_markdown(rows: list[dict[str, Any]], header: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     import specviz
-    from specviz.cli import _load
 
     if not (args.target or args.preset):
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        args.target, args.draft = os.path.join(root, "assets", "target"), os.path.join(root, "assets", "draft")
-    pair = _load(args)
+        args.preset = bundled_preset().name
+    pair = load_pair_from_args(args)
     algos = args.algos or [a for a, s in specviz.ALGORITHMS.items() if s.lossless]
     rows = benchmark(pair, args.prompt or DEFAULT_PROMPTS, algos, args.gamma, args.max_new_tokens, args.repeats,
                      with_hf=not args.no_hf)

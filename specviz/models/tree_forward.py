@@ -6,12 +6,20 @@ committed yet. ``forward(tokens, parents)`` appends new nodes under existing one
 continuing the prefix) and returns the logits of every new node in one call, using
 
 * a 4D float attention mask of shape ``(1, 1, n_new, cached + n_new)``: 0 where a node may attend
-  (the whole prefix, its pending-tree ancestors and itself), the dtype's minimum elsewhere;
+  (the whole prefix, its pending-tree ancestors and itself; for a sliding-window layer only those
+  within its window), the dtype's minimum elsewhere; one mask per layer type in hybrid models;
 * explicit ``position_ids`` = prefix length + depth in the tree.
 
 Every node's logits then equal those of decoding its root-to-node path sequentially (tested per
-architecture family). ``commit(path)`` keeps the prefix plus the nodes on ``path`` (a root-to-node
-chain of pending nodes) and drops the rest of the tree from the cache. A chain is the one-branch case.
+architecture family). This is the Tree Attention of "Multi-Candidate Speculative Decoding"
+(arXiv 2401.06706, Sec. 3.3, Fig. 2), after SpecInfer (Miao et al., arXiv 2305.09781).
+
+Several hypotheses share one cache: ``keep(paths)`` keeps the prefix plus the pending nodes on some
+root-to-node paths (a sub-forest) and drops every other node, so the beams of "Dynamic-Width
+Speculative Beam Decoding" (arXiv 2409.16560, Sec. 3.3, Fig. 3: forest-based parallel decoding)
+share the prefix cache instead of keeping one cache per beam. Nodes on *every* kept path are settled
+for all hypotheses and move into the prefix. ``commit(path)`` is ``keep`` of one path (all of it
+moves into the prefix); ``rollback()`` keeps none. A chain is the one-branch case of a tree.
 """
 from __future__ import annotations
 
@@ -21,9 +29,8 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
+from specviz.core.trees import ROOT  # as a parent index: "continues the committed prefix"
 from specviz.errors import SpecvizError
-
-ROOT = -1  # parent index meaning "continues the committed prefix"
 
 
 def chain_parents(n: int) -> list[int]:
@@ -49,23 +56,53 @@ class PendingTree:
             node = self.parents[node]
         return chain
 
+    def path(self, node: int) -> list[int]:
+        """Node ids from a root down to ``node`` (empty for ``ROOT``)."""
+        return self.ancestors(node)[::-1]
+
     def is_path(self, path: list[int]) -> bool:
         """Whether ``path`` is a root-to-node chain."""
-        return all(self.parents[n] == (path[i - 1] if i else ROOT) for i, n in enumerate(path))
+        return all(0 <= n < len(self) and self.parents[n] == (path[i - 1] if i else ROOT) for i, n in enumerate(path))
+
+
+def layer_windows(config) -> dict[str, int | None]:
+    """Attention layer type -> its sliding window (``None``: full attention), from the decoder's config.
+
+    Hybrid models (Gemma 2/3: sliding and full layers) take one mask per layer type; a model with
+    one type (Llama, or Mistral with ``sliding_window`` set) takes a single mask.
+    """
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    types, kwargs = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
+    out: dict[str, int | None] = {}
+    for kind, kw in zip(types, kwargs):
+        if kind not in ("full_attention", "sliding_attention"):
+            raise SpecvizError(f"tree attention supports full and sliding-window attention layers, not {kind!r}.")
+        window = kw.get("sliding_window") if kind == "sliding_attention" else None
+        if out.setdefault(kind, window) != window:
+            raise SpecvizError(f"{kind} layers with different windows ({out[kind]}, {window}) are not supported.")
+    return out
 
 
 class CachedLM:
-    """A causal LM plus its KV cache, fed as prefix + tree. Counts its forward calls."""
+    """A causal LM plus its KV cache, fed as prefix + tree. Counts its forward calls.
+
+    Every layer keeps the KV of every cached position, sliding-window layers included: their window
+    is applied by the mask (a key at position ``k`` is visible from position ``t`` iff
+    ``t - window < k <= t``, as in the model's own mask), so a rollback never needs a KV row that a
+    window-sized cache would already have dropped.
+    """
 
     def __init__(self, model: PreTrainedModel, vocab_size: int | None = None):
         self.model = model
         self.vocab_size = vocab_size
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
+        self.windows = layer_windows(model.config)
         self.reset()
 
     def reset(self) -> None:
-        self.cache = DynamicCache(config=self.model.config)
+        self.cache = DynamicCache()  # full-length layers everywhere (see class docstring)
         self.prefix_len = 0
         self.tree = PendingTree()
         self.calls = 0
@@ -86,20 +123,21 @@ class CachedLM:
         for i, par in enumerate(parents):
             if not (par == ROOT or 0 <= par < start + i):
                 raise SpecvizError(f"node {start + i} has invalid parent {par}")
+        for par in parents:
             self.tree.parents.append(par)
             self.tree.depths.append(0 if par == ROOT else self.tree.depths[par] + 1)
-        total = self.cached_len
-        allowed = torch.zeros(n, total, dtype=torch.bool)
+        allowed = torch.zeros(n, self.cached_len, dtype=torch.bool)
         allowed[:, : self.prefix_len] = True
         rows = [i for i in range(n) for _ in self.tree.ancestors(start + i)]
         cols = [self.prefix_len + a for i in range(n) for a in self.tree.ancestors(start + i)]
         allowed[rows, cols] = True
-        mask = torch.zeros(n, total, dtype=self.dtype)
-        mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
-        positions = torch.tensor([self.prefix_len + d for d in self.tree.depths[start:]])
+        key_pos = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + d for d in self.tree.depths])
+        positions = key_pos[self.prefix_len + start:]
+        masks = {kind: self._float_mask(allowed if w is None else allowed & (key_pos > positions[:, None] - w))
+                 for kind, w in self.windows.items()}
         out = self.model(
             input_ids=torch.tensor([tokens], device=self.device),
-            attention_mask=mask[None, None].to(self.device),
+            attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
             position_ids=positions[None].to(self.device),
             past_key_values=self.cache,
             use_cache=True,
@@ -107,6 +145,11 @@ class CachedLM:
         self.calls += 1
         logits = out.logits[0].float()
         return logits[:, : self.vocab_size] if self.vocab_size else logits
+
+    def _float_mask(self, allowed: torch.Tensor) -> torch.Tensor:
+        """``[n, cached]`` booleans -> the additive ``(1, 1, n, cached)`` mask: 0 or the dtype's minimum."""
+        mask = torch.zeros(allowed.shape, dtype=self.dtype).masked_fill_(~allowed, torch.finfo(self.dtype).min)
+        return mask[None, None].to(self.device)
 
     def extend(self, context: list[int], tokens: list[int] = (), parents: list[int] = ()) -> torch.Tensor:
         """Feed committed ``context`` (not yet cached) and a tree of draft nodes in one forward call.
@@ -128,23 +171,47 @@ class CachedLM:
                                 [d - k for d in self.tree.depths[k:]])
         return logits[k - 1:]
 
+    def keep(self, paths: list[list[int]]) -> list[int]:
+        """Keep the prefix plus the pending nodes on ``paths`` (root-to-node chains); drop all other nodes.
+
+        The chain shared by every path (their common leading nodes) moves into the prefix; the other
+        kept nodes stay pending, renumbered in their cache order. Returns per path the new pending
+        index of its last node, ``ROOT`` where that node moved into the prefix (or the path is empty):
+        ``forward(tokens, parents=those indices)`` then extends each path.
+        """
+        for path in paths:
+            if not self.tree.is_path(path):
+                raise SpecvizError(f"keep(): {path} is not a root-to-node chain of the pending tree")
+        shared = list(paths[0]) if paths else []
+        for path in paths[1:]:
+            n = next((i for i, (a, b) in enumerate(zip(shared, path)) if a != b), min(len(shared), len(path)))
+            shared = shared[:n]
+        rest = sorted({n for path in paths for n in path} - set(shared))  # cache order: parents first
+        self._select(shared + rest)
+        index = {old: new for new, old in enumerate(rest)}
+        last = shared[-1] if shared else ROOT
+        self.tree = PendingTree([ROOT if self.tree.parents[n] == last else index[self.tree.parents[n]] for n in rest],
+                                [self.tree.depths[n] - len(shared) for n in rest])
+        self.prefix_len += len(shared)
+        return [index.get(path[-1], ROOT) if path else ROOT for path in paths]
+
     def commit(self, path: list[int]) -> None:
-        """Keep the prefix plus pending nodes ``path`` (a root-to-node chain); drop the rest of the tree."""
-        if not self.tree.is_path(path):
-            raise SpecvizError(f"commit({path}) is not a root-to-node chain of the pending tree")
-        if path == list(range(len(path))):  # the kept nodes already sit right after the prefix
-            keep: slice | torch.Tensor = slice(0, self.prefix_len + len(path))
+        """Keep the prefix plus pending nodes ``path`` (a root-to-node chain) as the new prefix; drop the rest."""
+        self.keep([path])
+
+    def rollback(self) -> None:
+        """Drop the whole pending tree."""
+        self.keep([])
+
+    def _select(self, nodes: list[int]) -> None:
+        """Cut every layer's KV to the prefix followed by the pending ``nodes``, in that order."""
+        if nodes == list(range(len(nodes))):  # already in place right after the prefix
+            rows: slice | torch.Tensor = slice(0, self.prefix_len + len(nodes))
         else:
-            keep = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + i for i in path],
+            rows = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + i for i in nodes],
                                 device=self.device)
         for layer in self.cache.layers:
             if type(layer) is not DynamicLayer:
                 raise SpecvizError(f"KV rollback supports full-attention caches only, not {type(layer).__name__}.")
             if layer.is_initialized:
-                layer.keys, layer.values = layer.keys[..., keep, :], layer.values[..., keep, :]
-        self.prefix_len += len(path)
-        self.tree = PendingTree()
-
-    def rollback(self) -> None:
-        """Drop the whole pending tree."""
-        self.commit([])
+                layer.keys, layer.values = layer.keys[..., rows, :], layer.values[..., rows, :]

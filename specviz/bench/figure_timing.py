@@ -1,20 +1,22 @@
-"""How long the figures take: ``python -m specviz.viz.perf [--target DIR --draft DIR]``.
+"""How long the figures take: ``python -m specviz.bench.figure_timing [--target DIR --draft DIR]``.
 
-Decodes with a real pair (the bundled pair if given or present, else a small random-initialised
-Llama pair), then times, per call: the tree figure of a 64-node step (``mcsd`` with k_config 4x3x4: 64 drafted nodes),
-its JSON serialisation (what Gradio sends), the coloured text, and the comparison figures of four
-200-step runs (what a scrub rebuilds). Prints a Markdown table.
+Decodes with a real pair (the one given, else the bundled pair if present, else a small
+random-initialised Llama pair), then times, per call (median of 20 after a warm-up): the tree figure
+of a 64-node step (``mcsd`` with k_config 4x3x4: 64 drafted nodes), its JSON serialisation (what
+Gradio sends), the coloured text, and the comparison figures of four 200-step runs (what a scrub
+rebuilds). Prints a Markdown table.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
-from pathlib import Path
 from typing import Callable
 
 import specviz
 from specviz import viz
+from specviz.bench.timing import median_time
+from specviz.errors import ModelLoadError
+from specviz.presets import bundled_preset, check_available
 
 
 def _random_pair(vocab: int = 512):
@@ -35,14 +37,21 @@ def _random_pair(vocab: int = 512):
     return ModelPair(target, draft, None, vocab, target_name="random-llama-64", draft_name="random-llama-32")
 
 
-def timeit(fn: Callable[[], object], repeat: int = 20) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(1000 * (time.perf_counter() - t0))
-    return statistics.median(samples)
+def _timing_pair(target: str | None, draft: str | None):
+    """The pair given, else the bundled pair if its files are here, else ``_random_pair()``."""
+    if target:
+        return specviz.load_pair(target, draft)
+    bundled = bundled_preset()
+    try:
+        check_available(bundled)
+    except ModelLoadError:
+        return _random_pair()
+    return specviz.load_pair(bundled.target, bundled.draft)
+
+
+def timeit(fn: Callable[[], object], repeats: int = 20) -> float:
+    """Median milliseconds per call of ``fn``."""
+    return 1000 * median_time(fn, repeats)[0]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -54,13 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    root = Path(__file__).resolve().parents[2] / "assets"
-    if args.target:
-        pair = specviz.load_pair(args.target, args.draft)
-    elif (root / "target").is_dir() and (root / "draft").is_dir():
-        pair = specviz.load_pair(str(root / "target"), str(root / "draft"))
-    else:
-        pair = _random_pair()
+    pair = _timing_pair(args.target, args.draft)
     prompt: str | list[int] = "def main(argv=None):\n" if pair.tokenizer is not None else [1, 2, 3]
 
     tree_trace = specviz.decode(pair, "mcsd", prompt=prompt, max_new_tokens=16, temperature=1.0, seed=0,
