@@ -108,6 +108,7 @@ class EarlyExitHead(nn.Module):
         _set_layer_idx(self.layer, self.exit_layer)  # its slot in the exit model's cache
         self.norm = copy.deepcopy(getattr(backbone, norm))
         self.lm_head = copy.deepcopy(base.get_output_embeddings())  # deepcopy clones a tied weight: untied
+        self.requires_grad_(True)  # all trainable, even when copied from a frozen base
         object.__setattr__(self, "_base", base)  # not a submodule: kept out of parameters and state dict
         object.__setattr__(self, "_exit_model", None)
 

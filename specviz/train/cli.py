@@ -5,6 +5,9 @@ The defaults are the recipe of the shipped ``assets/``: run ``python -m specviz.
 one-minute run with tiny models;
 ``--preset gpu`` is the larger recipe for a CUDA machine. ``--stages draft,early_exit,eval`` redoes
 some stages and loads the others' results from ``--out``.
+
+``python -m specviz train early-exit --target DIR --exit-layer N [--text FILE] [--out DIR]`` trains an
+EESD early-exit head for any causal LM directory (see ``specviz/train/early_exit.py``).
 """
 from __future__ import annotations
 
@@ -60,6 +63,12 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["early-exit"]:  # one head for any target: python -m specviz train early-exit --target DIR ...
+        from .early_exit import main as early_exit_main
+
+        return early_exit_main(argv[1:])
     args = build_parser().parse_args(argv)
     cfg = config_from_args(args)
     try:

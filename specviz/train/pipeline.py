@@ -248,27 +248,18 @@ def _run(cfg: TrainConfig, log) -> dict:
         draft = None
 
     # early-exit head
-    from specviz.models.early_exit import EarlyExitHead, load_early_exit, save_early_exit
+    from specviz.models.early_exit import load_early_exit, save_early_exit
+
+    from .early_exit import train_early_exit
 
     if "early_exit" in cfg.stages:
         torch.manual_seed(cfg.seed + 3)
-        head = EarlyExitHead(target, cfg.exit_layer).to(device)
-        n_params = sum(p.numel() for p in head.parameters())
-        log(f"[early_exit] exit after layer {cfg.exit_layer} of {target.config.num_hidden_layers}: "
-            f"{n_params / 1e6:.2f}M trainable parameters (trunk frozen); {cfg.ee_steps} steps")
         sampler = MixedSampler(WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14), bank,
                                cfg.generated_fraction, cfg.seed + 15)
-
-        def ee_loss(batch):
-            batch = batch.to(device)
-            x = batch[:, :-1]
-            with torch.no_grad():
-                out_t = target(input_ids=x, output_hidden_states=True)
-            pos = torch.arange(x.shape[1], device=device).unsqueeze(0)
-            student = head(out_t.hidden_states[cfg.exit_layer], pos)
-            return kl_to_teacher(student, out_t.logits)
-
-        fit("early_exit", head, sampler, ee_loss, cfg.ee_steps, cfg.ee_lr)
+        head, summary = train_early_exit(target, cfg.exit_layer, sampler, cfg.ee_steps, cfg.ee_lr, device, log=log,
+                                         log_every=cfg.log_every)
+        timings["early_exit"] = summary["seconds"]
+        report["early_exit_training"] = {k: v for k, v in summary.items() if k != "history"}
         save_early_exit(head, out / "early_exit", base="../target",
                         extra={"training": report["early_exit_training"],
                                "loss": "KL(target || head) on corpus windows and target continuations",
