@@ -49,6 +49,9 @@ def test_load_pair_and_auto_classes_accept_the_output(trained):
 def test_early_exit_head_loads_and_matches_its_definition(trained):
     from transformers import AutoModelForCausalLM
 
+    from specviz.models.early_exit import EarlyExitLM
+    from specviz.models.tree_forward import chain_parents
+
     base = AutoModelForCausalLM.from_pretrained(trained / "target")
     head = load_early_exit(trained / "early_exit", base)
     assert isinstance(head, EarlyExitHead) and head.exit_layer == 1
@@ -59,15 +62,68 @@ def test_early_exit_head_loads_and_matches_its_definition(trained):
         out = base(input_ids=ids, output_hidden_states=True)
         h1 = first_n(base, ids, 1)
         assert torch.allclose(h1, out.hidden_states[1], atol=1e-5)
-        full = head.logits_for(ids)
-        # incremental decoding with the head's own cache gives the same logits as the full pass
-        from transformers import DynamicCache
+        full = head.logits_for(ids)[0]
+        assert torch.allclose(head(h1)[0], full, atol=1e-5)
+    # incremental decoding with the head's own cache gives the same logits as the full pass
+    lm = EarlyExitLM(head)
+    a = lm.extend([5, 17, 42, 9])
+    b = lm.extend([100], [7], chain_parents(1))
+    assert torch.allclose(torch.cat([a, b]), full[3:], atol=1e-4)
 
-        cache = DynamicCache()
-        pos = torch.arange(6).unsqueeze(0)
-        a = head(h1[:, :4], pos[:, :4], past_key_values=cache)
-        b = head(h1[:, 4:], pos[:, 4:], past_key_values=cache)
-    assert torch.allclose(torch.cat([a, b], 1), full, atol=1e-4)
+
+@pytest.fixture(scope="module")
+def tiny_target(tmp_path_factory):
+    from tiny import save_checkpoint, tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("ee_cli")
+    target = save_checkpoint(root / "tiny-llm", "gpt2", tiny_tokenizer(), seed=0, hidden=32, layers=3, init_range=0.2)
+    text = root / "code.txt"
+    text.write_text("".join(f"def f{i}(a, b):\n    return a + b * {i}\n\nfor i in range({i}):\n    print(i)\n"
+                            for i in range(300)))
+    return root, target, text
+
+
+def test_train_early_exit_cli_lowers_the_loss_and_saves_a_loadable_head(tiny_target):
+    """``python -m specviz train early-exit`` on a tiny GPT-2 and a text file: the head's held-out KL to
+    the target goes down, the exit layer itself is trained (not only the LM head), the target stays
+    untouched, and the saved head reloads with identical logits."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from specviz.cli import main as specviz_main
+
+    root, target_dir, text = tiny_target
+    before = load_file(f"{target_dir}/model.safetensors")
+    rc = specviz_main(["train", "early-exit", "--target", target_dir, "--exit-layer", "1", "--text", str(text),
+                       "--steps", "60", "--seq-len", "32", "--batch-size", "8", "--gen-sequences", "16",
+                       "--gen-prompt-len", "8", "--gen-new-tokens", "24", "--eval-windows", "8", "--threads", "1",
+                       "--no-progress"])
+    assert rc == 0
+    out = root / "tiny-llm-early-exit"  # saved next to the target by default
+    meta = json.loads((out / "early_exit.json").read_text())
+    assert meta["exit_layer"] == 1 and meta["base"] == "../tiny-llm" and meta["model_type"] == "gpt2"
+    assert meta["heldout_after"]["kl_to_target"] < 0.9 * meta["heldout_before"]["kl_to_target"]
+    after = load_file(f"{target_dir}/model.safetensors")
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    base = AutoModelForCausalLM.from_pretrained(target_dir).eval()
+    head = specviz.load_pair(target_dir, early_exit=str(out), device="cpu").early_exit
+    fresh = EarlyExitHead(base, 1)
+    for name in ("layer", "norm", "lm_head"):  # every part of the head moved away from its initial copy
+        trained, init = getattr(head, name).state_dict(), getattr(fresh, name).state_dict()
+        assert any(not torch.equal(trained[k], init[k]) for k in trained), name
+    again = load_early_exit(out, base)
+    ids = torch.tensor([[3, 44, 17, 9, 120, 5, 61]])
+    with torch.no_grad():
+        assert torch.equal(head.logits_for(ids), again.logits_for(ids))
+
+
+def test_train_early_exit_cli_reports_bad_input(tiny_target, capsys):
+    from specviz.train.cli import main as train_main
+
+    _, target_dir, text = tiny_target
+    assert train_main(["early-exit", "--target", target_dir, "--exit-layer", "3", "--text", str(text),
+                       "--steps", "1", "--gen-sequences", "0"]) == 2
+    assert "exit_layer must be in [1, 2]" in capsys.readouterr().err
 
 
 def test_fresh_head_on_two_layer_base_equals_target():
