@@ -61,6 +61,10 @@ def test_exit_model_is_trunk_plus_head(family):
     assert head.lm_head.weight.data_ptr() != base.get_output_embeddings().weight.data_ptr()
     assert head.lm_head.weight.data_ptr() != base.get_input_embeddings().weight.data_ptr()
     assert all(p.requires_grad for p in head.parameters())
+    backbone, layers, norm = layout(base)
+    n_params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    # trainable = one decoder layer + the final norm + V x d (EESD section 3.1's parameter count)
+    assert n_params(head) == n_params(getattr(backbone, layers)[-1]) + n_params(getattr(backbone, norm)) + VOCAB * 16
     assert set(head.state_dict()) == {f"layer.{k}" for k in head.layer.state_dict()} | {
         f"norm.{k}" for k in head.norm.state_dict()} | {f"lm_head.{k}" for k in head.lm_head.state_dict()}
 

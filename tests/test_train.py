@@ -117,6 +117,21 @@ def test_train_early_exit_cli_lowers_the_loss_and_saves_a_loadable_head(tiny_tar
         assert torch.equal(head.logits_for(ids), again.logits_for(ids))
 
 
+def test_train_early_exit_cli_reproduces_the_pipeline_stage(trained, tmp_path):
+    """The standalone command with the recipe's settings gives the pipeline's head bit for bit (one
+    training function, the same corpus stream, generated bank and seeds)."""
+    from safetensors.torch import load_file
+
+    rc = main(["early-exit", "--target", str(trained / "target"), "--exit-layer", "1", "--out", str(tmp_path / "ee"),
+               "--steps", "6", "--seed", "3", "--threads", "1", "--max-files", "12", "--seq-len", "64",
+               "--batch-size", "8", "--gen-sequences", "16", "--gen-prompt-len", "16", "--gen-new-tokens", "49",
+               "--eval-windows", "4", "--no-progress"])
+    assert rc == 0
+    ours = load_file(str(tmp_path / "ee" / "early_exit.safetensors"))
+    pipeline = load_file(str(trained / "early_exit" / "early_exit.safetensors"))
+    assert ours.keys() == pipeline.keys() and all(torch.equal(ours[k], pipeline[k]) for k in ours)
+
+
 def test_train_early_exit_cli_reports_bad_input(tiny_target, capsys):
     from specviz.train.cli import main as train_main
 

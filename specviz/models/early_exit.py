@@ -34,6 +34,7 @@ import torch
 from torch import nn
 from transformers.cache_utils import DynamicLayer
 
+from specviz.errors import SpecvizError
 from specviz.models.tree_forward import CachedLM
 
 HEAD_WEIGHTS = "early_exit.safetensors"
@@ -93,7 +94,8 @@ class EarlyExitHead(nn.Module):
     * ``exit_model``: the stock ``N + 1``-layer model sharing the trunk (``exit_model(input_ids)``).
     * ``logits_for(input_ids)``: draft logits of a whole sequence, no cache.
     * ``forward(hidden_states, position_ids)``: draft logits from ``H^N`` (training reuses the
-      target's ``hidden_states[N]`` instead of running the trunk twice).
+      target's ``hidden_states[N]`` instead of running the trunk twice; it briefly swaps the exit
+      model's layer list, so do not call it from two threads at once).
     """
 
     def __init__(self, base: nn.Module, exit_layer: int):
@@ -287,7 +289,9 @@ class EarlyExitLM(CachedLM):
 
     ``share``: the target's ``CachedLM``. The trunk layers then read the target's committed prefix
     (positions below both models' ``prefix_len``) from its cache instead of keeping their own; the
-    caller keeps both prefixes on the same committed sequence (as any engine does).
+    caller keeps both prefixes on the same committed sequence (as any engine does) and resets both
+    together. The draft's trunk then stores only its uncommitted tail (the committed prefix is read,
+    not copied, until a forward concatenates it as ``DynamicLayer`` does for every call).
     """
 
     def __init__(self, head: EarlyExitHead, vocab_size: int | None = None, share: CachedLM | None = None):
@@ -314,6 +318,8 @@ class EarlyExitLM(CachedLM):
     def forward(self, tokens: list[int], parents: list[int]) -> torch.Tensor:
         if self.share is not None:
             upto = min(self.share.prefix_len, self.prefix_len)
+            if upto < self.shared_len:
+                raise SpecvizError("the target's cache was reset under a drafter that shares it: reset both")
             for layer in self._shared():
                 layer.sync(upto)
         with capture_output(self.head.norm) as h_d:
