@@ -97,7 +97,7 @@ def test_train_early_exit_cli_lowers_the_loss_and_saves_a_loadable_head(tiny_tar
     rc = specviz_main(["train", "early-exit", "--target", target_dir, "--exit-layer", "1", "--text", str(text),
                        "--steps", "60", "--seq-len", "32", "--batch-size", "8", "--gen-sequences", "16",
                        "--gen-prompt-len", "8", "--gen-new-tokens", "24", "--eval-windows", "8", "--threads", "1",
-                       "--no-progress"])
+                       "--calibration-steps", "30", "--calibration-sequences", "16", "--no-progress"])
     assert rc == 0
     out = root / "tiny-llm-early-exit"  # saved next to the target by default
     meta = json.loads((out / "early_exit.json").read_text())
@@ -106,7 +106,15 @@ def test_train_early_exit_cli_lowers_the_loss_and_saves_a_loadable_head(tiny_tar
     after = load_file(f"{target_dir}/model.safetensors")
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
     base = AutoModelForCausalLM.from_pretrained(target_dir).eval()
-    head = specviz.load_pair(target_dir, early_exit=str(out), device="cpu").early_exit
+    pair = specviz.load_pair(target_dir, early_exit=str(out), device="cpu")
+    head = pair.early_exit
+    # Cali-TS's calibration head is trained too, saved with the head and attached by load_pair
+    cal, sigma_m = pair.extras["calibration"], pair.extras["calibration_sigma_m"]
+    assert sigma_m == meta["calibration"]["sigma_m"] and 0 < sigma_m < 1
+    assert 0 <= meta["calibration"]["heldout_accuracy"] <= 1 and meta["calibration"]["samples"] > 100
+    with torch.no_grad():
+        theta = float(cal(cal.project_target(torch.randn(32)), torch.randn(32), 3))
+    assert 0 < theta < 1 and theta != 0.5
     fresh = EarlyExitHead(base, 1)
     for name in ("layer", "norm", "lm_head"):  # every part of the head moved away from its initial copy
         trained, init = getattr(head, name).state_dict(), getattr(fresh, name).state_dict()
@@ -125,7 +133,7 @@ def test_train_early_exit_cli_reproduces_the_pipeline_stage(trained, tmp_path):
     rc = main(["early-exit", "--target", str(trained / "target"), "--exit-layer", "1", "--out", str(tmp_path / "ee"),
                "--steps", "6", "--seed", "3", "--threads", "1", "--max-files", "12", "--seq-len", "64",
                "--batch-size", "8", "--gen-sequences", "16", "--gen-prompt-len", "16", "--gen-new-tokens", "49",
-               "--eval-windows", "4", "--no-progress"])
+               "--eval-windows", "4", "--calibration-steps", "0", "--no-progress"])
     assert rc == 0
     ours = load_file(str(tmp_path / "ee" / "early_exit.safetensors"))
     pipeline = load_file(str(trained / "early_exit" / "early_exit.safetensors"))
@@ -198,3 +206,34 @@ def test_recipes_give_a_cheap_draft_and_fit_the_assets_budget(preset):
         head = EarlyExitHead(t, cfg.exit_layer)
     n = count_parameters(t) + count_parameters(d) + sum(p.numel() for p in head.parameters())
     assert 4 * n <= 60e6
+
+
+def test_calibration_samples_line_up_with_the_round_they_describe():
+    """Anchor t, draft index i: H^(T) is the target's last hidden state at t - 1, H^(D) the draft's at
+    t + i - 1, and the label says whether the draft's argmax there is the target's."""
+    from tiny import tiny_model
+
+    from specviz.train.calibration import calibration_features
+
+    base = tiny_model("llama", vocab=16, hidden=16, layers=3, init_range=0.2)
+    head = EarlyExitHead(base, 1).eval()
+    with torch.no_grad():
+        for p in head.layer.parameters():
+            p.mul_(1.5)
+    seqs = torch.randint(0, 16, (2, 20), generator=torch.Generator().manual_seed(0))
+    h_t, h_d, idx, labels = calibration_features(base, head, seqs, first_anchor=4, device="cpu")
+    with torch.no_grad():
+        out = base(input_ids=seqs, output_hidden_states=True)
+        d_logits, hd = head(out.hidden_states[1], return_hidden=True)
+    agree = (d_logits.argmax(-1) == out.logits.argmax(-1)).float()
+    per_row = len(idx) // 2
+    k = 0
+    for i in range(1, 11):
+        for t in range(4, 20 - i + 1):
+            for b in range(2):
+                row = b * per_row + k
+                assert idx[row] == i and labels[row] == agree[b, t + i - 1]
+                assert torch.allclose(h_t[row], out.hidden_states[-1][b, t - 1])
+                assert torch.allclose(h_d[row], hd[b, t + i - 1])
+            k += 1
+    assert 0 < labels.mean() < 1

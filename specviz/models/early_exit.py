@@ -39,6 +39,7 @@ from specviz.models.tree_forward import CachedLM
 
 HEAD_WEIGHTS = "early_exit.safetensors"
 HEAD_CONFIG = "early_exit.json"
+CALIBRATION_WEIGHTS = "calibration.safetensors"
 FORMAT = "specviz-early-exit"
 NORM_NAMES = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "norm_f", "final_norm")
 
@@ -440,6 +441,42 @@ def load_early_exit(path: str | os.PathLike, base_model: nn.Module) -> EarlyExit
     head.to(device=head_w.device, dtype=head_w.dtype)
     head.eval()
     return head
+
+
+def save_calibration(cal: CalibrationHead, path: str | os.PathLike) -> Path:
+    """Write a calibration head (float32) into an early-exit head directory."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in cal.state_dict().items()}
+    save_file(state, str(path / CALIBRATION_WEIGHTS), metadata={"format": FORMAT + "-calibration"})
+    return path
+
+
+def load_calibration(path: str | os.PathLike, like: torch.Tensor | None = None) -> tuple[CalibrationHead, float] | None:
+    """The calibration head saved in an early-exit head directory and its ``sigma_m`` (RMS error on
+    held-out data, Cali-TS's sigma_M), or None when the directory has none. ``like``: a tensor whose
+    device the head is moved to."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not (path / CALIBRATION_WEIGHTS).is_file():
+        return None
+    state = load_file(str(path / CALIBRATION_WEIGHTS))
+    positions, hidden = state["w"].shape[:2]
+    cal = CalibrationHead(hidden, positions)
+    cal.load_state_dict(state, strict=True)
+    if like is not None:
+        cal.to(like.device)
+    sigma_m = float(read_early_exit_config(path).get("calibration", {}).get("sigma_m", 0.3))
+    return cal.eval(), sigma_m
+
+
+def final_norm(model: nn.Module) -> nn.Module:
+    """The backbone's final norm: its output is the last-layer hidden state H^(T) Cali-TS reads
+    (capture it with ``capture_output(final_norm(target))`` around a target forward)."""
+    backbone, _, norm = layout(model)
+    return getattr(backbone, norm)
 
 
 def resolve_base(path: str | os.PathLike) -> Path:

@@ -201,7 +201,7 @@ def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype
 
 def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
     """Put an early-exit head on ``pair.target``: a saved head directory or an exit layer ``N`` (fresh head)."""
-    from specviz.models.early_exit import EarlyExitHead, load_early_exit
+    from specviz.models.early_exit import EarlyExitHead, load_calibration, load_early_exit
 
     try:
         if isinstance(early_exit, bool) or not isinstance(early_exit, (int, str, os.PathLike)):
@@ -213,6 +213,9 @@ def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
             if not os.path.isdir(path):
                 raise ModelLoadError(f"No early-exit head directory at {str(early_exit)!r}.")
             head = load_early_exit(path, pair.target)
+            calibration = load_calibration(path, like=head.lm_head.weight)
+            if calibration is not None:  # Cali-TS's theta_M head and its sigma_M, saved with the head
+                pair.extras["calibration"], pair.extras["calibration_sigma_m"] = calibration
     except (TypeError, ValueError, FileNotFoundError) as exc:
         raise ModelLoadError(f"Could not attach the early-exit head {early_exit!r}: {exc}") from exc
     pair.extras["early_exit"] = head

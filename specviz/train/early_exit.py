@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", help="train on this UTF-8 text file instead of the Python standard library")
     p.add_argument("--steps", type=int, help="optimiser steps (default: the bundled recipe's ee_steps)")
     p.add_argument("--lr", type=float, help="peak learning rate (default: the bundled recipe's ee_lr)")
+    p.add_argument("--calibration-steps", type=int, default=200,
+                   help="then train Cali-TS's calibration head for this many steps (0: skip; default 200)")
+    p.add_argument("--calibration-sequences", type=int, default=64,
+                   help="greedy target continuations the calibration head learns from (default 64)")
     p.add_argument("--no-progress", action="store_true", help="log lines instead of a progress bar")
     defaults = TrainConfig()
     for name in ("seed", "device", "threads", "seq_len", "batch_size", "max_files", "heldout_percent",
@@ -171,6 +175,17 @@ def run(args: argparse.Namespace, log=None) -> dict:
                 "seed": cfg.seed, "data": source, "heldout_before": before, "heldout_after": after,
                 "recipe": "python -m specviz train early-exit"}
         save_early_exit(head, out, base=os.path.relpath(target_dir.resolve(), out.resolve()), extra=meta)
+        if args.calibration_steps > 0:
+            from .calibration import save_with_head, train_calibration
+
+            cal, report = train_calibration(target, head, train_stream, heldout_stream if len(heldout_stream) > 80
+                                            else train_stream, steps=args.calibration_steps,
+                                            sequences=args.calibration_sequences, seed=cfg.seed + 41, device=device,
+                                            log=log, progress=not args.no_progress)
+            save_with_head(cal, out, report)
+            meta["calibration"] = report
+            log(f"[calibration] sigma_M {report['sigma_m']}, held-out accuracy {report['heldout_accuracy']} "
+                f"(label rate {report['heldout_label_rate']})")
         log(f"[early_exit] held-out KL to the target {before['kl_to_target']} -> {after['kl_to_target']}, "
             f"loss {before['loss']} -> {after['loss']} in {time.time() - t0:.1f}s; saved to {out}")
         return meta
