@@ -27,6 +27,7 @@ def test_writes_target_draft_and_early_exit(trained):
             assert (trained / d / f).is_file(), f"{d}/{f}"
     meta = json.loads((trained / "early_exit" / "early_exit.json").read_text())
     assert meta["exit_layer"] == 1 and meta["base"] == "../target"
+    assert (trained / "early_exit" / "calibration.safetensors").is_file() and 0 < meta["calibration"]["sigma_m"] < 1
     report = json.loads((trained / "bundled_pair.json").read_text())
     assert report["eval"]["target"]["ppl"] > 1
     assert 0 <= report["eval"]["draft"]["agreement_heldout"] <= 1

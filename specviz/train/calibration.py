@@ -71,6 +71,8 @@ def train_calibration(target, head: EarlyExitHead, stream, heldout_stream, steps
                       seed: int = 0, device="cpu", log=print, progress: bool = False) -> tuple[CalibrationHead, dict]:
     """A ``CalibrationHead`` fitted on greedy continuations; returns it with ``sigma_m`` and held-out accuracy."""
     train = greedy_sequences(target, stream, sequences, prompt_len, new_tokens, seed, device)
+    if len(heldout_stream) < prompt_len + 2:  # a tiny held-out split: fresh prompts from the training text
+        heldout_stream = stream
     held = greedy_sequences(target, heldout_stream, max(4, sequences // 8), prompt_len, new_tokens, seed + 1, device)
     feats = calibration_features(target, head, train, prompt_len, device)
     held_feats = calibration_features(target, head, held, prompt_len, device)

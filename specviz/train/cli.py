@@ -21,7 +21,8 @@ PRESETS: dict[str, dict] = {
     "cpu": {},  # the TrainConfig defaults: the shipped assets
     "smoke": dict(max_files=40, vocab_size=512, seq_len=64, batch_size=8, target_size="tiny-target",
                   draft_size="tiny-draft", target_steps=30, draft_steps=20, ee_steps=20, gen_sequences=16,
-                  gen_prompt_len=16, gen_new_tokens=49, exit_layer=1, eval_windows=4, eval_new_tokens=16, log_every=10,
+                  gen_prompt_len=16, gen_new_tokens=49, exit_layer=1, calibration_steps=20, calibration_sequences=8,
+                  eval_windows=4, eval_new_tokens=16, log_every=10,
                   measure_decode=False),
     # not yet run: about 5 epochs of the corpus for the target
     "gpu": dict(target_size="target-gpu", batch_size=64, target_steps=2500, draft_steps=2000,

@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="python -m specviz train early-exit",
                                 description="Train an EESD early-exit head on a frozen target (self-distillation).")
+    defaults = TrainConfig()
     p.add_argument("--target", required=True, help="target model directory (save_pretrained layout)")
     p.add_argument("--exit-layer", type=int, help="N: the head reads the output of the first N layers "
                                                   "(default: 7.5%% of the layers, at least 1)")
@@ -98,12 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", help="train on this UTF-8 text file instead of the Python standard library")
     p.add_argument("--steps", type=int, help="optimiser steps (default: the bundled recipe's ee_steps)")
     p.add_argument("--lr", type=float, help="peak learning rate (default: the bundled recipe's ee_lr)")
-    p.add_argument("--calibration-steps", type=int, default=200,
-                   help="then train Cali-TS's calibration head for this many steps (0: skip; default 200)")
-    p.add_argument("--calibration-sequences", type=int, default=64,
-                   help="greedy target continuations the calibration head learns from (default 64)")
+    p.add_argument("--calibration-steps", type=int, default=defaults.calibration_steps,
+                   help="then train Cali-TS's calibration head for this many steps (0: skip; default "
+                        f"{defaults.calibration_steps})")
+    p.add_argument("--calibration-sequences", type=int, default=defaults.calibration_sequences,
+                   help=f"greedy target continuations it learns from (default {defaults.calibration_sequences})")
     p.add_argument("--no-progress", action="store_true", help="log lines instead of a progress bar")
-    defaults = TrainConfig()
     for name in ("seed", "device", "threads", "seq_len", "batch_size", "max_files", "heldout_percent",
                  "generated_fraction", "gen_sequences", "gen_prompt_len", "gen_new_tokens", "gen_greedy_fraction",
                  "gen_temperature", "eval_windows", "log_every", "cache_dir"):
@@ -175,12 +176,11 @@ def run(args: argparse.Namespace, log=None) -> dict:
                 "seed": cfg.seed, "data": source, "heldout_before": before, "heldout_after": after,
                 "recipe": "python -m specviz train early-exit"}
         save_early_exit(head, out, base=os.path.relpath(target_dir.resolve(), out.resolve()), extra=meta)
-        if args.calibration_steps > 0:
+        if cfg.calibration_steps > 0:
             from .calibration import save_with_head, train_calibration
 
-            cal, report = train_calibration(target, head, train_stream, heldout_stream if len(heldout_stream) > 80
-                                            else train_stream, steps=args.calibration_steps,
-                                            sequences=args.calibration_sequences, seed=cfg.seed + 41, device=device,
+            cal, report = train_calibration(target, head, train_stream, heldout_stream, steps=cfg.calibration_steps,
+                                            sequences=cfg.calibration_sequences, seed=cfg.seed + 41, device=device,
                                             log=log, progress=not args.no_progress)
             save_with_head(cal, out, report)
             meta["calibration"] = report

@@ -66,6 +66,8 @@ class TrainConfig:
     exit_layer: int = 2
     ee_steps: int = 500
     ee_lr: float = 1e-3
+    calibration_steps: int = 200  # Cali-TS's theta_M head, trained after the early-exit head (0: none)
+    calibration_sequences: int = 64
     # evaluation
     eval_windows: int = 48
     eval_new_tokens: int = 64
@@ -264,6 +266,15 @@ def _run(cfg: TrainConfig, log) -> dict:
                         extra={"training": report["early_exit_training"],
                                "loss": "KL(target || head) on corpus windows and target continuations",
                                "seed": cfg.seed})
+        if cfg.calibration_steps > 0:
+            from .calibration import save_with_head, train_calibration
+
+            cal, cal_report = train_calibration(target, head, train_stream, heldout_stream, steps=cfg.calibration_steps,
+                                                sequences=cfg.calibration_sequences, seed=cfg.seed + 41,
+                                                device=device, log=log)
+            save_with_head(cal, out / "early_exit", cal_report)
+            report["calibration"] = cal_report
+            log(f"[calibration] {cal_report}")
         log(f"[early_exit] saved to {out / 'early_exit'}")
     elif (out / "early_exit" / "early_exit.json").is_file():
         head = load_early_exit(out / "early_exit", target)
