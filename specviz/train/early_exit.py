@@ -155,8 +155,8 @@ def run(args: argparse.Namespace, log=None) -> dict:
                                   include_tests=cfg.include_tests)
             train_stream, heldout_stream = _encoded(tokenizer, corpus, cfg.cache_dir)
             source = {**corpus.describe(), "train_tokens": int(len(train_stream))}
-        eval_windows = sequential_windows(heldout_stream if len(heldout_stream) > 2 else train_stream[-cfg.seq_len * 4:],
-                                          cfg.seq_len, cfg.eval_windows).to(device)
+        held = heldout_stream if len(heldout_stream) > 2 else train_stream[-cfg.seq_len * 4:]
+        eval_windows = sequential_windows(held, cfg.seq_len, cfg.eval_windows).to(device)
         bank = None
         if cfg.generated_fraction > 0 and cfg.gen_sequences > 0:
             bank = build_generated_bank(target, train_stream, cfg.gen_sequences, cfg.gen_prompt_len,
