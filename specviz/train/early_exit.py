@@ -1,4 +1,4 @@
-"""Training an EESD early-exit head by self-distillation, the trunk frozen (arXiv 2406.03853, section 3.1).
+"""Training an EESD early-exit head by self-distillation, the trunk frozen (arXiv 2406.03853, sections 3.1-3.2).
 
 ``train_early_exit`` is the pipeline's ``early_exit`` stage and the body of
 ``python -m specviz train early-exit --target DIR --exit-layer N [--text FILE] [--out DIR]``, which
@@ -6,7 +6,7 @@ trains a head for any Hugging Face causal LM directory: on the Python standard l
 default (or on a text file), mixed half and half with the target's own continuations (the LLM-QAT
 hybrid greedy-then-sampled text the paper distils on). The loss is KL(target || head) per position
 (the target's logits are at hand, so the head learns its whole next-token law, not only the sampled
-token). Only the exit layer, its norm and its LM head get gradients.
+token). Section 3.1 trains the exit layer, its norm and W; so do we (the trunk and the target stay frozen).
 """
 from __future__ import annotations
 
