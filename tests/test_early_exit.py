@@ -130,6 +130,11 @@ def test_drafting_with_the_shared_trunk_cache_equals_recomputing(family):
     assert trunk.tail_keys.shape[-2] <= 4 and trunk.get_seq_length() == shared.cached_len
     assert shared.cache.layers[head.exit_layer].keys.shape[-2] == shared.cached_len
     assert shared.last_hidden is not None and shared.last_hidden.shape[-1] == 16
+    # h_D rows follow the returned logits: lm_head(h_D) gives them back
+    logits = shared.extend([5, 6], [7], [ROOT])
+    assert shared.last_hidden.shape == (2, 16)
+    with torch.no_grad():
+        assert torch.allclose(head.lm_head(shared.last_hidden), logits, atol=1e-5)
 
 
 @pytest.mark.parametrize("family", ["llama", "gpt2"])

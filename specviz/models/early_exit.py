@@ -286,7 +286,8 @@ class SharedPrefixLayer(DynamicLayer):
 class EarlyExitLM(CachedLM):
     """The early-exit draft as a ``CachedLM``: ``forward(tokens, parents)``, ``extend``, ``commit``,
     ``rollback`` exactly as for a draft model, returning draft logits. After each call
-    ``last_hidden`` holds ``h_D`` (post-norm exit hidden state, ``[n, d]``) of the nodes just fed.
+    ``last_hidden`` holds ``h_D`` (post-norm exit hidden state, float32) row for row with the logits
+    the call returned (Cali-TS's ``H^(D)``, Eq. 5).
 
     ``share``: the target's ``CachedLM``. The trunk layers then read the target's committed prefix
     (positions below both models' ``prefix_len``) from its cache instead of keeping their own; the
@@ -326,6 +327,11 @@ class EarlyExitLM(CachedLM):
         with capture_output(self.head.norm) as h_d:
             logits = super().forward(tokens, parents)
         self.last_hidden = h_d[-1][0].float() if h_d else None
+        return logits
+
+    def extend(self, context: list[int], tokens: list[int] = (), parents: list[int] = ()) -> torch.Tensor:
+        logits = super().extend(context, tokens, parents)
+        self.last_hidden = self.last_hidden[len(context) - 1:]
         return logits
 
     def commit(self, path: list[int]) -> None:
