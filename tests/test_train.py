@@ -27,6 +27,7 @@ def test_writes_target_draft_and_early_exit(trained):
             assert (trained / d / f).is_file(), f"{d}/{f}"
     meta = json.loads((trained / "early_exit" / "early_exit.json").read_text())
     assert meta["exit_layer"] == 1 and meta["base"] == "../target"
+    assert (trained / "early_exit" / "calibration.safetensors").is_file() and 0 < meta["calibration"]["sigma_m"] < 1
     report = json.loads((trained / "bundled_pair.json").read_text())
     assert report["eval"]["target"]["ppl"] > 1
     assert 0 <= report["eval"]["draft"]["agreement_heldout"] <= 1
@@ -49,6 +50,9 @@ def test_load_pair_and_auto_classes_accept_the_output(trained):
 def test_early_exit_head_loads_and_matches_its_definition(trained):
     from transformers import AutoModelForCausalLM
 
+    from specviz.models.early_exit import EarlyExitLM
+    from specviz.models.tree_forward import chain_parents
+
     base = AutoModelForCausalLM.from_pretrained(trained / "target")
     head = load_early_exit(trained / "early_exit", base)
     assert isinstance(head, EarlyExitHead) and head.exit_layer == 1
@@ -59,15 +63,91 @@ def test_early_exit_head_loads_and_matches_its_definition(trained):
         out = base(input_ids=ids, output_hidden_states=True)
         h1 = first_n(base, ids, 1)
         assert torch.allclose(h1, out.hidden_states[1], atol=1e-5)
-        full = head.logits_for(ids)
-        # incremental decoding with the head's own cache gives the same logits as the full pass
-        from transformers import DynamicCache
+        full = head.logits_for(ids)[0]
+        assert torch.allclose(head(h1)[0], full, atol=1e-5)
+    # incremental decoding with the head's own cache gives the same logits as the full pass
+    lm = EarlyExitLM(head)
+    a = lm.extend([5, 17, 42, 9])
+    b = lm.extend([100], [7], chain_parents(1))
+    assert torch.allclose(torch.cat([a, b]), full[3:], atol=1e-4)
 
-        cache = DynamicCache()
-        pos = torch.arange(6).unsqueeze(0)
-        a = head(h1[:, :4], pos[:, :4], past_key_values=cache)
-        b = head(h1[:, 4:], pos[:, 4:], past_key_values=cache)
-    assert torch.allclose(torch.cat([a, b], 1), full, atol=1e-4)
+
+@pytest.fixture(scope="module")
+def tiny_target(tmp_path_factory):
+    from tiny import save_checkpoint, tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("ee_cli")
+    target = save_checkpoint(root / "tiny-llm", "gpt2", tiny_tokenizer(), seed=0, hidden=32, layers=3, init_range=0.2)
+    text = root / "code.txt"
+    text.write_text("".join(f"def f{i}(a, b):\n    return a + b * {i}\n\nfor i in range({i}):\n    print(i)\n"
+                            for i in range(300)))
+    return root, target, text
+
+
+def test_train_early_exit_cli_lowers_the_loss_and_saves_a_loadable_head(tiny_target):
+    """``python -m specviz train early-exit`` on a tiny GPT-2 and a text file: the head's held-out KL to
+    the target goes down, the exit layer itself is trained (not only the LM head), the target stays
+    untouched, and the saved head reloads with identical logits."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from specviz.cli import main as specviz_main
+
+    root, target_dir, text = tiny_target
+    before = load_file(f"{target_dir}/model.safetensors")
+    rc = specviz_main(["train", "early-exit", "--target", target_dir, "--exit-layer", "1", "--text", str(text),
+                       "--steps", "60", "--seq-len", "32", "--batch-size", "8", "--gen-sequences", "16",
+                       "--gen-prompt-len", "8", "--gen-new-tokens", "24", "--eval-windows", "8", "--threads", "1",
+                       "--calibration-steps", "30", "--calibration-sequences", "16", "--no-progress"])
+    assert rc == 0
+    out = root / "tiny-llm-early-exit"  # saved next to the target by default
+    meta = json.loads((out / "early_exit.json").read_text())
+    assert meta["exit_layer"] == 1 and meta["base"] == "../tiny-llm" and meta["model_type"] == "gpt2"
+    assert meta["heldout_after"]["kl_to_target"] < 0.9 * meta["heldout_before"]["kl_to_target"]
+    after = load_file(f"{target_dir}/model.safetensors")
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    base = AutoModelForCausalLM.from_pretrained(target_dir).eval()
+    pair = specviz.load_pair(target_dir, early_exit=str(out), device="cpu")
+    head = pair.early_exit
+    # Cali-TS's calibration head is trained too, saved with the head and attached by load_pair
+    cal, sigma_m = pair.extras["calibration"], pair.extras["calibration_sigma_m"]
+    assert sigma_m == meta["calibration"]["sigma_m"] and 0 < sigma_m < 1
+    assert 0 <= meta["calibration"]["heldout_accuracy"] <= 1 and meta["calibration"]["samples"] > 100
+    with torch.no_grad():
+        theta = float(cal(cal.project_target(torch.randn(32)), torch.randn(32), 3))
+    assert 0 < theta < 1 and theta != 0.5
+    fresh = EarlyExitHead(base, 1)
+    for name in ("layer", "norm", "lm_head"):  # every part of the head moved away from its initial copy
+        trained, init = getattr(head, name).state_dict(), getattr(fresh, name).state_dict()
+        assert any(not torch.equal(trained[k], init[k]) for k in trained), name
+    again = load_early_exit(out, base)
+    ids = torch.tensor([[3, 44, 17, 9, 120, 5, 61]])
+    with torch.no_grad():
+        assert torch.equal(head.logits_for(ids), again.logits_for(ids))
+
+
+def test_train_early_exit_cli_reproduces_the_pipeline_stage(trained, tmp_path):
+    """The standalone command with the recipe's settings gives the pipeline's head bit for bit (one
+    training function, the same corpus stream, generated bank and seeds)."""
+    from safetensors.torch import load_file
+
+    rc = main(["early-exit", "--target", str(trained / "target"), "--exit-layer", "1", "--out", str(tmp_path / "ee"),
+               "--steps", "6", "--seed", "3", "--threads", "1", "--max-files", "12", "--seq-len", "64",
+               "--batch-size", "8", "--gen-sequences", "16", "--gen-prompt-len", "16", "--gen-new-tokens", "49",
+               "--eval-windows", "4", "--calibration-steps", "0", "--no-progress"])
+    assert rc == 0
+    ours = load_file(str(tmp_path / "ee" / "early_exit.safetensors"))
+    pipeline = load_file(str(trained / "early_exit" / "early_exit.safetensors"))
+    assert ours.keys() == pipeline.keys() and all(torch.equal(ours[k], pipeline[k]) for k in ours)
+
+
+def test_train_early_exit_cli_reports_bad_input(tiny_target, capsys):
+    from specviz.train.cli import main as train_main
+
+    _, target_dir, text = tiny_target
+    assert train_main(["early-exit", "--target", target_dir, "--exit-layer", "3", "--text", str(text),
+                       "--steps", "1", "--gen-sequences", "0"]) == 2
+    assert "exit_layer must be in [1, 2]" in capsys.readouterr().err
 
 
 def test_fresh_head_on_two_layer_base_equals_target():
@@ -127,3 +207,34 @@ def test_recipes_give_a_cheap_draft_and_fit_the_assets_budget(preset):
         head = EarlyExitHead(t, cfg.exit_layer)
     n = count_parameters(t) + count_parameters(d) + sum(p.numel() for p in head.parameters())
     assert 4 * n <= 60e6
+
+
+def test_calibration_samples_line_up_with_the_round_they_describe():
+    """Anchor t, draft index i: H^(T) is the target's last hidden state at t - 1, H^(D) the draft's at
+    t + i - 1, and the label says whether the draft's argmax there is the target's."""
+    from tiny import tiny_model
+
+    from specviz.train.calibration import calibration_features
+
+    base = tiny_model("llama", vocab=16, hidden=16, layers=3, init_range=0.2)
+    head = EarlyExitHead(base, 1).eval()
+    with torch.no_grad():
+        for p in head.layer.parameters():
+            p.mul_(1.5)
+    seqs = torch.randint(0, 16, (2, 20), generator=torch.Generator().manual_seed(0))
+    h_t, h_d, idx, labels = calibration_features(base, head, seqs, first_anchor=4, device="cpu")
+    with torch.no_grad():
+        out = base(input_ids=seqs, output_hidden_states=True)
+        d_logits, hd = head(out.hidden_states[1], return_hidden=True)
+    agree = (d_logits.argmax(-1) == out.logits.argmax(-1)).float()
+    per_row = len(idx) // 2
+    k = 0
+    for i in range(1, 11):
+        for t in range(4, 20 - i + 1):
+            for b in range(2):
+                row = b * per_row + k
+                assert idx[row] == i and labels[row] == agree[b, t + i - 1]
+                assert torch.allclose(h_t[row], out.hidden_states[-1][b, t - 1])
+                assert torch.allclose(h_d[row], hd[b, t + i - 1])
+            k += 1
+    assert 0 < labels.mean() < 1

@@ -32,6 +32,11 @@ class ModelPair:
     extras: dict[str, Any] = field(default_factory=dict)  # e.g. an early-exit head
 
     @property
+    def early_exit(self):
+        """The attached ``EarlyExitHead`` (``load_pair(..., early_exit=...)``), or None."""
+        return self.extras.get("early_exit")
+
+    @property
     def device(self) -> torch.device:
         return next(self.target.parameters()).device
 
@@ -56,7 +61,7 @@ class ModelPair:
 
     def describe(self) -> dict[str, Any]:
         """The pair as plain data for a trace."""
-        return {
+        out = {
             "target": self.target_name,
             "draft": self.draft_name,
             "target_params": _n_params(self.target),
@@ -67,6 +72,11 @@ class ModelPair:
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": str(self.device),
         }
+        if self.early_exit is not None:
+            out["early_exit"] = {"exit_layer": self.early_exit.exit_layer,
+                                 "source": self.extras.get("early_exit_source"),
+                                 "params": _n_params(self.early_exit)}
+        return out
 
     def decode_token(self, token_id: int) -> str:
         if self.tokenizer is None:
@@ -157,11 +167,16 @@ def load_tokenizer(name: str, trust_remote_code: bool = False):
 
 
 def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype: str | torch.dtype = "auto",
-              trust_remote_code: bool = False) -> ModelPair:
+              trust_remote_code: bool = False, early_exit: str | int | None = None) -> ModelPair:
     """Load a target and an optional draft, check they share a vocabulary, and return a ``ModelPair``.
 
     The vocabulary check runs on the tokenizers before the draft's weights are loaded, so a
     mismatched pair is refused quickly and with the first differing token named.
+
+    ``early_exit`` attaches an EESD early-exit head to the target (``pair.early_exit``): a directory
+    written by ``save_early_exit`` (a trained head, e.g. ``assets/early_exit``), or an int ``N`` for a
+    freshly initialised head after layer ``N`` (for tests and as the start of training). It can be
+    given together with ``draft``.
     """
     if not isinstance(target, str) or not target.strip():
         raise ModelLoadError("A target model (hub id or local directory) is required.")
@@ -178,4 +193,31 @@ def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype
     t_rows = t_model.config.get_text_config().vocab_size
     d_rows = d_model.config.get_text_config().vocab_size if d_model is not None else t_rows
     vocab = shared_vocab_size(t_tok, d_tok, t_rows, d_rows, target, draft or "draft")
-    return ModelPair(t_model, d_model, t_tok, vocab, target_name=target, draft_name=draft)
+    pair = ModelPair(t_model, d_model, t_tok, vocab, target_name=target, draft_name=draft)
+    if early_exit is not None:
+        attach_early_exit(pair, early_exit)
+    return pair
+
+
+def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
+    """Put an early-exit head on ``pair.target``: a saved head directory or an exit layer ``N`` (fresh head)."""
+    from specviz.models.early_exit import EarlyExitHead, load_calibration, load_early_exit
+
+    try:
+        if isinstance(early_exit, bool) or not isinstance(early_exit, (int, str, os.PathLike)):
+            raise ModelLoadError(f"early_exit must be a head directory or an exit layer (int), got {early_exit!r}.")
+        if isinstance(early_exit, int):
+            head = EarlyExitHead(pair.target, early_exit).eval()
+        else:
+            path = os.path.expanduser(str(early_exit))
+            if not os.path.isdir(path):
+                raise ModelLoadError(f"No early-exit head directory at {str(early_exit)!r}.")
+            head = load_early_exit(path, pair.target)
+            calibration = load_calibration(path, like=head.lm_head.weight)
+            if calibration is not None:  # Cali-TS's theta_M head and its sigma_M, saved with the head
+                pair.extras["calibration"], pair.extras["calibration_sigma_m"] = calibration
+    except (TypeError, ValueError, FileNotFoundError) as exc:
+        raise ModelLoadError(f"Could not attach the early-exit head {early_exit!r}: {exc}") from exc
+    pair.extras["early_exit"] = head
+    pair.extras["early_exit_source"] = early_exit if isinstance(early_exit, int) else str(early_exit)
+    return pair

@@ -5,6 +5,9 @@ The defaults are the recipe of the shipped ``assets/``: run ``python -m specviz.
 one-minute run with tiny models;
 ``--preset gpu`` is the larger recipe for a CUDA machine. ``--stages draft,early_exit,eval`` redoes
 some stages and loads the others' results from ``--out``.
+
+``python -m specviz train early-exit --target DIR --exit-layer N [--text FILE] [--out DIR]`` trains an
+EESD early-exit head for any causal LM directory (see ``specviz/train/early_exit.py``).
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ PRESETS: dict[str, dict] = {
     "cpu": {},  # the TrainConfig defaults: the shipped assets
     "smoke": dict(max_files=40, vocab_size=512, seq_len=64, batch_size=8, target_size="tiny-target",
                   draft_size="tiny-draft", target_steps=30, draft_steps=20, ee_steps=20, gen_sequences=16,
-                  gen_prompt_len=16, gen_new_tokens=49, exit_layer=1, eval_windows=4, eval_new_tokens=16, log_every=10,
+                  gen_prompt_len=16, gen_new_tokens=49, exit_layer=1, calibration_steps=20, calibration_sequences=8,
+                  eval_windows=4, eval_new_tokens=16, log_every=10,
                   measure_decode=False),
     # not yet run: about 5 epochs of the corpus for the target
     "gpu": dict(target_size="target-gpu", batch_size=64, target_steps=2500, draft_steps=2000,
@@ -60,6 +64,12 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["early-exit"]:  # one head for any target: python -m specviz train early-exit --target DIR ...
+        from .early_exit import main as early_exit_main
+
+        return early_exit_main(argv[1:])
     args = build_parser().parse_args(argv)
     cfg = config_from_args(args)
     try:

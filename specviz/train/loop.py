@@ -30,10 +30,12 @@ def train_loop(
     eval_fn: Callable[[], dict] | None = None,
     eval_every: int = 0,
     log=print,
+    progress: bool = False,
 ) -> dict:
     """Run ``steps`` optimiser steps; ``loss_fn(batch)`` returns a scalar loss.
 
-    Prints ``[name] step i/n loss lr tok/s elapsed eta`` every ``log_every`` steps. Returns a summary
+    Prints ``[name] step i/n loss lr tok/s elapsed eta`` every ``log_every`` steps, or with ``progress``
+    draws a progress bar (stderr) with the loss and learning rate instead. Returns a summary
     with the final smoothed loss, the tokens seen and the wall time.
     """
     params = [p for p in params if p.requires_grad]
@@ -50,6 +52,11 @@ def train_loop(
     tokens = 0
     smooth = None
     history = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, desc=name, unit="step", file=sys.stderr, dynamic_ncols=True)
     for step in range(steps):
         for g in opt.param_groups:
             g["lr"] = cosine_lr(step, steps, lr, warmup)
@@ -63,16 +70,22 @@ def train_loop(
         tokens += batch.shape[0] * (batch.shape[1] - 1)
         value = float(loss.detach())
         smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{smooth:.4f}", lr=f"{opt.param_groups[0]['lr']:.1e}", refresh=False)
         if (step + 1) % log_every == 0 or step == 0 or step + 1 == steps:
             elapsed = time.time() - t0
             eta = elapsed / (step + 1) * (steps - step - 1)
-            log(
-                f"[{name}] step {step + 1}/{steps} loss {value:.4f} (avg {smooth:.4f}) "
-                f"lr {opt.param_groups[0]['lr']:.2e} {tokens / max(elapsed, 1e-9):.0f} tok/s "
-                f"elapsed {elapsed / 60:.1f} min eta {eta / 60:.1f} min"
-            )
             history.append({"step": step + 1, "loss": smooth, "elapsed_s": round(elapsed, 1)})
-            sys.stdout.flush()
+            if bar is None:
+                log(
+                    f"[{name}] step {step + 1}/{steps} loss {value:.4f} (avg {smooth:.4f}) "
+                    f"lr {opt.param_groups[0]['lr']:.2e} {tokens / max(elapsed, 1e-9):.0f} tok/s "
+                    f"elapsed {elapsed / 60:.1f} min eta {eta / 60:.1f} min"
+                )
+                sys.stdout.flush()
         if eval_fn is not None and eval_every and (step + 1) % eval_every == 0 and step + 1 != steps:
             log(f"[{name}] eval at step {step + 1}: {eval_fn()}")
+    if bar is not None:
+        bar.close()
     return {"steps": steps, "final_loss": smooth, "tokens": tokens, "seconds": round(time.time() - t0, 1), "history": history}

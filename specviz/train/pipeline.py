@@ -66,6 +66,8 @@ class TrainConfig:
     exit_layer: int = 2
     ee_steps: int = 500
     ee_lr: float = 1e-3
+    calibration_steps: int = 200  # Cali-TS's theta_M head, trained after the early-exit head (0: none)
+    calibration_sequences: int = 64
     # evaluation
     eval_windows: int = 48
     eval_new_tokens: int = 64
@@ -248,31 +250,31 @@ def _run(cfg: TrainConfig, log) -> dict:
         draft = None
 
     # early-exit head
-    from specviz.models.early_exit import EarlyExitHead, load_early_exit, save_early_exit
+    from specviz.models.early_exit import load_early_exit, save_early_exit
+
+    from .early_exit import train_early_exit
 
     if "early_exit" in cfg.stages:
         torch.manual_seed(cfg.seed + 3)
-        head = EarlyExitHead(target, cfg.exit_layer).to(device)
-        n_params = sum(p.numel() for p in head.parameters())
-        log(f"[early_exit] exit after layer {cfg.exit_layer} of {target.config.num_hidden_layers}: "
-            f"{n_params / 1e6:.2f}M trainable parameters (trunk frozen); {cfg.ee_steps} steps")
         sampler = MixedSampler(WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14), bank,
                                cfg.generated_fraction, cfg.seed + 15)
-
-        def ee_loss(batch):
-            batch = batch.to(device)
-            x = batch[:, :-1]
-            with torch.no_grad():
-                out_t = target(input_ids=x, output_hidden_states=True)
-            pos = torch.arange(x.shape[1], device=device).unsqueeze(0)
-            student = head(out_t.hidden_states[cfg.exit_layer], pos)
-            return kl_to_teacher(student, out_t.logits)
-
-        fit("early_exit", head, sampler, ee_loss, cfg.ee_steps, cfg.ee_lr)
+        head, summary = train_early_exit(target, cfg.exit_layer, sampler, cfg.ee_steps, cfg.ee_lr, device, log=log,
+                                         log_every=cfg.log_every)
+        timings["early_exit"] = summary["seconds"]
+        report["early_exit_training"] = {k: v for k, v in summary.items() if k != "history"}
         save_early_exit(head, out / "early_exit", base="../target",
                         extra={"training": report["early_exit_training"],
                                "loss": "KL(target || head) on corpus windows and target continuations",
                                "seed": cfg.seed})
+        if cfg.calibration_steps > 0:
+            from .calibration import save_with_head, train_calibration
+
+            cal, cal_report = train_calibration(target, head, train_stream, heldout_stream, steps=cfg.calibration_steps,
+                                                sequences=cfg.calibration_sequences, seed=cfg.seed + 41,
+                                                device=device, log=log)
+            save_with_head(cal, out / "early_exit", cal_report)
+            report["calibration"] = cal_report
+            log(f"[calibration] {cal_report}")
         log(f"[early_exit] saved to {out / 'early_exit'}")
     elif (out / "early_exit" / "early_exit.json").is_file():
         head = load_early_exit(out / "early_exit", target)

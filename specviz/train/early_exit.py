@@ -1,0 +1,194 @@
+"""Training an EESD early-exit head by self-distillation, the trunk frozen (arXiv 2406.03853, sections 3.1-3.2).
+
+``train_early_exit`` is the pipeline's ``early_exit`` stage and the body of
+``python -m specviz train early-exit --target DIR --exit-layer N [--text FILE] [--out DIR]``, which
+trains a head for any Hugging Face causal LM directory: on the Python standard library's source by
+default (or on a text file), mixed half and half with the target's own continuations (the LLM-QAT
+hybrid greedy-then-sampled text the paper distils on). The loss is KL(target || head) per position
+(the target's logits are at hand, so the head learns its whole next-token law, not only the sampled
+token). Section 3.1 trains the exit layer, its norm and W; so do we (the trunk and the target stay frozen).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+import torch
+
+from specviz.models.early_exit import EarlyExitHead, layout, save_early_exit
+
+from .data import MixedSampler, WindowSampler, sequential_windows
+from .distill import build_generated_bank, kl_to_teacher
+from .evaluate import perplexity
+from .loop import train_loop
+
+
+def distill_loss(target, head: EarlyExitHead, device):
+    """``batch -> KL(target || head)`` on ``batch[:, :-1]``, reusing the target's ``hidden_states[N]``."""
+
+    def loss(batch: torch.Tensor) -> torch.Tensor:
+        x = batch.to(device)[:, :-1]
+        with torch.no_grad():
+            out = target(input_ids=x, output_hidden_states=True)
+        pos = torch.arange(x.shape[1], device=device).unsqueeze(0)
+        return kl_to_teacher(head(out.hidden_states[head.exit_layer], pos), out.logits)
+
+    return loss
+
+
+@torch.no_grad()
+def heldout_report(target, head: EarlyExitHead, windows: torch.Tensor, device) -> dict:
+    """The head's held-out next-token loss / perplexity and its distillation loss KL(target || head)."""
+    loss = distill_loss(target, head, device)
+    kl = sum(float(loss(windows[i:i + 8])) * len(windows[i:i + 8]) for i in range(0, len(windows), 8)) / len(windows)
+    return {**perplexity(head.logits_for, windows), "kl_to_target": round(kl, 5)}
+
+
+def train_early_exit(target, exit_layer: int, sampler, steps: int, lr: float, device, log=print, log_every: int = 25,
+                     progress: bool = False) -> tuple[EarlyExitHead, dict]:
+    """A fresh head after layer ``exit_layer`` of ``target``, trained for ``steps`` AdamW steps on
+    ``sampler.next()`` batches; returns the head (eval mode) and the loop's summary."""
+    for p in target.parameters():
+        p.requires_grad_(False)
+    target.eval()
+    head = EarlyExitHead(target, exit_layer).to(device)
+    n_params = sum(p.numel() for p in head.parameters())
+    log(f"[early_exit] exit after layer {exit_layer} of {len(getattr(*layout(target)[:2]))}: "
+        f"{n_params / 1e6:.2f}M trainable parameters (trunk frozen); {steps} steps")
+    head.train()
+    summary = train_loop(head.parameters(), lambda _step: sampler.next(), distill_loss(target, head, device), steps,
+                         lr, "early_exit", log_every=log_every, log=log, progress=progress)
+    head.eval()
+    return head, summary
+
+
+def text_streams(tokenizer, path: str, heldout_percent: float):
+    """The token stream of a text file, split into training and held-out parts (the last
+    ``heldout_percent`` of the tokens are held out)."""
+    import numpy as np
+
+    from .tokenizer import encode_stream
+
+    stream = encode_stream(tokenizer, [Path(path).read_text(encoding="utf-8")])
+    cut = max(2, int(len(stream) * (1 - heldout_percent / 100)))
+    return stream[:cut], np.asarray(stream[cut:])
+
+
+def default_out(target_dir: str | Path) -> Path:
+    """Next to the target: ``<parent>/early_exit`` for the bundled layout (a directory named
+    ``target``), else ``<target>-early-exit``."""
+    target_dir = Path(target_dir).resolve()
+    name = "early_exit" if target_dir.name == "target" else f"{target_dir.name}-early-exit"
+    return target_dir.parent / name
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .pipeline import TrainConfig
+
+    p = argparse.ArgumentParser(prog="python -m specviz train early-exit",
+                                description="Train an EESD early-exit head on a frozen target (self-distillation).")
+    defaults = TrainConfig()
+    p.add_argument("--target", required=True, help="target model directory (save_pretrained layout)")
+    p.add_argument("--exit-layer", type=int, help="N: the head reads the output of the first N layers "
+                                                  "(default: 7.5%% of the layers, at least 1)")
+    p.add_argument("--out", help="output directory (default: next to the target)")
+    p.add_argument("--text", help="train on this UTF-8 text file instead of the Python standard library")
+    p.add_argument("--steps", type=int, help="optimiser steps (default: the bundled recipe's ee_steps)")
+    p.add_argument("--lr", type=float, help="peak learning rate (default: the bundled recipe's ee_lr)")
+    p.add_argument("--calibration-steps", type=int, default=defaults.calibration_steps,
+                   help="then train Cali-TS's calibration head for this many steps (0: skip; default "
+                        f"{defaults.calibration_steps})")
+    p.add_argument("--calibration-sequences", type=int, default=defaults.calibration_sequences,
+                   help=f"greedy target continuations it learns from (default {defaults.calibration_sequences})")
+    p.add_argument("--no-progress", action="store_true", help="log lines instead of a progress bar")
+    for name in ("seed", "device", "threads", "seq_len", "batch_size", "max_files", "heldout_percent",
+                 "generated_fraction", "gen_sequences", "gen_prompt_len", "gen_new_tokens", "gen_greedy_fraction",
+                 "gen_temperature", "eval_windows", "log_every", "cache_dir"):
+        value = getattr(defaults, name)
+        typ = {int: int, float: float}.get(type(value), str)
+        if name == "max_files":
+            typ = int
+        p.add_argument("--" + name.replace("_", "-"), type=typ, default=value, help=f"default: {value}")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except (ValueError, FileNotFoundError, TypeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run(args: argparse.Namespace, log=None) -> dict:
+    """Train and save one head; returns the summary written into ``early_exit.json``."""
+    from transformers import AutoTokenizer
+
+    from .corpus import build_corpus
+    from .pipeline import TrainConfig, _encoded, _load_model, pick_device
+
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)})
+    steps = args.steps if args.steps is not None else cfg.ee_steps
+    lr = args.lr if args.lr is not None else cfg.ee_lr
+    threads = torch.get_num_threads()
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    try:
+        device = pick_device(cfg.device)
+        target_dir = Path(args.target)
+        target = _load_model(target_dir, device)
+        tokenizer = AutoTokenizer.from_pretrained(target_dir)
+        n_layers = len(getattr(*layout(target)[:2]))
+        exit_layer = args.exit_layer if args.exit_layer is not None else max(1, round(0.075 * n_layers))
+        if args.text:
+            train_stream, heldout_stream = text_streams(tokenizer, args.text, cfg.heldout_percent)
+            source = {"text_file": str(Path(args.text).resolve()), "train_tokens": int(len(train_stream))}
+        else:
+            corpus = build_corpus(max_files=cfg.max_files, heldout_percent=cfg.heldout_percent,
+                                  include_tests=cfg.include_tests)
+            train_stream, heldout_stream = _encoded(tokenizer, corpus, cfg.cache_dir)
+            source = {**corpus.describe(), "train_tokens": int(len(train_stream))}
+        held = heldout_stream if len(heldout_stream) > 2 else train_stream[-cfg.seq_len * 4:]
+        eval_windows = sequential_windows(held, cfg.seq_len, cfg.eval_windows).to(device)
+        bank = None
+        if cfg.generated_fraction > 0 and cfg.gen_sequences > 0:
+            bank = build_generated_bank(target, train_stream, cfg.gen_sequences, cfg.gen_prompt_len,
+                                        cfg.gen_new_tokens, cfg.gen_greedy_fraction, cfg.gen_temperature,
+                                        cfg.seed + 23, batch_size=64, log=log).cpu()
+        sampler = MixedSampler(WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14), bank,
+                               cfg.generated_fraction, cfg.seed + 15)
+        torch.manual_seed(cfg.seed + 3)
+        before = heldout_report(target, EarlyExitHead(target, exit_layer).to(device).eval(), eval_windows, device)
+        t0 = time.time()
+        head, summary = train_early_exit(target, exit_layer, sampler, steps, lr, device, log=log,
+                                         log_every=cfg.log_every, progress=not args.no_progress)
+        after = heldout_report(target, head, eval_windows, device)
+        out = Path(args.out) if args.out else default_out(target_dir)
+        meta = {"training": {k: v for k, v in summary.items() if k != "history"},
+                "loss": "KL(target || head) on corpus windows and target continuations",
+                "seed": cfg.seed, "data": source, "heldout_before": before, "heldout_after": after,
+                "recipe": "python -m specviz train early-exit"}
+        save_early_exit(head, out, base=os.path.relpath(target_dir.resolve(), out.resolve()), extra=meta)
+        if cfg.calibration_steps > 0:
+            from .calibration import save_with_head, train_calibration
+
+            cal, report = train_calibration(target, head, train_stream, heldout_stream, steps=cfg.calibration_steps,
+                                            sequences=cfg.calibration_sequences, seed=cfg.seed + 41, device=device,
+                                            log=log, progress=not args.no_progress)
+            save_with_head(cal, out, report)
+            meta["calibration"] = report
+            log(f"[calibration] sigma_M {report['sigma_m']}, held-out accuracy {report['heldout_accuracy']} "
+                f"(label rate {report['heldout_label_rate']})")
+        log(f"[early_exit] held-out KL to the target {before['kl_to_target']} -> {after['kl_to_target']}, "
+            f"loss {before['loss']} -> {after['loss']} in {time.time() - t0:.1f}s; saved to {out}")
+        return meta
+    finally:
+        torch.set_num_threads(threads)
+
