@@ -46,6 +46,10 @@ class StepIndex:
         """The drafted nodes at ``node``'s position (itself included), in draw order."""
         return self.groups.get(group_key(node), [node])
 
+    def drafted_at(self, node: TreeNode) -> list[TreeNode]:
+        """The drafted nodes at the position ``node`` was drafted or produced at (may be empty)."""
+        return self.groups.get(group_key(node), [])
+
     def earlier_rejected(self, node: TreeNode) -> list[TreeNode]:
         out = []
         for s in self.siblings(node):
@@ -91,8 +95,8 @@ def token_label(node: TreeNode) -> str:
 
 
 def escape_ws(text: str) -> str:
-    """Whitespace made visible for prose and axis labels: newline ⏎, tab ⇥, carriage return ␍."""
-    return text.replace("\r", "␍").replace("\n", "⏎").replace("\t", "⇥") or "∅"
+    """Whitespace made visible for prose: newline ↵ (as in the token view), tab ⇥, carriage return ␍."""
+    return text.replace("\r", "␍").replace("\n", "↵").replace("\t", "⇥") or "∅"
 
 
 def test_line(node: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None) -> str:
@@ -121,11 +125,13 @@ def test_line(node: TreeNode, idx: StepIndex | None = None, greedy: bool | None 
         rule = f"a = 0: the same token as an earlier rejected sibling (its residual mass is 0) → {outcome}"
         return rule
     ratio = f"min(1, {p_name}/q)"
-    with_ = f"with {p_name} = {fmt_prob(p_val)}, q = {fmt_prob(node.q)}" if p_val is not None else \
-        f"with q = {fmt_prob(node.q)} ({p_name} not recorded in this trace)"
+    if p_val is not None:
+        with_ = f"with {p_name} = {fmt_prob(p_val)}, q = {fmt_prob(node.q)}"
+    else:
+        with_ = f"with q = {fmt_prob(node.q)} ({p_name} not recorded in this trace)"
     if node.draw is None:
-        why = "certain" if a in (0.0, 1.0) else "no draw recorded"
-        return f"a = {fmt_prob(a)} = {ratio} {with_} ({why}) → {outcome}"
+        how = "with no draw" if a in (0.0, 1.0) else "(no draw recorded)"
+        return f"a = {ratio} = {fmt_prob(a)} {with_}: {outcome} {how}"
     op = "<" if node.draw < a else "≥"
     return f"u = {fmt_prob(node.draw)} {op} a = {fmt_prob(a)} = {ratio} {with_} → {outcome}"
 
