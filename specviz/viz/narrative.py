@@ -12,12 +12,24 @@ from __future__ import annotations
 
 from typing import Callable
 
-from specviz.trace import PositionRecord, RunTrace, StepRecord
+from specviz.trace import PositionRecord, RunTrace, StepRecord, TreeNode
 from specviz.viz.explain import (TESTED, StepIndex, escape_ws, is_greedy_step, not_reached_reason, position_of,
                                  test_line, token_label)
 from specviz.viz.style import fmt_prob
 
 TOP_RESIDUAL = 3
+_MD_SPECIAL = "\\`*_[]~|$#"
+
+
+def _md(text: str) -> str:
+    """Token text made inert in Markdown (rendered with HTML allowed): entities for & < >, a backslash
+    before Markdown's specials, so a token "<b>" or "**" reads as itself."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in text)
+
+
+def _tok(node: TreeNode) -> str:
+    return _md(token_label(node))
 
 
 def _plural(n: int, word: str) -> str:
@@ -50,7 +62,7 @@ def _where(key_parent: int | None, idx: StepIndex, root: int, multi_root: bool) 
     if key_parent is None:
         return f"At the committed text (tree {root})" if multi_root else "At the committed text"
     parent = idx.nodes.get(key_parent)
-    return f"After {token_label(parent)} (node {key_parent})" if parent is not None else f"After node {key_parent}"
+    return f"After {_tok(parent)} (node {key_parent})" if parent is not None else f"After node {key_parent}"
 
 
 def _test_lines(step: StepRecord, idx: StepIndex, greedy: bool) -> list[str]:
@@ -64,7 +76,7 @@ def _test_lines(step: StepRecord, idx: StepIndex, greedy: bool) -> list[str]:
         skipped = []
         for n in group:
             if n.status in TESTED:
-                cands.append(f"{token_label(n)}: {test_line(n, idx, greedy)}")
+                cands.append(f"{_tok(n)}: {test_line(n, idx, greedy)}")
             elif n.status == "not_reached":
                 skipped.append(n)
         head = _where(parent, idx, root, multi_root)
@@ -74,7 +86,7 @@ def _test_lines(step: StepRecord, idx: StepIndex, greedy: bool) -> list[str]:
             items = "; ".join(f"({i}) {c}" for i, c in enumerate(cands, 1))
             line = f"- {head}, {len(cands)} candidates in draw order: {items}."
         if skipped:
-            names = ", ".join(token_label(n) for n in skipped)
+            names = ", ".join(_tok(n) for n in skipped)
             line += f" Never tested: {names} (an earlier sibling was accepted, so later ones are skipped)."
         out.append(line)
     return out
@@ -82,10 +94,10 @@ def _test_lines(step: StepRecord, idx: StepIndex, greedy: bool) -> list[str]:
 
 def _token_text(tid: int, texts: dict[int, str], decode: Callable[[int], str] | None) -> str:
     if tid in texts:
-        return '"' + escape_ws(texts[tid]) + '"'
+        return _md('"' + escape_ws(texts[tid]) + '"')
     if decode is not None:
         try:
-            return '"' + escape_ws(decode(tid)) + '"'
+            return _md('"' + escape_ws(decode(tid)) + '"')
         except Exception:  # a decoder that cannot read this id: show the id
             pass
     return f"id {tid}"
@@ -116,12 +128,12 @@ def _produced_line(step: StepRecord, idx: StepIndex, greedy: bool, decode: Calla
     if last.status == "resampled":
         rejected = [n for n in idx.drafted_at(last) if n.status == "rejected"]
         if greedy:
-            line = (f"**Resampled** {token_label(last)}: every draft here was rejected, and at T = 0 the residual "
+            line = (f"**Resampled** {_tok(last)}: every draft here was rejected, and at T = 0 the residual "
                     f"is the target's argmax")
         else:
             what = ("the residual norm(max(0, p − q))" if len(rejected) <= 1 else
                     f"the final residual after {len(rejected)} rejections (each rejection takes the residual again)")
-            line = f"**Resampled** {token_label(last)} (p = {fmt_prob(last.p)}) from {what}"
+            line = f"**Resampled** {_tok(last)} (p = {fmt_prob(last.p)}) from {what}"
         if pos is not None and not greedy:
             bits = _residual_bits(pos, texts, decode, final=len(rejected) > 1)
             if bits:
@@ -129,9 +141,9 @@ def _produced_line(step: StepRecord, idx: StepIndex, greedy: bool, decode: Calla
         return line + "."
     if algorithm == "ar" or not idx.groups:
         how = "the target's argmax (T = 0)" if last.p == 1.0 else f"the target p (p = {fmt_prob(last.p)})"
-        return f"**Drew** {token_label(last)} from {how}."
+        return f"**Drew** {_tok(last)} from {how}."
     how = "the target's argmax (T = 0)" if greedy else f"the target p (p = {fmt_prob(last.p)})"
-    return (f"**Bonus** {token_label(last)} drawn from {how} after the last draft on the path was accepted: "
+    return (f"**Bonus** {_tok(last)} drawn from {how} after the last draft on the path was accepted: "
             f"one more token at no extra call.")
 
 
@@ -153,7 +165,7 @@ def step_narrative(step: StepRecord, algorithm: str, decode: Callable[[int], str
     drafted = step.n_drafted
     if drafted:
         if accepted:
-            toks = " ".join(token_label(n) for n in accepted)
+            toks = " ".join(_tok(n) for n in accepted)
             out += ["", f"**Accepted** {len(accepted)} of {drafted} drafted: {toks}."]
         else:
             out += ["", f"**Accepted** none of the {drafted} drafted."]

@@ -117,6 +117,31 @@ def fmt_prob(x: float | None, sig: int = 3) -> str:
     return f"{mant}e{int(exp)}"
 
 
+def html_escape(text: str) -> str:
+    """Plotly reads titles, ticks, labels and hover text as HTML: escape a token's ``<``, ``>``, ``&``."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def wrap_html(text: str, width: int = 72) -> str:
+    """``text`` escaped and broken into lines of at most ``width`` characters (at spaces) with ``<br>``;
+    an arrow stays with the word after it ("→ rejected")."""
+    words: list[str] = []
+    for word in html_escape(text).split(" "):
+        if words and words[-1] in ("→", "=", "<", "≥", "&lt;"):
+            words[-1] += " " + word
+        else:
+            words.append(word)
+    lines, cur = [], ""
+    for word in words:
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    lines.append(cur)
+    return "<br>".join(lines)
+
+
 def base_layout(title: str | None = None, height: int = 320, **extra: Any) -> dict[str, Any]:
     """A compact white layout; ``extra`` is merged on top."""
     layout: dict[str, Any] = {

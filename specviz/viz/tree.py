@@ -22,7 +22,8 @@ import plotly.graph_objects as go
 from specviz.trace import NODE_STATUSES, StepRecord, TreeNode
 from specviz.viz.explain import StepIndex, is_greedy_step, node_decision
 from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, MONO, PATH_COLOR, STATUS_COLORS, STATUS_LABELS,
-                               STATUS_SYMBOLS, base_layout, figure, fmt_prob, message_figure, visible_text)
+                               STATUS_SYMBOLS, base_layout, figure, fmt_prob, html_escape, message_figure,
+                               visible_text, wrap_html)
 
 CONTEXT_ID = -1
 MAX_LABELLED_NODES = 96
@@ -73,7 +74,7 @@ def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = 
     (``explain.node_decision``)."""
     idx = idx or StepIndex(StepRecord(0, 0, forest=[n]))
     lines = [
-        f"<b>{_html(repr(n.token_text))}</b>  id {n.token_id}",
+        f"<b>{html_escape(repr(n.token_text))}</b>  id {n.token_id}",
         f"status: <b>{STATUS_LABELS.get(n.status, n.status)}</b>  (node {n.id}, depth {n.depth}, root {n.root})",
         f"q draft = {fmt_prob(n.q)}",
         f"p target = {fmt_prob(n.p)}" + ("  (original, before any residual)" if n.status in ("accepted", "rejected") else ""),
@@ -91,12 +92,8 @@ def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = 
         lines.append(f"accept prob a = {fmt_prob(n.accept_prob)}")
     if n.draw is not None:
         lines.append(f"uniform draw u = {fmt_prob(n.draw)}")
-    lines.append(_html(node_decision(n, idx, greedy)))
+    lines.append(wrap_html(node_decision(n, idx, greedy), 72))
     return "<br>".join(lines)
-
-
-def _html(s: str) -> str:
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _elbow(xs: list[Any], ys: list[Any], a: tuple[float, float], b: tuple[float, float]) -> None:
@@ -143,7 +140,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
 
     tail = context[-60:] if context else ""
     ctx_hover = (f"<b>context</b> ({step.n_before} tokens generated before this step)"
-                 + (f"<br>…{_html(repr(tail))}" if tail else ""))
+                 + (f"<br>…{html_escape(repr(tail))}" if tail else ""))
     data.append({"type": "scatter", "x": [pos[CONTEXT_ID][0]], "y": [pos[CONTEXT_ID][1]],
                  "mode": "markers+text", "text": ["ctx"], "textposition": "middle left",
                  "textfont": {"size": 10, "color": CONTEXT_COLOR},
@@ -166,7 +163,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
         data.append({
             "type": "scatter", "mode": "markers+text" if show_text else "markers",
             "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
-            "text": [visible_text(n.token_text) for n in nodes] if show_text else None,
+            "text": [html_escape(visible_text(n.token_text)) for n in nodes] if show_text else None,
             "textposition": "top center",
             "textfont": {"family": MONO, "size": font_size,
                          "color": "#9ca3af" if status == "not_reached" else "#111827"},
