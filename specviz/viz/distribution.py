@@ -71,10 +71,10 @@ def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dic
     notes: list[dict] = []
     a, u = node.accept_prob, node.draw
     tested = node.status in ("accepted", "rejected") and a is not None
-    shapes.append({"type": "line", "xref": "x2", "yref": "y2", "x0": 0, "x1": 1, "y0": 0, "y1": 0,
-                   "line": {"color": "#9ca3af", "width": 1}})
     if tested:
         shapes += [
+            {"type": "line", "xref": "x2", "yref": "y2", "x0": 0, "x1": 1, "y0": 0, "y1": 0,
+             "line": {"color": "#9ca3af", "width": 1}},
             {"type": "rect", "xref": "x2", "yref": "y2", "x0": 0, "x1": a, "y0": -0.5, "y1": 0.5,
              "fillcolor": ACCEPT_FILL, "line": {"width": 0}, "layer": "below"},
             {"type": "rect", "xref": "x2", "yref": "y2", "x0": a, "x1": 1, "y0": -0.5, "y1": 0.5,
@@ -84,12 +84,12 @@ def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dic
         ]
         notes.append({"xref": "x2", "yref": "y2", "x": a, "y": 0.7, "text": f"a = {fmt_prob(a)}", "showarrow": False,
                       "yanchor": "bottom", "font": {"size": 11, "family": MONO}})
-        if a >= 0.15:
-            notes.append({"xref": "x2", "yref": "y2", "x": a / 2, "y": -0.5, "text": "accept if u < a",
-                          "showarrow": False, "yanchor": "top", "font": {"size": 10, "color": STATUS_COLORS["accepted"]}})
-        if a <= 0.85:
-            notes.append({"xref": "x2", "yref": "y2", "x": (1 + a) / 2, "y": -0.5, "text": "reject",
-                          "showarrow": False, "yanchor": "top", "font": {"size": 10, "color": STATUS_COLORS["rejected"]}})
+        if a >= 0.2 and (u is None or u > 0.14):
+            notes.append({"xref": "x2", "yref": "y2", "x": 0.01, "y": 0, "text": "accept", "showarrow": False,
+                          "xanchor": "left", "font": {"size": 10, "color": STATUS_COLORS["accepted"]}})
+        if a <= 0.8 and (u is None or u < 0.86):
+            notes.append({"xref": "x2", "yref": "y2", "x": 0.99, "y": 0, "text": "reject", "showarrow": False,
+                          "xanchor": "right", "font": {"size": 10, "color": STATUS_COLORS["rejected"]}})
         if u is not None:
             color = STATUS_COLORS[node.status]
             data.append({"type": "scatter", "mode": "markers+text", "x": [u], "y": [0], "xaxis": "x2", "yaxis": "y2",
@@ -101,7 +101,7 @@ def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dic
                                           f"{node.status}<extra></extra>"})
     caption = node_decision(node, idx, greedy) if not tested else test_line(node, idx, greedy)
     notes.append({"xref": "paper", "yref": "paper", "x": 0, "y": 0.25, "xanchor": "left", "yanchor": "bottom",
-                  "showarrow": False, "text": wrap_html(caption, 110), "align": "left",
+                  "showarrow": False, "text": wrap_html(caption, 90), "align": "left",
                   "font": {"size": 11, "color": "#374151"}})
     return data, shapes, notes
 
@@ -178,9 +178,16 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
                       "ax": 0, "ay": -26, "font": {"size": 11, "color": STATUS_COLORS.get(node.status, "#111827")},
                       "arrowcolor": STATUS_COLORS.get(node.status, "#111827")})
 
+    else:
+        notes.append({"x": 1, "y": 1, "xref": "paper", "yref": "paper", "xanchor": "right", "yanchor": "top",
+                      "showarrow": False, "align": "right", "font": {"size": 11, "color": "#6b7280"},
+                      "text": f"node {node.id} {html_escape(visible_text(node.token_text))} (q = {fmt_prob(node.q)}, "
+                              f"p = {fmt_prob(node.p)})<br>is outside the recorded tokens of this position"})
+
     where = "the committed text" if node.parent is None else \
         f"node {node.parent} {html_escape(visible_text(idx.nodes[node.parent].token_text)) if node.parent in idx.nodes else ''}"
-    title = f"node {node.id} {html_escape(visible_text(node.token_text))} ({STATUS_LABELS.get(node.status, node.status)}) · after {where}"
+    title = (f"node {node.id} {html_escape(visible_text(node.token_text))} · {STATUS_LABELS.get(node.status, node.status)}"
+             f" · after {where}")
     if pos.residual_mass is not None:
         title += f" · TV(p, q) = Σmax(0, p−q) = {fmt_prob(pos.residual_mass)}"
     layout = base_layout(title, height=height, barmode="group", bargap=0.25, bargroupgap=0.05)
@@ -198,6 +205,8 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
     layout["yaxis2"] = {"anchor": "x2", "domain": [0, 0.13], "range": [-1, 1.4], "visible": False,
                         "fixedrange": True}
     layout["xaxis2"]["title"]["standoff"] = 2
+    if not (node.status in ("accepted", "rejected") and node.accept_prob is not None):
+        layout["xaxis2"]["visible"] = False  # no test at this node: the caption says why
     layout["shapes"] = shapes
     layout["annotations"] = notes
     layout["hovermode"] = "closest"
