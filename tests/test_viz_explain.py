@@ -213,6 +213,24 @@ def test_narrative_names_ids_through_decode():
     assert '"two" 0.352' in step_narrative(step, "mcsd", decode=lambda i: {2: "two"}.get(i, "?"))
 
 
+def test_narrative_of_a_forest_names_its_trees():
+    nodes = [TreeNode(0, None, 0, 0, "a", q=0.5, p=0.4, accept_prob=0.8, draw=0.3, status="accepted", root=0),
+             TreeNode(1, 0, 1, 1, "b", q=0.4, p=0.2, accept_prob=0.5, draw=0.7, status="rejected", root=0),
+             TreeNode(2, None, 0, 3, "x", q=0.5, p=0.1, accept_prob=0.2, draw=0.9, status="rejected", root=1),
+             TreeNode(3, 2, 1, 5, "cat", q=0.3, p=0.3, root=1),
+             TreeNode(4, 0, 1, 6, "dog", p=0.3, status="resampled", root=0)]
+    step = StepRecord(4, 10, forest=nodes, committed=[CommittedToken(0, "a", "draft", 0),
+                                                      CommittedToken(6, "dog", "resampled", 4)], draft_calls=2)
+    text = step_narrative(step, "batch_sd")
+    assert "**Drafted** a forest of 2 trees: 4 nodes over 2 levels (widths 2, 2) in 2 draft calls." in text
+    assert '- At the committed text (tree 0): "a": u = 0.3 < a = 0.8' in text
+    assert '- At the committed text (tree 1): "x": u = 0.9 ≥ a = 0.2' in text
+    assert '- After "a" (node 0): "b"' in text
+    assert "1 more drafted node never verified" in text
+    assert 'the token "x" on its path was rejected' in hover_of(step, 3)
+    assert "+2 tokens for 1 target call and 2 draft calls" in text
+
+
 def _trivial_step(index: int) -> StepRecord:
     return StepRecord(index, 0, forest=[TreeNode(0, None, 0, 7, "ok", p=0.5, status="bonus")],
                       committed=[CommittedToken(7, "ok", "bonus", 0)])
