@@ -56,12 +56,17 @@ def _labels(pos: PositionRecord, step: StepRecord, decode: Callable[[int], str] 
     return out
 
 
+BAR_MEANING = {"q": "draft q", "p": "target p",
+               "residual": "residual norm(max(0, p − q)) after one rejection; its mass Σ max(0, p − q) = TV(p, q)",
+               "final_residual": "final residual after every candidate here was rejected"}
+
+
 def _bar(name: str, meta: str, xs: list[int], ys: list[float], ids: list[int], labels: list[str], color: str,
          **extra: Any) -> dict[str, Any]:
     return {"type": "bar", "name": name, "meta": meta, "x": xs, "y": ys, "customdata": ids,
             "marker": {"color": color, **extra.pop("marker", {})}, "text": labels,
-            "hovertemplate": f"%{{text}} (id %{{customdata}})<br>{name}: %{{y:.3g}}<extra></extra>", "textposition": "none",
-            **extra}
+            "hovertemplate": f"%{{text}} (id %{{customdata}})<br>{BAR_MEANING[meta]}: %{{y:.3g}}<extra></extra>",
+            "textposition": "none", **extra}
 
 
 def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dict], list[dict], list[dict]]:
@@ -83,6 +88,7 @@ def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dic
              "line": {"color": "#111827", "width": 2}},
         ]
         notes.append({"xref": "x2", "yref": "y2", "x": a, "y": 0.7, "text": f"a = {fmt_prob(a)}", "showarrow": False,
+                      "xanchor": "left" if a < 0.1 else "right" if a > 0.9 else "center",
                       "yanchor": "bottom", "font": {"size": 11, "family": MONO}})
         if a >= 0.2 and (u is None or u > 0.14):
             notes.append({"xref": "x2", "yref": "y2", "x": 0.01, "y": 0, "text": "accept", "showarrow": False,
@@ -94,14 +100,16 @@ def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dic
             color = STATUS_COLORS[node.status]
             data.append({"type": "scatter", "mode": "markers+text", "x": [u], "y": [0], "xaxis": "x2", "yaxis": "y2",
                          "meta": "u", "name": "uniform draw u", "showlegend": False,
-                         "text": [f"u = {fmt_prob(u)}"], "textposition": "bottom center",
+                         "text": [f"u = {fmt_prob(u)}"],
+                         "textposition": "bottom left" if u > 0.85 else "bottom right" if u < 0.15 else "bottom center",
                          "textfont": {"family": MONO, "size": 11, "color": color},
                          "marker": {"symbol": "diamond", "size": 14, "color": color, "line": {"color": "white", "width": 1}},
                          "hovertemplate": f"u = {fmt_prob(u)} {'<' if u < a else '≥'} a = {fmt_prob(a)} → "
                                           f"{node.status}<extra></extra>"})
     caption = node_decision(node, idx, greedy) if not tested else test_line(node, idx, greedy)
-    notes.append({"xref": "paper", "yref": "paper", "x": 0, "y": 0.25, "xanchor": "left", "yanchor": "bottom",
-                  "showarrow": False, "text": wrap_html(caption, 90), "align": "left",
+    notes.append({"xref": "paper", "yref": "paper", "x": 0, "y": 0.25 if tested else 0.02, "xanchor": "left",
+                  "yanchor": "bottom",
+                  "showarrow": False, "text": wrap_html(caption, 56), "align": "left",
                   "font": {"size": 11, "color": "#374151"}})
     return data, shapes, notes
 
@@ -135,11 +143,11 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
     same = final is not None and pos.residual is not None and \
         all(abs(a - b) <= 1e-6 for a, b in zip(final, pos.residual))
     if pos.residual is not None:
-        name = "residual norm(max(0, p − q))" + (": resampled from (all rejected)" if same else "")
+        name = "residual" + (" (resampled from)" if same else "")
         data.append(_bar(name, "residual", xs, list(pos.residual), pos.ids, hover_labels, RESIDUAL_COLOR,
                          opacity=0.85))
     if final is not None and not same:
-        data.append(_bar("final residual: resampled from (all candidates rejected)", "final_residual", xs,
+        data.append(_bar("final residual (resampled from)", "final_residual", xs,
                          list(final), pos.ids, hover_labels, "#fbbf24",
                          marker={"pattern": {"shape": "/", "fgcolor": RESIDUAL_COLOR, "size": 6}}))
 
@@ -187,18 +195,18 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
     where = "the committed text" if node.parent is None else \
         f"node {node.parent} {html_escape(visible_text(idx.nodes[node.parent].token_text)) if node.parent in idx.nodes else ''}"
     title = (f"node {node.id} {html_escape(visible_text(node.token_text))} · {STATUS_LABELS.get(node.status, node.status)}"
-             f" · after {where}")
+             f"<br>after {where}")
     if pos.residual_mass is not None:
-        title += f" · TV(p, q) = Σmax(0, p−q) = {fmt_prob(pos.residual_mass)}"
+        title += f" · TV(p, q) = {fmt_prob(pos.residual_mass)}"
     layout = base_layout(title, height=height, barmode="group", bargap=0.25, bargroupgap=0.05)
-    layout["margin"] = {"l": 52, "r": 20, "t": 78, "b": 20}
+    layout["margin"] = {"l": 52, "r": 20, "t": 96, "b": 20}
     layout["legend"] = {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
                         "font": {"size": 11}}
     many = len(xs) > 14
     layout["xaxis"] = axis(None, tickmode="array", tickvals=xs, ticktext=labels, domain=[0, 1],
-                           tickfont={"family": MONO, "size": 9 if many else 11}, tickangle=-50 if many else 0,
+                           tickfont={"family": MONO, "size": 9 if many else 11}, tickangle=-45 if many else 0,
                            range=[-0.6, len(xs) - 0.4], showgrid=False, zeroline=False)
-    layout["yaxis"] = axis("probability", domain=[0.42, 1], rangemode="tozero",
+    layout["yaxis"] = axis("probability", domain=[0.47 if many else 0.42, 1], rangemode="tozero",
                            range=[0, top * (1.3 + 0.14 * max(list(stacked.values()) + [1]))])
     layout["xaxis2"] = axis("u against a (accepted iff u < a)", anchor="y2", domain=[0, 1], range=[-0.02, 1.02],
                             tickvals=[0, 0.25, 0.5, 0.75, 1], showgrid=False, zeroline=False)
@@ -206,7 +214,8 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
                         "fixedrange": True}
     layout["xaxis2"]["title"]["standoff"] = 2
     if not (node.status in ("accepted", "rejected") and node.accept_prob is not None):
-        layout["xaxis2"]["visible"] = False  # no test at this node: the caption says why
+        layout["xaxis2"]["visible"] = False  # no test at this node: the bars take the room, the caption says why
+        layout["yaxis"]["domain"] = [0.24, 1]
     layout["shapes"] = shapes
     layout["annotations"] = notes
     layout["hovermode"] = "closest"
