@@ -24,7 +24,7 @@ from typing import Any, Callable
 import plotly.graph_objects as go
 
 from specviz.trace import PositionRecord, StepRecord, TreeNode
-from specviz.viz.explain import StepIndex, is_greedy_step, node_decision, position_of, test_line
+from specviz.viz.explain import StepIndex, describe_test, is_greedy_step, node_decision, position_of
 from specviz.viz.style import (MONO, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS, axis, base_layout,
                                figure, fmt_prob, html_escape, message_figure, visible_text,
                                wrap_html)
@@ -103,10 +103,11 @@ def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dic
                          "text": [f"u = {fmt_prob(u)}"],
                          "textposition": "bottom left" if u > 0.85 else "bottom right" if u < 0.15 else "bottom center",
                          "textfont": {"family": MONO, "size": 11, "color": color},
-                         "marker": {"symbol": "diamond", "size": 14, "color": color, "line": {"color": "white", "width": 1}},
+                         "marker": {"symbol": "diamond", "size": 14, "color": color,
+                                    "line": {"color": "white", "width": 1}},
                          "hovertemplate": f"u = {fmt_prob(u)} {'<' if u < a else '≥'} a = {fmt_prob(a)} → "
                                           f"{node.status}<extra></extra>"})
-    caption = node_decision(node, idx, greedy) if not tested else test_line(node, idx, greedy)
+    caption = node_decision(node, idx, greedy) if not tested else describe_test(node, idx, greedy)
     notes.append({"xref": "paper", "yref": "paper", "x": 0, "y": 0.25 if tested else 0.02, "xanchor": "left",
                   "yanchor": "bottom",
                   "showarrow": False, "text": wrap_html(caption, 56), "align": "left",
@@ -128,8 +129,9 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
     idx, greedy = StepIndex(step), is_greedy_step(step)
     pos = position_of(step, node)
     if pos is None or not pos.ids:
-        return message_figure(f"Node {node_id} ({html_escape(visible_text(node.token_text))}): its position was never verified, so "
-                              f"no distribution was recorded there.<br>{wrap_html(node_decision(node, idx, greedy), 90)}",
+        label = html_escape(visible_text(node.token_text))
+        return message_figure(f"Node {node_id} ({label}): its position was never verified, so no distribution was "
+                              f"recorded there.<br>{wrap_html(node_decision(node, idx, greedy), 90)}",
                               height=height)
     xs = list(range(len(pos.ids)))
     labels = _labels(pos, step, decode)
@@ -154,8 +156,9 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
     # candidates drafted at this position (draw order), and the token produced here, above their bars
     col = {tid: i for i, tid in enumerate(pos.ids)}
     top = max([*pos.p, *(pos.q or []), *(pos.residual or []), *(pos.final_residual or []), 0.05])
-    here = [n for n in idx.drafted_at(node)] + [n for n in step.forest if n.status in ("resampled", "bonus")
-                                                and n.parent == node.parent and (n.parent is not None or n.root == node.root)]
+    produced = [n for n in step.forest if n.status in ("resampled", "bonus") and n.parent == node.parent
+                and (n.parent is not None or n.root == node.root)]
+    here = idx.drafted_at(node) + produced
     stacked: dict[int, int] = {}
     cx, cy, ctext, csym, ccol, cids, chover = [], [], [], [], [], [], []
     for rank, n in enumerate(here, 1):
@@ -192,10 +195,11 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
                       "text": f"node {node.id} {html_escape(visible_text(node.token_text))} (q = {fmt_prob(node.q)}, "
                               f"p = {fmt_prob(node.p)})<br>is outside the recorded tokens of this position"})
 
+    parent = idx.nodes.get(node.parent) if node.parent is not None else None
     where = "the committed text" if node.parent is None else \
-        f"node {node.parent} {html_escape(visible_text(idx.nodes[node.parent].token_text)) if node.parent in idx.nodes else ''}"
-    title = (f"node {node.id} {html_escape(visible_text(node.token_text))} · {STATUS_LABELS.get(node.status, node.status)}"
-             f"<br>after {where}")
+        f"node {node.parent} {html_escape(visible_text(parent.token_text)) if parent is not None else ''}"
+    status = STATUS_LABELS.get(node.status, node.status)
+    title = f"node {node.id} {html_escape(visible_text(node.token_text))} · {status}<br>after {where}"
     if pos.residual_mass is not None:
         title += f" · TV(p, q) = {fmt_prob(pos.residual_mass)}"
     layout = base_layout(title, height=height, barmode="group", bargap=0.25, bargroupgap=0.05)

@@ -99,7 +99,7 @@ def escape_ws(text: str) -> str:
     return text.replace("\r", "␍").replace("\n", "↵").replace("\t", "⇥") or "∅"
 
 
-def test_line(node: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None) -> str:
+def describe_test(node: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None) -> str:
     """The test ``node`` faced and its outcome, e.g.
     ``u = 0.41 < a = 0.73 = min(1, p_res/q) with p_res = 0.5, q = 0.68 → accepted``.
 
@@ -164,7 +164,13 @@ def not_reached_reason(node: TreeNode, idx: StepIndex) -> str:
 def node_decision(node: TreeNode, idx: StepIndex, greedy: bool | None = None) -> str:
     """One line on how ``node`` ended: its test, why it was not reached, or what it was drawn from."""
     if node.status == "resampled":
-        return "drawn from the residual norm(max(0, p − q)) after every draft at this position was rejected"
+        if greedy:
+            return "the target's argmax (T = 0), taken after every draft at this position was rejected"
+        rejected = [s for s in idx.drafted_at(node) if s.status == "rejected"]
+        if len(rejected) > 1:
+            return (f"drawn from the final residual after {len(rejected)} rejections at this position (the residual "
+                    f"norm(max(0, p − q)) taken once per rejected sibling)")
+        return "drawn from the residual norm(max(0, p − q)) after the draft at this position was rejected"
     if node.status == "bonus":
         parent = idx.nodes.get(node.parent) if node.parent is not None else None
         if parent is None and not idx.groups:
@@ -172,5 +178,5 @@ def node_decision(node: TreeNode, idx: StepIndex, greedy: bool | None = None) ->
         return "drawn from the target p (every draft token before it was accepted)"
     if node.status == "not_reached":
         return not_reached_reason(node, idx)
-    line = test_line(node, idx, greedy)
+    line = describe_test(node, idx, greedy)
     return line or node.status

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Callable
 
 from specviz.trace import PositionRecord, RunTrace, StepRecord, TreeNode
-from specviz.viz.explain import (TESTED, StepIndex, escape_ws, is_greedy_step, not_reached_reason, position_of,
-                                 test_line, token_label)
+from specviz.viz.explain import (TESTED, StepIndex, describe_test, escape_ws, is_greedy_step, not_reached_reason,
+                                 position_of, token_label)
 from specviz.viz.style import fmt_prob
 
 TOP_RESIDUAL = 3
@@ -76,7 +76,7 @@ def _test_lines(step: StepRecord, idx: StepIndex, greedy: bool) -> list[str]:
         skipped = []
         for n in group:
             if n.status in TESTED:
-                cands.append(f"{_tok(n)}: {test_line(n, idx, greedy)}")
+                cands.append(f"{_tok(n)}: {describe_test(n, idx, greedy)}")
             elif n.status == "not_reached":
                 skipped.append(n)
         head = _where(parent, idx, root, multi_root)

@@ -20,7 +20,7 @@ import networkx as nx
 import plotly.graph_objects as go
 
 from specviz.trace import NODE_STATUSES, StepRecord, TreeNode
-from specviz.viz.explain import StepIndex, is_greedy_step, node_decision
+from specviz.viz.explain import TESTED, StepIndex, is_greedy_step, node_decision
 from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, MONO, PATH_COLOR, STATUS_COLORS, STATUS_LABELS,
                                STATUS_SYMBOLS, base_layout, figure, fmt_prob, html_escape, message_figure,
                                visible_text, wrap_html)
@@ -77,9 +77,9 @@ def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = 
         f"<b>{html_escape(repr(n.token_text))}</b>  id {n.token_id}",
         f"status: <b>{STATUS_LABELS.get(n.status, n.status)}</b>  (node {n.id}, depth {n.depth}, root {n.root})",
         f"q draft = {fmt_prob(n.q)}",
-        f"p target = {fmt_prob(n.p)}" + ("  (original, before any residual)" if n.status in ("accepted", "rejected") else ""),
+        f"p target = {fmt_prob(n.p)}" + ("  (original, before any residual)" if n.status in TESTED else ""),
     ]
-    if n.status in ("accepted", "rejected"):
+    if n.status in TESTED:
         earlier = idx.earlier_rejected(n)
         if n.p_residual is not None:
             what = (f"after {len(earlier)} earlier sibling{'s' if len(earlier) != 1 else ''} rejected"
