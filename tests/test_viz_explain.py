@@ -452,3 +452,11 @@ def test_comparison_figures_colour_runs_by_algorithm_not_position(real_traces):
     fig = validated(specviz.viz.cumulative_figure([("sd γ=4", sd), ("sd γ=2", real_traces[("sd", 1.0)])]))
     a, b = fig.data[0], next(t for t in fig.data if t.name == "sd γ=2")
     assert a.line.color == b.line.color and a.line.dash != b.line.dash
+
+
+def test_probabilities_keep_significant_digits():
+    from specviz.viz.style import fmt_prob
+
+    assert [fmt_prob(x) for x in (0.156, 0.5, 1.0, 0.0, None)] == ["0.156", "0.5", "1", "0", "–"]
+    assert fmt_prob(4.213e-4) == "4.21e-4" and fmt_prob(1.2e-7) == "1.2e-7" and fmt_prob(0.0012345) == "0.00123"
+    assert fmt_prob(0.9999996) == "1−4e-7"  # an uncertain a never reads as a certain 1
