@@ -180,7 +180,7 @@ def test_lossy_divergence_is_not_flagged_as_a_bug():
 
 def test_narrative_tells_each_test_the_residual_and_what_the_step_bought():
     text = step_narrative(all_rejected_step(), "mcsd")
-    assert "**Drafted** a tree: 3 nodes over 2 levels (widths 2, 1) in 1 draft call." in text
+    assert "**Drafted** a tree: 3 nodes over 2 levels (widths 2, 1; 2 roots) in 1 draft call." in text
     assert '(1) "a": u = 0.62 ≥ a = 0.1 = min(1, p/q) with p = 0.05, q = 0.5 → rejected' in text
     assert '(2) "x": a = min(1, p_res/q) = 0 with p_res = 0, q = 0.2: rejected with no draw' in text
     assert "**Accepted** none of the 3 drafted." in text
@@ -222,7 +222,7 @@ def test_narrative_of_a_forest_names_its_trees():
     step = StepRecord(4, 10, forest=nodes, committed=[CommittedToken(0, "a", "draft", 0),
                                                       CommittedToken(6, "dog", "resampled", 4)], draft_calls=2)
     text = step_narrative(step, "batch_sd")
-    assert "**Drafted** a forest of 2 trees: 4 nodes over 2 levels (widths 2, 2) in 2 draft calls." in text
+    assert "**Drafted** a forest of 2 trees: 4 nodes over 2 levels (widths 2, 2; 2 roots) in 2 draft calls." in text
     assert '- At the committed text (tree 0): "a": u = 0.3 < a = 0.8' in text
     assert '- At the committed text (tree 1): "x": u = 0.9 ≥ a = 0.2' in text
     assert '- After "a" (node 0): "b"' in text

@@ -52,8 +52,9 @@ def _drafted_line(step: StepRecord, idx: StepIndex, algorithm: str) -> str:
         shape = f"a chain of {_plural(len(drafted), 'token')}"
     else:
         kind = f"a forest of {roots} trees" if roots > 1 else "a tree"
+        n_roots = sum(1 for n in drafted if n.parent is None)
         shape = (f"{kind}: {_plural(len(drafted), 'node')} over {_plural(levels, 'level')} "
-                 f"(widths {', '.join(str(widths[d]) for d in sorted(widths))})")
+                 f"(widths {', '.join(str(widths[d]) for d in sorted(widths))}; {_plural(n_roots, 'root')})")
     calls = f" in {_plural(step.draft_calls, 'draft call')}" if step.draft_calls else ""
     return f"**Drafted** {shape}{calls}."
 
