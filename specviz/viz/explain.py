@@ -122,8 +122,7 @@ def describe_test(node: TreeNode, idx: StepIndex | None = None, greedy: bool | N
     else:
         p_name, p_val = "p", node.p
     if dup and a == 0.0:
-        rule = f"a = 0: the same token as an earlier rejected sibling (its residual mass is 0) → {outcome}"
-        return rule
+        return f"a = 0: the same token as an earlier rejected sibling (its residual mass is 0) → {outcome}"
     ratio = f"min(1, {p_name}/q)"
     if p_val is not None:
         with_ = f"with {p_name} = {fmt_prob(p_val)}, q = {fmt_prob(node.q)}"
