@@ -1,7 +1,8 @@
 """Figures comparing several runs on the same prompt: one line / bar group per run.
 
-``runs`` is a list of ``(label, RunTrace)``; colours follow the position in the list so a run keeps
-its colour in every figure. ``current_step`` (0-based) marks the selected step in the time series.
+``runs`` is a list of ``(label, RunTrace)``; a run's colour is its algorithm's (``style.algorithm_color``),
+the same in every figure, column header and replay; a second run of the same algorithm is told apart
+by a dashed line / hatched bars. ``current_step`` (0-based) marks the selected step in the time series.
 All counts come from ``specviz.metrics``; nothing here recomputes an algorithm.
 """
 from __future__ import annotations
@@ -12,9 +13,23 @@ import plotly.graph_objects as go
 
 from specviz import metrics
 from specviz.trace import RunTrace
-from specviz.viz.style import CURRENT_COLOR, axis, base_layout, figure, message_figure, series_color
+from specviz.viz.style import CURRENT_COLOR, algorithm_color, axis, base_layout, figure, message_figure
 
 Runs = Sequence[tuple[str, RunTrace]]
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+PATTERNS = ("", "/", ".", "x", "-")
+
+
+def run_styles(runs: Runs) -> list[tuple[str, int]]:
+    """Per run: its algorithm's colour and how many earlier runs had the same algorithm (0 for the
+    first), which picks the dash / bar pattern that tells repeats apart."""
+    seen: dict[str, int] = {}
+    out = []
+    for _, trace in runs:
+        k = seen.get(trace.algorithm, 0)
+        seen[trace.algorithm] = k + 1
+        out.append((algorithm_color(trace.algorithm), k))
+    return out
 
 
 def _marker_shape(x: float) -> dict[str, Any]:
@@ -32,13 +47,13 @@ def tokens_per_step_figure(runs: Runs, current_step: int | None = None, height: 
     if not any(t.steps for _, t in runs):
         return message_figure("Tokens per step appear here once a run has steps.", height=height)
     data = []
-    for i, (label, trace) in enumerate(runs):
+    for (label, trace), (color, rep) in zip(runs, run_styles(runs)):
         ys = metrics.tokens_per_step(trace)
         acc = metrics.accepted_per_step(trace)
         data.append({"type": "scatter", "mode": "lines+markers" if len(ys) <= 80 else "lines",
                      "name": label, "x": list(range(1, len(ys) + 1)), "y": ys, "customdata": acc,
-                     "line": {"color": series_color(i), "width": 2, "shape": "hvh"},
-                     "marker": {"size": 5, "color": series_color(i)}, "opacity": 0.9,
+                     "line": {"color": color, "width": 2, "shape": "hvh", "dash": DASHES[rep % len(DASHES)]},
+                     "marker": {"size": 5, "color": color}, "opacity": 0.9,
                      "hovertemplate": f"<b>{label}</b><br>step %{{x}}<br>+%{{y}} tokens (%{{customdata}} accepted drafts)<extra></extra>"})
     layout = base_layout("Tokens per step (accepted drafts + 1 resampled/bonus)", height=height)
     n_max = max(len(t.steps) for _, t in runs)
@@ -57,7 +72,7 @@ def cumulative_figure(runs: Runs, current_step: int | None = None, height: int =
         return message_figure("Cumulative tokens appear here once a run has steps.", height=height)
     data = []
     xmax = 0
-    for i, (label, trace) in enumerate(runs):
+    for (label, trace), (color, rep) in zip(runs, run_styles(runs)):
         ys = metrics.cumulative_tokens(trace)
         calls, c = [], 0
         for s in trace.steps:
@@ -65,12 +80,12 @@ def cumulative_figure(runs: Runs, current_step: int | None = None, height: int =
             calls.append(c)
         xmax = max(xmax, c)
         data.append({"type": "scatter", "mode": "lines", "name": label, "x": [0, *calls], "y": [0, *ys],
-                     "line": {"color": series_color(i), "width": 2.2},
+                     "line": {"color": color, "width": 2.2, "dash": DASHES[rep % len(DASHES)]},
                      "hovertemplate": f"<b>{label}</b><br>%{{x}} target calls → %{{y}} tokens<extra></extra>"})
         if current_step is not None and trace.steps:
             k = min(current_step, len(trace.steps) - 1)
             data.append({"type": "scatter", "mode": "markers", "x": [calls[k]], "y": [ys[k]], "showlegend": False,
-                         "marker": {"size": 10, "color": series_color(i), "line": {"color": CURRENT_COLOR, "width": 2}},
+                         "marker": {"size": 10, "color": color, "line": {"color": CURRENT_COLOR, "width": 2}},
                          "hovertemplate": f"<b>{label}</b> at step {k + 1}: %{{y}} tokens<extra></extra>",
                          "meta": "current"})
     data.append({"type": "scatter", "mode": "lines", "x": [0, xmax], "y": [0, xmax], "name": "1 token / call",
@@ -90,12 +105,13 @@ def acceptance_histogram_figure(runs: Runs, height: int = 300) -> go.Figure:
     if not any(t.steps for _, t in runs):
         return message_figure("The acceptance histogram appears here once a run has steps.", height=height)
     data = []
-    for i, (label, trace) in enumerate(runs):
+    for (label, trace), (color, rep) in zip(runs, run_styles(runs)):
         hist = metrics.acceptance_histogram(trace)
         n = sum(hist.values()) or 1
         xs = sorted(hist)
         data.append({"type": "bar", "name": label, "x": xs, "y": [hist[j] / n for j in xs],
-                     "customdata": [hist[j] for j in xs], "marker": {"color": series_color(i)},
+                     "customdata": [hist[j] for j in xs],
+                     "marker": {"color": color, "pattern": {"shape": PATTERNS[rep % len(PATTERNS)]}},
                      "hovertemplate": f"<b>{label}</b><br>%{{x}} accepted: %{{customdata}} steps (%{{y:.0%}})<extra></extra>"})
     layout = base_layout("Acceptance-length histogram", height=height, barmode="group", bargap=0.25)
     layout["xaxis"] = axis("draft tokens accepted in a step", dtick=1)

@@ -6,6 +6,7 @@ differ too (circle, x, open circle, diamond, star), so nothing depends on colour
 """
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import plotly.graph_objects as go
@@ -39,16 +40,43 @@ EDGE_COLOR = "#c8ced6"
 GRID_COLOR = "#eef0f3"
 CURRENT_COLOR = "#7c3aed"
 
-# One colour per algorithm column (stable by position), distinct from the status colours' meaning
-# in the comparison plots, where lines are algorithms, not statuses.
+# Colours for the series inside one figure (controller views: alpha/beta, widths...).
 SERIES_COLORS: tuple[str, ...] = ("#374151", "#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed",
                                   "#0891b2", "#65a30d", "#dc2626", "#4f46e5")
+# One colour per algorithm, the same in every figure, header chip and replay, whatever column the
+# algorithm runs in. Lines in the comparison plots are algorithms, not statuses.
+ALGORITHM_COLORS: dict[str, str] = {
+    "ar": "#374151",
+    "sd": "#2563eb",
+    "pld": "#0891b2",
+    "mcsd": "#db2777",
+    "specinfer": "#7c3aed",
+    "sequoia": "#059669",
+    "eesd": "#d97706",
+    "dsbd": "#65a30d",
+    "beam": "#4f46e5",
+    "batch_sd": "#0f766e",
+    "biased_sd": "#a16207",
+}
+# Unknown names get one of these, chosen by a hash of the name (stable across runs and processes).
+FALLBACK_COLORS: tuple[str, ...] = ("#be185d", "#0369a1", "#15803d", "#c2410c", "#6d28d9", "#475569",
+                                    "#b91c1c", "#4d7c0f")
 FONT = "Inter, ui-sans-serif, system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 MONO = "JetBrains Mono, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 
 
 def series_color(i: int) -> str:
+    """The i-th series colour inside one figure (not for algorithms: see ``algorithm_color``)."""
     return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def algorithm_color(name: str) -> str:
+    """The colour of algorithm ``name`` everywhere: fixed for the registered algorithms, and for any
+    other name a deterministic pick (CRC-32 of the name, not Python's salted ``hash``)."""
+    key = name.strip().lower()
+    if key in ALGORITHM_COLORS:
+        return ALGORITHM_COLORS[key]
+    return FALLBACK_COLORS[zlib.crc32(key.encode()) % len(FALLBACK_COLORS)]
 
 
 def visible_text(text: str, limit: int = 14) -> str:
@@ -65,6 +93,53 @@ def fmt(x: float | None, digits: int = 3) -> str:
     if x != x:  # NaN
         return "NaN"
     return f"{x:.{digits}f}"
+
+
+def fmt_prob(x: float | None, sig: int = 3) -> str:
+    """A probability with ``sig`` significant digits that never hides a small value as "0.000":
+    0.156 -> "0.156", 0.5 -> "0.5", 0.0004213 -> "4.21e-4", exactly 0 -> "0"; just under 1 it
+    shows the gap (0.9999996 -> "1−4e-7") so an uncertain outcome never reads as a certain one."""
+    if x is None:
+        return "–"
+    if x != x:
+        return "NaN"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e-3:
+        out = f"{x:.{sig}g}"
+        if "e" in out:
+            return f"{x:.{sig}f}"
+        if 0 < 1 - x and float(out) >= 1:
+            return "1−" + fmt_prob(1 - x, sig)
+        return out
+    mant, exp = f"{x:.{sig - 1}e}".split("e")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}e{int(exp)}"
+
+
+def html_escape(text: str) -> str:
+    """Plotly reads titles, ticks, labels and hover text as HTML: escape a token's ``<``, ``>``, ``&``."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def wrap_html(text: str, width: int = 72) -> str:
+    """``text`` escaped and broken into lines of at most ``width`` characters (at spaces) with ``<br>``;
+    an arrow stays with the word after it ("→ rejected")."""
+    words: list[str] = []
+    for word in html_escape(text).split(" "):
+        if words and words[-1] in ("→", "=", "<", "≥", "&lt;"):
+            words[-1] += " " + word
+        else:
+            words.append(word)
+    lines, cur = [], ""
+    for word in words:
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    lines.append(cur)
+    return "<br>".join(lines)
 
 
 def base_layout(title: str | None = None, height: int = 320, **extra: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 
 from specviz.trace import RunTrace, StepRecord, TreeNode
-from specviz.viz.style import STATUS_COLORS, fmt
+from specviz.viz.style import STATUS_COLORS, fmt_prob
 
 TOKENS_CSS = f"""
 .sv-text {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px;
@@ -34,6 +34,7 @@ TOKENS_CSS = f"""
 .sv-key .sv-tok {{ padding: 1px 5px; }}
 .sv-empty {{ color: #9ca3af; font-style: italic; }}
 .sv-diverge {{ outline: 2px dashed #b91c1c !important; outline-offset: 1px; }}
+.sv-diverge-lossy {{ outline: 2px dotted #6b7280 !important; outline-offset: 1px; }}
 """
 
 
@@ -46,20 +47,28 @@ def _esc(text: str) -> str:
 
 
 def _title(step: StepRecord, kind: str, node: TreeNode | None) -> str:
+    """Tooltip: step, kind, q, p and, for a tested draft, the p its ``a`` was computed against
+    (``p_res``, when it differs from p) and ``a``; significant digits, so 4e-5 never reads "0.000"."""
     bits = [f"step {step.index + 1}", kind]
     if node is not None:
         if node.q is not None:
-            bits.append(f"q={fmt(node.q)}")
+            bits.append(f"q={fmt_prob(node.q)}")
         if node.p is not None:
-            bits.append(f"p={fmt(node.p)}")
+            bits.append(f"p={fmt_prob(node.p)}")
+        if node.p_residual is not None and node.p_residual != node.p:
+            bits.append(f"p_res={fmt_prob(node.p_residual)} (residual target a was computed against)")
         if node.accept_prob is not None:
-            bits.append(f"a={fmt(node.accept_prob)}")
+            bits.append(f"a={fmt_prob(node.accept_prob)}")
+        if node.draw is not None:
+            bits.append(f"u={fmt_prob(node.draw)}")
     return html.escape(" · ".join(bits))
 
 
-def step_html(step: StepRecord, show_rejected: bool = True, diverge_at: int | None = None) -> str:
+def step_html(step: StepRecord, show_rejected: bool = True, diverge_at: int | None = None,
+              lossless: bool = True) -> str:
     """One step's tokens: for each committed token, the rejected drafts tried at its position first.
-    ``diverge_at`` (output position) marks the token where the output first differs from ``ar``'s."""
+    ``diverge_at`` (output position) marks the token where the output first differs from ``ar``'s:
+    as a bug (red) for a lossless run, as an expected difference (grey) when ``lossless`` is False."""
     nodes = {n.id: n for n in step.forest}
     parts: list[str] = []
     for j, tok in enumerate(step.committed):
@@ -73,7 +82,11 @@ def step_html(step: StepRecord, show_rejected: bool = True, diverge_at: int | No
         label = {"draft": "accepted draft", "resampled": "resampled", "bonus": "bonus"}[kind]
         extra, title = "", _title(step, label, node)
         if diverge_at is not None and step.n_before + j == diverge_at:
-            extra, title = " sv-diverge", title + " · first token that differs from ar's greedy output"
+            if lossless:
+                extra, title = " sv-diverge", title + " · first token that differs from ar's greedy output"
+            else:
+                extra, title = (" sv-diverge-lossy", title + " · first token that differs from ar's greedy output "
+                                "(expected: this run is not lossless by design)")
         parts.append(f'<span class="sv-tok sv-{kind}{extra}" title="{title}">{_esc(tok.text)}</span>')
     return "".join(parts)
 
@@ -82,7 +95,8 @@ def tokens_html(trace: RunTrace | None, current_step: int | None = None, *, show
                 show_rejected: bool = True, standalone: bool = False, prompt_chars: int = 400,
                 diverge_at: int | None = None) -> str:
     """The whole output of ``trace``. ``current_step`` (0-based) outlines that step and fades later
-    ones; ``diverge_at`` marks the output position where a greedy run first differs from ``ar``."""
+    ones; ``diverge_at`` marks the output position where a greedy run first differs from ``ar`` (a bug
+    only if ``trace.lossless``)."""
     if trace is None:
         body = '<span class="sv-empty">no run yet</span>'
     else:
@@ -99,7 +113,7 @@ def tokens_html(trace: RunTrace | None, current_step: int | None = None, *, show
                     cls += " sv-cur"
                 elif step.index > current_step:
                     cls += " sv-future"
-            inner = step_html(step, show_rejected, diverge_at)
+            inner = step_html(step, show_rejected, diverge_at, trace.lossless)
             parts.append(f'<span class="{cls}" data-step="{step.index + 1}">{inner}</span>')
         if not trace.steps:
             parts.append('<span class="sv-empty"> (no tokens generated)</span>')

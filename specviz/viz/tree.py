@@ -5,7 +5,8 @@ every root, so chains, trees and DSBD/batch forests are drawn the same way); a t
 puts depth on x (text reads left to right) and gives every leaf its own row, each parent centred on
 its children. Nodes are coloured and shaped by status; the path of committed tokens is drawn as a
 thick dark line through nodes with a dark outline. Hover shows the token text, ids, q, p, the
-acceptance probability used, the uniform draw and the decision.
+acceptance probability used, the p it was computed against, the uniform draw and the decision in
+words (``specviz.viz.explain``).
 
 Trace naming contract (tests rely on it): one scatter trace per node status, ``meta`` = the status and
 ``customdata`` = node ids; the committed path is the trace with ``meta == "path"`` and its
@@ -19,8 +20,10 @@ import networkx as nx
 import plotly.graph_objects as go
 
 from specviz.trace import NODE_STATUSES, StepRecord, TreeNode
+from specviz.viz.explain import TESTED, StepIndex, is_greedy_step, node_decision
 from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, MONO, PATH_COLOR, STATUS_COLORS, STATUS_LABELS,
-                               STATUS_SYMBOLS, base_layout, figure, fmt, message_figure, visible_text)
+                               STATUS_SYMBOLS, base_layout, figure, fmt_prob, html_escape, message_figure,
+                               visible_text, wrap_html)
 
 CONTEXT_ID = -1
 MAX_LABELLED_NODES = 96
@@ -65,36 +68,32 @@ def committed_path(step: StepRecord, g: nx.DiGraph) -> list[int]:
     return [CONTEXT_ID, *ids]
 
 
-def _decision(n: TreeNode) -> str:
-    if n.status == "resampled":
-        return "drawn from the residual norm(max(0, p − q)) after the rejection at this position"
-    if n.status == "bonus":
-        return "drawn from the target p (every draft token before it was accepted)"
-    if n.status == "not_reached":
-        return "never verified: an earlier token on its path was rejected"
-    if n.draw is not None and n.accept_prob is not None:
-        op = "<" if n.draw < n.accept_prob else "≥"
-        return f"u = {fmt(n.draw)} {op} a = {fmt(n.accept_prob)} → {n.status}"
-    return n.status
-
-
-def node_hover(n: TreeNode) -> str:
+def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None) -> str:
+    """Hover text of a node: token, status, q, the original p, and for tested nodes the p their ``a``
+    was computed against (``p_residual``, labelled), ``a``, ``u`` and the decision in words
+    (``explain.node_decision``)."""
+    idx = idx or StepIndex(StepRecord(0, 0, forest=[n]))
     lines = [
-        f"<b>{_html(repr(n.token_text))}</b>  id {n.token_id}",
+        f"<b>{html_escape(repr(n.token_text))}</b>  id {n.token_id}",
         f"status: <b>{STATUS_LABELS.get(n.status, n.status)}</b>  (node {n.id}, depth {n.depth}, root {n.root})",
-        f"q draft  = {fmt(n.q, 4)}",
-        f"p target = {fmt(n.p, 4)}",
+        f"q draft = {fmt_prob(n.q)}",
+        f"p target = {fmt_prob(n.p)}" + ("  (original, before any residual)" if n.status in TESTED else ""),
     ]
+    if n.status in TESTED:
+        earlier = idx.earlier_rejected(n)
+        if n.p_residual is not None:
+            what = (f"after {len(earlier)} earlier sibling{'s' if len(earlier) != 1 else ''} rejected"
+                    if earlier else "= p: first candidate here")
+            lines.append(f"p residual = {fmt_prob(n.p_residual)}  (a uses this; {what})")
+        elif earlier:
+            lines.append(f"p residual: not recorded in this trace (a uses it: {len(earlier)} earlier sibling"
+                         f"{'s' if len(earlier) != 1 else ''} rejected)")
     if n.accept_prob is not None:
-        lines.append(f"accept prob a = {fmt(n.accept_prob, 4)}")
+        lines.append(f"accept prob a = {fmt_prob(n.accept_prob)}")
     if n.draw is not None:
-        lines.append(f"uniform draw u = {fmt(n.draw, 4)}")
-    lines.append(_decision(n))
+        lines.append(f"uniform draw u = {fmt_prob(n.draw)}")
+    lines.append(wrap_html(node_decision(n, idx, greedy), 72))
     return "<br>".join(lines)
-
-
-def _html(s: str) -> str:
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _elbow(xs: list[Any], ys: list[Any], a: tuple[float, float], b: tuple[float, float]) -> None:
@@ -110,6 +109,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
     if step is None:
         return message_figure("No step yet: run an algorithm or load a trace.", title=title)
     forest = step.forest
+    idx, greedy = StepIndex(step), is_greedy_step(step)
     g, pos, leaves = tree_layout(forest)
     path = committed_path(step, g)
     on_path = set(path[1:])
@@ -140,7 +140,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
 
     tail = context[-60:] if context else ""
     ctx_hover = (f"<b>context</b> ({step.n_before} tokens generated before this step)"
-                 + (f"<br>…{_html(repr(tail))}" if tail else ""))
+                 + (f"<br>…{html_escape(repr(tail))}" if tail else ""))
     data.append({"type": "scatter", "x": [pos[CONTEXT_ID][0]], "y": [pos[CONTEXT_ID][1]],
                  "mode": "markers+text", "text": ["ctx"], "textposition": "middle left",
                  "textfont": {"size": 10, "color": CONTEXT_COLOR},
@@ -163,11 +163,11 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
         data.append({
             "type": "scatter", "mode": "markers+text" if show_text else "markers",
             "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
-            "text": [visible_text(n.token_text) for n in nodes] if show_text else None,
+            "text": [html_escape(visible_text(n.token_text)) for n in nodes] if show_text else None,
             "textposition": "top center",
             "textfont": {"family": MONO, "size": font_size,
                          "color": "#9ca3af" if status == "not_reached" else "#111827"},
-            "hovertext": [node_hover(n) for n in nodes], "hoverinfo": "text",
+            "hovertext": [node_hover(n, idx, greedy) for n in nodes], "hoverinfo": "text",
             "marker": {"symbol": STATUS_SYMBOLS[status], "size": 15 if n_nodes <= 64 else 11, "color": color,
                        "line": {"color": [PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
                                           for n in nodes],

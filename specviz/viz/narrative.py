@@ -1,0 +1,197 @@
+"""A step told in plain words, and the step a view should open on.
+
+``step_narrative`` walks the verification the way the algorithm did (``specviz.core.acceptance``):
+what was drafted, then position by position the candidates in draw order with the test each faced
+(``u`` against ``a = min(1, p_res / q)``, MCSD Eqs. 3-4; an exact match at temperature 0), what was
+accepted, what the step's last token was drawn from (the residual ``norm(max(0, p − q))``, Leviathan
+et al. 2023 Algorithm 1, or the target after a fully accepted path), and what the step bought. It reads
+only the trace: a v1 step (no positions, no ``p_residual``) gets the same story without the numbers
+it does not carry.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from specviz.trace import PositionRecord, RunTrace, StepRecord, TreeNode
+from specviz.viz.explain import (TESTED, StepIndex, describe_test, escape_ws, is_greedy_step, not_reached_reason,
+                                 position_of, token_label)
+from specviz.viz.style import fmt_prob
+
+TOP_RESIDUAL = 3
+_MD_SPECIAL = "\\`*_[]~|$#"
+
+
+def _md(text: str) -> str:
+    """Token text made inert in Markdown (rendered with HTML allowed): entities for & < >, a backslash
+    before Markdown's specials, so a token "<b>" or "**" reads as itself."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in text)
+
+
+def _tok(node: TreeNode) -> str:
+    return _md(token_label(node))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _drafted_line(step: StepRecord, idx: StepIndex, algorithm: str) -> str:
+    drafted = [n for n in step.forest if n.status in ("accepted", "rejected", "not_reached")]
+    if not drafted:
+        if algorithm == "ar":
+            return "**Drafted** nothing: `ar` asks the target alone for one token."
+        return "**Drafted** nothing this step (no draft tokens fit in what was left to generate)."
+    widths: dict[int, int] = {}
+    for n in drafted:
+        widths[n.depth] = widths.get(n.depth, 0) + 1
+    levels = len(widths)
+    roots = len({n.root for n in drafted})
+    chain = roots == 1 and all(len(g) == 1 for g in idx.groups.values())
+    if chain:
+        shape = f"a chain of {_plural(len(drafted), 'token')}"
+    else:
+        kind = f"a forest of {roots} trees" if roots > 1 else "a tree"
+        n_roots = sum(1 for n in drafted if n.parent is None)
+        shape = (f"{kind}: {_plural(len(drafted), 'node')} over {_plural(levels, 'level')} "
+                 f"(widths {', '.join(str(widths[d]) for d in sorted(widths))}; {_plural(n_roots, 'root')})")
+    calls = f" in {_plural(step.draft_calls, 'draft call')}" if step.draft_calls else ""
+    return f"**Drafted** {shape}{calls}."
+
+
+def _where(key_parent: int | None, idx: StepIndex, root: int, multi_root: bool) -> str:
+    if key_parent is None:
+        return f"At the committed text (tree {root})" if multi_root else "At the committed text"
+    parent = idx.nodes.get(key_parent)
+    return f"After {_tok(parent)} (node {key_parent})" if parent is not None else f"After node {key_parent}"
+
+
+def _test_lines(step: StepRecord, idx: StepIndex, greedy: bool) -> list[str]:
+    """One bullet per tested position, its candidates in draw order with their tests."""
+    out = []
+    tested = [(k, g) for k, g in idx.groups.items() if any(n.status in TESTED for n in g)]
+    tested.sort(key=lambda kg: (kg[1][0].depth, kg[0][1]))
+    multi_root = len({n.root for n in step.forest}) > 1
+    for (parent, root), group in tested:
+        cands = []
+        skipped = []
+        for n in group:
+            if n.status in TESTED:
+                cands.append(f"{_tok(n)}: {describe_test(n, idx, greedy)}")
+            elif n.status == "not_reached":
+                skipped.append(n)
+        head = _where(parent, idx, root, multi_root)
+        if len(cands) == 1:
+            line = f"- {head}: {cands[0]}."
+        else:
+            items = "; ".join(f"({i}) {c}" for i, c in enumerate(cands, 1))
+            line = f"- {head}, {len(cands)} candidates in draw order: {items}."
+        if skipped:
+            names = ", ".join(_tok(n) for n in skipped)
+            line += f" Never tested: {names} (an earlier sibling was accepted, so later ones are skipped)."
+        out.append(line)
+    return out
+
+
+def _token_text(tid: int, texts: dict[int, str], decode: Callable[[int], str] | None) -> str:
+    if tid in texts:
+        return _md('"' + escape_ws(texts[tid]) + '"')
+    if decode is not None:
+        try:
+            return _md('"' + escape_ws(decode(tid)) + '"')
+        except Exception:  # a decoder that cannot read this id: show the id
+            pass
+    return f"id {tid}"
+
+
+def _residual_bits(pos: PositionRecord, texts: dict[int, str], decode: Callable[[int], str] | None,
+                   final: bool) -> str:
+    bits = []
+    if pos.residual_mass is not None:
+        bits.append(f"residual mass Σ max(0, p − q) = TV(p, q) = {fmt_prob(pos.residual_mass)}, the chance a "
+                    f"single draft here is rejected")
+    dist = pos.final_residual if final and pos.final_residual is not None else pos.residual
+    if dist:
+        top = sorted(zip(pos.ids, dist), key=lambda t: -t[1])[:TOP_RESIDUAL]
+        name = "final residual" if final and pos.final_residual is not None else "residual"
+        bits.append(f"top of the {name}: " + ", ".join(f"{_token_text(t, texts, decode)} {fmt_prob(v)}"
+                                                      for t, v in top if v > 0))
+    return "; ".join(bits)
+
+
+def _produced_line(step: StepRecord, idx: StepIndex, greedy: bool, decode: Callable[[int], str] | None,
+                   algorithm: str) -> str | None:
+    last = next((n for n in reversed(step.forest) if n.status in ("resampled", "bonus")), None)
+    if last is None:
+        return None
+    texts = {n.token_id: n.token_text for n in step.forest}
+    pos = position_of(step, last)
+    if last.status == "resampled":
+        rejected = [n for n in idx.drafted_at(last) if n.status == "rejected"]
+        if greedy:
+            line = (f"**Resampled** {_tok(last)}: every draft here was rejected, and at T = 0 the residual "
+                    f"is the target's argmax")
+        else:
+            what = ("the residual norm(max(0, p − q))" if len(rejected) <= 1 else
+                    f"the final residual after {len(rejected)} rejections (each rejection takes the residual again)")
+            line = f"**Resampled** {_tok(last)} (p = {fmt_prob(last.p)}) from {what}"
+        if pos is not None and not greedy:
+            bits = _residual_bits(pos, texts, decode, final=len(rejected) > 1)
+            if bits:
+                line += f": {bits}"
+        return line + "."
+    if algorithm == "ar" or not idx.groups:
+        how = "the target's argmax (T = 0)" if last.p == 1.0 else f"the target p (p = {fmt_prob(last.p)})"
+        return f"**Drew** {_tok(last)} from {how}."
+    how = "the target's argmax (T = 0)" if greedy else f"the target p (p = {fmt_prob(last.p)})"
+    return (f"**Bonus** {_tok(last)} drawn from {how} after the last draft on the path was accepted: "
+            f"one more token at no extra call.")
+
+
+def step_narrative(step: StepRecord, algorithm: str, decode: Callable[[int], str] | None = None) -> str:
+    """Markdown telling what ``step`` did; ``decode`` (optional) names token ids that no node carries."""
+    idx = StepIndex(step)
+    greedy = is_greedy_step(step)
+    out = [f"**Step {step.index + 1}** · `{algorithm}`" + (" · greedy (T = 0)" if greedy else ""), "",
+           _drafted_line(step, idx, algorithm)]
+    tests = _test_lines(step, idx, greedy)
+    if tests:
+        out += ["", "**Tests** (accept when u < a):", *tests]
+        skipped_deep = [n for n in step.forest if n.status == "not_reached"
+                        and not not_reached_reason(n, idx).startswith("never tested")]
+        if skipped_deep:
+            out.append(f"- {_plural(len(skipped_deep), 'more drafted node')} never verified: below a rejected or "
+                       f"skipped token.")
+    accepted = [n for n in step.forest if n.status == "accepted"]
+    drafted = step.n_drafted
+    if drafted:
+        if accepted:
+            toks = " ".join(_tok(n) for n in accepted)
+            out += ["", f"**Accepted** {len(accepted)} of {drafted} drafted: {toks}."]
+        else:
+            out += ["", f"**Accepted** none of the {drafted} drafted."]
+    produced = _produced_line(step, idx, greedy, decode, algorithm)
+    if produced:
+        out += ["", produced]
+    n = len(step.committed)
+    out += ["", f"**Bought** +{_plural(n, 'token')} for {_plural(step.target_calls, 'target call')} and "
+                f"{_plural(step.draft_calls, 'draft call')}."]
+    return "\n".join(out)
+
+
+def informative_step(trace: RunTrace) -> int:
+    """The step (0-based) a view should open on after a run: the largest tree (most drafted nodes)
+    that had a rejection, else the largest tree; ties go to a step that also accepted something,
+    then to the latest. So a run that ends with a trivial "drafted 0" step opens on a real one."""
+    if not trace.steps:
+        return 0
+
+    def score(i: int) -> tuple:
+        s = trace.steps[i]
+        rejected = any(n.status == "rejected" for n in s.forest)
+        return (rejected, s.n_drafted, s.n_accepted > 0, i)
+
+    return max(range(len(trace.steps)), key=score)
+
+
+__all__ = ["informative_step", "step_narrative"]
