@@ -35,4 +35,4 @@ K_CONFIG_HELP = "children per node at each level, e.g. 4x2x2 (4 under the root, 
                         help="draw siblings i.i.d. (Algorithm 1) instead of without replacement (Algorithm 2)")))
 def run_mcsd(dec: Decoder, k_config: str, replacement: bool) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
-    yield from run_tree(dec, lambda _dec: shape, replacement=replacement, fallback=False)
+    yield from run_tree(dec, shape, replacement=replacement)

@@ -24,7 +24,10 @@ from dataclasses import dataclass
 import torch
 
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.tree_engine import tree_step
+from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.drafters import ModelDrafter
+from specviz.algorithms.tree_engine import engine_step
+from specviz.core.rules import MultiCandidate
 from specviz.core.sampling import SamplingConfig
 from specviz.core.trees import ROOT, TreeShape
 from specviz.models.loading import ModelPair
@@ -81,11 +84,12 @@ def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, s
         budget = min(2 * per_prompt + 2, pair.context_length - len(prompt) - 1)
         if budget < 2:
             continue
-        dec = Decoder(pair, list(prompt), budget, sampling, seed + i)
+        dec = Decoder(pair, list(prompt), budget, sampling, seed + i, record_top_k=0)
+        drafter, controller = ModelDrafter(dec.draft, fallback=True), StaticShape(shape)
         for index in range(per_prompt):
             if dec.finished or dec.remaining < 2:
                 break
-            ts = tree_step(dec, index, shape, replacement=False, fallback=True)
+            ts = engine_step(dec, index, shape, drafter, controller, MultiCandidate(replacement=False))
             if dec.finish_reason == "eos":  # the paper skips EOS-terminated steps
                 break
             counts[ts.tree.rank(ts.path[0]) - 1 if ts.path else width] += 1

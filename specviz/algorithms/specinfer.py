@@ -27,4 +27,4 @@ from specviz.trace import StepRecord
           params=(Param("k_config", "4x1x1x1", "str", help=K_CONFIG_HELP),))
 def run_specinfer(dec: Decoder, k_config: str) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
-    yield from run_tree(dec, lambda _dec: shape, replacement=True, fallback=False)
+    yield from run_tree(dec, shape, replacement=True)
