@@ -34,7 +34,8 @@ class LiveRun:
             raise InvalidParameterError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}.")
         if isinstance(record_top_k, bool) or not isinstance(record_top_k, int) or record_top_k < 0:
             raise InvalidParameterError(
-                f"record_top_k must be an integer >= 0 (0 records no per-position distributions), got {record_top_k!r}.")
+                f"record_top_k must be an integer >= 0 (0 records no per-position distributions), "
+                f"got {record_top_k!r}.")
         if spec.needs_draft and pair.draft is None:
             raise InvalidParameterError(f"{algorithm} needs a draft model; this pair has only a target.")
         prompt_ids, prompt_text = _prompt_ids(pair, prompt)
@@ -99,7 +100,8 @@ def decode(pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: A
 
     kwargs: ``max_new_tokens``, ``temperature`` (0 = greedy), ``top_p``, ``top_k``, ``seed`` (an integer
     in [0, 2**63 - 1]), ``record_top_k`` (tokens of p and q kept per verified position in
-    ``StepRecord.positions``, default 8, 0 for none) and the algorithm's own parameters (see ``specviz.ALGORITHMS[name].params``).
+    ``StepRecord.positions``, default 8, 0 for none) and the algorithm's own parameters (see
+    ``specviz.ALGORITHMS[name].params``).
     """
     run = LiveRun(pair, algorithm, prompt, **kwargs)
     for _ in run:

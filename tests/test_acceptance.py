@@ -85,7 +85,7 @@ def test_sequoia_fallback_past_the_support_is_exact():
 
 
 def test_cover_property_sequoia_vs_specinfer():
-    """Sequoia spec §3.6: P = [1, 0], Q = [.5, .5], two siblings: without replacement always accepts,
+    """Sequoia §3.2.2 (the cover property): P = [1, 0], Q = [.5, .5], two siblings: without replacement always accepts,
     with replacement accepts 75% of the time."""
     p, q = torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])
     for cands in ([0, 1], [1, 0]):
@@ -100,7 +100,7 @@ def test_cover_property_sequoia_vs_specinfer():
 
 @pytest.mark.parametrize("wrong", ["q-before-residual", "no-renormalise"])
 def test_wrong_update_order_is_biased(wrong):
-    """MCSD spec §4.1 pitfall 2: updating q before the residual (or not renormalising q) is biased."""
+    """MCSD Algorithm 2 / Eq. 10: updating q before the residual (or not renormalising q) is biased."""
 
     def swapped(res, d, x, rejected):
         if wrong == "q-before-residual":

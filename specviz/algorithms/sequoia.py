@@ -4,15 +4,15 @@ without replacement and verified by Sequoia's Algorithm 1, tree size chosen for 
 Per run: (a) the pair's positional acceptance vector is estimated with one-level trees of ``width``
 children on fixed built-in calibration prompts (``calibration="builtin"``, one tree per pair and
 sampling settings) or on continuations of the run's own prompt (``"prompt"``, seeded apart from the
-run), or given explicitly (``sequoia_tune``; spec §2.7); (b) the bounded-depth DP builds the tree of
+run), or given explicitly (``sequoia_tune``; paper §4.1); (b) the bounded-depth DP builds the tree of
 size n and at most d levels maximising the expected tokens per step (``core.sequoia_dp``; paper
 App. C.2.2); with ``hardware_aware`` it first measures the target's verify time t(n) and the draft's
 call time c on this device and picks (n, d) maximising ``G(n, d) / (t(n) + (d - 1) c)`` with
 ``size`` and ``depth`` as upper bounds (paper Eq. 1, §3.3). Per step the tree is drafted level by
 level without replacement (uniform fallback once q is used up, Alg. 1 line 12) and verified exactly
 (``tree_engine``); near the end of the token budget the tree for (n, remaining) is used instead.
-Temperature 0: top-b siblings and exact match (spec §3.4), with the acceptance vector measured at
-temperature 0.
+Temperature 0: top-b siblings and exact match (the T -> 0 limit of drawing without replacement),
+with the acceptance vector measured at temperature 0.
 
 Sizes follow the paper: the tree size n (param ``size``) counts the root (the last committed token),
 so n - 1 tokens are speculated; the depth d (param ``depth``) counts the root's level, so a step
@@ -146,7 +146,8 @@ class SequoiaController(Controller):
             verify_ms, draft_ms = measure_times(dec.pair, n)
             choice = choose_size_depth(dp, verify_ms, draft_ms, d)
             n, d = choice.n, choice.d
-            timing = {"sizes": sorted(verify_ms), "verify_ms": [verify_ms[k] for k in sorted(verify_ms)], "draft_ms": draft_ms}
+            timing = {"sizes": sorted(verify_ms), "verify_ms": [verify_ms[k] for k in sorted(verify_ms)],
+                      "draft_ms": draft_ms}
             speed = {"sizes": choice.sizes, "depths": choice.depths, "table": choice.table,
                      "best_per_size": choice.best_per_size, "n": choice.n, "d": choice.d, "speedup": choice.speedup}
         n = dp.largest_feasible(n, d)

@@ -1,13 +1,13 @@
 """Sequoia's offline inputs, measured on the pair at hand: the acceptance vector and verify times t(n).
 
-* ``estimate_acceptance`` (Sequoia §4.1; code ``tests/test_accept.py``; spec §2.7): decode a few
+* ``estimate_acceptance`` (Sequoia, arXiv:2402.12374, §4.1 and Def. 3.1-3.2): decode a few
   calibration prompts on-policy with a one-level tree of W children drafted without replacement
   (top-W at temperature 0) and verified by Sequoia's rule; p_k = (steps whose accepted child had rank
-  k) / steps. It is the joint quantity the DP needs (spec §2.1), specific to the pair and the sampling
+  k) / steps. It is the joint quantity the DP needs (Def. 3.2), specific to the pair and the sampling
   settings. Calibration prompts are fixed (not the user's prompt) and seeded, so the tree a pair gets
   does not depend on what ran before.
 * ``measure_times``: the target's wall time for one call on n tokens after a 64-token prefix and
-  the draft's time for one call, on the device the pair runs on (spec §4: "t(n) is the measured
+  the draft's time for one call, on the device the pair runs on (paper §3.3: t(n) is the measured
   verify time"). Sizes are timed round-robin so that load on a shared machine hits them alike; each
   keeps its fastest reading (other work only ever adds time) and the curve is fitted non-decreasing
   in n (a call on more tokens is never cheaper), so one noisy reading cannot pick the size.
