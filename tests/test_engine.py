@@ -3,7 +3,6 @@ the lossless flag, input validation, and old (v1) traces still loading."""
 import json
 
 import pytest
-import torch
 from tiny import tiny_pair
 
 import specviz
