@@ -146,6 +146,14 @@ def test_positions_explain_every_decision(pair):
     assert all(not s.positions for s in quiet.steps) and quiet.output_ids == trace.output_ids
 
 
+def test_greedy_positions_show_only_what_matters(pair):
+    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=20, temperature=0, gamma=3)
+    for step in trace.steps:
+        for r in step.positions:
+            assert 1 <= len(r.ids) <= 3 and r.p[0] == 1.0  # argmax of p, argmax of q, the candidate
+            assert r.residual_mass in ((0.0, 1.0) if r.q is not None else (None,))
+
+
 def test_an_over_accepting_rule_marks_the_run_lossy(pair):
     dec = Decoder(pair, [1, 2], 10, SamplingConfig(1.0), seed=0)
     list(run_engine(dec, ModelDrafter(dec.draft), StaticShape(chain_shape(3)), OverAcceptance(0.1)))

@@ -19,6 +19,12 @@ def _round(values: torch.Tensor) -> list[float]:
     return [float(f"{v:.{DIGITS}g}") for v in values.tolist()]
 
 
+def _top(probs: torch.Tensor, k: int) -> list[int]:
+    """The ``k`` likeliest tokens with positive probability (fewer under a one-hot or truncated law)."""
+    values, ids = torch.topk(probs, min(k, probs.shape[-1]))
+    return [int(t) for v, t in zip(values.tolist(), ids.tolist()) if v > 0]
+
+
 def position_record(parent: int | None, p: torch.Tensor, q: torch.Tensor | None, tested: list[int],
                     produced: int | None, final_residual: torch.Tensor | None, k: int,
                     root: int = 0) -> PositionRecord:
@@ -29,9 +35,9 @@ def position_record(parent: int | None, p: torch.Tensor, q: torch.Tensor | None,
     chosen = set(tested)
     if produced is not None:
         chosen.add(produced)
-    chosen.update(torch.topk(p, min(k, p.shape[-1])).indices.tolist())
+    chosen.update(_top(p, k))
     if q is not None:
-        chosen.update(torch.topk(q, min(k, q.shape[-1])).indices.tolist())
+        chosen.update(_top(q, k))
     ids = sorted(chosen, key=lambda t: (-float(p[t]), t))
     index = torch.tensor(ids, dtype=torch.long)
     record = PositionRecord(parent, ids, _round(p[index]), root=root)
