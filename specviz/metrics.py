@@ -92,6 +92,15 @@ def cumulative_tokens(trace: RunTrace) -> list[int]:
     return out
 
 
+def cumulative_target_calls(trace: RunTrace) -> list[int]:
+    """Target calls made up to and including each step (the x axis of ``cumulative_tokens``)."""
+    out, total = [], 0
+    for s in trace.steps:
+        total += s.target_calls
+        out.append(total)
+    return out
+
+
 def acceptance_histogram(trace: RunTrace) -> dict[int, int]:
     """Steps by number of accepted draft tokens (vLLM's ``acceptance_histogram``)."""
     return dict(sorted(Counter(accepted_per_step(trace)).items()))
