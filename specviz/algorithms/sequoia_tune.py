@@ -8,7 +8,7 @@
   does not depend on what ran before.
 * ``measure_times``: the target's wall time for one call on n tokens after a 64-token prefix and
   the draft's time for one call, on the device the pair runs on (paper §3.3: t(n) is the measured
-  verify time"). Sizes are timed round-robin so that load on a shared machine hits them alike; each
+  verify time). Sizes are timed round-robin so that load on a shared machine hits them alike; each
   keeps its fastest reading (other work only ever adds time) and the curve is fitted non-decreasing
   in n (a call on more tokens is never cheaper), so one noisy reading cannot pick the size.
 
