@@ -7,11 +7,11 @@ from specviz.decoding import LiveRun, decode, stream
 from specviz.errors import (InvalidParameterError, ModelLoadError, PromptError, SpecvizError,
                             TokenizerMismatchError, TraceFormatError, UnknownAlgorithmError)
 from specviz.models.loading import ModelPair, load_pair
-from specviz.trace import CommittedToken, RunTrace, StepRecord, TreeNode
+from specviz.trace import CommittedToken, PositionRecord, RunTrace, StepRecord, TreeNode
 
 __version__ = "0.1.0"
 __all__ = [
     "ALGORITHMS", "CommittedToken", "InvalidParameterError", "LiveRun", "ModelLoadError", "ModelPair",
-    "PromptError", "RunTrace", "SpecvizError", "StepRecord", "TokenizerMismatchError", "TraceFormatError",
+    "PositionRecord", "PromptError", "RunTrace", "SpecvizError", "StepRecord", "TokenizerMismatchError", "TraceFormatError",
     "TreeNode", "UnknownAlgorithmError", "decode", "load_pair", "stream",
 ]

@@ -1,4 +1,7 @@
-"""``decode`` and ``stream``: validate the request once, run an algorithm, build its ``RunTrace``."""
+"""``decode`` and ``stream``: validate the request once, run an algorithm, build its ``RunTrace``.
+
+``RunTrace.lossless`` is the algorithm's declared flag and the run's acceptance rule's (an
+over-accepting rule is lossy except at temperature 0, where every rule is exact match)."""
 from __future__ import annotations
 
 import time
@@ -12,20 +15,27 @@ from specviz.metrics import summarize
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
 
+MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed takes a signed 64-bit integer
+
 
 class LiveRun:
     """Iterate to get each ``StepRecord`` as it happens; ``trace`` grows with the run and is complete
     (output, finish reason, metrics) once iteration ends."""
 
     def __init__(self, pair: ModelPair, algorithm: str, prompt: str | list[int], max_new_tokens: int = 64,
-                 temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0, **params: Any):
+                 temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+                 record_top_k: int = 8, **params: Any):
         spec = get_algorithm(algorithm)
         self.params = spec.resolve(params)
         sampling = SamplingConfig(temperature, top_k, top_p)
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
             raise InvalidParameterError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}.")
-        if not isinstance(seed, int):
-            raise InvalidParameterError(f"seed must be an integer, got {seed!r}.")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise InvalidParameterError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}.")
+        if isinstance(record_top_k, bool) or not isinstance(record_top_k, int) or record_top_k < 0:
+            raise InvalidParameterError(
+                f"record_top_k must be an integer >= 0 (0 records no per-position distributions), "
+                f"got {record_top_k!r}.")
         if spec.needs_draft and pair.draft is None:
             raise InvalidParameterError(f"{algorithm} needs a draft model; this pair has only a target.")
         prompt_ids, prompt_text = _prompt_ids(pair, prompt)
@@ -35,9 +45,10 @@ class LiveRun:
                 f"models' context of {pair.context_length} tokens: shorten the prompt or ask for fewer tokens."
             )
         self.spec = spec
-        self.decoder = Decoder(pair, prompt_ids, max_new_tokens, sampling, seed)
+        self.decoder = Decoder(pair, prompt_ids, max_new_tokens, sampling, seed, record_top_k)
         self.trace = RunTrace(algorithm=algorithm, params=self.params, pair=pair.describe(),
-                              sampling=sampling.as_dict(), seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text)
+                              sampling=sampling.as_dict(), seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text,
+                              lossless=spec.lossless)
 
     def __iter__(self) -> Iterator[StepRecord]:
         dec, trace = self.decoder, self.trace
@@ -53,6 +64,7 @@ class LiveRun:
             step.timings["bookkeeping_ms"] = max(0.0, total - step.timings["draft_ms"] - step.timings["verify_ms"])
             trace.steps.append(step)
             trace.output_ids = dec.output
+            trace.lossless = self.spec.lossless and dec.lossless
             if dec.finished:
                 steps.close()
             yield step
@@ -86,8 +98,10 @@ def stream(pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: A
 def decode(pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: Any) -> RunTrace:
     """Run ``algorithm`` on ``prompt`` and return the full ``RunTrace``.
 
-    kwargs: ``max_new_tokens``, ``temperature`` (0 = greedy), ``top_p``, ``top_k``, ``seed`` and the
-    algorithm's own parameters (see ``specviz.ALGORITHMS[name].params``).
+    kwargs: ``max_new_tokens``, ``temperature`` (0 = greedy), ``top_p``, ``top_k``, ``seed`` (an integer
+    in [0, 2**63 - 1]), ``record_top_k`` (tokens of p and q kept per verified position in
+    ``StepRecord.positions``, default 8, 0 for none) and the algorithm's own parameters (see
+    ``specviz.ALGORITHMS[name].params``).
     """
     run = LiveRun(pair, algorithm, prompt, **kwargs)
     for _ in run:

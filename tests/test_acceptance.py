@@ -85,7 +85,7 @@ def test_sequoia_fallback_past_the_support_is_exact():
 
 
 def test_cover_property_sequoia_vs_specinfer():
-    """Sequoia spec §3.6: P = [1, 0], Q = [.5, .5], two siblings: without replacement always accepts,
+    """Sequoia §3.2.2 (the cover property): P = [1, 0], Q = [.5, .5], two siblings: without replacement always accepts,
     with replacement accepts 75% of the time."""
     p, q = torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])
     for cands in ([0, 1], [1, 0]):
@@ -100,7 +100,7 @@ def test_cover_property_sequoia_vs_specinfer():
 
 @pytest.mark.parametrize("wrong", ["q-before-residual", "no-renormalise"])
 def test_wrong_update_order_is_biased(wrong):
-    """MCSD spec §4.1 pitfall 2: updating q before the residual (or not renormalising q) is biased."""
+    """MCSD Algorithm 2 / Eq. 10: updating q before the residual (or not renormalising q) is biased."""
 
     def swapped(res, d, x, rejected):
         if wrong == "q-before-residual":
@@ -167,3 +167,76 @@ def test_schedule_draft_probs_are_the_draw_time_probabilities():
     cands = [int(x) for x in torch.multinomial(q, 3, replacement=False, generator=gen)]
     s = sibling_schedule(p, q, cands, replacement=False)
     assert s.draft_probs == pytest.approx(draw_probs(q, cands, False), rel=1e-5)
+
+
+# ---- rule objects (core.rules) -------------------------------------------------------------------
+
+from specviz.core.rules import ExactMatch, MultiCandidate, OverAcceptance, rule_for  # noqa: E402
+from specviz.core.sampling import residual, tv_distance  # noqa: E402
+from specviz.errors import InvalidParameterError  # noqa: E402
+
+
+def one_token_law(rule, p, q):
+    """Exact output law of one candidate drawn from q and tested by ``rule`` (enumerated over x)."""
+    law = torch.zeros(V, dtype=torch.float64)
+    for x in range(V):
+        if q[x] <= 0:
+            continue
+        s = rule.schedule(p, q, [x])
+        a = s.accept_probs[0]
+        law[x] += float(q[x]) * a
+        law += float(q[x]) * (1 - a) * s.final_residual.double()
+    return law
+
+
+def test_rule_objects_carry_their_flags():
+    assert MultiCandidate(True).lossless and ExactMatch().lossless and not OverAcceptance(0.1).lossless
+    assert rule_for(OverAcceptance(0.1), greedy=True) == ExactMatch(True)
+    assert rule_for(MultiCandidate(False), greedy=True) == ExactMatch(False)
+    assert rule_for(MultiCandidate(False), greedy=False) == MultiCandidate(False)
+    with pytest.raises(InvalidParameterError):
+        OverAcceptance(-0.1)
+    with pytest.raises(InvalidParameterError):
+        OverAcceptance(0.1, residual="draft")
+
+
+def test_sd_is_the_one_candidate_case_and_exact():
+    gen = torch.Generator().manual_seed(7)
+    for _ in range(4):
+        p, q = rand_dist(gen), rand_dist(gen, zeros=1)
+        assert torch.allclose(one_token_law(MultiCandidate(True), p, q), p.double(), atol=2e-6)
+        assert MultiCandidate(True).schedule(p, q, [2]).accept_probs == sibling_schedule(p, q, [2], True).accept_probs
+
+
+def test_a_one_hot_draft_is_exact():
+    """Prompt lookup: a deterministic proposal x has draft law onehot(x); the rule keeps p exactly."""
+    gen = torch.Generator().manual_seed(8)
+    p = rand_dist(gen, zeros=2)
+    for x in range(V):
+        q = torch.zeros(V)
+        q[x] = 1.0
+        assert torch.allclose(one_token_law(MultiCandidate(True), p, q), p.double(), atol=2e-6)
+
+
+@pytest.mark.parametrize("which", ["opt", "target"])
+@pytest.mark.parametrize("eps", [0.0, 0.05, 0.2, 1.0])
+def test_over_acceptance_law_is_b_q_plus_z_r(which, eps):
+    """Theory paper §4: the one-token law of accept-with-b, else draw R, is b*q + Z*R with
+    Z = sum (1 - b) q, for b = min(1, (p + eps) / q) and R = norm(max(0, p - q)) (OPT) or p (UNO)."""
+    gen = torch.Generator().manual_seed(11)
+    rule = OverAcceptance(eps, which)
+    for _ in range(4):
+        p, q = rand_dist(gen, zeros=1), rand_dist(gen, zeros=1)
+        b = torch.where(q > 0, torch.clamp((p.double() + eps) / q.double().clamp_min(1e-30), max=1.0),
+                        torch.ones(V, dtype=torch.float64))
+        z = float(((1 - b) * q.double()).sum())
+        r = residual(p, q).double() if which == "opt" else p.double()
+        expected = b * q.double() + z * r
+        assert torch.allclose(one_token_law(rule, p, q), expected, atol=2e-6)
+        bias = 0.5 * float((expected - p.double()).abs().sum())
+        if which == "opt":  # Theorem 5: rejection probability + TV bias = TV(p, q) for over-accepting b
+            assert z + bias == pytest.approx(tv_distance(p, q), abs=2e-6)
+            if eps == 0.0:
+                assert bias < 2e-6  # eps = 0 is SD
+        elif eps < 1.0:
+            assert bias > 1e-3  # UNO is biased, even at eps = 0

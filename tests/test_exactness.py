@@ -13,7 +13,7 @@ import os
 import pytest
 from tiny import exact_distribution, goodness_of_fit, sample_counts, tiny_pair
 
-from specviz.algorithms import tree_engine
+from specviz.core import rules
 from specviz.core.sampling import SamplingConfig
 
 RUNS = int(os.environ.get("SPECVIZ_EXACTNESS_RUNS", 8000))
@@ -37,13 +37,13 @@ def test_ar_first_two_tokens_follow_target():
 
 
 def test_the_exactness_test_sees_a_small_bias(monkeypatch):
-    real = tree_engine.sibling_schedule
+    real = rules.sibling_schedule
     factor = 1.1 if RUNS < 20000 else 1.06
 
     def over_accepting(p, q, candidates, replacement):
         return real(p, q / factor, candidates, replacement)
 
-    monkeypatch.setattr(tree_engine, "sibling_schedule", over_accepting)
+    monkeypatch.setattr(rules, "sibling_schedule", over_accepting)
     pair = tiny_pair("llama", vocab=8)
     law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])
     counts = sample_counts(pair, "sd", PROMPT, 2, RUNS, SETTINGS[0], gamma=2)

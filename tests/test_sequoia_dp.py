@@ -92,7 +92,7 @@ def test_expected_tokens_match_monte_carlo(p, n, d):
     assert abs(mc - dp.value(n, d)) < 5 * d / runs ** 0.5
 
 
-def test_worked_example_from_the_spec():
+def test_worked_example_from_the_spec():  # a hand-checked DP example
     p = VECTORS[0]
     dp = solve(p, 40, 12)
     assert dp.value(40, 12) == pytest.approx(3.263, abs=5e-4)

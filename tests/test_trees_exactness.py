@@ -50,7 +50,7 @@ def test_first_two_tokens_follow_the_target(pair, algorithm, params, sampling):
 
 
 def test_the_test_sees_a_wrong_residual_order(pair, monkeypatch):
-    """MCSD spec §4.1 pitfall 2: zeroing and renormalising q *before* taking the residual is biased."""
+    """MCSD Algorithm 2 / Eq. 10: zeroing and renormalising q *before* taking the residual is biased."""
 
     def q_first(res, d, x, rejected):
         d = d.clone()

@@ -1,25 +1,22 @@
 """``ar``: plain autoregressive sampling (or greedy) with the target: the reference every lossless
-algorithm must match (theory paper Algorithm 3). One target call per token, tau = 1 by definition."""
+algorithm must match (Yin et al. 2024, "A Theoretical Perspective for Speculative Decoding
+Algorithm", Algorithm 3). It is the engine with a drafter that proposes nothing: one target call per
+token, tau = 1 by definition."""
 from __future__ import annotations
 
 from typing import Iterator
 
+from specviz.algorithms.controllers import StaticShape
 from specviz.algorithms.decoder import Decoder
+from specviz.algorithms.drafters import NoDrafter
 from specviz.algorithms.registry import register
-from specviz.trace import StepRecord, TreeNode
+from specviz.algorithms.tree_engine import run_engine
+from specviz.core.rules import MultiCandidate
+from specviz.core.trees import TreeShape
+from specviz.trace import StepRecord
 
 
 @register("ar", description="Autoregressive decoding with the target alone (the reference).",
-          paper="Theory paper, Algorithm 3", needs_draft=False)
+          paper="A Theoretical Perspective for Speculative Decoding, Algorithm 3", needs_draft=False)
 def run_ar(dec: Decoder) -> Iterator[StepRecord]:
-    index = 0
-    while not dec.finished:
-        step = dec.new_step(index)
-        with dec.timed("verify_ms"):
-            p = dec.probs(dec.target.extend(dec.context(dec.target))[0])
-        token = dec.sample(p)
-        step.forest = [TreeNode(0, None, 0, token, dec.text(token), p=float(p[token]), status="bonus")]
-        dec.emit(step, [(token, "bonus", 0)])
-        step.timings = dec.timings
-        yield step
-        index += 1
+    yield from run_engine(dec, NoDrafter(), StaticShape(TreeShape(())), MultiCandidate())

@@ -5,6 +5,8 @@ what a step produced into committed tokens, honouring ``max_new_tokens`` and EOS
 would overshoot is cut; tokens after EOS are dropped). Cache convention: at the start of every step
 the last committed token is *not* in either model's cache, so ``context(lm)`` is never empty and
 ``CachedLM.extend`` returns the distribution for the first new token in the same call as the tree.
+``record_top_k`` is how many of the likeliest tokens of p and q each ``PositionRecord`` keeps (0: no
+position records); ``lossless`` is set by the engine from the run's acceptance rule.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ class Decoder:
     """Shared per-run state and helpers for algorithms (see module docstring)."""
 
     def __init__(self, pair: ModelPair, prompt_ids: list[int], max_new_tokens: int,
-                 sampling: SamplingConfig, seed: int):
+                 sampling: SamplingConfig, seed: int, record_top_k: int = 8):
         self.pair = pair
         self.sampling = sampling
         self.generator = torch.Generator().manual_seed(seed)
@@ -36,6 +38,8 @@ class Decoder:
         self.target = CachedLM(pair.target, pair.vocab_size)
         self.draft = CachedLM(pair.draft, pair.vocab_size) if pair.draft is not None else None
         self.timings: dict[str, float] = {}
+        self.record_top_k = record_top_k
+        self.lossless = True
         self._sync = pair.device.type == "cuda"  # time GPU work, not its launch
 
     # ---- state -------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """``mcsd``: Multi-Candidate Speculative Decoding (Yang et al. 2024, arXiv:2401.06706).
 
-A ``k1xk2x...xkγ`` tree (every node at level d - 1 gets k_d children, MCSD spec §0, §3.6) is drafted
+A ``k1xk2x...xkγ`` tree (every node at level d - 1 gets k_d children; the paper's §4.4 budget
+configurations, laid out as in its §3.3 / Fig. 2) is drafted
 level by level from the draft's own distribution at each node (γ draft calls) and verified in one
 target call. Siblings are tested in draw order by multi-candidate speculative sampling:
 ``replacement=True`` is Algorithm 1 (i.i.d. siblings, q never changes); ``replacement=False`` is
@@ -9,10 +10,10 @@ rejected token and is renormalised). When all siblings fail, the output comes fr
 when a leaf is accepted, a bonus token from the leaf's p. Exact for the warped target (App. A-B).
 
 Choices where the paper is silent (see ``tree_engine``): the depth is cut to the tokens still allowed;
-without replacement, a node never gets more children than its q has support (MCSD spec §4.1
-pitfall 6); with replacement, a duplicate sibling keeps no subtree (it can never be accepted);
+without replacement, a node never gets more children than its q has support (Algorithm 2 cannot
+draw past it); with replacement, a duplicate sibling keeps no subtree (it can never be accepted);
 temperature 0 is the exact-match rule with top-k siblings (without replacement) or the argmax
-repeated (with replacement, which is then chain SD; MCSD spec §3.4).
+repeated (with replacement, which is then chain SD; the paper's argmax setting, §4.1).
 """
 from __future__ import annotations
 
@@ -35,4 +36,4 @@ K_CONFIG_HELP = "children per node at each level, e.g. 4x2x2 (4 under the root, 
                         help="draw siblings i.i.d. (Algorithm 1) instead of without replacement (Algorithm 2)")))
 def run_mcsd(dec: Decoder, k_config: str, replacement: bool) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
-    yield from run_tree(dec, lambda _dec: shape, replacement=replacement, fallback=False)
+    yield from run_tree(dec, shape, replacement=replacement)

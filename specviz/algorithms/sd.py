@@ -27,5 +27,4 @@ GAMMA = Param("gamma", 4, "int", 1, 32, help="draft tokens per step")
 @register("sd", description="Chain speculative sampling: draft gamma tokens, verify in one target call.",
           paper="Leviathan et al. 2023; Chen et al. 2023; theory paper Algorithm 1", params=(GAMMA,))
 def run_sd(dec: Decoder, gamma: int) -> Iterator[StepRecord]:
-    shape = chain_shape(gamma)
-    yield from run_tree(dec, lambda _dec: shape, replacement=True, fallback=False)
+    yield from run_tree(dec, chain_shape(gamma), replacement=True)

@@ -4,15 +4,15 @@ without replacement and verified by Sequoia's Algorithm 1, tree size chosen for 
 Per run: (a) the pair's positional acceptance vector is estimated with one-level trees of ``width``
 children on fixed built-in calibration prompts (``calibration="builtin"``, one tree per pair and
 sampling settings) or on continuations of the run's own prompt (``"prompt"``, seeded apart from the
-run), or given explicitly (``sequoia_tune``; spec §2.7); (b) the bounded-depth DP builds the tree of
+run), or given explicitly (``sequoia_tune``; paper §4.1); (b) the bounded-depth DP builds the tree of
 size n and at most d levels maximising the expected tokens per step (``core.sequoia_dp``; paper
 App. C.2.2); with ``hardware_aware`` it first measures the target's verify time t(n) and the draft's
 call time c on this device and picks (n, d) maximising ``G(n, d) / (t(n) + (d - 1) c)`` with
 ``size`` and ``depth`` as upper bounds (paper Eq. 1, §3.3). Per step the tree is drafted level by
 level without replacement (uniform fallback once q is used up, Alg. 1 line 12) and verified exactly
 (``tree_engine``); near the end of the token budget the tree for (n, remaining) is used instead.
-Temperature 0: top-b siblings and exact match (spec §3.4), with the acceptance vector measured at
-temperature 0.
+Temperature 0: top-b siblings and exact match (the T -> 0 limit of drawing without replacement),
+with the acceptance vector measured at temperature 0.
 
 Sizes follow the paper: the tree size n (param ``size``) counts the root (the last committed token),
 so n - 1 tokens are speculated; the depth d (param ``depth``) counts the root's level, so a step
@@ -46,7 +46,10 @@ from typing import Any, Iterator
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times
-from specviz.algorithms.tree_engine import TreeStep, run_tree
+from specviz.algorithms.controllers import Controller
+from specviz.algorithms.drafters import ModelDrafter
+from specviz.algorithms.tree_engine import TreeStep, run_engine
+from specviz.core.rules import MultiCandidate
 from specviz.core.sequoia_dp import SequoiaDP, choose_size_depth, solve
 from specviz.core.trees import TreeShape, expected_tokens, path_weights
 from specviz.errors import InvalidParameterError
@@ -96,59 +99,76 @@ def _tree_info(shape: TreeShape, acceptance: tuple[float, ...]) -> dict[str, Any
             "f": [1.0] + f, "level_widths": [1] + shape.level_widths()}
 
 
+class SequoiaController(Controller):
+    """The DP tree for (n, d), or for (n, remaining) near the token budget; its state per step is the
+    run's summary (calibration, DP, timing) plus what the step predicted and measured."""
+
+    kind = "sequoia"
+
+    def __init__(self, dp: SequoiaDP, n: int, d: int, vector: tuple[float, ...], summary: dict[str, Any],
+                 setup_ms: float):
+        self.dp, self.n, self.d, self.vector = dp, n, d, vector
+        self.summary, self.setup_ms = summary, setup_ms
+        self.shapes: dict[int, TreeShape] = {}
+
+    def plan(self, dec: Decoder) -> TreeShape:
+        levels = max(1, min(self.d, dec.remaining))
+        if levels not in self.shapes:
+            self.shapes[levels] = self.dp.shape(self.dp.largest_feasible(self.n, levels), levels)
+        return self.shapes[levels]
+
+    def state(self, result: TreeStep) -> dict[str, Any]:
+        shape = result.shape
+        return {**self.summary, "setup_ms": self.setup_ms if result.step.index == 0 else 0.0,
+                "step_n": len(shape) + 1, "step_d": shape.depth + 1,
+                "predicted_tokens": expected_tokens(shape, list(self.vector)),
+                "measured_tokens": result.produced,
+                "accepted_ranks": [result.tree.rank(v) for v in result.path]}
+
+    @classmethod
+    def calibrated(cls, dec: Decoder, size: int, depth: int, hardware_aware: bool, width: int, acceptance: str,
+                   calibration_steps: int, calibration: str) -> "SequoiaController":
+        """Estimate (or take) the acceptance vector, solve the DP and, with ``hardware_aware``, pick
+        (n, d) by measured speed (paper Eq. 1); see the module docstring."""
+        t0 = time.perf_counter()
+        n, d = size, depth
+        given = parse_acceptance(acceptance)
+        if given is not None:
+            vector, source, calib = given, "given", 0
+        else:
+            prompts = [dec.tokens[: dec.prompt_len]] if calibration == "prompt" else None
+            est = estimate_acceptance(dec.pair, dec.sampling, width, calibration_steps, prompts)
+            vector, source, calib = est.vector, calibration, est.steps
+        d = min(d, n)
+        dp = _dp(dec, vector, n, d)
+        timing = speed = None
+        if hardware_aware:
+            verify_ms, draft_ms = measure_times(dec.pair, n)
+            choice = choose_size_depth(dp, verify_ms, draft_ms, d)
+            n, d = choice.n, choice.d
+            timing = {"sizes": sorted(verify_ms), "verify_ms": [verify_ms[k] for k in sorted(verify_ms)],
+                      "draft_ms": draft_ms}
+            speed = {"sizes": choice.sizes, "depths": choice.depths, "table": choice.table,
+                     "best_per_size": choice.best_per_size, "n": choice.n, "d": choice.d, "speedup": choice.speedup}
+        n = dp.largest_feasible(n, d)
+        shape = dp.shape(n, d)
+        rejection, total = [], 0.0
+        for p in vector:
+            total += p
+            rejection.append(max(0.0, 1.0 - total))
+        summary = {"kind": "sequoia", "acceptance": list(vector), "acceptance_source": source,
+                   "acceptance_steps": calib, "rejection": rejection, "n": n, "d": d,
+                   "hardware_aware": hardware_aware, "tree": _tree_info(shape, vector),
+                   "expected_tokens": dp.value(n, d), "timing": timing, "speedup": speed}
+        return cls(dp, n, d, vector, summary, 1000 * (time.perf_counter() - t0))
+
+
 @register("sequoia", description="Sequoia: DP-optimal draft tree for the pair's acceptance vector, siblings "
           "without replacement, hardware-aware tree size.",
           paper="Chen et al. 2024, Sequoia, Algorithm 1, App. C.2 (Algorithms 4-5), Eq. 1",
           params=PARAMS, controller="sequoia")
 def run_sequoia(dec: Decoder, size: int, depth: int, hardware_aware: bool, width: int, acceptance: str,
                 calibration_steps: int, calibration: str) -> Iterator[StepRecord]:
-    t0 = time.perf_counter()
-    n, d = size, depth
-    given = parse_acceptance(acceptance)
-    if given is not None:
-        vector, source, calib = given, "given", 0
-    else:
-        prompts = [dec.tokens[: dec.prompt_len]] if calibration == "prompt" else None
-        est = estimate_acceptance(dec.pair, dec.sampling, width, calibration_steps, prompts)
-        vector, source, calib = est.vector, calibration, est.steps
-    d = min(d, n)
-    dp = _dp(dec, vector, n, d)
-    timing = speed = None
-    if hardware_aware:
-        verify_ms, draft_ms = measure_times(dec.pair, n)
-        choice = choose_size_depth(dp, verify_ms, draft_ms, d)
-        n, d = choice.n, choice.d
-        timing = {"sizes": sorted(verify_ms), "verify_ms": [verify_ms[k] for k in sorted(verify_ms)], "draft_ms": draft_ms}
-        speed = {"sizes": choice.sizes, "depths": choice.depths, "table": choice.table,
-                 "best_per_size": choice.best_per_size, "n": choice.n, "d": choice.d, "speedup": choice.speedup}
-    n = dp.largest_feasible(n, d)
-    shape = dp.shape(n, d)
-    rejection, total = [], 0.0
-    for p in vector:
-        total += p
-        rejection.append(max(0.0, 1.0 - total))
-    static = {"kind": "sequoia", "acceptance": list(vector), "acceptance_source": source,
-              "acceptance_steps": calib, "rejection": rejection, "n": n, "d": d,
-              "hardware_aware": hardware_aware, "tree": _tree_info(shape, vector),
-              "expected_tokens": dp.value(n, d), "timing": timing, "speedup": speed,
-              "setup_ms": 1000 * (time.perf_counter() - t0)}
-    shapes: dict[int, tuple[TreeShape, int]] = {}
-
-    def shape_for(dec: Decoder) -> TreeShape:
-        levels = max(1, min(d, dec.remaining))
-        if levels not in shapes:
-            size = dp.largest_feasible(n, levels)
-            shapes[levels] = (dp.shape(size, levels), size)
-        return shapes[levels][0]
-
-    def annotate(ts: TreeStep) -> None:
-        levels = ts.shape.depth + 1
-        ctrl = dict(static)
-        ctrl.update(step_n=len(ts.shape) + 1, step_d=levels,
-                    predicted_tokens=expected_tokens(ts.shape, list(vector)),
-                    measured_tokens=ts.produced,
-                    accepted_ranks=[ts.tree.rank(v) for v in ts.path])
-        ts.step.controller = ctrl
-        static["setup_ms"] = 0.0
-
-    yield from run_tree(dec, shape_for, replacement=False, fallback=True, annotate=annotate)
+    controller = SequoiaController.calibrated(dec, size, depth, hardware_aware, width, acceptance,
+                                              calibration_steps, calibration)
+    yield from run_engine(dec, ModelDrafter(dec.draft, fallback=True), controller, MultiCandidate(replacement=False))

@@ -1,14 +1,14 @@
 """Sequoia's offline inputs, measured on the pair at hand: the acceptance vector and verify times t(n).
 
-* ``estimate_acceptance`` (Sequoia §4.1; code ``tests/test_accept.py``; spec §2.7): decode a few
+* ``estimate_acceptance`` (Sequoia, arXiv:2402.12374, §4.1 and Def. 3.1-3.2): decode a few
   calibration prompts on-policy with a one-level tree of W children drafted without replacement
   (top-W at temperature 0) and verified by Sequoia's rule; p_k = (steps whose accepted child had rank
-  k) / steps. It is the joint quantity the DP needs (spec §2.1), specific to the pair and the sampling
+  k) / steps. It is the joint quantity the DP needs (Def. 3.2), specific to the pair and the sampling
   settings. Calibration prompts are fixed (not the user's prompt) and seeded, so the tree a pair gets
   does not depend on what ran before.
 * ``measure_times``: the target's wall time for one call on n tokens after a 64-token prefix and
-  the draft's time for one call, on the device the pair runs on (spec §4: "t(n) is the measured
-  verify time"). Sizes are timed round-robin so that load on a shared machine hits them alike; each
+  the draft's time for one call, on the device the pair runs on (paper §3.3: t(n) is the measured
+  verify time). Sizes are timed round-robin so that load on a shared machine hits them alike; each
   keeps its fastest reading (other work only ever adds time) and the curve is fitted non-decreasing
   in n (a call on more tokens is never cheaper), so one noisy reading cannot pick the size.
 
@@ -24,7 +24,10 @@ from dataclasses import dataclass
 import torch
 
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.tree_engine import tree_step
+from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.drafters import ModelDrafter
+from specviz.algorithms.tree_engine import engine_step
+from specviz.core.rules import MultiCandidate
 from specviz.core.sampling import SamplingConfig
 from specviz.core.trees import ROOT, TreeShape
 from specviz.models.loading import ModelPair
@@ -81,11 +84,12 @@ def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, s
         budget = min(2 * per_prompt + 2, pair.context_length - len(prompt) - 1)
         if budget < 2:
             continue
-        dec = Decoder(pair, list(prompt), budget, sampling, seed + i)
+        dec = Decoder(pair, list(prompt), budget, sampling, seed + i, record_top_k=0)
+        drafter, controller = ModelDrafter(dec.draft, fallback=True), StaticShape(shape)
         for index in range(per_prompt):
             if dec.finished or dec.remaining < 2:
                 break
-            ts = tree_step(dec, index, shape, replacement=False, fallback=True)
+            ts = engine_step(dec, index, shape, drafter, controller, MultiCandidate(replacement=False))
             if dec.finish_reason == "eos":  # the paper skips EOS-terminated steps
                 break
             counts[ts.tree.rank(ts.path[0]) - 1 if ts.path else width] += 1

@@ -6,7 +6,7 @@ order, accepting x with ``min(1, R(x)/q(x))`` and replacing the target R by ``no
 after each rejection (q never changes); if all fail the output comes from R. This is exactly MCSD's
 Algorithm 1, so the two share ``core.acceptance``; the difference is the tree: the default
 ``4x1x1x1`` is four independent chains of four tokens, the "k x L" shape of the SpecInfer baselines
-in the Sequoia paper (spec §8 pitfall 12); any k-config is accepted. Duplicate siblings are shown and
+in the Sequoia paper (arXiv:2402.12374, §4 baselines); any k-config is accepted. Duplicate siblings are shown and
 rejected with probability 1, the failure mode Sequoia's without-replacement rule removes.
 """
 from __future__ import annotations
@@ -27,4 +27,4 @@ from specviz.trace import StepRecord
           params=(Param("k_config", "4x1x1x1", "str", help=K_CONFIG_HELP),))
 def run_specinfer(dec: Decoder, k_config: str) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
-    yield from run_tree(dec, lambda _dec: shape, replacement=True, fallback=False)
+    yield from run_tree(dec, shape, replacement=True)

@@ -1,75 +1,46 @@
-"""One tree-speculation step, shared by ``mcsd``, ``specinfer`` and ``sequoia``.
+"""The engine every speculative algorithm runs on: one drafter, one controller, one acceptance rule.
 
-1. **Draft level by level** (MCSD spec §3.5; Sequoia spec §3.3): the root's children are drawn from
-   the draft's warped q after the committed context (one ``extend`` call), then every new node that
-   has children in the template is fed to the draft in **one** tree-attention call per level and its
-   children are drawn from its own q. Siblings are i.i.d. (``replacement=True``) or drawn without
-   replacement, always kept in draw order. Leaves are never fed to the draft. Nodes that can never be
-   accepted get no subtree: a duplicate sibling under replacement (its residual mass is exactly 0,
-   MCSD §3.2) and an EOS token (decoding stops there). Neither changes the output law.
-2. **Verify in one target call**: context + all nodes (BFS order), 4D ancestor mask, position =
-   prefix length + depth (``CachedLM.extend``); row 0 is p after the context, row 1 + i after node i.
-3. **Walk** from the root: the current node's children are tested in draw order by the multi-candidate
-   rule (``core.acceptance``); an accepted child becomes the current node with its own untouched p;
-   when all are rejected the output is drawn from the final residual (``resampled``), at a node
-   without children from its p (``bonus``). Temperature 0 uses the exact-match rule.
-4. **Commit** the accepted path in both caches; the new token is fed next step.
+Per step (``engine_step``):
 
-Trace: node ids are BFS indices (= target pending indices); ``depth`` is 0 for the root's children
-(as in ``sd``); ``q`` is the draft probability at draw time (renormalised without earlier siblings
-when drawn without replacement; at temperature 0, where the warped q is one-hot, the draft's plain
-softmax for display); ``p`` the target probability at the parent; ``accept_prob`` the rule's
-acceptance probability given all earlier siblings were rejected (residual over renormalised q);
-``draw`` the uniform compared with it (None when the outcome was certain, 0 or 1).
+1. **Plan**: the controller's template (``Controller.plan``), cut to the tokens still allowed.
+2. **Draft**: ``Drafter.propose`` realises (part of) it as a ``DraftedTree`` (BFS order, siblings in
+   draw order, each group drawn as the rule requires, ``parent_q`` the law it was drawn from).
+3. **Verify in one target call**: context + all nodes, 4D ancestor mask, position = prefix length +
+   depth (``CachedLM.extend``); row 0 is p after the context, row 1 + i after node i.
+4. **Walk** from the root: the current node's children are tested in draw order by the rule's
+   ``schedule`` (``core.rules``); an accepted child becomes the current node with its own untouched p
+   (MCSD, arXiv:2401.06706, Algorithm 2: the residual is per node); when all are rejected the output
+   is drawn from the final residual (``resampled``), at a node without children from its p
+   (``bonus``). Temperature 0 uses the exact-match rule.
+5. **Commit** the accepted path in the target cache and tell the drafter (``Drafter.observe``); the
+   controller learns from the step (``Controller.update``) and its ``state`` becomes
+   ``StepRecord.controller``.
+
+Counting is by construction: ``target_calls`` and ``draft_calls`` are the differences of the target
+cache's and the drafter's forward counters over the step. The trace gets, per node, ``q`` (draft
+probability at draw time; at temperature 0 the draft's plain softmax), ``p`` (target probability at the
+parent), ``accept_prob`` (given all earlier siblings were rejected), ``p_residual`` (the residual
+target probability that ``accept_prob`` was computed against), ``draw`` (the uniform, None when the
+outcome was certain) and ``root`` (the beam); per verified position a ``PositionRecord``
+(``positions.position_record``, top ``Decoder.record_top_k`` tokens; none when it is 0).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 
+from specviz.algorithms.controllers import Controller, StaticShape
 from specviz.algorithms.decoder import Decoder
-from specviz.core.acceptance import (draw_candidates, draw_probs, first_accepted, greedy_candidates,
-                                     greedy_schedule, sibling_schedule)
+from specviz.algorithms.drafted_tree import DraftedTree
+from specviz.algorithms.drafters import Drafter, ModelDrafter
+from specviz.algorithms.positions import position_record
+from specviz.core.acceptance import first_accepted
+from specviz.core.rules import AcceptanceRule, MultiCandidate, rule_for
 from specviz.core.sampling import tv_distance
 from specviz.core.trees import ROOT, TreeShape
 from specviz.trace import StepRecord, TreeNode
-
-
-@dataclass
-class DraftedTree:
-    """The realised tree of one step (a sub-tree of the template, BFS order, siblings in draw order)."""
-
-    tokens: list[int] = field(default_factory=list)
-    parents: list[int] = field(default_factory=list)
-    template: list[int] = field(default_factory=list)       # template node each node realises
-    q_draw: list[float] = field(default_factory=list)
-    duplicate: list[bool] = field(default_factory=list)
-    children: dict[int, list[int]] = field(default_factory=lambda: {ROOT: []})
-    parent_q: dict[int, torch.Tensor] = field(default_factory=dict)  # warped q the children were drawn from
-    draft_index: dict[int, int] = field(default_factory=dict)        # node -> draft pending index
-
-    def add(self, token: int, parent: int, template: int, q: float, duplicate: bool) -> int:
-        i = len(self.tokens)
-        self.tokens.append(token)
-        self.parents.append(parent)
-        self.template.append(template)
-        self.q_draw.append(q)
-        self.duplicate.append(duplicate)
-        self.children[i] = []
-        self.children[parent].append(i)
-        return i
-
-    def rank(self, node: int) -> int:
-        """1-based draw order of ``node`` among its siblings."""
-        return self.children[self.parents[node]].index(node) + 1
-
-    def level(self, node: int) -> int:
-        lv = 0
-        while node != ROOT:
-            node, lv = self.parents[node], lv + 1
-        return lv
 
 
 @dataclass
@@ -83,115 +54,94 @@ class TreeStep:
     produced: int
 
 
-def draft_tree(dec: Decoder, shape: TreeShape, replacement: bool, fallback: bool) -> DraftedTree:
-    """Draft ``shape`` level by level (one draft call per level with children); see module docstring."""
-    tree = DraftedTree()
-    if not len(shape):
-        return tree
-    greedy = dec.sampling.greedy
-    frontier: list[tuple[int, int]] = [(ROOT, ROOT)]  # (template node, realised node) to expand
-    logits = {ROOT: dec.draft.extend(dec.context(dec.draft))[0]}
-    while frontier:
-        rows = torch.stack([logits[r] for _, r in frontier])
-        qs = dec.probs(rows)
-        fed: list[tuple[int, int]] = []
-        for (t, r), q, lg in zip(frontier, qs, rows):
-            slots = shape.children[t]
-            tree.parent_q[r] = q
-            if greedy:
-                cands = greedy_candidates(lg, len(slots), replacement)
-                shown = [float(x) for x in torch.softmax(lg.float().cpu(), -1)[cands]]
-            else:
-                cands = draw_candidates(q, len(slots), replacement, dec.generator, fallback)
-                shown = draw_probs(q, cands, replacement)
-            seen: set[int] = set()
-            for slot, tok, qd in zip(slots, cands, shown):
-                dup = tok in seen
-                seen.add(tok)
-                i = tree.add(tok, r, slot, qd, dup)
-                if shape.children[slot] and not dup and not dec.is_eos(tok):
-                    fed.append((slot, i))
-        if not fed:
-            break
-        out = dec.draft.forward([tree.tokens[i] for _, i in fed],
-                                [tree.draft_index.get(tree.parents[i], ROOT) for _, i in fed])
-        base = len(dec.draft.tree) - len(fed)
-        for j, (_, i) in enumerate(fed):
-            tree.draft_index[i] = base + j
-            logits[i] = out[j]
-        frontier = fed
-    return tree
-
-
 def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: torch.Tensor,
-                replacement: bool) -> tuple[list[tuple[int, str, int | None]], list[int]]:
-    """Walk the tree with the multi-candidate rule; fill ``step.forest``/``step.tv``; return the
-    produced ``(token, kind, node_id)`` list and the accepted path (node ids)."""
+                rule: AcceptanceRule) -> tuple[list[tuple[int, str, int | None]], list[int]]:
+    """Walk the tree with ``rule``; fill ``step.forest``, ``step.tv`` and ``step.positions``; return
+    the produced ``(token, kind, node_id)`` list and the accepted path (node ids)."""
 
     def row(node: int) -> torch.Tensor:
         return ps[0 if node == ROOT else node + 1]
 
     step.forest = [TreeNode(i, None if par == ROOT else par, tree.level(i) - 1, tok, dec.text(tok),
-                            q=tree.q_draw[i], p=float(row(par)[tok]))
+                            q=tree.q_draw[i], p=float(row(par)[tok]), root=tree.root[i])
                    for i, (tok, par) in enumerate(zip(tree.tokens, tree.parents))]
-    step.tv = []
+    step.tv, step.positions = [], []
+    k = dec.record_top_k
     node, path = ROOT, []
     while True:
         p = row(node)
+        parent_id = None if node == ROOT else node
+        beam = 0 if node == ROOT else tree.root[node]
         kids = tree.children.get(node, [])
         if not kids:
             extra, kind = dec.sample(p), "bonus"
+            if k:
+                step.positions.append(position_record(parent_id, p, None, [], extra, None, k, beam))
             break
         q = tree.parent_q[node]
         step.tv.append(tv_distance(p, q))
         cands = [tree.tokens[c] for c in kids]
-        sched = greedy_schedule(p, cands) if dec.sampling.greedy else sibling_schedule(p, q, cands, replacement)
+        sched = rule.schedule(p, q, cands)
         hit, draws = first_accepted(sched.accept_probs, dec.uniform)
         for j, u in enumerate(draws):
             n = step.forest[kids[j]]
             n.accept_prob, n.draw, n.status = sched.accept_probs[j], u, "rejected"
+            n.p_residual = float(sched.residuals[j][cands[j]]) if sched.residuals else n.p
         if hit is None:
             extra, kind = dec.sample(sched.final_residual), "resampled"
+            if k:
+                step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], extra,
+                                                      sched.final_residual, k, beam))
             break
+        if k:
+            step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], cands[hit], None, k, beam))
         node = kids[hit]
         step.forest[node].status = "accepted"
         path.append(node)
     extra_id = len(step.forest)
     step.forest.append(TreeNode(extra_id, None if node == ROOT else node, len(path), extra, dec.text(extra),
-                                p=float(p[extra]), status=kind))
+                                p=float(p[extra]), status=kind, root=0 if node == ROOT else tree.root[node]))
     produced = [(tree.tokens[v], "draft", v) for v in path] + [(extra, kind, extra_id)]
     return produced, path
 
 
-def tree_step(dec: Decoder, index: int, shape: TreeShape, replacement: bool, fallback: bool) -> TreeStep:
-    """One draft + verify + commit step on ``shape`` cut to the tokens still allowed."""
+def engine_step(dec: Decoder, index: int, shape: TreeShape, drafter: Drafter, controller: Controller,
+                rule: AcceptanceRule) -> TreeStep:
+    """One plan-draft-verify-commit step (see module docstring); ``shape`` is cut to the budget."""
     step = dec.new_step(index)
     shape = shape.truncate(max(dec.remaining - 1, 0))
+    rule = rule_for(rule, dec.sampling.greedy)
+    target_before, draft_before = dec.target.calls, drafter.calls
     tree = DraftedTree()
     if len(shape):
-        calls = dec.draft.calls
         with dec.timed("draft_ms"):
-            tree = draft_tree(dec, shape, replacement, fallback)
-        step.draft_calls = dec.draft.calls - calls
+            tree = drafter.propose(dec, shape, rule, controller)
     with dec.timed("verify_ms"):
         ps = dec.probs(dec.target.extend(dec.context(dec.target), tree.tokens, tree.parents))
-    produced, path = verify_tree(dec, step, tree, ps, replacement)
+    produced, path = verify_tree(dec, step, tree, ps, rule)
     dec.target.commit(path)
-    if dec.draft is not None:
-        dec.draft.commit([tree.draft_index[v] for v in path if v in tree.draft_index])
+    drafter.observe(dec, tree, path)
+    step.target_calls = dec.target.calls - target_before
+    step.draft_calls = drafter.calls - draft_before
     dec.emit(step, produced)
     step.timings = dec.timings
     return TreeStep(step, tree, path, shape, len(produced))
 
 
-def run_tree(dec: Decoder, shape_for: Callable[[Decoder], TreeShape], replacement: bool, fallback: bool,
-             annotate: Callable[[TreeStep], None] | None = None) -> Iterator[StepRecord]:
-    """Yield one ``StepRecord`` per target call until the decoder finishes; ``shape_for(dec)`` gives
-    each step's template and ``annotate`` may add controller state before the step is yielded."""
+def run_engine(dec: Decoder, drafter: Drafter, controller: Controller, rule: AcceptanceRule) -> Iterator[StepRecord]:
+    """Yield one ``StepRecord`` per step until the decoder finishes; the controller plans each step,
+    learns from it and supplies its ``StepRecord.controller``."""
+    dec.lossless = rule_for(rule, dec.sampling.greedy).lossless
     index = 0
     while not dec.finished:
-        ts = tree_step(dec, index, shape_for(dec), replacement, fallback)
-        if annotate is not None:
-            annotate(ts)
+        ts = engine_step(dec, index, controller.plan(dec), drafter, controller, rule)
+        controller.update(dec, ts)
+        ts.step.controller = controller.state(ts)
         yield ts.step
         index += 1
+
+
+def run_tree(dec: Decoder, shape: TreeShape, replacement: bool, fallback: bool = False) -> Iterator[StepRecord]:
+    """A static template drafted by the draft model and verified by the exact multi-candidate rule
+    (``sd``, ``mcsd``, ``specinfer``)."""
+    yield from run_engine(dec, ModelDrafter(dec.draft, fallback), StaticShape(shape), MultiCandidate(replacement))

@@ -19,9 +19,9 @@ if every earlier one was rejected, and the residual left after all are rejected.
 distributions of ``Decoder.probs``). If all siblings are rejected the output is drawn from the final
 residual; these laws are exact (MCSD App. A-B; Sequoia App. C.1): the output is distributed as p.
 
-Temperature 0 is a separate mode (MCSD spec §3.4; Sequoia spec §3.4): siblings are the draft's top-k
-tokens (or its argmax repeated, with replacement) and a sibling is accepted iff it equals the target's
-argmax; ``greedy_schedule``.
+Temperature 0 is a separate mode (MCSD §4.1, argmax sampling; Sequoia's temperature-0 trees): siblings
+are the draft's top-k tokens (or its argmax repeated, with replacement) and a sibling is accepted iff it
+equals the target's argmax; ``greedy_schedule``.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def reject_without_replacement(res: torch.Tensor, d: torch.Tensor, x: int,
     (a) residual with the D that x was drawn from (MCSD Eq. 10; Sequoia line 9), *before*
     (b) removing x from D and renormalising (Sequoia lines 10-16), with the uniform fallback over
     never-rejected tokens when D has no mass left (line 12). Swapping (a) and (b) is biased even for
-    a single candidate (MCSD spec §4.1 pitfall 2).
+    a single candidate (checked by enumeration in the tests).
     """
     res = residual(res, d)
     d = d.clone()
@@ -82,7 +82,7 @@ def sibling_schedule(p: torch.Tensor, q: torch.Tensor, candidates: list[int],
 
     ``p``: the target's warped distribution at the parent; ``q``: the draft's at the parent (the one
     the group was drawn from). The residual is updated per node only: children of an accepted
-    sibling start again from their own untouched p (MCSD spec §4.1 pitfall 7).
+    sibling start again from their own untouched p (MCSD Algorithm 2 runs once per tree node).
     """
     reject = reject_with_replacement if replacement else reject_without_replacement
     res, d = p, q
@@ -147,8 +147,8 @@ def draw_candidates(q: torch.Tensor, k: int, replacement: bool, generator: torch
     With replacement: k i.i.d. draws (MCSD Alg. 1; SpecInfer). Without: sequential draws without
     replacement (MCSD Eq. 1), equal in law to ``torch.multinomial(q, k, replacement=False)``; when
     q's support is used up, ``fallback=True`` continues with a uniformly random order of the
-    remaining tokens (Sequoia Alg. 1 line 12; spec §3.3) and ``fallback=False`` stops early (MCSD
-    spec §4.1 pitfall 6: cap k at the support size).
+    remaining tokens (Sequoia Alg. 1 line 12) and ``fallback=False`` stops early (MCSD Eq. 1 is
+    undefined past q's support, so k is capped at the support size).
     """
     if replacement:
         return [int(t) for t in torch.multinomial(q, k, replacement=True, generator=generator)]
@@ -164,7 +164,8 @@ def draw_candidates(q: torch.Tensor, k: int, replacement: bool, generator: torch
 
 def greedy_candidates(logits: torch.Tensor, k: int, replacement: bool) -> list[int]:
     """Temperature 0 siblings: the argmax repeated k times with replacement (MCSD Alg. 1 degenerates
-    to SD), else the top-k tokens by logit in descending order (MCSD §3.4; Sequoia ``GreedyTree``)."""
+    to SD), else the top-k tokens by logit in descending order (MCSD §4.1 argmax setting; Sequoia's
+    temperature-0 trees)."""
     if replacement:
         return [int(logits.argmax())] * k
     return [int(t) for t in torch.topk(logits, min(k, logits.shape[-1])).indices]

@@ -1,7 +1,8 @@
 """Sampling warps and draws, applied identically to draft and target distributions.
 
 Both models' logits go through the same ``warp`` in float32 (a common source of bias in other tools
-is warping only one side, or taking the p/q ratio in low precision; see specs/landscape.md §3.2).
+is warping only one side, or taking the p/q ratio in low precision; the guarantee of Leviathan et al.
+2023, Theorem 1, holds for the warped p only when q is warped the same way).
 ``temperature == 0`` means greedy: the warped distribution is the one-hot of the argmax (first index
 on ties), so every acceptance rule below reduces to exact-match verification.
 """

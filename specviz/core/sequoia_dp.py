@@ -1,14 +1,14 @@
 """Sequoia's tree construction: the bounded-depth dynamic program and the hardware-aware size choice.
 
-Conventions (Sequoia spec §1): a tree's *size* n counts the root (the last committed token), so
+Conventions (Sequoia, arXiv:2402.12374, §3.1): a tree's *size* n counts the root (the last committed token), so
 n - 1 tokens are speculated; its *depth* d counts levels including the root, so a step yields at most
 d tokens. The acceptance vector ``p = (p_1, ..., p_K)`` is **joint**: p_k = P(the k-th drafted
-child is the accepted one), so sum p_k <= 1 (spec §2.1).
+child is the accepted one), so sum p_k <= 1 (Def. 3.2).
 
 ``solve`` fills T[m][l][b] = best expected tokens of a tree of size exactly m, at most l levels, b root
 children (paper App. C.2.2, Algorithm 5 with infeasible states at -inf instead of the printed ``not
-b``; spec §2.4), vectorised over l, O(M^2 L K). ``G(n, d) = max_b T[n][d][b]``; the tree is rebuilt
-from the stored splits breadth first (spec §2.5). ``choose_size_depth`` maximises
+b``), vectorised over l, O(M^2 L K). ``G(n, d) = max_b T[n][d][b]``; the tree is rebuilt
+from the stored splits breadth first. ``choose_size_depth`` maximises
 ``Speedup(n, d) = G(n, d) / (t(n) + (d - 1) c)`` (paper Eq. 1) over measured verify times; we charge
 d - 1 draft calls because that is what the engine makes for a d-level tree (the paper writes d c).
 """
@@ -70,7 +70,7 @@ class SequoiaDP:
         return TreeShape.from_root_parents(self.tree(n, d))
 
     def _children(self, state: tuple[int, int, int]) -> list[tuple[int, int, int]]:
-        """Ordered child states (size, depth bound, root children) of the subtree ``state`` (spec §2.5)."""
+        """Ordered child states (size, depth bound, root children) of the subtree ``state``."""
         m, l, b = state
         out = []
         while b >= 1:

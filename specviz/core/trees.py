@@ -3,8 +3,9 @@
 A ``TreeShape`` describes the *speculated* nodes of a tree. Its implicit root is the last committed
 token (the row the verifier gets first); ``parents[i] == ROOT`` (-1) marks a child of that root.
 Nodes are numbered breadth first and the children of every node are listed in **draw order**
-(rank 1 = drawn first), which is the order verification must visit them (MCSD spec §3.6;
-Sequoia spec §8 pitfall 3). ``level`` counts edges from the root (root children are level 1).
+(rank 1 = drawn first), which is the order verification must visit them (MCSD, arXiv:2401.06706,
+Algorithms 1-2; Sequoia, arXiv:2402.12374, Algorithm 1 and Def. 3.1). ``level`` counts edges from
+the root (root children are level 1).
 
 Size conventions differ between the papers and are kept apart here: MCSD's ``k1xk2x...`` config
 counts speculated nodes (``4x2x2`` has 28); Sequoia's tree size ``n`` and depth ``d`` count the root
@@ -97,7 +98,7 @@ class TreeShape:
 
 
 def parse_k_config(text: str) -> tuple[int, ...]:
-    """``"4x2x2"`` -> ``(4, 2, 2)``: k_d children under every node of level d - 1 (MCSD spec §0)."""
+    """``"4x2x2"`` -> ``(4, 2, 2)``: k_d children under every node of level d - 1 (MCSD §4.4)."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidParameterError("k_config must be text like '4x2x2' (children per node at each level).")
     parts = re.split(r"\s*[x×X*,]\s*", text.strip())
@@ -117,13 +118,13 @@ def parse_k_config(text: str) -> tuple[int, ...]:
 
 
 def k_config_size(ks: tuple[int, ...]) -> int:
-    """Speculated nodes of a k-config: sum over levels of prod(k_1..k_d) (MCSD spec §0, T)."""
+    """Speculated nodes of a k-config: sum over levels of prod(k_1..k_d) (MCSD §4.4)."""
     return sum(math.prod(ks[: d + 1]) for d in range(len(ks)))
 
 
 def k_config_shape(ks: tuple[int, ...]) -> TreeShape:
     """The ``k1 x k2 x ...`` tree in BFS order: the node with local index j at level d + 1 has parent
-    local index ``j // k[d]`` at level d, so siblings are consecutive in draw order (MCSD spec §3.6)."""
+    local index ``j // k[d]`` at level d, so siblings are consecutive in draw order (MCSD §3.3, Fig. 2)."""
     parents: list[int] = []
     offset, width = 0, 1  # offset of the previous level (the root is not a node), its width
     for d, k in enumerate(ks):

@@ -1,0 +1,128 @@
+"""Drafters: what proposes the tokens the target verifies (in the spirit of transformers'
+``CandidateGenerator``: ``propose`` candidates, then ``observe`` what verification kept).
+
+A drafter implements
+
+* ``propose(dec, shape, rule, controller) -> DraftedTree``: draft at most the template ``shape`` (cut to
+  the budget by the engine), drawing each sibling group as ``rule.replacement`` requires and asking
+  ``controller.go_on`` after every drafted token and ``controller.keep`` after every level which nodes
+  to expand further; ``parent_q`` must hold the exact distribution each sibling group was drawn from
+  (a one-hot for a deterministic proposal), which is what makes verification exact;
+* ``observe(dec, tree, path)``: the accepted path (node ids), to keep its own state (caches) in step;
+* ``calls``: forwards it has made so far; the engine records the difference per step as
+  ``StepRecord.draft_calls``, so a drafter that is part of the target (early exit) counts its partial
+  forwards as draft calls, never as target calls.
+
+``ModelDrafter`` is the draft-model drafter every tree algorithm used before (same draws in the same
+order); ``NoDrafter`` proposes nothing (``ar``); ``prompt_lookup.PromptLookupDrafter`` copies n-gram
+continuations from the text itself.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import torch
+
+from specviz.algorithms.controllers import Controller
+from specviz.algorithms.drafted_tree import DraftedTree
+from specviz.core.acceptance import draw_candidates, draw_probs, greedy_candidates
+from specviz.core.rules import AcceptanceRule
+from specviz.core.trees import ROOT, TreeShape
+from specviz.models.tree_forward import CachedLM
+
+if TYPE_CHECKING:
+    from specviz.algorithms.decoder import Decoder
+
+
+class Drafter(Protocol):
+    """See module docstring."""
+
+    @property
+    def calls(self) -> int: ...
+
+    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule,
+                controller: Controller) -> DraftedTree: ...
+
+    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None: ...
+
+
+class NoDrafter:
+    """Drafts nothing: every step is one plain target call (``ar``)."""
+
+    calls = 0
+
+    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
+        return DraftedTree()
+
+    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None:
+        return None
+
+
+class ModelDrafter:
+    """Draft a template level by level with a draft model (MCSD, arXiv:2401.06706, §3; Sequoia,
+    arXiv:2402.12374, Algorithm 1 lines 1-5).
+
+    The root's children are drawn from the draft's warped q after the committed context (one
+    ``extend`` call); every new node that has children in the template is then fed to the draft in
+    **one** tree-attention call per level and its children are drawn from its own q. Siblings are
+    i.i.d. (``rule.replacement``) or drawn without replacement (``fallback``: Sequoia's uniform
+    continuation past q's support, Algorithm 1 line 12; else stop at the support, as MCSD), always
+    kept in draw order. Leaves are never fed. Nodes that can never be accepted get no subtree: a
+    duplicate sibling under replacement (its residual mass is exactly 0) and an EOS token (decoding
+    stops there). At temperature 0 siblings are the draft's top-k (or its argmax repeated, with
+    replacement) and ``q_draw`` shows the draft's plain softmax.
+    """
+
+    def __init__(self, lm: CachedLM, fallback: bool = False):
+        self.lm = lm
+        self.fallback = fallback
+
+    @property
+    def calls(self) -> int:
+        return self.lm.calls
+
+    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
+        tree = DraftedTree()
+        if not len(shape):
+            return tree
+        greedy, replacement = dec.sampling.greedy, rule.replacement
+        frontier: list[tuple[int, int]] = [(ROOT, ROOT)]  # (template node, realised node) to expand
+        logits = {ROOT: self.lm.extend(dec.context(self.lm))[0]}
+        level = 0
+        while frontier:
+            level += 1
+            rows = torch.stack([logits[r] for _, r in frontier])
+            qs = dec.probs(rows)
+            fed: list[tuple[int, int]] = []
+            for (t, r), q, lg in zip(frontier, qs, rows):
+                slots = shape.children[t]
+                tree.parent_q[r] = q
+                if greedy:
+                    cands = greedy_candidates(lg, len(slots), replacement)
+                    shown = [float(x) for x in torch.softmax(lg.float().cpu(), -1)[cands]]
+                else:
+                    cands = draw_candidates(q, len(slots), replacement, dec.generator, self.fallback)
+                    shown = draw_probs(q, cands, replacement)
+                seen: set[int] = set()
+                for slot, tok, qd in zip(slots, cands, shown):
+                    dup = tok in seen
+                    seen.add(tok)
+                    i = tree.add(tok, r, slot, qd, dup)
+                    if controller.go_on(tree, i) and shape.children[slot] and not dup and not dec.is_eos(tok):
+                        fed.append((slot, i))
+            kept = set(controller.keep(tree, level, [i for _, i in fed]))
+            fed = [(t, i) for t, i in fed if i in kept]
+            if not fed:
+                break
+            out = self.lm.forward([tree.tokens[i] for _, i in fed],
+                                  [tree.draft_index.get(tree.parents[i], ROOT) for _, i in fed])
+            base = len(self.lm.tree) - len(fed)
+            for j, (_, i) in enumerate(fed):
+                tree.draft_index[i] = base + j
+                logits[i] = out[j]
+            frontier = fed
+        return tree
+
+    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None:
+        """Keep the accepted path in the draft cache, drop the rest."""
+        self.lm.commit([tree.draft_index[v] for v in path if v in tree.draft_index])

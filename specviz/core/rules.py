@@ -1,0 +1,113 @@
+"""Acceptance rules as objects: how a sibling group drafted at one position is tested against the target.
+
+A rule turns the target's warped distribution ``p`` at a position, the draft's ``q`` there and the
+candidates in draw order into a ``SiblingSchedule`` (``core.acceptance``): the probability each
+candidate is accepted given all earlier ones were rejected, the residual each was tested against, and
+the final residual drawn from when all are rejected. ``lossless`` says whether the output law is
+exactly p; ``replacement`` how the drafter must draw the siblings for the rule to hold.
+
+* ``MultiCandidate``: the exact multi-candidate rule. With replacement: MCSD Algorithm 1 (Yang et al.
+  2024, arXiv:2401.06706) = SpecInfer's verification (Sequoia, arXiv:2402.12374, App. B.2 Algorithm 3);
+  without: MCSD Algorithm 2 = Sequoia Algorithm 1. One candidate is chain SD (Leviathan et al. 2023,
+  Algorithm 1; Chen et al. 2023; "A Theoretical Perspective for Speculative Decoding", Algorithm 1).
+* ``ExactMatch``: temperature 0; a candidate is accepted iff it is the target's argmax.
+* ``OverAcceptance``: the theory paper's relaxed rule (Section 4, Theorems 4-5), written in this
+  project's convention (p = target, q = draft; the paper swaps the letters): accept x with
+  ``b(x) = min(1, (p(x) + eps) / q(x))``; on rejection draw from ``norm(max(0, p - q))``
+  (``residual="opt"``, Decoding-OPT, Theorem 4: the bias-minimal residual for any over-accepting b)
+  or from p itself (``residual="target"``, Decoding-UNO). Not lossless for eps > 0 (UNO not even at
+  eps = 0). Its one-token output law is ``b * q + Z * R`` with ``Z = sum_x (1 - b(x)) q(x)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import torch
+
+from specviz.core.acceptance import SiblingSchedule, greedy_schedule, sibling_schedule
+from specviz.core.sampling import residual
+from specviz.errors import InvalidParameterError
+
+
+class AcceptanceRule(Protocol):
+    """What the engine asks of a rule (see module docstring)."""
+
+    name: str
+    lossless: bool
+    replacement: bool  # siblings must be drawn i.i.d. (True) or without replacement (False)
+
+    def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule: ...
+
+
+@dataclass(frozen=True)
+class MultiCandidate:
+    """Exact multi-candidate speculative sampling (MCSD Algorithms 1-2; Sequoia Algorithm 1); k = 1 is SD."""
+
+    replacement: bool = True
+    name: str = "multi_candidate"
+    lossless: bool = True
+
+    def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
+        return sibling_schedule(p, q, candidates, self.replacement)
+
+
+@dataclass(frozen=True)
+class ExactMatch:
+    """Temperature 0: accept the first sibling equal to argmax p, else output argmax p."""
+
+    replacement: bool = True
+    name: str = "exact_match"
+    lossless: bool = True
+
+    def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
+        return greedy_schedule(p, candidates)
+
+
+@dataclass(frozen=True)
+class OverAcceptance:
+    """Over-acceptance ``b = min(1, (p + eps) / q)`` with the OPT or UNO residual (theory paper §4).
+
+    Several i.i.d. candidates are tested in turn as in Algorithm 4 of the same paper: each later
+    candidate is tested against the residual left by the earlier ones (``opt``), or against p
+    again (``target``).
+    """
+
+    eps: float = 0.0
+    residual: Literal["opt", "target"] = "opt"
+    replacement: bool = True
+    name: str = "over_acceptance"
+    lossless: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.eps >= 0:
+            raise InvalidParameterError(f"over-acceptance eps must be >= 0, got {self.eps!r}.")
+        if self.residual not in ("opt", "target"):
+            raise InvalidParameterError(f"residual must be 'opt' or 'target', got {self.residual!r}.")
+
+    def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
+        res = p
+        out = SiblingSchedule([], [], [], [], p)
+        seen: set[int] = set()
+        for x in candidates:
+            qx = float(q[x])
+            out.accept_probs.append(1.0 if qx <= 0.0 else min(1.0, (float(res[x]) + self.eps) / qx))
+            out.draft_probs.append(qx)
+            out.duplicate.append(x in seen)
+            out.rejection_mass.append(float(((1 - self.accept_curve(res, q)) * q).sum()))
+            out.residuals.append(res)
+            seen.add(x)
+            if self.residual == "opt":
+                res = residual(res, q)
+        out.final_residual = res
+        return out
+
+    def accept_curve(self, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """b(x) for every token (1 where q(x) = 0: such a token is never drafted)."""
+        ratio = (p + self.eps) / q.clamp_min(1e-30)
+        return torch.where(q > 0, ratio.clamp(max=1.0), torch.ones_like(p))
+
+
+def rule_for(rule: AcceptanceRule, greedy: bool) -> AcceptanceRule:
+    """The rule a step uses: at temperature 0 every rule becomes exact match (same sibling drawing)."""
+    return ExactMatch(rule.replacement) if greedy else rule

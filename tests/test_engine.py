@@ -1,0 +1,217 @@
+"""The engine's contracts: calls counted where they happen, controller hooks, trace v2 positions,
+the lossless flag, input validation, and old (v1) traces still loading."""
+import json
+
+import pytest
+from tiny import tiny_pair
+
+import specviz
+import specviz.metrics
+from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.decoder import Decoder
+from specviz.algorithms.drafters import ModelDrafter
+from specviz.algorithms.tree_engine import run_engine
+from specviz.core.rules import MultiCandidate, OverAcceptance
+from specviz.core.sampling import SamplingConfig
+from specviz.core.trees import chain_shape, k_config_shape
+from specviz.trace import RunTrace
+
+CASES = [
+    ("ar", {}),
+    ("sd", {"gamma": 3}),
+    ("mcsd", {"k_config": "3x2x1"}),
+    ("mcsd", {"k_config": "2x2", "replacement": True}),
+    ("specinfer", {"k_config": "2x1x1"}),
+    ("sequoia", {"size": 10, "depth": 4, "acceptance": "0.6,0.2,0.1"}),
+    ("pld", {"num_tokens": 4, "max_ngram": 2}),
+]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_pair("llama", vocab=16, draft="noisy", noise=0.5)
+
+
+class Counter:
+    """Counts calls of a module's forward (the real work, below every wrapper in specviz)."""
+
+    def __init__(self, module):
+        self.n, self.module, self.real = 0, module, module.forward
+        module.forward = self
+
+    def __call__(self, *args, **kwargs):
+        self.n += 1
+        return self.real(*args, **kwargs)
+
+    def restore(self):
+        del self.module.forward
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+@pytest.mark.parametrize("algorithm,params", CASES, ids=[f"{a}-{i}" for i, (a, _) in enumerate(CASES)])
+def test_calls_are_counted_where_they_happen(pair, algorithm, params, temperature):
+    target, draft = Counter(pair.target), Counter(pair.draft)
+    try:
+        run = specviz.stream(pair, algorithm, [1, 2, 3, 1, 2, 3, 1], max_new_tokens=20, temperature=temperature,
+                             seed=2, **params)
+        seen_t = seen_d = 0
+        for step in run:
+            assert step.target_calls == target.n - seen_t
+            assert step.draft_calls == draft.n - seen_d
+            seen_t, seen_d = target.n, draft.n
+    finally:
+        target.restore()
+        draft.restore()
+    m = run.trace.metrics
+    assert m["target_calls"] == target.n and m["draft_calls"] == draft.n
+    assert m["tau"] == pytest.approx(len(run.trace.output_ids) / target.n)
+    if algorithm in ("ar", "pld"):
+        assert draft.n == 0
+
+
+class StopWhenUnsure(StaticShape):
+    """Draft on only while the drafted token had q >= 0.5 (an EESD-like stop rule), and keep at most
+    one node per level (a width rule)."""
+
+    kind = "test"
+
+    def __init__(self, shape):
+        super().__init__(shape)
+        self.asked, self.steps = 0, 0
+
+    def go_on(self, tree, node):
+        self.asked += 1
+        return tree.q_draw[node] >= 0.5
+
+    def keep(self, tree, level, nodes):
+        return nodes[:1]
+
+    def update(self, dec, result):
+        self.steps += 1
+
+    def state(self, result):
+        return {"kind": self.kind, "steps": self.steps, "drafted": len(result.tree)}
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_controller_hooks_stop_and_prune_the_draft(pair, temperature):
+    prompt = [1, 2, 3]
+    dec = Decoder(pair, prompt, 24, SamplingConfig(temperature), seed=0)
+    ctrl = StopWhenUnsure(k_config_shape((2, 2, 2, 2)))
+    steps = list(run_engine(dec, ModelDrafter(dec.draft), ctrl, MultiCandidate(replacement=False)))
+    assert ctrl.asked == sum(len(s.forest) - 1 for s in steps)  # asked after every drafted token
+    for i, s in enumerate(steps):
+        assert s.controller == {"kind": "test", "steps": i + 1, "drafted": len(s.forest) - 1}
+        drafted = s.forest[:-1]
+        for n in drafted:
+            if n.parent is not None:  # only a confident node that was first at its level has children
+                parent = drafted[n.parent]
+                assert parent.q >= 0.5 and parent.id == min(m.id for m in drafted if m.depth == parent.depth)
+        assert s.draft_calls <= 1 + max((n.depth for n in drafted), default=0)
+    if temperature == 0:
+        ref = specviz.decode(pair, "ar", prompt, max_new_tokens=24, temperature=0).output_ids
+        assert dec.output == ref
+
+
+def test_positions_explain_every_decision(pair):
+    trace = specviz.decode(pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=0.9, top_k=10, seed=1,
+                           k_config="3x2", record_top_k=4)
+    for step in trace.steps:
+        path = [n for n in step.forest if n.status == "accepted"]
+        parents = [None] + [n.id for n in path]
+        assert [r.parent for r in step.positions] == parents[: len(step.positions)]
+        assert len(step.positions) == len(path) + 1  # every visited position, the last one included
+        for r, tv in zip(step.positions, step.tv):
+            assert r.residual_mass == pytest.approx(tv, abs=1e-5)  # = TV(p, q)
+            assert r.p == sorted(r.p, reverse=True) and len(r.p) == len(r.ids) == len(r.q)
+            assert 4 <= len(r.ids) <= 8 + 3 + 1  # top-4 of p and q, candidates, the token produced
+        tested = {n.id for n in step.forest if n.status in ("accepted", "rejected")}
+        for n in step.forest:
+            if n.id in tested:
+                siblings = [m for m in step.forest if m.parent == n.parent and m.id in tested]
+                if n is siblings[0]:
+                    assert n.p_residual == pytest.approx(n.p)  # the first candidate sees p itself
+                else:
+                    assert n.accept_prob == pytest.approx(min(1.0, n.p_residual / n.q), abs=1e-6)
+        last = step.positions[-1]
+        produced = step.forest[-1]
+        assert produced.token_id in last.ids
+        if produced.status == "resampled":
+            assert last.final_residual is not None and sum(last.final_residual) <= 1 + 1e-4
+        else:
+            assert last.q is None and last.final_residual is None
+    assert any(s.forest[-1].status == "resampled" for s in trace.steps)
+    quiet = specviz.decode(pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=0.9, top_k=10, seed=1,
+                           k_config="3x2", record_top_k=0)
+    assert all(not s.positions for s in quiet.steps) and quiet.output_ids == trace.output_ids
+
+
+def test_greedy_positions_show_only_what_matters(pair):
+    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=20, temperature=0, gamma=3)
+    for step in trace.steps:
+        for r in step.positions:
+            assert 1 <= len(r.ids) <= 3 and r.p[0] == 1.0  # argmax of p, argmax of q, the candidate
+            assert r.residual_mass in ((0.0, 1.0) if r.q is not None else (None,))
+
+
+def test_an_over_accepting_rule_marks_the_run_lossy(pair):
+    dec = Decoder(pair, [1, 2], 10, SamplingConfig(1.0), seed=0)
+    list(run_engine(dec, ModelDrafter(dec.draft), StaticShape(chain_shape(3)), OverAcceptance(0.1)))
+    assert not dec.lossless
+    dec = Decoder(pair, [1, 2], 10, SamplingConfig(0.0), seed=0)
+    list(run_engine(dec, ModelDrafter(dec.draft), StaticShape(chain_shape(3)), OverAcceptance(0.1)))
+    assert dec.lossless  # at temperature 0 every rule is exact match
+    assert specviz.decode(pair, "sd", [1, 2], max_new_tokens=5).lossless
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 1.5, True, "3"])
+def test_seed_out_of_range_is_a_clear_error(pair, seed):
+    with pytest.raises(specviz.InvalidParameterError, match=r"seed must be an integer in \[0, 2\*\*63 - 1\]"):
+        specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, seed=seed)
+
+
+def test_largest_seed_and_bad_record_top_k(pair):
+    assert len(specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, seed=2**63 - 1).output_ids) == 3
+    with pytest.raises(specviz.InvalidParameterError, match="record_top_k"):
+        specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, record_top_k=-1)
+
+
+V1_TRACE = {
+    "algorithm": "sd", "params": {"gamma": 2}, "pair": {"target": "t", "draft": "d"},
+    "sampling": {"temperature": 1.0, "top_k": 0, "top_p": 1.0}, "seed": 0, "prompt_ids": [1, 2],
+    "prompt_text": "<1> <2>", "output_ids": [5, 6], "output_text": "<5> <6>", "finish_reason": "length",
+    "metrics": {"new_tokens": 2, "target_calls": 1, "tau": 2.0}, "schema_version": 1,
+    "steps": [{"index": 0, "n_before": 0, "controller": None, "tv": [0.2, 0.1],
+               "timings": {"draft_ms": 1.0, "verify_ms": 2.0, "total_ms": 3.5},
+               "target_calls": 1, "draft_calls": 2,
+               "forest": [{"id": 0, "parent": None, "depth": 0, "token_id": 5, "token_text": "<5>", "q": 0.5,
+                           "p": 0.4, "accept_prob": 0.8, "draw": 0.3, "status": "accepted"},
+                          {"id": 1, "parent": 0, "depth": 1, "token_id": 7, "token_text": "<7>", "q": 0.5,
+                           "p": 0.1, "accept_prob": 0.2, "draw": 0.9, "status": "rejected"},
+                          {"id": 2, "parent": 0, "depth": 1, "token_id": 6, "token_text": "<6>", "q": None,
+                           "p": 0.3, "accept_prob": None, "draw": None, "status": "resampled"}],
+               "committed": [{"token_id": 5, "text": "<5>", "kind": "draft", "node_id": 0},
+                             {"token_id": 6, "text": "<6>", "kind": "resampled", "node_id": 2}]}],
+}
+
+
+def test_a_v1_trace_still_loads():
+    trace = RunTrace.from_json(json.dumps(V1_TRACE))
+    assert trace.schema_version == 1 and trace.lossless and trace.output_ids == [5, 6]
+    step = trace.steps[0]
+    assert step.positions == [] and step.n_accepted == 1 and step.forest[1].root == 0
+    assert step.forest[1].p_residual is None
+    assert specviz.metrics.summarize(trace)["tau"] == 2.0
+
+
+def test_trace_size_is_bounded():
+    """Bounded JSON: with 69-node trees a step takes under 24 KB (measured: about 18 KB, 85% of it the
+    forest), so a 1,024-token run stays a few MB; a position record stays under 1.5 KB whatever the
+    vocabulary (top-k of p and q, candidates, produced token; 5 significant digits)."""
+    big = tiny_pair("llama", vocab=512, draft="noisy", noise=0.5, init_range=0.05, hidden=32)
+    trace = specviz.decode(big, "mcsd", [1, 2, 3], max_new_tokens=256, temperature=1.0, seed=0, k_config="4x4x3")
+    assert max(len(s.forest) for s in trace.steps) == 4 + 16 + 48 + 1
+    data = json.loads(trace.to_json())
+    assert len(json.dumps(data)) < 24_000 * len(trace.steps)
+    for step in data["steps"]:
+        assert all(len(json.dumps(r)) < 1500 for r in step["positions"])
