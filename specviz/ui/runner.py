@@ -68,6 +68,7 @@ class Session:
     running: bool = False
     source: str = ""              # "live" or "replay"
     run_id: int = 0
+    pace: float = 0.0             # seconds per step the live run was paced at (0: unpaced)
 
     @property
     def n_steps(self) -> int:
