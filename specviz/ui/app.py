@@ -375,7 +375,7 @@ class Explorer:
                         c.pin = render.opening_step(c.trace)
             export_finished(cols)
             session.running = False
-            yield {**self.full_view(session, "stopped" if stopped else "", force=True), **self.buttons(False)}
+            yield {**self.full_view(session, force=True), **self.buttons(False)}
         finally:
             self.runs.end(id(session), control)
             if session.run_id == run_id:

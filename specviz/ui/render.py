@@ -108,9 +108,10 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     t = col.trace
     header = column_header(col, i, step, running)
     if col.error and (t is None or not t.steps):
-        return SlotView(header, viz.tokens_html(t), viz.message_figure("No tree: the run did not start."), None, None)
+        return SlotView(header, viz.tokens_html(t), viz.message_figure("No tree: the run did not start."),
+                        None, None, None, None)
     if t is None or not t.steps:
-        return SlotView(header, viz.tokens_html(t), viz.tree_figure(None), None, None)
+        return SlotView(header, viz.tokens_html(t), viz.tree_figure(None), None, None, None, None)
     n = len(t.steps)
     k = col.step_shown(step)
     current = k if (col.pin is not None or step < n or not col.done) else None
