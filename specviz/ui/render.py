@@ -125,11 +125,10 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None)
 
 
-def opening_step(trace: RunTrace) -> int:
-    """The step a finished run opens on: ``viz.narrative.informative_step`` (the last step until it lands)."""
-    if informative_step is None:
-        return max(len(trace.steps) - 1, 0)
-    return informative_step(trace)
+def opening_step(trace: RunTrace) -> int | None:
+    """The step a finished run opens on: ``viz.narrative.informative_step`` (None, i.e. the last step,
+    until it lands)."""
+    return informative_step(trace) if informative_step is not None else None
 
 
 def timing_caveat(session: Session) -> str | None:
