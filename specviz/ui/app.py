@@ -33,7 +33,8 @@ from specviz.viz import legend_html
 log = logging.getLogger(__name__)
 CUSTOM = "__custom__"
 STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
-COMPARE_INTERVAL_S = 1.0   # live comparison table and figures at most this often
+COMPARE_INTERVAL_S = 2.0   # live comparison table and figures at most this often
+TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
 FALLBACK_PROMPTS = (
     "def fibonacci(n):\n",
@@ -189,7 +190,8 @@ class Explorer:
         return f"⚠️ **Could not load that pair.** {message}\n\nStill using: {previous}"
 
     # ---- views (see ui.layout: {name: value}; a name left out stays as it is) ------------------------------
-    def _slot_views(self, session: Session, step: int, *, full: bool, force: bool = False) -> View:
+    def _slot_views(self, session: Session, step: int, *, full: bool, force: bool = False,
+                    text: bool = True) -> View:
         """Per-column panels, sending only what changed on screen unless ``force``.
 
         Every Plotly redraw and every large HTML swap costs the browser tens of milliseconds, so a
@@ -198,6 +200,7 @@ class Explorer:
         step panels (tree, narrative, distribution, controller) are re-sent only when the step it shows
         changes. ``force`` re-sends everything: a run's last update carries every panel in full, so
         the page ends on the state the server has, whatever became of the updates before it.
+        ``text=False`` leaves the texts as they are (a live run re-sends them less often than the trees).
         """
         out: View = {}
         baseline = render.greedy_baseline(session)
@@ -210,7 +213,7 @@ class Explorer:
             diverge_at = render.divergence(col, baseline)
             state = (col.n_steps, col.done, col.error, id(col.trace), diverge_at, col.pin)
             step_key = (col.step_shown(step) if col.n_steps else None, col.selected, *state)
-            text_changed = force or col.shown.get("text") != state
+            text_changed = force or (text and col.shown.get("text") != state)
             step_changed = force or col.shown.get("step") != step_key
             v = render.slot_view(col, i, step, session.running, diverge_at)
             out["header", i] = v.header
@@ -221,13 +224,16 @@ class Explorer:
                 out["narrative", i] = gr.Markdown(value=v.narrative or "", visible=bool(v.narrative))
                 out["distribution", i] = gr.Plot(value=v.distribution, visible=v.distribution is not None)
                 out["controller", i] = gr.Plot(value=v.controller, visible=v.controller is not None)
-            col.shown["text"], col.shown["step"] = state, step_key
+            if text_changed:
+                col.shown["text"] = state
+            col.shown["step"] = step_key
             if full:
                 out["column", i] = gr.Column(visible=True)
                 out["download", i] = gr.DownloadButton(value=v.download, visible=v.download is not None)
         return out
 
-    def full_view(self, session: Session, note: str = "", compare: bool = True, force: bool = False) -> View:
+    def full_view(self, session: Session, note: str = "", compare: bool = True, force: bool = False,
+                  text: bool = True) -> View:
         """Every output. ``compare=False`` leaves the comparison table and figures as they are (a live
         run refreshes them less often than the columns)."""
         step = session.view_step()
@@ -235,7 +241,7 @@ class Explorer:
                       "slider": self._slider(session), "step_label": render.step_label(session)}
         if compare:
             view.update(render.comparison(session, step))
-        view.update(self._slot_views(session, step, full=True, force=force))
+        view.update(self._slot_views(session, step, full=True, force=force, text=text))
         return view
 
     def step_view(self, session: Session) -> View:
@@ -350,6 +356,7 @@ class Explorer:
         cols = session.columns
         throttle = Throttle(STREAM_INTERVAL_S, clock=self.clock)
         compare_throttle = Throttle(COMPARE_INTERVAL_S, ratio=0.0, clock=self.clock)
+        text_throttle = Throttle(TEXT_INTERVAL_S, ratio=0.0, clock=self.clock)
         try:
             yield {**self.full_view(session, force=True), **self.buttons(True),
                    "input_msg": gr.Markdown(value=input_markdown(checked), visible=True)}
@@ -363,7 +370,7 @@ class Explorer:
                 elif not throttle():
                     continue
                 t0 = time.perf_counter()
-                out = self.full_view(session, compare=compare_throttle())
+                out = self.full_view(session, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
                 yield out
             stopped = control.stopped()
