@@ -129,6 +129,7 @@ def test_app_builds_with_generated_settings_and_named_panels(explorer):
             assert page.component((panel, i)) is getattr(s, panel)
             assert getattr(s, panel) in page.outputs()
     assert page.bind({"status": "x", ("tree", 1): None}) == {page.status: "x", page.slots[1].tree: None}
+    assert page.bind({}) == [gr.skip()] * len(page.outputs())  # an empty view changes nothing
     with pytest.raises(KeyError):
         page.component("no-such-panel")
     assert page.slots[0].tokens.autoscroll  # the text follows the newest token while live
@@ -408,6 +409,28 @@ def test_a_paused_run_wakes_at_stop():
     assert c.pause(0) is False
     c.stop()
     assert c.pause(3600) is True  # returns at once: the event is set
+
+
+def test_the_page_sets_the_pace_once_it_reports(explorer):
+    """Back-pressure: a page that reports what it has drawn is never more than one update behind; a
+    caller that never reports (a script, these tests) is not waited for."""
+    from specviz.ui.runner import RunControl
+    c = RunControl()
+    c.wait_shown(10, timeout=3600)  # returns at once: the page has not reported
+    c.report_shown(4)
+    c.report_shown(3)               # late reports never move it back
+    assert c.shown_step == 4 and c.page_reports
+    c.wait_shown(4, timeout=3600)   # returns at once: step 4 is drawn
+    c.stop()
+    c.wait_shown(99, timeout=3600)  # returns at once: stopped
+    session = Session(pair_key=explorer.default_key)
+    gen = live(explorer, session, ["ar"], max_new=8)
+    next(gen)
+    explorer.page_shown(session, "1:123")
+    assert explorer.runs.get(id(session)).shown_step == 1
+    explorer.page_shown(session, "garbage")  # ignored
+    explorer.stop(session)  # (the run would now wait up to 3 s per update for reports that never come)
+    assert "Stopped" in list(gen)[-1]["status"]
 
 
 def test_paced_run_waits_between_steps_and_marks_timings(pair_dirs):

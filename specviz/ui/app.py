@@ -35,6 +35,7 @@ CUSTOM = "__custom__"
 STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
 COMPARE_INTERVAL_S = 2.0   # live comparison table and figures at most this often
 TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
+SHOWN_TIMEOUT_S = 3.0      # the longest a live run waits for the page to draw its previous update
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
 FALLBACK_PROMPTS = (
     "def fibonacci(n):\n",
@@ -362,6 +363,7 @@ class Explorer:
                    "input_msg": gr.Markdown(value=input_markdown(checked), visible=True)}
             throttle(force=True)
             last = self.clock()
+            shown = session.n_steps
             while advance(cols, control.stopped) and not control.stopped():
                 if pace > 0:
                     if self.pause(control, pace - (self.clock() - last)):
@@ -372,6 +374,8 @@ class Explorer:
                 t0 = time.perf_counter()
                 out = self.full_view(session, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
+                control.wait_shown(shown, SHOWN_TIMEOUT_S)  # a slow browser sets the pace
+                shown = session.n_steps
                 yield out
             stopped = control.stopped()
             if stopped:
@@ -397,6 +401,16 @@ class Explorer:
             return {}
         control.stop()
         return {"stop_btn": gr.Button(interactive=False)}
+
+    def page_shown(self, session: Session, report: str) -> None:
+        """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update."""
+        control = self.runs.get(id(session)) if isinstance(session, Session) else None
+        try:
+            step = int(str(report).split(":")[0])
+        except ValueError:
+            return
+        if control is not None:
+            control.report_shown(step)
 
     def measure(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
                 top_k: float, seed: float, algorithms: list[str], pace: float, *param_values: Any) -> Iterator[View]:
@@ -638,6 +652,9 @@ class Explorer:
             # a click on a tree node writes "column:node:nonce" here (NODE_CLICK_JS); hidden by CSS
             node_pick = gr.Textbox(elem_id="sv-node-pick", elem_classes=["sv-hidden"], show_label=False,
                                    container=False)
+            # the page writes "step:nonce" here whenever it has drawn a live update (back-pressure)
+            page_report = gr.Textbox(elem_id="sv-shown", elem_classes=["sv-hidden"], show_label=False,
+                                     container=False)
 
             with gr.Row(equal_height=False, elem_id="sv-columns"):
                 slots = [Slot.declare(i) for i in range(self.n_slots)]
@@ -694,6 +711,8 @@ class Explorer:
             next_btn.click(page.wire(self.next), [session], outputs, **view_kw)
             latest_btn.click(page.wire(self.latest), [session], outputs, **view_kw)
             node_pick.change(page.wire(self.select_node), [session, node_pick], outputs, **view_kw)
+            page_report.change(self.page_shown, [session, page_report], None, queue=False,
+                               show_progress="hidden", api_visibility="private")
             play_event = play_btn.click(page.wire(self.play), [session, pace], outputs, concurrency_limit=16,
                                         concurrency_id="play", show_progress="hidden", api_visibility="private")
             pause_btn.click(None, None, None, cancels=[play_event], queue=False, api_visibility="private")

@@ -88,7 +88,11 @@ class Page:
         page = [getattr(self, f.name) for f in fields(self) if f.name != "slots"]
         return page + [getattr(s, p) for s in self.slots for p in Slot.panels()]
 
-    def bind(self, view: View) -> dict[Any, Any]:
+    def bind(self, view: View) -> dict[Any, Any] | list[Any]:
+        """``{component: value}``; an empty view is every output skipped (Gradio reads an empty dict
+        as one value)."""
+        if not view:
+            return [gr.skip()] * len(self.outputs())
         return {self.component(name): value for name, value in view.items()}
 
     def wire(self, fn: Callable[..., Any]) -> Callable[..., Any]:

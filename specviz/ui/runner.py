@@ -309,9 +309,28 @@ class RunControl:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._shown = threading.Condition()
+        self.shown_step = -1          # the last step the page reported drawn (see ``PAGE_JS``)
+        self.page_reports = False     # whether the page reports at all (a browser does; tests may not)
 
     def stop(self) -> None:
         self._event.set()
+        with self._shown:
+            self._shown.notify_all()
+
+    def report_shown(self, step: int) -> None:
+        """The page has drawn the update of ``step`` (its status line says so)."""
+        with self._shown:
+            self.page_reports = True
+            self.shown_step = max(self.shown_step, step)
+            self._shown.notify_all()
+
+    def wait_shown(self, step: int, timeout: float) -> None:
+        """Back-pressure: wait (up to ``timeout``) until the page has drawn ``step``, so a slow browser
+        is never more than one update behind and Stop is seen at once. No wait if the page does not report."""
+        with self._shown:
+            if self.page_reports:
+                self._shown.wait_for(lambda: self.shown_step >= step or self.stopped(), timeout)
 
     def stopped(self) -> bool:
         return self._event.is_set()

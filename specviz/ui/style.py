@@ -96,11 +96,13 @@ STEP_JS = """
 """
 
 
-# Runs once when the page loads. (1) On a narrow screen the settings sidebar starts closed, so it does
+# Runs once when the page loads. (0) Each time the status line shows a new live step, the page reports
+# it through the hidden #sv-shown box, and a live run waits for that before its next update, so a
+# slow browser sets the pace instead of falling behind. (1) On a narrow screen the settings sidebar starts closed, so it does
 # not cover the page. (2) A click on a tree node writes "column:node:nonce" into the hidden
 # #sv-node-pick box, whose change event opens that node's distribution view (Gradio's Plot has no
 # click event of its own). Tree plots are re-bound whenever Gradio replaces their element.
-PAGE_JS = """
+PAGE_JS = r"""
 () => {
   if (window.innerWidth < 760) {
     let tries = 0;
@@ -117,6 +119,19 @@ PAGE_JS = """
     box.dispatchEvent(new Event("input", {bubbles: true}));
     box.dispatchEvent(new Event("change", {bubbles: true}));
   };
+  // back-pressure: tell the server each time a live update has been drawn ("Running … · step N")
+  let reported = "";
+  const report = () => {
+    const st = document.querySelector("#sv-status");
+    const m = st && st.innerText.match(/Running \d+ of \d+ · step (\d+)/);
+    const box = document.querySelector("#sv-shown textarea, #sv-shown input");
+    if (!m || !box || m[1] === reported) return;
+    reported = m[1];
+    box.value = m[1] + ":" + Date.now();
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    box.dispatchEvent(new Event("change", {bubbles: true}));
+  };
+  new MutationObserver(report).observe(document.body, {childList: true, subtree: true, characterData: true});
   const STATUSES = ["accepted", "rejected", "not_reached", "resampled", "bonus"];
   setInterval(() => {
     document.querySelectorAll("[id^=sv-tree-] .js-plotly-plot").forEach((el) => {
