@@ -379,6 +379,9 @@ def test_stop_keeps_what_ran(explorer):
         assert "stopped" in final["header", i]
     assert final["run_btn"].interactive is True
     assert explorer.stop(session) == {}  # nothing left to stop
+    # sd got further than ar before Stop: that is no divergence from ar's greedy output
+    assert "sv-bad" not in final["table"] and "identical over the first" in final["table"]
+    assert "sv-diverge" not in final["tokens", 1]
 
 
 def test_stop_answers_within_one_step_with_six_columns(explorer, monkeypatch):

@@ -100,6 +100,8 @@ def divergence(col: Column, baseline: RunTrace | None) -> int | None:
     if float(t.sampling.get("temperature", 1.0)) != 0.0:
         return None
     i = viz.first_divergence(t.output_ids, baseline.output_ids)
+    if i is not None and i >= len(baseline.output_ids) and "stopped" in (t.finish_reason, baseline.finish_reason):
+        return None  # ar was stopped before this token: nothing to compare it with
     return i if i is not None and i < len(t.output_ids) else None
 
 

@@ -49,6 +49,9 @@ def greedy_check(trace: RunTrace, baseline: RunTrace | None) -> str:
     i = first_divergence(trace.output_ids, baseline.output_ids)
     if i is None:
         return "✓ identical"
+    common = min(len(trace.output_ids), len(baseline.output_ids))
+    if i >= common and "stopped" in (trace.finish_reason, baseline.finish_reason):
+        return f"✓ identical over the first {common} tokens (stopped)"  # one stopped early: not a divergence
     a = trace.output_ids[i] if i < len(trace.output_ids) else None
     b = baseline.output_ids[i] if i < len(baseline.output_ids) else None
     return f"✗ differs at token {i + 1} (id {a} vs ar's {b})"
