@@ -93,7 +93,13 @@ def check_inputs(max_new_tokens: Any, top_k: Any, seed: Any, *, cap: int, contex
 
 
 def _shown(raw: Any) -> str:
-    if isinstance(raw, float) and raw.is_integer() and abs(raw) < 1e18:
+    if raw is None or raw == "":
+        return "nothing"
+    if isinstance(raw, int) and not isinstance(raw, bool) and len(str(raw)) <= 24:
+        return str(raw)
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw) and abs(raw) >= 1e19:
+        return f"{raw:.3g}"  # 1e+30, not the 31 digits of its float
+    if isinstance(raw, float) and raw.is_integer():
         return str(int(raw))
     text = repr(raw) if isinstance(raw, str) else str(raw)
     return text if len(text) <= 40 else text[:37] + "…"
