@@ -488,7 +488,7 @@ def test_measure_runs_one_after_another_and_reports_medians(explorer):
 def test_measure_rows_come_from_median_times(explorer, monkeypatch):
     from specviz.ui import measure as m
     times = iter([2.0, 1.0])
-    monkeypatch.setattr(m, "_median_time", lambda fn, repeats: (next(times), fn()))
+    monkeypatch.setattr(m, "median_time", lambda fn, repeats: (next(times), fn()))
     pair = explorer.registry.get(explorer.default_key)
     *_, (note, rows) = m.measure(pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, max_new_tokens=8,
                                  temperature=0.0, seed=0)
@@ -666,7 +666,7 @@ def test_param_values_convert():
 def test_200_step_run_scrubs_without_lag(explorer, monkeypatch):
     """A scrub rebuilds only the selected step's views: at most one tree and one controller figure per
     column, for that step, and none of the whole-run figures (their step markers move in the browser). The
-    time is printed with ``-s``; speed is measured by ``python -m specviz.viz.perf``, not asserted."""
+    time is printed with ``-s``; speed is measured by ``python -m specviz.bench.figure_timing``, not asserted."""
     from specviz import viz
 
     session = Session(pair_key=explorer.default_key)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import specviz
-from specviz.bench.run import _median_time
+from specviz.bench.timing import median_time
 from specviz.models.loading import ModelPair
 
 
@@ -44,7 +44,7 @@ def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str
             yield f"stopped after {len(done)} of {len(algorithms)}", done
             return
         yield f"measuring {algo} ({i + 1} of {len(algorithms)}): a warm-up and {repeats} timed runs…", done
-        wall, trace = _median_time(lambda: specviz.decode(pair, algo, prompt, **sampling, **params), repeats)
+        wall, trace = median_time(lambda: specviz.decode(pair, algo, prompt, **sampling, **params), repeats)
         m = trace.metrics
         done.append(Measurement(algo if not params else f"{algo} ({', '.join(f'{k}={v}' for k, v in params.items())})",
                                 algo, wall, int(m["new_tokens"]), int(m["target_calls"]), repeats))
