@@ -59,9 +59,10 @@ class PositionRecord:
     ``parent`` is the node id whose children were tested (``None``: the committed context, i.e. the
     roots' position); ``root`` the tree / beam id of that position. ``ids`` are the token ids shown:
     the union of the top-k of p and of q, the candidates tested here and the token produced here,
-    sorted by p descending; ``p`` and ``q`` are the warped target and draft probabilities of those ids
-    (``q`` all 0 for a one-hot drafter such as prompt lookup, which has no distribution; ``None`` when
-    nothing was drafted here). ``residual`` is ``norm(max(0, p - q))`` on ``ids`` (what one rejection
+    sorted by p descending, and ``texts`` their decoded texts (so a replay needs no tokenizer); ``p``
+    and ``q`` are the warped target and draft probabilities of those ids (``q`` is the one-hot of the
+    proposal for a deterministic drafter such as prompt lookup, the law the rule verified against;
+    ``None`` when nothing was drafted here). ``residual`` is ``norm(max(0, p - q))`` on ``ids`` (what one rejection
     resamples from) and ``residual_mass`` = ``sum max(0, p - q)`` over the whole vocabulary, which
     equals TV(p, q), the chain rejection probability (theory paper Thm 1), exact at run time.
     ``final_residual``: on ``ids``, the distribution actually resampled from when every candidate here
@@ -76,6 +77,7 @@ class PositionRecord:
     residual_mass: float | None = None
     final_residual: list[float] | None = None
     root: int = 0
+    texts: list[str] | None = None
 
 
 @dataclass
