@@ -11,7 +11,6 @@ unless CI or SPECVIZ_REQUIRE_E2E is set, where it fails. Screenshots go to test-
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -134,24 +133,24 @@ def test_app_in_a_browser(app_server, browser, tmp_path):
     phone_width(url, browser)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("specviz.viz.distribution") is None,
-                    reason="the distribution view (specviz.viz.distribution) has not landed in this checkout")
 def test_clicking_a_tree_node_opens_its_distribution(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url)
     choose(page, ["sd"])
     set_number(page, "sv-max-new", 24)
+    set_number(page, "sv-temperature", 0.8)  # sampling: p and q are real distributions, not one-hots
     set_number(page, "sv-pace", 0)
     page.click("#sv-run")
     wait_status(page, "Done")
     wait_plot_title(page, "sv-tree-0", "step ")
+    page.locator("#sv-tree-0").scroll_into_view_if_needed()  # the mouse only reaches what is on screen
     # a drafted node's marker, clicked as a person would (plotly finds the point under the mouse)
     box = page.evaluate("""() => {
         const el = document.querySelector('#sv-tree-0 .js-plotly-plot');
-        const metas = ['accepted', 'rejected', 'not_reached'];
+        const metas = ['rejected', 'accepted', 'not_reached'];  // a rejection shows the residual best  // a rejection shows the residual best
         const traces = el.querySelectorAll('.scatterlayer .trace');
-        for (let t = 0; t < el.data.length; t++) {
-          if (!metas.includes(el.data[t].meta)) continue;
+        for (const meta of metas) for (let t = 0; t < el.data.length; t++) {
+          if (el.data[t].meta !== meta) continue;
           const pt = traces[t] && traces[t].querySelector('.points path');
           if (pt) { const r = pt.getBoundingClientRect(); return {x: r.x + r.width / 2, y: r.y + r.height / 2}; }
         }
@@ -324,7 +323,12 @@ def phone_width(url, browser):
     """At 400 px the settings sidebar starts closed and the comparison figures stack."""
     page = open_page(browser, url, width=400, height=850)
     page.wait_for_function("!document.querySelector('#sv-sidebar.open')", timeout=15_000)
-    assert page.locator("#sv-run").is_visible()
+    # nothing covers the page once the sidebar has slid away: the topmost element at the centre of
+    # Run (and of the prompt) is Run itself (the prompt itself), not the sidebar
+    page.wait_for_function("""() => ['#sv-run', '#sv-prompt'].every(sel => {
+        const el = document.querySelector(sel), r = el.getBoundingClientRect();
+        return el.contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2));
+    })""", timeout=15_000)
     a = page.locator("#sv-per-step").bounding_box()
     b = page.locator("#sv-cumulative").bounding_box()
     assert b["y"] >= a["y"] + a["height"] - 1 and a["width"] <= 400, (a, b)

@@ -344,6 +344,8 @@ def test_narrative_on_real_traces(real_traces):
             assert told == len(tested), (algo, temp, step.index, text)
             if any(x.status == "resampled" for x in step.forest):
                 assert "**Resampled**" in text
+                if temp > 0:  # the residual's top tokens are named by the texts the trace recorded
+                    assert "top of the" in text and not re.search(r"\bid \d+ ", text), text
                 seen.add("resampled")
             if algo == "ar":
                 assert "**Drew**" in text and "**Drafted** nothing" in text
