@@ -61,7 +61,7 @@ def run_counts(pair, runs: int, **params) -> tuple[Counter, Counter]:
         counts[tuple(trace.output_ids)] += 1
         for step in trace.steps:
             c = step.controller
-            ends[(len({n.root for n in step.forest}), c["l_last"], c["layers"][-1].get("bonus", False))] += 1
+            ends[(len({n.root for n in step.forest}), c["l_last"], c["levels"][-1].get("bonus", False))] += 1
     return counts, ends
 
 
@@ -111,16 +111,16 @@ def test_dynamic_trace_is_consistent(close_pair):
     assert len(trace.output_ids) == 30 and trace.lossless
     for step in trace.steps:
         c = step.controller
-        assert c["kind"] == "dsbd" and c["l_last"] == len(c["layers"])
+        assert c["kind"] == "dsbd" and c["l_last"] == len(c["levels"])
         n_out = len(c["beams"])
-        for layer in c["layers"]:
+        for layer in c["levels"]:
             if layer.get("bonus"):
                 continue
-            surv = B.survival(torch.tensor(layer["law"]))
+            surv = B.survival(torch.tensor(layer["p_accept"]))
             assert layer["width"] == max(1, layer["unfloored"])
             assert layer["width"] == 1 or float(surv[layer["width"]]) >= 0.7 - 1e-5
             assert layer["passed"] == (layer["accepted"] == layer["width"])
-        assert n_out == c["layers"][-1]["kept"] and len(c["kept"]) == n_out
+        assert n_out == c["levels"][-1]["kept"] and len(c["kept"]) == n_out
         roots = {n.root for n in step.forest}
         assert roots <= set(range(len(trace.steps[step.index - 1].controller["carried"]) if step.index else 1))
         for node_id in c["kept"]:

@@ -177,8 +177,8 @@ def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: 
                 tn.p = float(p_beam[forest.candidate[n]])
                 tn.status = "not_reached" if verdict.status[j] == "skipped" else verdict.status[j]
                 tn.accept_prob, tn.draw, tn.p_residual = verdict.accept_probs[j], verdict.draws[j], verdict.p_residual[j]
-            layers.append({"layer": lv, "parents": int(valid.sum()), "drafts": len(nodes), "width": choice.width,
-                           "unfloored": choice.unfloored, "law": _rounded(choice.law),
+            layers.append({"layer": lv, "parents": int(valid.sum()), "candidates": len(nodes), "width": choice.width,
+                           "unfloored": choice.unfloored, "p_accept": _rounded(choice.law),
                            "survival": _rounded(choice.survival), "threshold": threshold, "min_width": min_width,
                            "accepted": verdict.n_accepted, "kept": len(verdict.kept), "passed": verdict.passed})
             out_width = choice.width
@@ -234,7 +234,7 @@ def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: 
         step.draft_calls = drafter.calls - d_before
         step.controller = {"kind": "dsbd", "gamma": g, "drafts": width, "min_width": min_width,
                            "threshold": threshold, "dynamic": dynamic, "single_beam": single_beam,
-                           "l_last": l_last, "layers": layers, "kept": kept_nodes,
+                           "l_last": l_last, "levels": layers, "kept": kept_nodes,
                            **beam_state(dec, new_rows, new_beams, carried)}
         step.timings = dec.timings
         roots_prev = carried
