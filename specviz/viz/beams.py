@@ -188,7 +188,7 @@ def width_figure(trace: RunTrace | None, step: int, height: int = 320) -> go.Fig
     z = width_matrix(trace)
     steps = list(range(1, len(trace.steps) + 1))
     data: list[dict[str, Any]] = [{
-        "type": "heatmap", "z": z, "x": steps, "y": [f"L{i + 1}" for i in range(len(z))], "colorscale": "Blues",
+        "type": "heatmap", "z": z, "x": steps, "y": [f"L{i + 1}" for i in range(len(z))], "colorscale": "Blues", "reversescale": True,
         "showscale": False, "hovertemplate": "step %{x} · layer %{y}<br>kept width %{z}<extra></extra>",
         "texttemplate": "%{z}", "name": "kept width"}]
     levels = [lv for lv in (_state(trace.steps[step]).get("levels") or []) if "p_accept" in lv]
