@@ -15,6 +15,9 @@ committed. The trace keeps every beam: per step ``StepRecord.forest`` has one no
 (``root`` = the beam it extends), and ``StepRecord.controller`` (kind ``beam``) lists the beams with
 their new tokens, parent beam and cumulative log-likelihood (``beam_state``).
 
+Registered ``lossless=False``: in specviz "lossless" means "the output law is the target's own
+sampling law (``ar``)", and beam sampling's is not (it favours likely whole sequences).
+
 The bookkeeping shared with ``dsbd`` lives here: ``Beam`` (tokens, how each was produced, score),
 ``Slot`` (where a beam sits in one model's cache), ``feed`` (one forward over several beams plus a
 forest) and ``settle`` (commit the shared prefix / the best beam at the end).
@@ -129,7 +132,7 @@ def beam_state(dec: Decoder, new: Sequence[tuple[int, list[int]]], beams: Sequen
 @register("beam", description="Beam sampling (T > 0) / beam search (T = 0) with the target alone; "
                                "the reference for dsbd.",
           paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Eq 1", params=(WIDTH,),
-          needs_draft=False, controller="beam")
+          needs_draft=False, lossless=False, controller="beam")
 def run_beam(dec: Decoder, width: int) -> Iterator[StepRecord]:
     beams = [Beam()]
     slots = [Slot(ROOT, list(dec.tokens))]

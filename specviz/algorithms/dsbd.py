@@ -27,7 +27,8 @@ beams): exactly fixed-width beam sampling with ``min_width`` beams, i.e. ``beam`
 still an exact beam-sampling step *for the width it chose*, but the width changes with the context,
 so the run is not fixed-width beam sampling; the number of output beams is the width of the layer
 the iteration ended in (the last draft layer's after a bonus layer). The memory-saving mode is not
-fixed-width beam sampling either.
+fixed-width beam sampling either. Registered ``lossless=False`` like ``beam``: its reference is
+``beam``, not ``ar``.
 
 Committing and EOS as in ``beam``. Counting: ``target_calls`` is the target cache's call count over
 the iteration (1), ``draft_calls`` the draft's (gamma). ``StepRecord.controller`` (kind ``dsbd``):
@@ -121,7 +122,7 @@ def _draft_chain(forest: DraftForest, slot: Slot, root: int, path: list[int], to
 @register("dsbd", description="Dynamic-width speculative beam decoding: a drafted beam forest, verified "
                                "layer by layer in one target call.",
           paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Algorithm 1, Eqs 1-7",
-          params=PARAMS, controller="dsbd")
+          params=PARAMS, lossless=False, controller="dsbd")
 def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: int, dynamic: bool,
              single_beam: bool, literal_ratio: bool) -> Iterator[StepRecord]:
     if min_width > width:
