@@ -395,8 +395,7 @@ def test_token_titles_on_real_traces_never_round_to_zero(real_traces):
 
 def test_distribution_on_a_real_trace(real_traces):
     trace = real_traces[("mcsd", 1.0)]
-    if not trace.steps[0].positions:
-        pytest.skip("this engine records no per-position distributions yet (StepRecord.positions is empty)")
+    assert trace.steps[0].positions, "the engine records per-position distributions (trace v2)"
     checked = 0
     for step in trace.steps:
         for n in step.forest:
@@ -419,6 +418,9 @@ def test_distribution_on_a_real_trace(real_traces):
             validated(distribution_figure(step, step.forest[0].id))
     assert checked
     json.loads(distribution_figure(trace.steps[0], 0).to_json())
+    replayed = specviz.RunTrace.from_json(trace.to_json())  # no tokenizer: labels come from the trace
+    labels = list(bars(distribution_figure(replayed.steps[0], 0))["p"].x)
+    assert labels and not any(str(x).startswith("id ") for x in labels)
 
 
 # ---------------------------------------------------------------- colours follow the algorithm
