@@ -166,6 +166,19 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
     return figure(data, layout)
 
 
+def step_forest_figure(trace: RunTrace, step: int, height: int | None = None) -> go.Figure:
+    """``forest_figure`` of step ``step`` with its input beams' texts (the beams the step before
+    carried; the prompt for the first step)."""
+    step = max(0, min(step, len(trace.steps) - 1))
+    if step == 0:
+        texts = [trace.prompt_text]
+    else:
+        rows = beam_rows(trace, step - 1)
+        carried = _state(trace.steps[step - 1]).get("carried", range(len(rows)))
+        texts = [rows[i]["text"] for i in carried if i < len(rows)]
+    return forest_figure(trace.steps[step], texts, height)
+
+
 # ---- widths -------------------------------------------------------------------------------------
 
 def width_matrix(trace: RunTrace) -> list[list[float | None]]:
