@@ -79,3 +79,26 @@ def test_other_traces_get_a_message(pair):
     assert not V.is_beam_trace(trace)
     assert "not a beam algorithm" in V.beams_html(trace, 0)
     validated(V.width_figure(trace, 0))
+
+
+def test_app_column_shows_the_beam_panels(dsbd_trace):
+    from specviz.ui.render import slot_view
+    from specviz.ui.runner import Column
+
+    col = Column(label="dsbd", algorithm="dsbd", trace=dsbd_trace, done=True)
+    k = next(s.index for s in dsbd_trace.steps if len({n.root for n in s.forest}) > 1)
+    view = slot_view(col, 0, k)
+    assert view.tree.layout.title.text.startswith("Beam forest")
+    roots = [t for t in view.tree.data if t.name and t.name.startswith("beam ") and t.mode == "markers+text"
+             and t.showlegend is not False]
+    assert len(roots) == len(dsbd_trace.steps[k - 1].controller["carried"]) > 1
+    assert view.controller.layout.title.text.startswith("Beam widths") and "<table" in view.beams
+
+
+def test_app_column_of_other_algorithms_has_no_beam_panel(pair):
+    from specviz.ui.render import slot_view
+    from specviz.ui.runner import Column
+
+    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=6)
+    view = slot_view(Column(label="sd", algorithm="sd", trace=trace, done=True), 0, 0)
+    assert view.beams is None and not view.tree.layout.title.text.startswith("Beam forest")
