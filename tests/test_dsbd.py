@@ -5,7 +5,8 @@ at T = 0 its output equals ``beam``'s (``width=min_width``) token for token on f
 T = 1 the law of its output equals the exactly enumerated law of beam sampling's output
 (``test_beam.exact_output_law``), the same chi-square test as ``beam``'s with the same power (it
 tells the law from plain sampling's with probability > 0.99 and detects 3% moved between the two
-likeliest outputs with probability 0.94, ``test_beam.test_the_law_test_has_power``). The runs mix
+likeliest outputs with probability 0.94, ``test_beam.test_the_law_test_has_power``), also at
+temperature 0.8 with a global top-k (power > 0.99 against plain sampling). The runs mix
 passed draft layers, failed (repaired) layers and bonus layers over several trees, which the test
 checks. With the dynamic rule on, only the trace's consistency is checked: the whole is not
 fixed-width beam sampling.
@@ -17,10 +18,12 @@ from collections import Counter
 import pytest
 import torch
 from test_beam import LAW_RUNS, PROMPT, T1, exact_output_law
-from tiny import FAMILIES, chi_square_pvalue, tiny_pair
+from test_beams_law import chi_square_power
+from tiny import FAMILIES, chi_square_pvalue, exact_distribution, tiny_pair
 
 import specviz
 from specviz.core import beams as B
+from specviz.core.sampling import SamplingConfig
 from specviz.errors import InvalidParameterError
 from specviz.trace import RunTrace
 
@@ -33,6 +36,9 @@ def close_pair(request):
 @pytest.fixture(scope="module")
 def small_pair():
     return tiny_pair("llama", vocab=3, draft="different", init_range=0.5)
+
+
+WARPED = SamplingConfig(0.8, top_k=4)
 
 
 @pytest.mark.parametrize("prompt", [[1, 2, 3], [5]], ids=["p3", "p1"])
@@ -54,10 +60,11 @@ def test_width_one_greedy_is_ar(close_pair):
     assert out == ref
 
 
-def run_counts(pair, runs: int, **params) -> tuple[Counter, Counter]:
+def run_counts(pair, runs: int, sampling: SamplingConfig = T1, **params) -> tuple[Counter, Counter]:
     counts, ends = Counter(), Counter()
     for seed in range(runs):
-        trace = specviz.decode(pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, temperature=1.0, **params)
+        trace = specviz.decode(pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, temperature=sampling.temperature,
+                               top_k=sampling.top_k, top_p=sampling.top_p, **params)
         counts[tuple(trace.output_ids)] += 1
         for step in trace.steps:
             c = step.controller
@@ -73,6 +80,16 @@ def test_fixed_width_output_law_is_beam_sampling(small_pair):
     assert any(not bonus and last == 2 for (_, last, bonus) in ends)   # the second layer failed
     assert any(trees > 1 for (trees, _, _) in ends)                     # forests of two trees were verified
     assert any(not bonus and last == 1 for (_, last, bonus) in ends)   # the first layer failed
+
+
+def test_fixed_width_output_law_with_a_warp(small_pair):
+    """Temperature 0.8 and a global top-k of 4 over the (beam x token) candidates, on the target's
+    joint (as ``beam``) and on the draft's. The test tells this law from plain sampling's under the
+    same warp with power > 0.99 (computed by ``chi_square_power``)."""
+    law = exact_output_law(small_pair, PROMPT, 2, 3, WARPED)
+    assert chi_square_power(law, exact_distribution(small_pair, PROMPT, 3, WARPED), LAW_RUNS) > 0.99
+    counts, _ = run_counts(small_pair, LAW_RUNS, WARPED, width=3, min_width=2, gamma=2, dynamic=False)
+    assert chi_square_pvalue(counts, law) > 1e-3
 
 
 def test_printed_ratio_breaks_the_law(small_pair):
