@@ -93,6 +93,7 @@ def test_app_column_shows_the_beam_panels(dsbd_trace):
              and t.showlegend is not False]
     assert len(roots) == len(dsbd_trace.steps[k - 1].controller["carried"]) > 1
     assert view.controller.layout.title.text.startswith("Beam widths") and "<table" in view.beams
+    assert view.narrative is None     # the tree-walk narrative does not describe beam layers
 
 
 def test_app_column_of_other_algorithms_has_no_beam_panel(pair):

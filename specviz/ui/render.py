@@ -126,7 +126,8 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     else:
         tree = viz.step_tree_figure(t, k)
         ctrl = viz.controller_figure(t, k)
-    story = step_narrative(t.steps[k], col.algorithm) if step_narrative is not None else None
+    # the narrative explains a node-by-node tree walk; a beam layer is tested as a whole: not shown for beams
+    story = step_narrative(t.steps[k], col.algorithm) if step_narrative is not None and beams is None else None
     dist = None
     if col.selected is not None and distribution_figure is not None:
         dist = distribution_figure(t.steps[k], col.selected)
