@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from specviz import viz
 from specviz.trace import RunTrace
 from specviz.ui.runner import Column, Session
+from specviz.viz import beams as viz_beams
 from specviz.viz.style import series_color
 
 try:  # these arrive with the viz work (narrative, distribution view, colours by algorithm); until then
@@ -35,6 +36,7 @@ class SlotView:
     narrative: str | None
     distribution: go.Figure | None
     download: str | None
+    beams: str | None = None        # beam / dsbd runs: the beams' texts and scores (HTML)
 
 
 def column_color(col: Column, i: int) -> str:
@@ -118,13 +120,18 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     k = col.step_shown(step)
     current = k if (col.pin is not None or step < n or not col.done) else None
     tokens = viz.tokens_html(t, current_step=current, diverge_at=diverge_at)
-    tree = viz.step_tree_figure(t, k)
-    ctrl = viz.controller_figure(t, k)
-    story = step_narrative(t.steps[k], col.algorithm) if step_narrative is not None else None
+    beams = None
+    if viz_beams.is_beam_trace(t):   # beam / dsbd: the forest by beam, the widths, the beams' texts
+        tree, ctrl, beams = viz_beams.step_forest_figure(t, k), viz_beams.width_figure(t, k), viz_beams.beams_html(t, k)
+    else:
+        tree = viz.step_tree_figure(t, k)
+        ctrl = viz.controller_figure(t, k)
+    # the narrative explains a node-by-node tree walk; a beam layer is tested as a whole: not shown for beams
+    story = step_narrative(t.steps[k], col.algorithm) if step_narrative is not None and beams is None else None
     dist = None
     if col.selected is not None and distribution_figure is not None:
         dist = distribution_figure(t.steps[k], col.selected)
-    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None)
+    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams)
 
 
 def opening_step(trace: RunTrace) -> int | None:
