@@ -8,8 +8,8 @@ every over-accepting b this residual is a minimiser of Thm 4's bias) or from p i
 (``residual="target"``, Decoding-UNO, the paper's baseline). The rule is ``core.rules.OverAcceptance``
 on a chain of ``gamma`` drafts, otherwise exactly ``sd``: with ``eps = 0`` and ``opt`` the two runs
 make the same draws and produce the same tokens for the same seed. For ``eps > 0`` (and for UNO at
-any eps) the output is biased: ``RunTrace.lossless`` is False, except at temperature 0, where every
-rule is exact match.
+any eps) the output is biased. The algorithm is declared lossy, so its ``RunTrace.lossless`` is False
+even at temperature 0, where every rule is exact match and the output still equals ``ar``'s.
 
 Per step, ``StepRecord.controller`` (``kind = "theory"``) holds, per tested position, the exact
 whole-vocabulary quantities of that position: ``tv`` = TV(p, q), ``reject`` = P(rejection)
