@@ -173,9 +173,12 @@ def rejection_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, list[float]
     positions); ``expected`` the running sum of ``reject_prob`` (the run's own expectation: equal to
     ``tv_sum`` for ``sd``, below it for ``batch_sd``); ``low`` / ``high`` the ``z`` band of
     ``core.theory.rejection_band`` around it; ``measured`` the running count of rejections; ``step``
-    the step of each position. Positions whose ``reject_prob`` is unknown are left out.
+    the step of each position. All lists are empty when the run has no drafted position or any
+    position's ``reject_prob`` is unknown (a tree tried several candidates and recorded no probe).
     """
-    keep = [d for d in drafted_positions(trace) if d.reject_prob is not None]
+    keep = drafted_positions(trace)
+    if any(d.reject_prob is None for d in keep):
+        keep = []
     out: dict[str, list[float]] = {k: [] for k in ("tv", "tv_sum", "expected", "low", "high", "measured", "step")}
     probs: list[float] = []
     tv_sum = measured = 0.0

@@ -33,14 +33,11 @@ def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
     if not ov["tv"]:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
-    hover = [f"step {s + 1}" for s in ov["step"]]
     own = trace.algorithm in ("batch_sd", "biased_sd")
     label = {"batch_sd": "expected, Thm 3 (batch)", "biased_sd": "expected, over-acceptance Z"}.get(
         trace.algorithm, "expected ± 95% band")
     out = [
-        dict(type="bar", x=x, y=ov["tv"], name="TV(p, q) at the position", marker={"color": "#cbd5e1"},
-             text=hover, hovertemplate="position %{x} (%{text})<br>TV %{y:.3f}<extra></extra>"),
-        dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND,
+        dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
              line={"width": 0}, hoverinfo="skip", name="95% band of the rejection count"),
         dict(type="scatter", x=x, y=ov["expected"], mode="lines", name=label, line={"color": series_color(0)}),
         dict(type="scatter", x=x, y=ov["measured"], mode="lines", line={"shape": "hv", "color": "#dc2626"},
@@ -52,13 +49,23 @@ def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
     return out
 
 
+def _tv_traces(trace: RunTrace) -> list[dict[str, Any]]:
+    ov = metrics.rejection_overlay(trace)
+    if not ov["tv"]:
+        return []
+    x = list(range(1, len(ov["tv"]) + 1))
+    return [dict(type="bar", x=x, y=ov["tv"], name="TV(p, q) per drafted position", marker={"color": "#94a3b8"},
+                 customdata=[s + 1 for s in ov["step"]],
+                 hovertemplate="position %{x} (step %{customdata})<br>TV %{y:.3f}<extra></extra>")]
+
+
 def _batch_traces(trace: RunTrace) -> list[dict[str, Any]]:
     bi = metrics.batch_improvement_overlay(trace)
     if bi is None:
         return []
     x = list(range(1, len(bi["theory"]) + 1))
     return [
-        dict(type="scatter", x=x + x[::-1], y=bi["high"] + bi["low"][::-1], fill="toself", fillcolor=BAND,
+        dict(type="scatter", x=x + x[::-1], y=bi["high"] + bi["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
              line={"width": 0}, hoverinfo="skip", showlegend=False),
         dict(type="scatter", x=x, y=bi["theory"], mode="lines", name="batch improvement, Thm 3",
              line={"color": series_color(2)}),
@@ -98,6 +105,7 @@ def _sequoia_traces(trace: RunTrace) -> list[dict[str, Any]]:
 
 
 PANELS = (  # (builder, title, x title, y title)
+    (_tv_traces, "TV(p, q) per drafted position", "drafted position", "TV"),
     (_rejection_traces, "Rejections: theory vs measured", "drafted position", "rejections"),
     (_batch_traces, "Batch improvement (Thm 3)", "drafted position", "rejections saved"),
     (_tradeoff_traces, "Rejection vs bias (Thms 4-5)", "TV bias of one token", "rejection probability"),
@@ -106,26 +114,32 @@ PANELS = (  # (builder, title, x title, y title)
 
 
 def _single(traces: list[dict[str, Any]], title: str, xt: str, yt: str, height: int) -> go.Figure:
-    return go.Figure(traces, base_layout(title, height, xaxis=axis(xt), yaxis=axis(yt), barmode="overlay"))
+    legend = {"orientation": "h", "x": 0, "y": -0.22, "yanchor": "top", "font": {"size": 11}}
+    return go.Figure(traces, base_layout(title, height, xaxis=axis(xt), yaxis=axis(yt), barmode="overlay",
+                                         legend=legend, margin={"l": 48, "r": 48, "t": 44, "b": 110}))
 
 
 def rejection_figure(trace: RunTrace, height: int = 320) -> go.Figure:
     traces = _rejection_traces(trace)
     if not traces:
         return message_figure("No drafted positions with a known rejection probability (T = 0 or no position records).")
-    return _single(traces, *PANELS[0][1:], height)
+    bars = [{**b, "yaxis": "y2", "opacity": 0.5} for b in _tv_traces(trace)]
+    fig = _single(bars + traces, *PANELS[1][1:], height)
+    fig.update_layout(yaxis2=axis("TV per position", overlaying="y", side="right", range=[0, 1], showgrid=False,
+                                    tickvals=[0, 0.5, 1]))
+    return fig
 
 
 def batch_improvement_figure(trace: RunTrace, height: int = 300) -> go.Figure | None:
     traces = _batch_traces(trace)
-    return _single(traces, *PANELS[1][1:], height) if traces else None
+    return _single(traces, *PANELS[2][1:], height) if traces else None
 
 
 def tradeoff_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
     traces = _tradeoff_traces(trace)
     if not traces:
         return None
-    fig = _single(traces, *PANELS[2][1:], height)
+    fig = _single(traces, *PANELS[3][1:], height)
     fig.update_xaxes(rangemode="tozero")
     fig.update_yaxes(rangemode="tozero", scaleanchor="x")
     return fig
@@ -133,7 +147,7 @@ def tradeoff_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
 
 def sequoia_figure(trace: RunTrace, height: int = 280) -> go.Figure | None:
     traces = _sequoia_traces(trace)
-    return _single(traces, *PANELS[3][1:], height) if traces else None
+    return _single(traces, *PANELS[4][1:], height) if traces else None
 
 
 def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
@@ -158,11 +172,14 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 26
                           else go.Bar(**{k: v for k, v in tr.items() if k != "type"}), row=row, col=1)
         fig.update_xaxes(axis(xt), row=row, col=1)
         fig.update_yaxes(axis(yt), row=row, col=1)
-    fig.update_layout(**base_layout(None, panel_height * len(panels), barmode="overlay"))
+    fig.update_layout(**base_layout(None, panel_height * len(panels), barmode="overlay",
+                                    legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1,
+                                            "yanchor": "top", "font": {"size": 11}},
+                                    margin={"l": 48, "r": 16, "t": 30, "b": 40}))
     if step is not None:
         ov = metrics.rejection_overlay(trace)
         xs = [i + 1 for i, s in enumerate(ov["step"]) if s == step]
-        if xs:
+        for row in range(1, 3) if xs else ():  # the TV and rejection panels
             fig.add_vrect(x0=xs[0] - 0.5, x1=xs[-1] + 0.5, fillcolor=CURRENT_COLOR, opacity=0.12, line_width=0,
-                          row=1, col=1)
+                          row=row, col=1)
     return fig
