@@ -152,7 +152,7 @@ def sequoia_figure(trace: RunTrace, height: int = 280) -> go.Figure | None:
 
 def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
     """The theory figures this trace supports, by name."""
-    figs = {"rejections": rejection_figure(trace), "batch_improvement": batch_improvement_figure(trace),
+    figs = {"rejections": rejection_figure(trace) if _rejection_traces(trace) else None, "batch_improvement": batch_improvement_figure(trace),
             "tradeoff": tradeoff_figure(trace), "sequoia": sequoia_figure(trace)}
     return {k: v for k, v in figs.items() if v is not None}
 
