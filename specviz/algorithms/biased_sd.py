@@ -35,7 +35,7 @@ from specviz.core.sampling import tv_distance
 from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord
 
-EPS = Param("eps", 0.05, "float", 0.0, 1.0, help="over-acceptance: accept with min(1, (p + eps) / q); 0 is sd")
+EPS = Param("eps", 0.01, "float", 0.0, 1.0, help="over-acceptance: accept with min(1, (p + eps) / q); 0 is sd")
 RESIDUAL = Param("residual", "opt", "choice", choices=("opt", "target"),
                  help="on rejection draw from the SD residual (opt, Decoding-OPT) or from the target (target, Decoding-UNO)")
 
