@@ -10,11 +10,11 @@ drafted node, so a wide tree has a low rate even when tau is high.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from specviz.core.theory import rejection_band
 from specviz.trace import RunTrace, StepRecord
 
 DEFINITIONS: dict[str, str] = {
@@ -180,14 +180,14 @@ def rejection_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, list[float]
     if any(d.reject_prob is None for d in keep):
         keep = []
     out: dict[str, list[float]] = {k: [] for k in ("tv", "tv_sum", "expected", "low", "high", "measured", "step")}
-    probs: list[float] = []
-    tv_sum = measured = 0.0
+    tv_sum = measured = mean = var = 0.0
     for d in keep:
-        probs.append(d.reject_prob)
         tv_sum += d.tv
         measured += d.rejected
-        mean, low, high = rejection_band(probs, z)
-        for key, v in zip(out, (d.tv, tv_sum, mean, low, high, measured, d.step)):
+        mean += d.reject_prob  # core.theory.rejection_band, accumulated position by position
+        var += d.reject_prob * (1.0 - d.reject_prob)
+        half = z * math.sqrt(var)
+        for key, v in zip(out, (d.tv, tv_sum, mean, mean - half, mean + half, measured, d.step)):
             out[key].append(v)
     return out
 

@@ -9,11 +9,13 @@ with Thm 1's sum of TVs) is off by about 1 rejection per run and is flagged by t
 """
 import math
 
+import plotly.graph_objects as go
 import pytest
 from tiny import tiny_pair
 
 import specviz
 from specviz import metrics
+from specviz.core.theory import rejection_band
 from specviz.viz import theory as vt
 from specviz.viz.controller import controller_figure
 
@@ -57,6 +59,8 @@ def test_overlay_counts_what_the_trace_shows(pair):
     assert ov["measured"][-1] == resampled
     assert len(ov["tv"]) == sum(1 for s in trace.steps for r in s.positions if r.q is not None)
     assert all(lo <= e <= hi for lo, e, hi in zip(ov["low"], ov["expected"], ov["high"]))
+    probs = [d.reject_prob for d in metrics.drafted_positions(trace)]
+    assert (ov["expected"][-1], ov["low"][-1], ov["high"][-1]) == pytest.approx(rejection_band(probs))
     assert ov["expected"][-1] < ov["tv_sum"][-1]  # the batch helps
     bi = metrics.batch_improvement_overlay(trace)
     assert bi["theory"][-1] == pytest.approx(ov["tv_sum"][-1] - ov["expected"][-1])
@@ -101,12 +105,14 @@ def test_theory_view_per_algorithm(pair, tmp_path):
     for name, trace in runs.items():
         fig = vt.theory_view(trace, step=1)
         assert len(fig.data) >= 2
+        go.Figure(fig.to_dict())  # built without validation for speed: validate here
         fig.write_html(tmp_path / f"{name}.html")
         assert (tmp_path / f"{name}.html").stat().st_size > 10_000
     # the app's controller view for these traces is the theory view, with the step marked
     fig = controller_figure(runs["batch_sd"], 1)
     assert [a.text for a in fig.layout.annotations][:2] == ["TV(p, q) per drafted position", "Rejections: theory vs measured"]
-    assert len(fig.layout.shapes) == 2
+    assert len(fig.layout.shapes) == 2  # the step is marked on the TV and rejection panels
+    assert vt.theory_panel(runs["sd"], 0) is not None
     greedy = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=10, temperature=0)
     assert vt.theory_figures(greedy) == {}  # exact match: M copies of the argmax, no probabilities
     assert len(vt.theory_view(greedy).data) == 0

@@ -225,6 +225,7 @@ class Explorer:
                 out["narrative", i] = gr.Markdown(value=v.narrative or "", visible=bool(v.narrative))
                 out["distribution", i] = gr.Plot(value=v.distribution, visible=v.distribution is not None)
                 out["controller", i] = gr.Plot(value=v.controller, visible=v.controller is not None)
+                out["theory", i] = gr.Plot(value=v.theory, visible=v.theory is not None)
             if text_changed:
                 col.shown["text"] = state
             col.shown["step"] = step_key

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from specviz import viz
 from specviz.trace import RunTrace
+from specviz.viz.theory import theory_panel
 from specviz.ui.runner import Column, Session
 from specviz.viz.style import series_color
 
@@ -35,6 +36,7 @@ class SlotView:
     narrative: str | None
     distribution: go.Figure | None
     download: str | None
+    theory: go.Figure | None = None  # the theory paper's quantities next to the measured ones
 
 
 def column_color(col: Column, i: int) -> str:
@@ -119,12 +121,14 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     current = k if (col.pin is not None or step < n or not col.done) else None
     tokens = viz.tokens_html(t, current_step=current, diverge_at=diverge_at)
     tree = viz.step_tree_figure(t, k)
-    ctrl = viz.controller_figure(t, k)
+    theory = theory_panel(t, k)
+    # a theory probe's state is drawn by the theory panel, not twice
+    ctrl = None if viz.controller_kind(t) == "theory" else viz.controller_figure(t, k)
     story = step_narrative(t.steps[k], col.algorithm) if step_narrative is not None else None
     dist = None
     if col.selected is not None and distribution_figure is not None:
         dist = distribution_figure(t.steps[k], col.selected)
-    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None)
+    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, theory)
 
 
 def opening_step(trace: RunTrace) -> int | None:

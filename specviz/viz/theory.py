@@ -11,19 +11,19 @@ section). specviz's letters: p = target, q = draft (the paper swaps them).
 * ``sequoia_figure``: Sequoia's predicted tokens per step next to the measured ones.
 
 ``theory_figures(trace)`` returns the ones a trace supports; ``theory_view(trace, step)`` stacks them
-in one figure and is the controller view of ``kind = "theory"`` (the step is marked).
+in one figure and is the controller view of ``kind = "theory"`` (the step is marked); ``theory_panel``
+is the app's per-column theory panel (``None`` when nothing applies).
 """
 from __future__ import annotations
 
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from specviz import metrics
 from specviz.trace import RunTrace
 from specviz.viz.controller import register_view
-from specviz.viz.style import CURRENT_COLOR, axis, base_layout, message_figure, series_color
+from specviz.viz.style import CURRENT_COLOR, axis, base_layout, figure, message_figure, series_color
 
 BAND = "rgba(37,99,235,0.15)"
 
@@ -157,29 +157,46 @@ def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
     return {k: v for k, v in figs.items() if v is not None}
 
 
+def theory_panel(trace: RunTrace, step: int | None = None) -> go.Figure | None:
+    """``theory_view`` for the app's theory panel, or ``None`` when the trace supports no panel."""
+    fig = theory_view(trace, step)
+    return fig if len(fig.data) else None
+
+
 @register_view("theory")
 def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 260) -> go.Figure:
-    """Every supported panel stacked in one figure; ``step`` (0-based) is marked where x is a step
-    or a position of that step."""
+    """Every supported panel stacked in one figure; ``step`` (0-based) is marked on the per-position
+    panels. Built from plain dicts (``style.figure``: no per-property validation, it is redrawn on
+    every scrub)."""
     panels = [(b(trace), t, xt, yt) for b, t, xt, yt in PANELS]
     panels = [p for p in panels if p[0]]
     if not panels:
         return message_figure("This run carries no theory quantities (temperature 0 or no drafted positions).")
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[p[1] for p in panels], vertical_spacing=0.12)
-    for row, (traces, _, xt, yt) in enumerate(panels, start=1):
-        for tr in traces:
-            fig.add_trace(go.Scatter(**{k: v for k, v in tr.items() if k != "type"}) if tr["type"] == "scatter"
-                          else go.Bar(**{k: v for k, v in tr.items() if k != "type"}), row=row, col=1)
-        fig.update_xaxes(axis(xt), row=row, col=1)
-        fig.update_yaxes(axis(yt), row=row, col=1)
-    fig.update_layout(**base_layout(None, panel_height * len(panels), barmode="overlay",
-                                    legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1,
-                                            "yanchor": "top", "font": {"size": 11}},
-                                    margin={"l": 48, "r": 16, "t": 30, "b": 40}))
-    if step is not None:
-        ov = metrics.rejection_overlay(trace)
-        xs = [i + 1 for i, s in enumerate(ov["step"]) if s == step]
-        for row in range(1, 3) if xs else ():  # the TV and rejection panels
-            fig.add_vrect(x0=xs[0] - 0.5, x1=xs[-1] + 0.5, fillcolor=CURRENT_COLOR, opacity=0.12, line_width=0,
-                          row=row, col=1)
-    return fig
+    rows, gap = len(panels), 0.1 / len(panels)
+    size = (1 - gap * (rows - 1)) / rows
+    legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top", "font": {"size": 11}}
+    layout = base_layout(None, panel_height * rows, barmode="overlay", legend=legend,
+                         margin={"l": 48, "r": 16, "t": 30, "b": 40})
+    data, notes, shapes = [], [], []
+    marked = _step_positions(trace, step)
+    for r, (traces, title, xt, yt) in enumerate(panels):
+        top = 1 - r * (size + gap)
+        sfx = "" if r == 0 else str(r + 1)
+        layout[f"xaxis{sfx}"] = axis(xt, anchor=f"y{sfx}", domain=[0, 1])
+        layout[f"yaxis{sfx}"] = axis(yt, anchor=f"x{sfx}", domain=[top - size, top])
+        data += [{**tr, "xaxis": f"x{sfx}", "yaxis": f"y{sfx}"} for tr in traces]
+        notes.append({"text": title, "x": 0.5, "xref": "paper", "xanchor": "center", "y": top, "yref": "paper",
+                      "yanchor": "bottom", "showarrow": False, "font": {"size": 13}})
+        if marked and title in (PANELS[0][1], PANELS[1][1]):
+            shapes.append({"type": "rect", "xref": f"x{sfx}", "yref": f"y{sfx} domain", "x0": marked[0] - 0.5,
+                           "x1": marked[-1] + 0.5, "y0": 0, "y1": 1, "fillcolor": CURRENT_COLOR, "opacity": 0.12,
+                           "line": {"width": 0}, "layer": "below"})
+    layout["annotations"], layout["shapes"] = notes, shapes
+    return figure(data, layout)
+
+
+def _step_positions(trace: RunTrace, step: int | None) -> list[int]:
+    """1-based drafted-position numbers of step ``step`` (empty for None)."""
+    if step is None:
+        return []
+    return [i + 1 for i, s in enumerate(metrics.rejection_overlay(trace)["step"]) if s == step]
