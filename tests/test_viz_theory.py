@@ -116,3 +116,19 @@ def test_theory_view_per_algorithm(pair, tmp_path):
     greedy = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=10, temperature=0)
     assert vt.theory_figures(greedy) == {}  # exact match: M copies of the argmax, no probabilities
     assert len(vt.theory_view(greedy).data) == 0
+
+
+def test_the_app_column_shows_the_theory_panel(pair):
+    from specviz.ui import render
+    from specviz.ui.layout import Slot
+    from specviz.ui.runner import Column
+
+    assert "theory" in Slot.panels()
+    batch = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=20, seed=1)
+    v = render.slot_view(Column("batch_sd", "batch_sd", trace=batch, done=True), 0, 2)
+    assert v.theory is not None and v.controller is None  # the probe state is drawn once, as theory
+    seq = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=20, seed=1, size=8, depth=3, calibration_steps=16)
+    v = render.slot_view(Column("sequoia", "sequoia", trace=seq, done=True), 0, 1)
+    assert v.theory is not None and v.controller is not None  # Sequoia keeps its own view too
+    ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=5, seed=1)
+    assert render.slot_view(Column("ar", "ar", trace=ar, done=True), 0, 0).theory is None
