@@ -10,7 +10,9 @@ drafted node, so a wide tree has a low rate even when tau is high.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from specviz.trace import RunTrace, StepRecord
@@ -118,3 +120,117 @@ def expected_tau_iid(alpha: float, gamma: int) -> float:
     if alpha >= 1.0:
         return gamma + 1.0
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)
+
+
+# ---------------------------------------------------------------- theory overlays
+# "A Theoretical Perspective for Speculative Decoding Algorithm" (Yin et al. 2024, arXiv:2411.00841),
+# in specviz's letters (p = target, q = draft; the paper swaps them). Computed from the trace's
+# position records (``residual_mass`` = TV(p, q), exact at run time) and, where an algorithm records
+# them (``StepRecord.controller["kind"] == "theory"``: ``batch_sd``, ``biased_sd``), the run-time
+# whole-vocabulary probabilities per position. Only DRAFTED positions count: a bonus token is never a
+# rejection.
+
+
+@dataclass
+class DraftedPosition:
+    """One drafted (tested) position of a run.
+
+    ``reject_prob`` is P(this position ends in a rejection | everything before it): TV(p, q) for one
+    candidate under the exact rule (Thm 1), Thm 3's ``prod_m TV(p^m, q)`` at a batch root, ``Z`` for
+    over-acceptance; ``None`` when the trace cannot tell (several candidates and no recorded probe).
+    ``rejected``: every candidate was rejected and the token came from the residual.
+    """
+
+    step: int
+    tv: float
+    reject_prob: float | None
+    rejected: bool
+    candidates: int
+    probe: dict[str, float] | None = None
+
+
+def drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
+    """The run's drafted positions in order (steps, then walk order inside a step)."""
+    out = []
+    for s in trace.steps:
+        state = s.controller if isinstance(s.controller, dict) and s.controller.get("kind") == "theory" else {}
+        probes = state.get("positions") or []
+        records = [r for r in s.positions if r.q is not None and r.residual_mass is not None]
+        drafted = [n for n in s.forest if n.status in ("accepted", "rejected", "not_reached")]
+        for i, r in enumerate(records):
+            probe = probes[i] if i < len(probes) else None
+            k = sum(1 for n in drafted if n.parent == r.parent and n.root == r.root)
+            prob = probe["reject"] if probe else (r.residual_mass if k == 1 else None)
+            tv = probe["tv"] if probe else r.residual_mass
+            out.append(DraftedPosition(s.index, float(tv), prob, r.final_residual is not None, k, probe))
+    return out
+
+
+def rejection_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, list[float]]:
+    """Thm 1 / Thm 3 along one run, per drafted position n (x = 1..N):
+
+    ``tv`` TV(p_n, q_n); ``tv_sum`` its running sum (Thm 1's expected rejections of SD on these
+    positions); ``expected`` the running sum of ``reject_prob`` (the run's own expectation: equal to
+    ``tv_sum`` for ``sd``, below it for ``batch_sd``); ``low`` / ``high`` the ``z`` band of
+    ``core.theory.rejection_band`` around it; ``measured`` the running count of rejections; ``step``
+    the step of each position. All lists are empty when the run has no drafted position or any
+    position's ``reject_prob`` is unknown (a tree tried several candidates and recorded no probe).
+    """
+    keep = drafted_positions(trace)
+    if any(d.reject_prob is None for d in keep):
+        keep = []
+    out: dict[str, list[float]] = {k: [] for k in ("tv", "tv_sum", "expected", "low", "high", "measured", "step")}
+    tv_sum = measured = mean = var = 0.0
+    for d in keep:
+        tv_sum += d.tv
+        measured += d.rejected
+        mean += d.reject_prob  # core.theory.rejection_band, accumulated position by position
+        var += d.reject_prob * (1.0 - d.reject_prob)
+        half = z * math.sqrt(var)
+        for key, v in zip(out, (d.tv, tv_sum, mean, mean - half, mean + half, measured, d.step)):
+            out[key].append(v)
+    return out
+
+
+def batch_improvement_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, list[float]] | None:
+    """Thm 3's batch improvement along a run: ``theory`` = running sum of ``TV_n - Pr(R_n = 1)``
+    (nonzero only at batch roots, where it is ``TV - prod_m TV(p^m, q)``), ``measured`` = running
+    ``sum TV_n - N_rej`` (SD's expected rejections on the same positions minus the rejections seen;
+    its expectation is ``theory``), with the ``z`` band of the rejection count around ``theory``.
+    ``None`` unless the run tried several roots at a position with a recorded probability (batch_sd)."""
+    if not any(d.candidates > 1 and d.probe for d in drafted_positions(trace)):
+        return None
+    ov = rejection_overlay(trace, z)
+    theory = [t - e for t, e in zip(ov["tv_sum"], ov["expected"])]
+    return {"theory": theory, "measured": [t - m for t, m in zip(ov["tv_sum"], ov["measured"])],
+            "low": [th - (hi - e) for th, hi, e in zip(theory, ov["high"], ov["expected"])],
+            "high": [th + (hi - e) for th, hi, e in zip(theory, ov["high"], ov["expected"])],
+            "step": ov["step"]}
+
+
+def tradeoff_point(trace: RunTrace, z: float = 1.96) -> dict[str, float] | None:
+    """Thm 5 for an over-accepting run (``biased_sd``): the means over its drafted positions of the
+    rejection probability, the OPT bias (Thm 4's least, on the line ``rejection + bias = TV``) and the
+    UNO bias (above it), the mean TV (the line's intercepts), and the measured rejection rate with a
+    ``z`` binomial band. ``None`` when the trace records no bias."""
+    ds = [d for d in drafted_positions(trace) if d.probe and "bias_opt" in d.probe]
+    if not ds:
+        return None
+    n = len(ds)
+    rate = sum(d.rejected for d in ds) / n
+    half = z * (rate * (1 - rate) / n) ** 0.5
+    mean = lambda key: sum(d.probe[key] for d in ds) / n  # noqa: E731
+    return {"positions": n, "tv": sum(d.tv for d in ds) / n, "rejection": mean("reject_b"),
+            "bias_opt": mean("bias_opt"), "bias_uno": mean("bias_uno"),
+            "measured_rejection": rate, "measured_low": rate - half, "measured_high": rate + half}
+
+
+def predicted_vs_measured_tokens(trace: RunTrace) -> dict[str, list[float]] | None:
+    """Sequoia's per-step prediction (``StepRecord.controller``: ``predicted_tokens``, the DP tree's
+    expected tokens) next to the tokens the step produced (``measured_tokens``); None without them."""
+    rows = [(s.index, s.controller["predicted_tokens"], s.controller["measured_tokens"]) for s in trace.steps
+            if isinstance(s.controller, dict) and "predicted_tokens" in s.controller]
+    if not rows:
+        return None
+    return {"step": [r[0] for r in rows], "predicted": [float(r[1]) for r in rows],
+            "measured": [float(r[2]) for r in rows]}

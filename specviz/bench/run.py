@@ -145,7 +145,8 @@ def main(args: argparse.Namespace) -> int:
     if not (args.target or args.preset):
         args.preset = bundled_preset().name
     pair = load_pair_from_args(args)
-    algos = args.algos or [a for a, s in specviz.ALGORITHMS.items() if s.lossless or a in ("beam", "dsbd")]
+    # greedy: every rule is exact match, so lossy algorithms (biased_sd) run too and must equal ar
+    algos = args.algos or list(specviz.ALGORITHMS)
     rows = benchmark(pair, args.prompt or DEFAULT_PROMPTS, algos, args.gamma, args.max_new_tokens, args.repeats,
                      with_hf=not args.no_hf, beam_width=args.beam_width)
     desc = pair.describe()

@@ -226,6 +226,7 @@ class Explorer:
                 out["distribution", i] = gr.Plot(value=v.distribution, visible=v.distribution is not None)
                 out["controller", i] = gr.Plot(value=v.controller, visible=v.controller is not None)
                 out["beams", i] = gr.HTML(value=v.beams or "", visible=bool(v.beams))
+                out["theory", i] = gr.Plot(value=v.theory, visible=v.theory is not None)
             if text_changed:
                 col.shown["text"] = state
             col.shown["step"] = step_key

@@ -30,6 +30,7 @@ class Slot:
     distribution: gr.Plot
     controller: gr.Plot
     beams: gr.HTML
+    theory: gr.Plot
     download: gr.DownloadButton
 
     @classmethod
@@ -44,6 +45,7 @@ class Slot:
                 distribution=gr.Plot(show_label=False, visible=False, elem_id=f"sv-dist-{i}"),
                 controller=gr.Plot(show_label=False, visible=False, elem_id=f"sv-ctrl-{i}"),
                 beams=gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
+                theory=gr.Plot(show_label=False, visible=False, elem_id=f"sv-theory-{i}"),
                 download=gr.DownloadButton("⬇ trace JSON", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
             )
 

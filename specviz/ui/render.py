@@ -16,15 +16,10 @@ from specviz import viz
 from specviz.trace import RunTrace
 from specviz.ui.runner import Column, Session
 from specviz.viz import beams as viz_beams
-from specviz.viz.style import series_color
-
-try:  # these arrive with the viz work (narrative, distribution view, colours by algorithm); until then
-    # the narrative and distribution panels stay hidden and colours follow the column
-    from specviz.viz.distribution import distribution_figure
-    from specviz.viz.narrative import informative_step, step_narrative
-    from specviz.viz.style import algorithm_color
-except ImportError:  # pragma: no cover - depends on which work has landed
-    distribution_figure = informative_step = step_narrative = algorithm_color = None  # type: ignore[assignment]
+from specviz.viz.distribution import distribution_figure
+from specviz.viz.narrative import informative_step, step_narrative
+from specviz.viz.style import algorithm_color
+from specviz.viz.theory import theory_panel
 
 
 @dataclass
@@ -37,15 +32,16 @@ class SlotView:
     distribution: go.Figure | None
     download: str | None
     beams: str | None = None        # beam / dsbd runs: the beams' texts and scores (HTML)
+    theory: go.Figure | None = None  # the theory paper's quantities next to the measured ones
 
 
-def column_color(col: Column, i: int) -> str:
+def column_color(col: Column) -> str:
     """The column's colour: its algorithm's (the same live, in replay and in every figure)."""
-    return algorithm_color(col.algorithm) if algorithm_color is not None else series_color(i)
+    return algorithm_color(col.algorithm)
 
 
 def _chip(col: Column, i: int) -> str:
-    return f'<span class="sv-chip" style="background:{column_color(col, i)}"></span>'
+    return f'<span class="sv-chip" style="background:{column_color(col)}"></span>'
 
 
 def column_header(col: Column, i: int, step: int, running: bool) -> str:
@@ -125,19 +121,20 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
         tree, ctrl, beams = viz_beams.step_forest_figure(t, k), viz_beams.width_figure(t, k), viz_beams.beams_html(t, k)
     else:
         tree = viz.step_tree_figure(t, k)
-        ctrl = viz.controller_figure(t, k)
+        # a theory probe's state is drawn by the theory panel, not twice
+        ctrl = None if viz.controller_kind(t) == "theory" else viz.controller_figure(t, k)
+    theory = theory_panel(t, k)
     # the narrative explains a node-by-node tree walk; a beam layer is tested as a whole: not shown for beams
-    story = step_narrative(t.steps[k], col.algorithm) if step_narrative is not None and beams is None else None
+    story = step_narrative(t.steps[k], col.algorithm) if beams is None else None
     dist = None
-    if col.selected is not None and distribution_figure is not None:
+    if col.selected is not None:
         dist = distribution_figure(t.steps[k], col.selected)
-    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams)
+    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams, theory)
 
 
-def opening_step(trace: RunTrace) -> int | None:
-    """The step a finished run opens on: ``viz.narrative.informative_step`` (None, i.e. the last step,
-    until it lands)."""
-    return informative_step(trace) if informative_step is not None else None
+def opening_step(trace: RunTrace) -> int:
+    """The step a finished run opens on: ``viz.narrative.informative_step``."""
+    return informative_step(trace)
 
 
 def timing_caveat(session: Session) -> str | None:

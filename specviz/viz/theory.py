@@ -1,0 +1,202 @@
+"""The theory view: "A Theoretical Perspective for Speculative Decoding Algorithm" (Yin et al. 2024,
+arXiv:2411.00841) next to what a run measured, from its trace alone (``specviz.metrics`` theory
+section). specviz's letters: p = target, q = draft (the paper swaps them).
+
+* ``rejection_figure``: per drafted position TV(p, q) (bars) and, over the run, Thm 1's expected
+  rejections (running sum of TVs), the run's own expectation (Thm 3 for ``batch_sd``, ``Z`` for
+  ``biased_sd``) with its 95% band, and the measured rejections.
+* ``batch_improvement_figure``: Thm 3's batch improvement next to the measured one (``batch_sd``).
+* ``tradeoff_figure``: Thm 5's line ``rejection + bias = TV`` with the run's OPT point on it and the
+  UNO point above it, and the measured rejection rate (``biased_sd``).
+* ``sequoia_figure``: Sequoia's predicted tokens per step next to the measured ones.
+
+``theory_figures(trace)`` returns the ones a trace supports; ``theory_view(trace, step)`` stacks them
+in one figure and is the controller view of ``kind = "theory"`` (the step is marked); ``theory_panel``
+is the app's per-column theory panel (``None`` when nothing applies).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from specviz import metrics
+from specviz.trace import RunTrace
+from specviz.viz.controller import register_view
+from specviz.viz.style import CURRENT_COLOR, axis, base_layout, figure, message_figure, series_color
+
+BAND = "rgba(37,99,235,0.15)"
+
+
+def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
+    ov = metrics.rejection_overlay(trace)
+    if not ov["tv"]:
+        return []
+    x = list(range(1, len(ov["tv"]) + 1))
+    own = trace.algorithm in ("batch_sd", "biased_sd")
+    label = {"batch_sd": "expected, Thm 3 (batch)", "biased_sd": "expected, over-acceptance Z"}.get(
+        trace.algorithm, "expected ± 95% band")
+    out = [
+        dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
+             line={"width": 0}, hoverinfo="skip", name="95% band of the rejection count"),
+        dict(type="scatter", x=x, y=ov["expected"], mode="lines", name=label, line={"color": series_color(0)}),
+        dict(type="scatter", x=x, y=ov["measured"], mode="lines", line={"shape": "hv", "color": "#dc2626"},
+             name="measured rejections"),
+    ]
+    if own:
+        out.insert(2, dict(type="scatter", x=x, y=ov["tv_sum"], mode="lines", name="sum of TVs (Thm 1, SD)",
+                           line={"color": "#6b7280", "dash": "dot"}))
+    return out
+
+
+def _tv_traces(trace: RunTrace) -> list[dict[str, Any]]:
+    ov = metrics.rejection_overlay(trace)
+    if not ov["tv"]:
+        return []
+    x = list(range(1, len(ov["tv"]) + 1))
+    return [dict(type="bar", x=x, y=ov["tv"], name="TV(p, q) per drafted position", marker={"color": "#94a3b8"},
+                 customdata=[s + 1 for s in ov["step"]],
+                 hovertemplate="position %{x} (step %{customdata})<br>TV %{y:.3f}<extra></extra>")]
+
+
+def _batch_traces(trace: RunTrace) -> list[dict[str, Any]]:
+    bi = metrics.batch_improvement_overlay(trace)
+    if bi is None:
+        return []
+    x = list(range(1, len(bi["theory"]) + 1))
+    return [
+        dict(type="scatter", x=x + x[::-1], y=bi["high"] + bi["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
+             line={"width": 0}, hoverinfo="skip", showlegend=False),
+        dict(type="scatter", x=x, y=bi["theory"], mode="lines", name="batch improvement, Thm 3",
+             line={"color": series_color(2)}),
+        dict(type="scatter", x=x, y=bi["measured"], mode="lines", line={"shape": "hv", "color": "#ea580c"},
+             name="measured: sum of TVs − rejections"),
+    ]
+
+
+def _tradeoff_traces(trace: RunTrace) -> list[dict[str, Any]]:
+    pt = metrics.tradeoff_point(trace)
+    if pt is None:
+        return []
+    tv, kind = pt["tv"], trace.params.get("residual", "opt")
+    mark = lambda k: {"size": 13 if kind == k else 9, "line": {"width": 2 if kind == k else 0, "color": "#111827"}}  # noqa: E731
+    return [
+        dict(type="scatter", x=[0, tv], y=[tv, 0], mode="lines", name="Thm 5: rejection + bias = mean TV",
+             line={"color": "#6b7280"}),
+        dict(type="scatter", x=[pt["bias_opt"]], y=[pt["rejection"]], mode="markers", name="OPT (SD residual)",
+             marker={**mark("opt"), "color": series_color(0)}),
+        dict(type="scatter", x=[pt["bias_uno"]], y=[pt["rejection"]], mode="markers", name="UNO (target)",
+             marker={**mark("target"), "color": "#dc2626", "symbol": "diamond"}),
+        dict(type="scatter", x=[pt[f"bias_{'opt' if kind == 'opt' else 'uno'}"]], y=[pt["measured_rejection"]],
+             mode="markers", name="measured rejection rate (95%)", marker={"color": "#111827", "symbol": "x"},
+             error_y={"type": "data", "symmetric": False, "array": [pt["measured_high"] - pt["measured_rejection"]],
+                      "arrayminus": [pt["measured_rejection"] - pt["measured_low"]]}),
+    ]
+
+
+def _sequoia_traces(trace: RunTrace) -> list[dict[str, Any]]:
+    pm = metrics.predicted_vs_measured_tokens(trace)
+    if pm is None:
+        return []
+    x = [s + 1 for s in pm["step"]]
+    return [dict(type="bar", x=x, y=pm["measured"], name="measured tokens", marker={"color": "#cbd5e1"}),
+            dict(type="scatter", x=x, y=pm["predicted"], mode="lines+markers", name="predicted (Sequoia DP)",
+                 line={"color": series_color(3)})]
+
+
+PANELS = (  # (builder, title, x title, y title)
+    (_tv_traces, "TV(p, q) per drafted position", "drafted position", "TV"),
+    (_rejection_traces, "Rejections: theory vs measured", "drafted position", "rejections"),
+    (_batch_traces, "Batch improvement (Thm 3)", "drafted position", "rejections saved"),
+    (_tradeoff_traces, "Rejection vs bias (Thms 4-5)", "TV bias of one token", "rejection probability"),
+    (_sequoia_traces, "Sequoia: tokens per step", "step", "tokens"),
+)
+
+
+def _single(traces: list[dict[str, Any]], title: str, xt: str, yt: str, height: int) -> go.Figure:
+    legend = {"orientation": "h", "x": 0, "y": -0.22, "yanchor": "top", "font": {"size": 11}}
+    return go.Figure(traces, base_layout(title, height, xaxis=axis(xt), yaxis=axis(yt), barmode="overlay",
+                                         legend=legend, margin={"l": 48, "r": 48, "t": 44, "b": 110}))
+
+
+def rejection_figure(trace: RunTrace, height: int = 320) -> go.Figure:
+    traces = _rejection_traces(trace)
+    if not traces:
+        return message_figure("No drafted positions with a known rejection probability (T = 0 or no position records).")
+    bars = [{**b, "yaxis": "y2", "opacity": 0.5} for b in _tv_traces(trace)]
+    fig = _single(bars + traces, *PANELS[1][1:], height)
+    fig.update_layout(yaxis2=axis("TV per position", overlaying="y", side="right", range=[0, 1], showgrid=False,
+                                    tickvals=[0, 0.5, 1]))
+    return fig
+
+
+def batch_improvement_figure(trace: RunTrace, height: int = 300) -> go.Figure | None:
+    traces = _batch_traces(trace)
+    return _single(traces, *PANELS[2][1:], height) if traces else None
+
+
+def tradeoff_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
+    traces = _tradeoff_traces(trace)
+    if not traces:
+        return None
+    fig = _single(traces, *PANELS[3][1:], height)
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_yaxes(rangemode="tozero", scaleanchor="x")
+    return fig
+
+
+def sequoia_figure(trace: RunTrace, height: int = 280) -> go.Figure | None:
+    traces = _sequoia_traces(trace)
+    return _single(traces, *PANELS[4][1:], height) if traces else None
+
+
+def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
+    """The theory figures this trace supports, by name."""
+    figs = {"rejections": rejection_figure(trace) if _rejection_traces(trace) else None, "batch_improvement": batch_improvement_figure(trace),
+            "tradeoff": tradeoff_figure(trace), "sequoia": sequoia_figure(trace)}
+    return {k: v for k, v in figs.items() if v is not None}
+
+
+def theory_panel(trace: RunTrace, step: int | None = None) -> go.Figure | None:
+    """``theory_view`` for the app's theory panel, or ``None`` when the trace supports no panel."""
+    fig = theory_view(trace, step)
+    return fig if len(fig.data) else None
+
+
+@register_view("theory")
+def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 260) -> go.Figure:
+    """Every supported panel stacked in one figure; ``step`` (0-based) is marked on the per-position
+    panels. Built from plain dicts (``style.figure``: no per-property validation, it is redrawn on
+    every scrub)."""
+    panels = [(b(trace), t, xt, yt) for b, t, xt, yt in PANELS]
+    panels = [p for p in panels if p[0]]
+    if not panels:
+        return message_figure("This run carries no theory quantities (temperature 0 or no drafted positions).")
+    rows, gap = len(panels), 0.1 / len(panels)
+    size = (1 - gap * (rows - 1)) / rows
+    legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top", "font": {"size": 11}}
+    layout = base_layout(None, panel_height * rows, barmode="overlay", legend=legend,
+                         margin={"l": 48, "r": 16, "t": 30, "b": 40})
+    data, notes, shapes = [], [], []
+    marked = _step_positions(trace, step)
+    for r, (traces, title, xt, yt) in enumerate(panels):
+        top = 1 - r * (size + gap)
+        sfx = "" if r == 0 else str(r + 1)
+        layout[f"xaxis{sfx}"] = axis(xt, anchor=f"y{sfx}", domain=[0, 1])
+        layout[f"yaxis{sfx}"] = axis(yt, anchor=f"x{sfx}", domain=[top - size, top])
+        data += [{**tr, "xaxis": f"x{sfx}", "yaxis": f"y{sfx}"} for tr in traces]
+        notes.append({"text": title, "x": 0.5, "xref": "paper", "xanchor": "center", "y": top, "yref": "paper",
+                      "yanchor": "bottom", "showarrow": False, "font": {"size": 13}})
+        if marked and title in (PANELS[0][1], PANELS[1][1]):
+            shapes.append({"type": "rect", "xref": f"x{sfx}", "yref": f"y{sfx} domain", "x0": marked[0] - 0.5,
+                           "x1": marked[-1] + 0.5, "y0": 0, "y1": 1, "fillcolor": CURRENT_COLOR, "opacity": 0.12,
+                           "line": {"width": 0}, "layer": "below"})
+    layout["annotations"], layout["shapes"] = notes, shapes
+    return figure(data, layout)
+
+
+def _step_positions(trace: RunTrace, step: int | None) -> list[int]:
+    """1-based drafted-position numbers of step ``step`` (empty for None)."""
+    if step is None:
+        return []
+    return [i + 1 for i, s in enumerate(metrics.rejection_overlay(trace)["step"]) if s == step]

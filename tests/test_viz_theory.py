@@ -1,0 +1,134 @@
+"""The theory overlays (``specviz.metrics`` theory section, ``specviz.viz.theory``) on real traces.
+
+The statistical check: along one run, ``sum_n Pr(R_n = 1 | history)`` (Thm 1's TVs for ``sd``, Thm 3's
+``prod_m TV(p^m, q)`` at batch roots) minus the measured rejection count is a martingale with mean 0,
+so over R independent runs the mean of ``measured - expected`` must lie within its standard error
+band. With R = 300 runs of 24 tokens on an 8-token pair whose draft is an independent model, the
+band is about ±0.3 rejections (on ~8 per run); forgetting the batch improvement (predicting ``batch_sd``
+with Thm 1's sum of TVs) is off by about 1 rejection per run and is flagged by the same test.
+"""
+import math
+
+import plotly.graph_objects as go
+import pytest
+from tiny import tiny_pair
+
+import specviz
+from specviz import metrics
+from specviz.core.theory import rejection_band
+from specviz.viz import theory as vt
+from specviz.viz.controller import controller_figure
+
+PROMPT = [1, 2, 3]
+RUNS = 300
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_pair("llama", vocab=8, draft="different")
+
+
+def mean_gap(pair, algorithm, key, **params):
+    """Mean over RUNS of (measured rejections - predicted) and its standard error (from the runs)."""
+    gaps = []
+    for seed in range(RUNS):
+        trace = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=24, seed=seed, **params)
+        ov = metrics.rejection_overlay(trace)
+        gaps.append(ov["measured"][-1] - ov[key][-1])
+    mean = sum(gaps) / RUNS
+    sd = math.sqrt(sum((g - mean) ** 2 for g in gaps) / (RUNS - 1))
+    return mean, sd / math.sqrt(RUNS)
+
+
+@pytest.mark.parametrize("algorithm,params", [("sd", {"gamma": 3}), ("batch_sd", {"num_drafts": 3, "gamma": 3})],
+                         ids=["sd-thm1", "batch-thm3"])
+def test_expected_rejections_match_the_empirical_mean(pair, algorithm, params):
+    mean, se = mean_gap(pair, algorithm, "expected", **params)
+    assert abs(mean) < 3.3 * se, (mean, se)  # two-sided p ~ 1e-3
+
+
+def test_the_test_sees_a_missing_batch_improvement(pair):
+    mean, se = mean_gap(pair, "batch_sd", "tv_sum", num_drafts=3, gamma=3)
+    assert mean < -3.3 * se, (mean, se)
+
+
+def test_overlay_counts_what_the_trace_shows(pair):
+    trace = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=40, seed=7, num_drafts=3, gamma=3)
+    ov = metrics.rejection_overlay(trace)
+    resampled = sum(1 for s in trace.steps for n in s.forest if n.status == "resampled")
+    assert ov["measured"][-1] == resampled
+    assert len(ov["tv"]) == sum(1 for s in trace.steps for r in s.positions if r.q is not None)
+    assert all(lo <= e <= hi for lo, e, hi in zip(ov["low"], ov["expected"], ov["high"]))
+    probs = [d.reject_prob for d in metrics.drafted_positions(trace)]
+    assert (ov["expected"][-1], ov["low"][-1], ov["high"][-1]) == pytest.approx(rejection_band(probs))
+    assert ov["expected"][-1] < ov["tv_sum"][-1]  # the batch helps
+    bi = metrics.batch_improvement_overlay(trace)
+    assert bi["theory"][-1] == pytest.approx(ov["tv_sum"][-1] - ov["expected"][-1])
+    assert bi["measured"][-1] == pytest.approx(ov["tv_sum"][-1] - resampled)
+    sd = specviz.decode(pair, "sd", PROMPT, max_new_tokens=40, seed=7, gamma=3)
+    sd_ov = metrics.rejection_overlay(sd)
+    assert sd_ov["expected"] == pytest.approx(sd_ov["tv_sum"])  # Thm 1: P(reject) = TV at every position
+    assert metrics.batch_improvement_overlay(sd) is None
+    # a tree without a probe cannot tell its per-position probability: no overlay rather than a wrong one
+    assert metrics.rejection_overlay(specviz.decode(pair, "mcsd", PROMPT, max_new_tokens=20, seed=1))["tv"] == []
+
+
+def test_tradeoff_point_is_on_thm5_line_and_uno_above(pair):
+    for kind in ("opt", "target"):
+        trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=40, seed=3, eps=0.05, residual=kind)
+        pt = metrics.tradeoff_point(trace)
+        assert pt["rejection"] + pt["bias_opt"] == pytest.approx(pt["tv"], abs=1e-5)
+        assert pt["bias_uno"] > pt["bias_opt"]
+        assert pt["measured_low"] <= pt["measured_rejection"] <= pt["measured_high"]
+        fig = vt.tradeoff_figure(trace)
+        line, opt, uno = fig.data[0], fig.data[1], fig.data[2]
+        assert list(line.x) == [0, pytest.approx(pt["tv"])] and opt.x[0] == pt["bias_opt"] and uno.x[0] == pt["bias_uno"]
+        assert (opt.marker.size > uno.marker.size) == (kind == "opt")  # the run's own rule is emphasised
+    assert metrics.tradeoff_point(specviz.decode(pair, "sd", PROMPT, max_new_tokens=10)) is None
+
+
+def test_theory_view_per_algorithm(pair, tmp_path):
+    runs = {
+        "sd": specviz.decode(pair, "sd", PROMPT, max_new_tokens=30, seed=1),
+        "batch_sd": specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=30, seed=1),
+        "biased_sd": specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=30, seed=1),
+        "sequoia": specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=30, seed=1, size=8, depth=3,
+                                  calibration_steps=16),
+    }
+    assert set(vt.theory_figures(runs["sd"])) == {"rejections"}
+    assert set(vt.theory_figures(runs["batch_sd"])) == {"rejections", "batch_improvement"}
+    assert set(vt.theory_figures(runs["biased_sd"])) == {"rejections", "tradeoff"}
+    assert set(vt.theory_figures(runs["sequoia"])) == {"sequoia"}
+    seq = vt.sequoia_figure(runs["sequoia"])
+    assert list(seq.data[1].y) == [s.controller["predicted_tokens"] for s in runs["sequoia"].steps]
+    assert list(seq.data[0].y) == [s.controller["measured_tokens"] for s in runs["sequoia"].steps]
+    for name, trace in runs.items():
+        fig = vt.theory_view(trace, step=1)
+        assert len(fig.data) >= 2
+        go.Figure(fig.to_dict())  # built without validation for speed: validate here
+        fig.write_html(tmp_path / f"{name}.html")
+        assert (tmp_path / f"{name}.html").stat().st_size > 10_000
+    # the app's controller view for these traces is the theory view, with the step marked
+    fig = controller_figure(runs["batch_sd"], 1)
+    assert [a.text for a in fig.layout.annotations][:2] == ["TV(p, q) per drafted position", "Rejections: theory vs measured"]
+    assert len(fig.layout.shapes) == 2  # the step is marked on the TV and rejection panels
+    assert vt.theory_panel(runs["sd"], 0) is not None
+    greedy = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=10, temperature=0)
+    assert vt.theory_figures(greedy) == {}  # exact match: M copies of the argmax, no probabilities
+    assert len(vt.theory_view(greedy).data) == 0
+
+
+def test_the_app_column_shows_the_theory_panel(pair):
+    from specviz.ui import render
+    from specviz.ui.layout import Slot
+    from specviz.ui.runner import Column
+
+    assert "theory" in Slot.panels()
+    batch = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=20, seed=1)
+    v = render.slot_view(Column("batch_sd", "batch_sd", trace=batch, done=True), 0, 2)
+    assert v.theory is not None and v.controller is None  # the probe state is drawn once, as theory
+    seq = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=20, seed=1, size=8, depth=3, calibration_steps=16)
+    v = render.slot_view(Column("sequoia", "sequoia", trace=seq, done=True), 0, 1)
+    assert v.theory is not None and v.controller is not None  # Sequoia keeps its own view too
+    ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=5, seed=1)
+    assert render.slot_view(Column("ar", "ar", trace=ar, done=True), 0, 0).theory is None
