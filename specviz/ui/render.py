@@ -40,14 +40,14 @@ def column_color(col: Column) -> str:
     return algorithm_color(col.algorithm)
 
 
-def _chip(col: Column, i: int) -> str:
+def _chip(col: Column) -> str:
     return f'<span class="sv-chip" style="background:{column_color(col)}"></span>'
 
 
 def column_header(col: Column, i: int, step: int, running: bool) -> str:
     name = html.escape(col.algorithm)
     params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in col.params.items())
-    head = f'<div class="sv-colhead">{_chip(col, i)}<b>{name}</b>'
+    head = f'<div class="sv-colhead">{_chip(col)}<b>{name}</b>'
     if params:
         head += f' <span class="sv-params">{params}</span>'
     head += "</div>"
