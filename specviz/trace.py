@@ -5,9 +5,11 @@ figure and metric in specviz is computed from it (DESIGN.md, "The trace").
 """
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+import types
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from specviz.errors import TraceFormatError
 
@@ -152,24 +154,78 @@ class RunTrace:
         try:
             steps = [_step_from_dict(s) for s in data.get("steps", [])]
             kwargs = {f.name: data[f.name] for f in fields(cls) if f.name in data and f.name != "steps"}
-            return cls(steps=steps, **kwargs)
-        except (KeyError, TypeError, ValueError) as exc:
+            trace = cls(steps=steps, **kwargs)
+        except (KeyError, TypeError, ValueError, RecursionError) as exc:
             raise TraceFormatError(f"Malformed trace: {exc}") from exc
+        _check_fields(trace, "trace")
+        return trace
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "RunTrace":
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise TraceFormatError(f"A trace is JSON text, not {type(text).__name__}.")
         if len(text) > MAX_TRACE_BYTES:
             raise TraceFormatError(f"Trace is {len(text)} bytes; the limit is {MAX_TRACE_BYTES}.")
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except RecursionError as exc:
+            raise TraceFormatError("Not a trace: the JSON is nested too deeply.") from exc
+        except ValueError as exc:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
             raise TraceFormatError(f"Not valid JSON: {exc}") from exc
         return cls.from_dict(data)
 
 
 def _step_from_dict(d: dict[str, Any]) -> StepRecord:
+    if not isinstance(d, dict):
+        raise TypeError(f"a step must be an object, got {type(d).__name__}")
     d = dict(d)
     d["forest"] = [TreeNode(**n) for n in d.get("forest", [])]
     d["committed"] = [CommittedToken(**c) for c in d.get("committed", [])]
     d["positions"] = [PositionRecord(**r) for r in d.get("positions", [])]
     return StepRecord(**d)
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether decoded JSON ``value`` has the type ``hint`` of a trace field (``Any`` accepts all;
+    an int is a float, a bool is neither)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(_conforms(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if origin is Literal:
+        return isinstance(value, str) and value in args
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) and _conforms(v, args[1]) for k, v in value.items())
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if is_dataclass(hint):
+        return isinstance(value, hint)
+    return True
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def _check_fields(obj: Any, where: str) -> None:
+    """Raise ``TraceFormatError`` naming the first field of ``obj`` (recursively) of the wrong type."""
+    for name, hint in _hints(type(obj)).items():
+        value = getattr(obj, name)
+        if not _conforms(value, hint):
+            raise TraceFormatError(f"Malformed trace: {where}.{name} is {type(value).__name__}, expected {hint}.")
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                if is_dataclass(item):
+                    _check_fields(item, f"{where}.{name}[{i}]")
