@@ -78,3 +78,15 @@ def test_predicted_speedup_is_tokens_times_t1_over_step_costs():
     assert costs.predicted_speedup([_trace([(0, 0, 1)] * 5)], t_target, t_draft) == pytest.approx(1.0)
     assert costs.interpolate(t_target, 3) == pytest.approx(1.75)
     assert costs.interpolate(t_target, 16) == pytest.approx(8.0)  # linear beyond the last size
+
+
+def test_cli_quick_on_the_tiny_random_pair(tmp_path):
+    """``bench --quick --random-pair tiny``: the command the GPU runs use, end to end on a CPU."""
+    from specviz.cli import main
+
+    assert main(["bench", "--quick", "--random-pair", "tiny", "--device", "cpu", "--algos", "ar", "sd",
+                 "--prompts-per-category", "1", "--max-new-tokens", "6", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert {r["method"] for r in data["rows"]} == {"ar", "sd", "hf_generate", "hf_assisted", "hf_prompt_lookup"}
+    assert all(r["greedy_equal"] for r in data["rows"] if r["method"] in ("ar", "sd"))
+    assert set(data["t_target_ms"]) == {str(n) for n in costs.QUICK_SIZES}

@@ -41,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="about a minute on the bundled pair: 2 prompts per category, 32 tokens, 1 timed pass, "
                         "t(n) at powers of two")
+    p.add_argument("--random-pair", choices=("llama-1b", "tiny"), default=None,
+                   help="time randomly initialised models of real shapes instead of a real pair (t(n), overhead, "
+                        "cost model; tau between random models means nothing)")
     p.add_argument("--out", default="bench-out")
 
 
@@ -230,14 +233,20 @@ def write_report(report: dict[str, Any], out: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if not (args.target or args.preset):
-        args.preset = bundled_preset().name
-    pair = load_pair_from_args(args)
     per_cat, new_tokens, repeat, sizes = args.prompts_per_category, args.max_new_tokens, args.repeat, costs.FULL_SIZES
     if args.quick:
         per_cat, new_tokens, repeat, sizes = per_cat or 2, min(new_tokens, 32), 1, costs.QUICK_SIZES
-    report = run_all(pair, select(args.categories, per_cat), args.algos, new_tokens, repeat, args.gamma,
-                     not args.no_hf, sizes)
+    if args.random_pair:
+        from specviz.bench.random_pair import random_pair, random_prompts
+
+        pair = random_pair(args.random_pair, args.device, args.dtype)
+        prompts = random_prompts(pair, count=per_cat or 4)
+    else:
+        if not (args.target or args.preset):
+            args.preset = bundled_preset().name
+        pair = load_pair_from_args(args)
+        prompts = select(args.categories, per_cat)
+    report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes)
     write_report(report, args.out)
     print(to_markdown(report))
     print(f"written: {args.out}/bench.json, bench.md, bench.html")
