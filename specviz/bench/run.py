@@ -200,7 +200,8 @@ def to_markdown(report: dict[str, Any]) -> str:
              f"- one-token draft call {_fmt(report['draft_call_ms'], '.2f')} ms "
              f"({_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
              f"- trace_overhead ({report['trace_overhead_algorithm']}, full recording vs record_top_k=0): "
-             f"{report['trace_overhead']:+.3f}", ""]
+             f"{report['trace_overhead']:+.3f} (paired wall-time ratio); time inside the recording / rest of the run: "
+             f"{report['trace_overhead_detail']['recording_share']:.3f}", ""]
     lines += ["| category | method | new tokens | target calls | draft calls | tau | accept | wall s (min-max) | "
               "tokens/s | speedup vs ar | predicted | efficiency | greedy = ar |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"]
