@@ -12,6 +12,7 @@ from specviz.algorithms.decoder import Decoder
 from specviz.core.sampling import SamplingConfig
 from specviz.errors import InvalidParameterError, PromptError
 from specviz.metrics import summarize
+from specviz.models.device_errors import device_errors
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
 
@@ -56,7 +57,8 @@ class LiveRun:
         start = time.perf_counter()
         while True:
             t0 = time.perf_counter()
-            step = next(steps, None)
+            with device_errors():  # out of memory / CUDA failure -> DeviceError with a message
+                step = next(steps, None)
             if step is None:
                 break
             total = 1000 * (time.perf_counter() - t0)

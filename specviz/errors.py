@@ -31,3 +31,7 @@ class UnknownAlgorithmError(SpecvizError, KeyError):
 
 class TraceFormatError(SpecvizError, ValueError):
     """A trace file is malformed, from an unknown schema version, or too large."""
+
+
+class DeviceError(SpecvizError):
+    """The device ran out of memory or failed (a CUDA error) while decoding."""

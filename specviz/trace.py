@@ -5,6 +5,7 @@ figure and metric in specviz is computed from it (DESIGN.md, "The trace").
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Literal
@@ -159,11 +160,15 @@ class RunTrace:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "RunTrace":
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise TraceFormatError(f"A trace is JSON text, not {type(text).__name__}.")
         if len(text) > MAX_TRACE_BYTES:
             raise TraceFormatError(f"Trace is {len(text)} bytes; the limit is {MAX_TRACE_BYTES}.")
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except RecursionError as exc:
+            raise TraceFormatError("Not a trace: the JSON is nested too deeply.") from exc
+        except ValueError as exc:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
             raise TraceFormatError(f"Not valid JSON: {exc}") from exc
         return cls.from_dict(data)
 

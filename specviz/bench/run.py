@@ -1,164 +1,302 @@
-"""``python -m specviz bench``: ``ar``, ``sd`` (and any other registered algorithm) against Hugging Face
-``generate(..., assistant_model=draft)`` on the same pair, prompts and greedy settings, in one process.
+"""``python -m specviz bench``: every registered algorithm (each with its default parameters) against
+Hugging Face ``generate`` plain, assisted and with prompt lookup, on the same pair, prompts and greedy
+settings, in one process.
 
-Speed is reported as ratios against ``ar`` measured in the same process (median of ``--repeats``
-runs after a warm-up), never as absolute limits. Writes ``bench.json`` and ``bench.md`` to ``--out``.
+Per prompt category (``bench.prompts``) and method: one warm-up pass over the prompts, then
+``--repeat`` timed passes, methods interleaved within each pass so a loaded machine's drift hits all
+of them alike; wall time is the median pass with its min and max. Speed is reported as ratios
+against ``ar`` measured in the same process, never as absolute limits. Also measured: one-token
+call times, the bare matmul floor, t(n) for the cost model (``bench.costs``) and the trace recording
+overhead (``bench.overhead``). Writes ``bench.json``, ``bench.md`` and ``bench.html`` (figures) to
+``--out``.
 
-Beam algorithms ("Dynamic-Width Speculative Beam Decoding", arXiv 2409.16560): ``beam`` runs with
+Beam algorithms ("Dynamic-Width Speculative Beam Decoding", arXiv:2409.16560): ``beam`` runs with
 ``--beam-width`` beams; ``dsbd`` runs twice, with the dynamic width rule (``dsbd``: W_S =
-``--beam-width``, W_min = 1) and with the width fixed at ``--beam-width`` (``dsbd_fixed``, 2x as
-many drafts per layer), whose greedy output must equal ``beam``'s. Every row also reports output
-quality as the target's mean log-probability per token of its output (``target_logp``) and whether
-its greedy text equals ``beam``'s.
+``--beam-width``, W_min = 1) and with the width fixed at ``--beam-width`` (``dsbd_fixed``, 2x as many
+drafts per layer), whose greedy output must equal ``beam``'s. Every row also reports output quality as
+the target's mean log-probability per token of its output (``target_logp``) and whether its greedy
+text equals ``beam``'s (``greedy_equal_beam``).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-from typing import Any
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 
-from specviz.bench.timing import median_time
+from specviz.bench import costs
+from specviz.bench.overhead import trace_overhead
+from specviz.bench.peers import peer_functions
+from specviz.bench.prompts import select
 from specviz.cli import add_pair_args, load_pair_from_args
+from specviz.errors import SpecvizError
 from specviz.presets import bundled_preset
-
-DEFAULT_PROMPTS = [
-    "def fibonacci(n):\n",
-    "import os\nimport sys\n\n\ndef main():\n",
-    "class Stack:\n    def __init__(self):\n",
-    "    for i in range(len(items)):\n",
-]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_pair_args(p)  # default pair: the bundled preset (assets/target and assets/draft)
-    p.add_argument("--algos", nargs="+", default=None, help="specviz algorithms (default: all that need at most a draft)")
-    p.add_argument("--gamma", type=int, default=4)
+    add_pair_args(p)  # default pair: the bundled preset (assets/target and assets/draft); --device, --dtype
+    p.add_argument("--algos", nargs="+", default=None, help="specviz algorithms (default: every registered one)")
+    p.add_argument("--categories", nargs="+", default=None, help="prompt categories (default: all)")
+    p.add_argument("--prompts-per-category", type=int, default=None)
+    p.add_argument("--gamma", type=int, default=4, help="draft tokens per step of Hugging Face assisted generation")
     p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--prompt", action="append", help="a prompt (repeatable); default: built-in code prompts")
-    p.add_argument("--no-hf", action="store_true", help="skip Hugging Face assisted generation")
     p.add_argument("--beam-width", type=int, default=4, help="beams of `beam` and of the fixed-width `dsbd` row")
+    p.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3, help="timed passes after a warm-up")
+    p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face peers")
+    p.add_argument("--quick", action="store_true",
+                   help="about a minute on the bundled pair: 2 prompts per category, 32 tokens, 1 timed pass, "
+                        "t(n) at powers of two")
+    p.add_argument("--random-pair", choices=("llama-1b", "tiny"), default=None,
+                   help="time randomly initialised models of real shapes instead of a real pair (t(n), overhead, "
+                        "cost model; tau between random models means nothing)")
     p.add_argument("--out", default="bench-out")
 
 
-def hf_assisted(pair, prompt_ids: list[int], max_new_tokens: int, gamma: int) -> list[int]:
-    """Greedy Hugging Face assisted generation with a constant ``gamma`` draft tokens per step."""
-    ids = torch.tensor([prompt_ids], device=pair.device)
-    out = pair.target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=pair.draft, do_sample=False,
-                               max_new_tokens=max_new_tokens, num_assistant_tokens=gamma,
-                               num_assistant_tokens_schedule="constant", pad_token_id=pair.tokenizer.eos_token_id)
-    return out[0, len(prompt_ids):].tolist()
+@dataclass
+class Outcome:
+    """One method on one prompt: the new ids, forward calls, and the trace for specviz methods."""
+
+    output_ids: list[int]
+    target_calls: int
+    draft_calls: int
+    trace: Any = None
 
 
-@torch.inference_mode()
 def target_logp(pair, prompt_ids: list[int], output_ids: list[int]) -> tuple[float, int]:
-    """Sum of the target's log-probabilities of ``output_ids`` after ``prompt_ids`` (one forward), and
+    """The target's total log-probability of ``output_ids`` after ``prompt_ids`` (temperature 1) and
     the number of tokens: the output quality measure of beam decoding."""
     if not output_ids:
         return 0.0, 0
     ids = torch.tensor([prompt_ids + output_ids], device=pair.device)
-    logp = torch.log_softmax(pair.target(ids).logits[0, :, : pair.vocab_size].double(), -1)
+    with torch.inference_mode():
+        logp = torch.log_softmax(pair.target(ids).logits[0, :, : pair.vocab_size].double(), -1)
     rows = torch.arange(len(prompt_ids) - 1, len(prompt_ids) + len(output_ids) - 1, device=pair.device)
     return float(logp[rows, torch.tensor(output_ids, device=pair.device)].sum()), len(output_ids)
 
 
-def methods(algos: list[str], gamma: int, beam_width: int) -> list[tuple[str, str, dict[str, Any]]]:
-    """(row label, algorithm, parameters) per benchmarked method (see module docstring)."""
-    import specviz
-
+def algorithm_variants(algos: list[str], beam_width: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(row name, algorithm, params)``: each algorithm with its defaults; ``beam`` with
+    ``beam_width`` beams and ``dsbd`` both dynamic and with the width fixed at ``beam_width``."""
     out = []
     for algo in algos:
-        names = {p.name for p in specviz.ALGORITHMS[algo].params}
-        params = {"gamma": gamma} if "gamma" in names else {}
         if algo == "beam":
-            params["width"] = beam_width
-        if algo == "dsbd":
-            out.append((algo, algo, {**params, "width": beam_width, "min_width": 1}))
-            out.append(("dsbd_fixed", algo, {**params, "width": 2 * beam_width, "min_width": beam_width,
-                                             "dynamic": False}))
-            continue
-        out.append((algo, algo, params))
+            out.append((algo, algo, {"width": beam_width}))
+        elif algo == "dsbd":
+            out.append((algo, algo, {"width": beam_width, "min_width": 1}))
+            out.append(("dsbd_fixed", algo, {"width": 2 * beam_width, "min_width": beam_width, "dynamic": False}))
+        else:
+            out.append((algo, algo, {}))
     return out
 
 
-def benchmark(pair, prompts: list[str], algos: list[str], gamma: int, max_new_tokens: int, repeats: int,
-              with_hf: bool = True, beam_width: int = 4) -> list[dict[str, Any]]:
-    """One row per (method) with totals over all prompts; speedups relative to ``ar``."""
+def _specviz_method(pair, algo: str, max_new_tokens: int, params: dict[str, Any]) -> Callable[[Any], Outcome]:
     import specviz
 
-    rows: dict[str, dict[str, Any]] = {}
-    outputs: dict[str, list[list[int]]] = {}
-    for prompt in prompts:
-        for label, algo, params in methods(algos, gamma, beam_width):
-            wall, trace = median_time(lambda: specviz.decode(pair, algo, prompt, max_new_tokens=max_new_tokens,
-                                                             temperature=0, **params), repeats)
-            row = rows.setdefault(label, {"method": label, "new_tokens": 0, "target_calls": 0, "wall_s": 0.0,
-                                          "logp_sum": 0.0, "logp_tokens": 0})
-            row["new_tokens"] += trace.metrics["new_tokens"]
-            row["target_calls"] += trace.metrics["target_calls"]
-            row["wall_s"] += wall
-            total, n = target_logp(pair, trace.prompt_ids, trace.output_ids)
-            row["logp_sum"] += total
-            row["logp_tokens"] += n
-            outputs.setdefault(label, []).append(trace.output_ids)
-        if with_hf and pair.draft is not None:
-            ids = pair.encode(prompt)
-            wall, out = median_time(lambda: hf_assisted(pair, ids, max_new_tokens, gamma), repeats)
-            row = rows.setdefault("hf_assisted", {"method": "hf_assisted", "new_tokens": 0, "target_calls": None,
-                                                  "wall_s": 0.0})
-            row["new_tokens"] += len(out)
-            row["wall_s"] += wall
-            outputs.setdefault("hf_assisted", []).append(out)
-    base = rows.get("ar")
-    for name, row in rows.items():
-        row["tau"] = row["new_tokens"] / row["target_calls"] if row["target_calls"] else None
-        row["tokens_per_s"] = row["new_tokens"] / row["wall_s"] if row["wall_s"] else 0.0
-        row["speedup_vs_ar"] = row["tokens_per_s"] / base["tokens_per_s"] if base else None
-        row["same_text_as_ar"] = outputs[name] == outputs["ar"] if base else None
-        row["same_text_as_beam"] = outputs[name] == outputs["beam"] if "beam" in outputs else None
-        tokens = row.pop("logp_tokens", 0)
-        total = row.pop("logp_sum", 0.0)
-        row["target_logp"] = total / tokens if tokens else None
-    return list(rows.values())
+    def run(prompt: Any) -> Outcome:
+        trace = specviz.decode(pair, algo, prompt, max_new_tokens=max_new_tokens, temperature=0, **params)
+        m = trace.metrics
+        return Outcome(trace.output_ids, m["target_calls"], m["draft_calls"], trace)
+
+    return run
 
 
-def to_markdown(rows: list[dict[str, Any]], header: str) -> str:
-    lines = [header, "", "| method | new tokens | target calls | tau | wall s | tokens/s | speedup vs ar | "
-             "greedy text = ar | target log p / token | greedy text = beam |",
-             "|---|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|"]
-    yes = lambda v: "-" if v is None else ("yes" if v else "NO")  # noqa: E731
-    for r in rows:
-        fmt = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
-        lines.append(f"| {r['method']} | {r['new_tokens']} | {fmt(r['target_calls'], 'd')} | {fmt(r['tau'], '.2f')} | "
-                     f"{r['wall_s']:.3f} | {r['tokens_per_s']:.1f} | {fmt(r['speedup_vs_ar'], '.2f')} | "
-                     f"{yes(r['same_text_as_ar'])} | {fmt(r.get('target_logp'), '.3f')} | "
-                     f"{yes(r.get('same_text_as_beam'))} |")
+def _peer_method(fn, pair, max_new_tokens: int) -> Callable[[Any], Outcome]:
+    def run(prompt: Any) -> Outcome:
+        res = fn(pair.encode(prompt) if isinstance(prompt, str) else list(prompt), max_new_tokens)
+        return Outcome(res.output_ids, res.target_calls, res.draft_calls)
+
+    return run
+
+
+def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_peers: bool, beam_width: int = 4):
+    """``{name: (kind, lossless, fn)}`` for the specviz algorithms and the peers."""
+    import specviz
+
+    out: dict[str, tuple[str, bool, Callable[[Any], Outcome]]] = {}
+    for name, algo, params in algorithm_variants(algos, beam_width):
+        out[name] = ("specviz", specviz.ALGORITHMS[algo].lossless, _specviz_method(pair, algo, max_new_tokens, params))
+    if with_peers:
+        for name, fn in peer_functions(pair, gamma).items():
+            out[name] = ("peer", True, _peer_method(fn, pair, max_new_tokens))
+    return out
+
+
+def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tokens: int, repeat: int,
+              gamma: int = 4, with_peers: bool = True, t_target: dict[int, float] | None = None,
+              t_draft: dict[int, float] | None = None, beam_width: int = 4) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Rows (one per method and category) and the methods skipped with why (e.g. an algorithm that
+    needs an early-exit head the pair lacks). ``t_target``/``t_draft`` (``costs.forward_times``) give
+    each specviz row its ``predicted_speedup`` and ``efficiency``."""
+    methods = methods_for(pair, algos, max_new_tokens, gamma, with_peers, beam_width)
+    skipped: dict[str, str] = {}
+    rows: list[dict[str, Any]] = []
+    for category, plist in prompts.items():
+        live = {}
+        for name, (kind, lossless, fn) in methods.items():
+            if name in skipped:
+                continue
+            try:
+                [fn(p) for p in plist]  # warm-up (and Sequoia's one-off calibration)
+            except SpecvizError as exc:
+                skipped[name] = str(exc)
+                continue
+            live[name] = (kind, lossless, fn)
+        walls: dict[str, list[float]] = {name: [] for name in live}
+        results: dict[str, list[Outcome]] = {}
+        for _ in range(max(1, repeat)):
+            for name, (_, _, fn) in live.items():
+                start = time.perf_counter()
+                results[name] = [fn(p) for p in plist]
+                walls[name].append(time.perf_counter() - start)
+        rows.extend(_rows(pair, plist, category, live, walls, results, t_target, t_draft))
+    return rows, skipped
+
+
+def _rows(pair, prompts, category, live, walls, results, t_target, t_draft) -> list[dict[str, Any]]:
+    base, beam = results.get("ar"), results.get("beam")
+    prompt_ids = [pair.encode(p) if isinstance(p, str) else list(p) for p in prompts]
+    out = []
+    for name, (kind, lossless, _) in live.items():
+        res, times = results[name], walls[name]
+        new = sum(len(r.output_ids) for r in res)
+        calls = sum(r.target_calls for r in res)
+        wall = statistics.median(times)
+        traces = [r.trace for r in res if r.trace is not None]
+        drafted = sum(s.n_drafted for t in traces for s in t.steps)
+        accepted = sum(s.n_accepted for t in traces for s in t.steps)
+        row = {
+            "method": name, "category": category, "kind": kind, "lossless": lossless,
+            "new_tokens": new, "target_calls": calls, "draft_calls": sum(r.draft_calls for r in res),
+            "tau": new / calls if calls else None,
+            "acceptance_rate": accepted / drafted if traces and drafted else None,
+            "wall_s": wall, "wall_s_min": min(times), "wall_s_max": max(times),
+            "tokens_per_s": new / wall if wall else 0.0,
+            "tokens_per_s_min": new / max(times) if max(times) else 0.0,
+            "tokens_per_s_max": new / min(times) if min(times) else 0.0,
+            "greedy_equal": [r.output_ids for r in res] == [r.output_ids for r in base] if base else None,
+            "greedy_equal_beam": [r.output_ids for r in res] == [r.output_ids for r in beam] if beam else None,
+            "target_logp": _mean_logp(pair, prompt_ids, res),
+            "predicted_speedup": costs.predicted_speedup(traces, t_target, t_draft) if traces and t_target else None,
+        }
+        out.append(row)
+    ar = next((r for r in out if r["method"] == "ar"), None)
+    for row in out:
+        row["speedup_vs_ar"] = row["tokens_per_s"] / ar["tokens_per_s"] if ar and ar["tokens_per_s"] else None
+        pred = row["predicted_speedup"]
+        row["efficiency"] = row["speedup_vs_ar"] / pred if pred and row["speedup_vs_ar"] is not None else None
+    return out
+
+
+def _mean_logp(pair, prompt_ids: list[list[int]], res: list[Outcome]) -> float | None:
+    """The target's mean log-probability per generated token over a category's outputs."""
+    parts = [target_logp(pair, ids, r.output_ids) for ids, r in zip(prompt_ids, res)]
+    tokens = sum(n for _, n in parts)
+    return sum(t for t, _ in parts) / tokens if tokens else None
+
+
+def measure_calls(pair, sizes: tuple[int, ...], repeat: int) -> dict[str, Any]:
+    """One-token call times, the bare matmul floor and t(n) of target and draft."""
+    reps = max(5, repeat)
+    t_target = costs.forward_times(pair.target, sizes, repeats=reps, vocab_size=pair.vocab_size)
+    t_draft = (costs.forward_times(pair.draft, sizes, repeats=reps, vocab_size=pair.vocab_size)
+               if pair.draft is not None else None)
+    out = {"target_call_ms": t_target[1], "draft_call_ms": t_draft[1] if t_draft else None,
+           "bare_matmul_ms": costs.bare_matmul_ms(pair.target), "t_target_ms": t_target, "t_draft_ms": t_draft}
+    out["target_call_over_bare"] = out["target_call_ms"] / out["bare_matmul_ms"]
+    out["draft_call_over_target"] = out["draft_call_ms"] / out["target_call_ms"] if t_draft else None
+    return out
+
+
+def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None, max_new_tokens: int = 64,
+            repeat: int = 3, gamma: int = 4, with_peers: bool = True,
+            sizes: tuple[int, ...] = costs.FULL_SIZES, beam_width: int = 4) -> dict[str, Any]:
+    """The whole report as plain data (what ``bench.json`` holds)."""
+    import specviz
+
+    algos = algos or list(specviz.ALGORITHMS)
+    calls = measure_calls(pair, sizes, repeat)
+    rows, skipped = benchmark(pair, prompts, algos, max_new_tokens, repeat, gamma, with_peers,
+                              calls["t_target_ms"], calls["t_draft_ms"], beam_width)
+    probe = "sd" if "sd" in algos and pair.draft is not None else "ar"
+    first = next(iter(prompts.values()))
+    over = trace_overhead(pair, probe, first, max_new_tokens, rounds=max(3, repeat))
+    return {"pair": pair.describe(), "settings": {"max_new_tokens": max_new_tokens, "repeat": repeat, "gamma": gamma,
+                                                   "categories": {c: len(p) for c, p in prompts.items()},
+                                                   "greedy": True},
+            **calls, "trace_overhead": over["trace_overhead"], "trace_overhead_algorithm": probe,
+            "trace_overhead_detail": over, "rows": rows, "skipped": skipped}
+
+
+def _fmt(v: Any, f: str) -> str:
+    return "-" if v is None else format(v, f)
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    d, s = report["pair"], report["settings"]
+    cats = ", ".join(f"{n} {c}" for c, n in s["categories"].items())
+    lines = [f"## specviz bench: {d['target']} <- {d['draft']} on {d['device']} ({d['dtype']}), greedy, "
+             f"{s['max_new_tokens']} new tokens per prompt, prompts: {cats}; median of {s['repeat']} "
+             f"(min-max) after a warm-up", "",
+             f"- one-token target call {report['target_call_ms']:.2f} ms; the same weight matrices as bare matmuls "
+             f"{report['bare_matmul_ms']:.2f} ms (ratio {report['target_call_over_bare']:.2f})",
+             f"- one-token draft call {_fmt(report['draft_call_ms'], '.2f')} ms "
+             f"({_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
+             f"- trace_overhead ({report['trace_overhead_algorithm']}, full recording vs record_top_k=0): "
+             f"{report['trace_overhead']:+.3f} (paired wall-time ratio); time inside the recording / rest of the run: "
+             f"{report['trace_overhead_detail']['recording_share']:.3f}", ""]
+    lines += ["| category | method | new tokens | target calls | draft calls | tau | accept | wall s (min-max) | "
+              "tokens/s | speedup vs ar | predicted | efficiency | greedy = ar | target log p / token | greedy = beam |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|"]
+    for r in report["rows"]:
+        eq = "-" if r["greedy_equal"] is None else ("yes" if r["greedy_equal"] else "NO")
+        eq_beam = "-" if r["greedy_equal_beam"] is None else ("yes" if r["greedy_equal_beam"] else "no")
+        lines.append(
+            f"| {r['category']} | {r['method']} | {r['new_tokens']} | {r['target_calls']} | {r['draft_calls']} | "
+            f"{_fmt(r['tau'], '.2f')} | {_fmt(r['acceptance_rate'], '.0%')} | {r['wall_s']:.3f} "
+            f"({r['wall_s_min']:.3f}-{r['wall_s_max']:.3f}) | {r['tokens_per_s']:.1f} | "
+            f"{_fmt(r['speedup_vs_ar'], '.2f')} | {_fmt(r['predicted_speedup'], '.2f')} | "
+            f"{_fmt(r['efficiency'], '.2f')} | {eq} | {_fmt(r['target_logp'], '.3f')} | {eq_beam} |")
+    for name, why in report["skipped"].items():
+        lines.append(f"\nskipped {name}: {why}")
     return "\n".join(lines) + "\n"
 
 
-def main(args: argparse.Namespace) -> int:
-    import specviz
+def write_report(report: dict[str, Any], out: str) -> None:
+    """``bench.json``, ``bench.md`` and ``bench.html`` (the figures) under ``out``."""
+    from specviz.bench.figures import cost_figure, efficiency_figure, speedup_figure, write_html
 
-    if not (args.target or args.preset):
-        args.preset = bundled_preset().name
-    pair = load_pair_from_args(args)
-    # greedy: every rule is exact match, so lossy algorithms (biased_sd) run too and must equal ar
-    algos = args.algos or list(specviz.ALGORITHMS)
-    rows = benchmark(pair, args.prompt or DEFAULT_PROMPTS, algos, args.gamma, args.max_new_tokens, args.repeats,
-                     with_hf=not args.no_hf, beam_width=args.beam_width)
-    desc = pair.describe()
-    header = (f"## specviz bench: {desc['target']} <- {desc['draft']} on {desc['device']} ({desc['dtype']}), greedy, "
-              f"gamma {args.gamma}, {args.max_new_tokens} new tokens x {len(args.prompt or DEFAULT_PROMPTS)} prompts, "
-              f"median of {args.repeats}")
-    md = to_markdown(rows, header)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bench.json"), "w") as fh:
-        json.dump({"pair": desc, "settings": {k: v for k, v in vars(args).items() if k != "fn"}, "rows": rows}, fh,
-                  indent=2, default=str)
-    with open(os.path.join(args.out, "bench.md"), "w") as fh:
-        fh.write(md)
-    print(md)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "bench.json"), "w") as fh:
+        json.dump(report, fh, indent=2, default=str)
+    with open(os.path.join(out, "bench.md"), "w") as fh:
+        fh.write(to_markdown(report))
+    figs = [speedup_figure(report["rows"]),
+            cost_figure(report["t_target_ms"], report["t_draft_ms"], report["pair"]["device"]),
+            efficiency_figure(report["rows"])]
+    write_html(figs, os.path.join(out, "bench.html"))
+
+
+def main(args: argparse.Namespace) -> int:
+    per_cat, new_tokens, repeat, sizes = args.prompts_per_category, args.max_new_tokens, args.repeat, costs.FULL_SIZES
+    if args.quick:
+        per_cat, new_tokens, repeat, sizes = per_cat or 2, min(new_tokens, 32), 1, costs.QUICK_SIZES
+    if args.random_pair:
+        from specviz.bench.random_pair import random_pair, random_prompts
+
+        pair = random_pair(args.random_pair, args.device, args.dtype)
+        prompts = random_prompts(pair, count=per_cat or 4)
+    else:
+        if not (args.target or args.preset):
+            args.preset = bundled_preset().name
+        pair = load_pair_from_args(args)
+        prompts = select(args.categories, per_cat)
+    report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width)
+    write_report(report, args.out)
+    print(to_markdown(report))
+    print(f"written: {args.out}/bench.json, bench.md, bench.html")
     return 0

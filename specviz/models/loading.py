@@ -8,13 +8,14 @@ CPU and bfloat16 (or float16) on CUDA.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from specviz.errors import ModelLoadError
-from specviz.models.vocab import shared_vocab_size
+from specviz.models.vocab import shared_vocab_size, unmodelled_special_ids
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -72,6 +73,8 @@ class ModelPair:
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": str(self.device),
         }
+        if self.extras.get("vocab_note"):
+            out["vocab_note"] = self.extras["vocab_note"]
         if self.early_exit is not None:
             out["early_exit"] = {"exit_layer": self.early_exit.exit_layer,
                                  "source": self.extras.get("early_exit_source"),
@@ -91,7 +94,15 @@ class ModelPair:
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
             raise ModelLoadError("This pair has no tokenizer: pass the prompt as a list of token ids.")
-        return list(self.tokenizer(text)["input_ids"])
+        ids = list(self.tokenizer(text)["input_ids"])
+        unknown = sorted({i for i in ids if i >= self.vocab_size})
+        if unknown:
+            from specviz.errors import PromptError
+
+            raise PromptError(
+                f"The prompt contains token(s) {[self.tokenizer.convert_ids_to_tokens(i) for i in unknown]} that "
+                f"the models have no output row for (ids >= {self.vocab_size}): remove them from the prompt.")
+        return ids
 
 
 def _context_length(model) -> int:
@@ -204,6 +215,15 @@ def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype
     d_rows = d_model.config.get_text_config().vocab_size if d_model is not None else t_rows
     vocab = shared_vocab_size(t_tok, d_tok, t_rows, d_rows, target, draft or "draft")
     pair = ModelPair(t_model, d_model, t_tok, vocab, target_name=target, draft_name=draft)
+    masked = unmodelled_special_ids(t_tok, vocab)
+    if masked:  # added special tokens beyond the models' output rows: masked, with a note
+        names = [t_tok.convert_ids_to_tokens(i) for i in masked[:5]]
+        pair.extras["masked_token_ids"] = masked
+        pair.extras["vocab_note"] = (
+            f"The tokenizer has {len(t_tok)} tokens but the models only {vocab} output rows; the extra "
+            f"{len(masked)} ({', '.join(map(str, names))}{', ...' if len(masked) > 5 else ''}) are added special "
+            f"tokens the models were not trained on: they are masked (never generated, refused in prompts).")
+        warnings.warn(pair.extras["vocab_note"], stacklevel=2)
     if early_exit is not None:
         attach_early_exit(pair, early_exit)
     return pair

@@ -203,15 +203,23 @@ class CachedLM:
         """Drop the whole pending tree."""
         self.keep([])
 
+    @torch.inference_mode()
     def _select(self, nodes: list[int]) -> None:
-        """Cut every layer's KV to the prefix followed by the pending ``nodes``, in that order."""
-        if nodes == list(range(len(nodes))):  # already in place right after the prefix
-            rows: slice | torch.Tensor = slice(0, self.prefix_len + len(nodes))
-        else:
-            rows = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + i for i in nodes],
-                                device=self.device)
+        """Cut every layer's KV to the prefix followed by the pending ``nodes``, in that order.
+
+        The prefix is never copied: kept nodes that are not already in place are gathered and written
+        right after it (only those rows move), then the cache is cut to a view of its first rows."""
+        end = self.prefix_len + len(nodes)
+        first = next((j for j, n in enumerate(nodes) if n != j), len(nodes))  # nodes[:first] are in place
+        moved = None
+        if first < len(nodes):
+            moved = torch.tensor([self.prefix_len + i for i in nodes[first:]], device=self.device)
         for layer in self.cache.layers:
             if type(layer) is not DynamicLayer:
                 raise SpecvizError(f"KV rollback supports full-attention caches only, not {type(layer).__name__}.")
             if layer.is_initialized:
-                layer.keys, layer.values = layer.keys[..., rows, :], layer.values[..., rows, :]
+                if moved is not None:
+                    dst = slice(self.prefix_len + first, end)
+                    layer.keys[..., dst, :] = layer.keys.index_select(-2, moved)
+                    layer.values[..., dst, :] = layer.values.index_select(-2, moved)
+                layer.keys, layer.values = layer.keys[..., :end, :], layer.values[..., :end, :]

@@ -3,6 +3,10 @@
 Speculative decoding compares ``p(x)`` and ``q(x)`` token id by token id, so both tokenizers must
 map text to the same ids. Model vocab sizes may still differ by padding (Qwen2 checkpoints ship
 151936 vs 152064 rows): the shared vocabulary is then the smaller size, and logits are sliced to it.
+A tokenizer may also be *larger* than the models' output rows when every extra id is an added
+special token the models were never trained on (transformers' Qwen2 tokenizer class adds
+``<|endoftext|>`` to a small vocabulary): those ids are accepted and masked (no model can produce
+them, and a prompt containing one is refused); any other excess is a real mismatch.
 """
 from __future__ import annotations
 
@@ -37,9 +41,22 @@ def shared_vocab_size(target_tok, draft_tok, target_rows: int, draft_rows: int,
             )
     shared = min(target_rows, draft_rows)
     n_tokens = len(target_tok) if target_tok is not None else shared
-    if shared < n_tokens:
+    if shared < n_tokens and not unmodelled_special_ids(target_tok, shared):
         raise TokenizerMismatchError(
             f"{target_name} has {target_rows} output rows and {draft_name} {draft_rows}, fewer than the "
             f"tokenizer's {n_tokens} tokens: the models were not trained on this tokenizer."
         )
     return shared
+
+
+def unmodelled_special_ids(tokenizer, rows: int) -> list[int]:
+    """The token ids ``>= rows`` of ``tokenizer`` when *all* of them are added special tokens (ids the
+    models have no output row for, which can be masked); an empty list when there are none or when
+    any of them is an ordinary token (a real mismatch)."""
+    if tokenizer is None or len(tokenizer) <= rows:
+        return []
+    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    extra = list(range(rows, len(tokenizer)))
+    if all(i in added and getattr(added[i], "special", False) for i in extra):
+        return extra
+    return []

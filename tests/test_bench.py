@@ -1,0 +1,92 @@
+"""``bench``: the report's structure on a tiny real pair with a tokenizer; lossless methods reproduce
+``ar``'s greedy text; the cost model's arithmetic. No speed is asserted."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import specviz
+from specviz.bench import costs
+from specviz.bench.run import run_all, to_markdown, write_report
+from specviz.models.loading import ModelPair
+from specviz.trace import RunTrace, StepRecord, TreeNode
+from tests.tiny import tiny_model, tiny_tokenizer
+
+ROW_FIELDS = {"method", "category", "tokens_per_s", "speedup_vs_ar", "tau", "target_calls", "greedy_equal",
+              "predicted_speedup"}
+
+
+@pytest.fixture(scope="module")
+def report():
+    tok = tiny_tokenizer()
+    target = tiny_model("llama", vocab=len(tok), seed=0, hidden=32, layers=2, init_range=0.2)
+    draft = tiny_model("llama", vocab=len(tok), seed=1, hidden=16, layers=1, init_range=0.2)
+    for m in (target, draft):
+        m.generation_config.eos_token_id = None
+    pair = ModelPair(target, draft, tok, len(tok), target_name="tiny-target", draft_name="tiny-draft")
+    prompts = {"code": ["def add(a, b):\n"], "repetition": ["for i in range(10):\n    print(i)\nfor i in"]}
+    return run_all(pair, prompts, max_new_tokens=8, repeat=1, sizes=(1, 2, 4))
+
+
+def test_report_structure(report, tmp_path):
+    assert set(specviz.ALGORITHMS) | {"hf_generate", "hf_assisted", "hf_prompt_lookup"} == (
+        {r["method"] for r in report["rows"]} | set(report["skipped"]))
+    for key in ("trace_overhead", "target_call_ms", "draft_call_ms", "bare_matmul_ms"):
+        assert isinstance(report[key], float), key
+    assert report["target_call_ms"] > 0 and report["bare_matmul_ms"] > 0
+    assert {r["category"] for r in report["rows"]} == {"code", "repetition"}
+    for row in report["rows"]:
+        assert ROW_FIELDS <= set(row), row
+        assert row["new_tokens"] == 8  # one prompt per category, no EOS
+    write_report(report, str(tmp_path))
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data["rows"][0].keys() >= ROW_FIELDS
+    assert "| code | sd |" in (tmp_path / "bench.md").read_text()
+    assert "plotly" in (tmp_path / "bench.html").read_text()
+
+
+def test_lossless_methods_reproduce_ar(report):
+    ar = {r["category"]: r for r in report["rows"] if r["method"] == "ar"}
+    for row in report["rows"]:
+        if row["kind"] == "specviz" and row["lossless"]:
+            assert row["greedy_equal"] is True, row["method"]
+        if row["method"] == "ar":
+            assert row["tau"] == 1.0 and row["speedup_vs_ar"] == 1.0
+            assert row["predicted_speedup"] == pytest.approx(1.0)
+        if row["method"] == "hf_generate":
+            assert row["target_calls"] == ar[row["category"]]["target_calls"]  # one call per token, as ar
+    assert "| repetition | ar |" in to_markdown(report)
+
+
+def _trace(steps: list[tuple[int, int, int]]) -> RunTrace:
+    """A trace whose steps drafted ``n`` nodes in ``d`` draft calls and committed ``c`` tokens."""
+    t = RunTrace("x", {}, {}, {}, 0, [1], "")
+    for i, (n, d, c) in enumerate(steps):
+        s = StepRecord(i, 0, forest=[TreeNode(j, None, 0, 1, "", status="rejected") for j in range(n)], draft_calls=d)
+        t.steps.append(s)
+        t.output_ids += [1] * c
+    return t
+
+
+def test_predicted_speedup_is_tokens_times_t1_over_step_costs():
+    t_target = {1: 1.0, 2: 1.5, 4: 2.0, 8: 4.0}
+    t_draft = {1: 0.25, 2: 0.3, 4: 0.5, 8: 1.0}
+    # one step: 3 drafted nodes in 3 draft calls, verify 4 tokens (2.0), drafts 3 x 0.25; 4 tokens out
+    assert costs.predicted_speedup([_trace([(3, 3, 4)])], t_target, t_draft) == pytest.approx(4 * 1.0 / 2.75)
+    # ar: nothing drafted, one token per step: exactly 1
+    assert costs.predicted_speedup([_trace([(0, 0, 1)] * 5)], t_target, t_draft) == pytest.approx(1.0)
+    assert costs.interpolate(t_target, 3) == pytest.approx(1.75)
+    assert costs.interpolate(t_target, 16) == pytest.approx(8.0)  # linear beyond the last size
+
+
+def test_cli_quick_on_the_tiny_random_pair(tmp_path):
+    """``bench --quick --random-pair tiny``: the command the GPU runs use, end to end on a CPU."""
+    from specviz.cli import main
+
+    assert main(["bench", "--quick", "--random-pair", "tiny", "--device", "cpu", "--algos", "ar", "sd",
+                 "--prompts-per-category", "1", "--max-new-tokens", "6", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert {r["method"] for r in data["rows"]} == {"ar", "sd", "hf_generate", "hf_assisted", "hf_prompt_lookup"}
+    assert all(r["greedy_equal"] for r in data["rows"] if r["method"] in ("ar", "sd"))
+    assert set(data["t_target_ms"]) == {str(n) for n in costs.QUICK_SIZES}
