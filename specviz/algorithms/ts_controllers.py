@@ -87,6 +87,7 @@ class LengthController(Controller):
     def plan(self, dec: "Decoder") -> TreeShape:
         self.dec, self.draws, self.stop, self.learned = dec, [], None, None
         self.budget = max(dec.remaining - 1, 0)  # the engine cuts the chain to this too
+        self.stop = None if self.budget else "max_len"  # the last token of the budget: nothing to draft
         self.before = self.snapshot()
         self.begin_round()
         return chain_shape(self.budget)
