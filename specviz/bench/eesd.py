@@ -6,13 +6,14 @@ Runs ``eesd`` with ``beta_ts``, ``cali_ts`` and ``fixed`` K = 3, 5, 10, and ``sd
 and sampled. Sampled runs average over ``--seeds`` seeds per prompt. Reports per configuration tau
 (committed tokens per target call), target and draft calls, mean drafted and accepted tokens per
 round, wall seconds and the speed-up against ``ar`` measured in the same process. Writes
-``eesd.json`` and ``eesd.md`` to ``--out``.
+``eesd.json`` and ``eesd.md`` to ``--out``. Configurations run round-robin (see ``benchmark``).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import time
 from typing import Any
 
@@ -30,43 +31,46 @@ CONFIGS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def run_config(pair, algo: str, params: dict[str, Any], prompts: list[str], temperature: float, seeds: int,
-               max_new_tokens: int) -> dict[str, Any]:
-    """Totals of one configuration over prompts x seeds (one short warm-up run first, not counted)."""
+def _decode(pair, algo: str, params: dict[str, Any], prompt: str, temperature: float, seed: int,
+            max_new_tokens: int) -> tuple[float, Any]:
     import specviz
 
-    kw = dict(max_new_tokens=max_new_tokens, temperature=temperature, record_top_k=0)
-    specviz.decode(pair, algo, prompts[0], seed=0, **{**kw, "max_new_tokens": 8}, **params)
-    row = {"new_tokens": 0, "target_calls": 0, "draft_calls": 0, "wall_s": 0.0, "rounds": 0, "drafted": 0,
-           "accepted": 0, "outputs": []}
-    for prompt in prompts:
-        for seed in range(seeds if temperature > 0 else 1):
-            start = time.perf_counter()
-            trace = specviz.decode(pair, algo, prompt, seed=seed, **kw, **params)
-            row["wall_s"] += time.perf_counter() - start
-            row["new_tokens"] += trace.metrics["new_tokens"]
-            row["target_calls"] += sum(s.target_calls for s in trace.steps)
-            row["draft_calls"] += sum(s.draft_calls for s in trace.steps)
-            for s in trace.steps:
-                row["rounds"] += 1
-                row["drafted"] += max(len(s.forest) - 1, 0)  # the forest ends with the produced extra token
-                row["accepted"] += sum(1 for c in s.committed if c.kind == "draft")
-            row["outputs"].append(trace.output_ids)
-    row["tau"] = row["new_tokens"] / row["target_calls"]
-    row["mean_drafted"] = row["drafted"] / row["rounds"]
-    row["mean_accepted"] = row["accepted"] / row["rounds"]
-    row["tokens_per_s"] = row["new_tokens"] / row["wall_s"]
-    return row
+    start = time.perf_counter()
+    trace = specviz.decode(pair, algo, prompt, seed=seed, max_new_tokens=max_new_tokens, temperature=temperature,
+                           record_top_k=0, **params)
+    return time.perf_counter() - start, trace
 
 
 def benchmark(pair, prompts: list[str], temperatures: list[float], seeds: int, max_new_tokens: int,
-              configs=CONFIGS) -> list[dict[str, Any]]:
+              repeats: int = 3, configs=CONFIGS) -> list[dict[str, Any]]:
+    """One row per (temperature, configuration), totals over prompts x seeds. Configurations are run
+    round-robin (every configuration once per pass, ``repeats`` passes, median wall time per run), so a
+    load that changes during the benchmark hits them all alike. One short warm-up run each first."""
+    for _, algo, params in configs:
+        _decode(pair, algo, params, prompts[0], 0.0, 0, 8)
     rows = []
     for temperature in temperatures:
+        runs = [(prompt, seed) for prompt in prompts for seed in range(seeds if temperature > 0 else 1)]
+        walls: dict[tuple[str, int], list[float]] = {}
+        traces: dict[tuple[str, int], Any] = {}
+        for _ in range(repeats):
+            for r, (prompt, seed) in enumerate(runs):
+                for label, algo, params in configs:
+                    wall, traces[label, r] = _decode(pair, algo, params, prompt, temperature, seed, max_new_tokens)
+                    walls.setdefault((label, r), []).append(wall)
         base = None
-        for label, algo, params in configs:
+        for label, algo, _ in configs:
+            ts = [traces[label, r] for r in range(len(runs))]
+            steps = [s for t in ts for s in t.steps]
             row = {"config": label, "temperature": temperature,
-                   **run_config(pair, algo, params, prompts, temperature, seeds, max_new_tokens)}
+                   "new_tokens": sum(t.metrics["new_tokens"] for t in ts),
+                   "target_calls": sum(s.target_calls for s in steps), "draft_calls": sum(s.draft_calls for s in steps),
+                   "wall_s": sum(statistics.median(walls[label, r]) for r in range(len(runs))),
+                   "mean_drafted": sum(max(len(s.forest) - 1, 0) for s in steps) / len(steps),
+                   "mean_accepted": sum(sum(c.kind == "draft" for c in s.committed) for s in steps) / len(steps),
+                   "outputs": [t.output_ids for t in ts]}
+            row["tau"] = row["new_tokens"] / row["target_calls"]
+            row["tokens_per_s"] = row["new_tokens"] / row["wall_s"]
             base = base or (row if algo == "ar" else None)
             row["speedup_vs_ar"] = row["tokens_per_s"] / base["tokens_per_s"] if base else None
             row["same_text_as_ar"] = row["outputs"] == base["outputs"] if base and temperature == 0 else None
@@ -96,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--early-exit-dir", default=None, help="early-exit head directory (default: the preset's)")
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--seeds", type=int, default=3, help="seeds per prompt for sampled runs")
+    p.add_argument("--repeats", type=int, default=3, help="round-robin passes; the median wall time of each run counts")
     p.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 0.8])
     p.add_argument("--prompt", action="append", help="a prompt (repeatable); default: the bench's code prompts")
     p.add_argument("--out", default="bench-out")
@@ -112,11 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("no early-exit head: give --early-exit-dir")
         attach_early_exit(pair, head)
     prompts = args.prompt or DEFAULT_PROMPTS
-    rows = benchmark(pair, prompts, args.temperatures, args.seeds, args.max_new_tokens)
+    rows = benchmark(pair, prompts, args.temperatures, args.seeds, args.max_new_tokens, args.repeats)
     desc = pair.describe()
     header = (f"## EESD controllers: {desc['target']} (exit after layer {desc['early_exit']['exit_layer']}) and "
               f"{desc['draft']} on {desc['device']}, {args.max_new_tokens} new tokens x {len(prompts)} prompts, "
-              f"{args.seeds} seeds per prompt when sampled")
+              f"{args.seeds} seeds per prompt when sampled, median of {args.repeats} round-robin passes")
     md = to_markdown(rows, header)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "eesd.json"), "w") as fh:
