@@ -97,7 +97,6 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_pair_args(p)
-    p.add_argument("--early-exit-dir", default=None, help="early-exit head directory (default: the preset's)")
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--seeds", type=int, default=3, help="seeds per prompt for sampled runs")
     p.add_argument("--repeats", type=int, default=3, help="round-robin passes; the median wall time of each run counts")
@@ -109,13 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         args.preset = bundled_preset().name
     pair = load_pair_from_args(args)
     if pair.early_exit is None:
-        from specviz.models.loading import attach_early_exit
-        from specviz.presets import get_preset
-
-        head = args.early_exit_dir or (get_preset(args.preset).early_exit if args.preset else None)
-        if head is None:
-            raise SystemExit("no early-exit head: give --early-exit-dir")
-        attach_early_exit(pair, head)
+        raise SystemExit("eesd needs an early-exit head: give --early-exit DIR (the bundled preset has one)")
     prompts = args.prompt or DEFAULT_PROMPTS
     rows = benchmark(pair, prompts, args.temperatures, args.seeds, args.max_new_tokens, args.repeats)
     desc = pair.describe()

@@ -96,7 +96,8 @@ def main(args: argparse.Namespace) -> int:
     if not (args.target or args.preset):
         args.preset = bundled_preset().name
     pair = load_pair_from_args(args)
-    algos = args.algos or [a for a, s in specviz.ALGORITHMS.items() if s.lossless]
+    algos = args.algos or [a for a, s in specviz.ALGORITHMS.items()
+                           if s.lossless and (a != "eesd" or pair.early_exit is not None)]
     rows = benchmark(pair, args.prompt or DEFAULT_PROMPTS, algos, args.gamma, args.max_new_tokens, args.repeats,
                      with_hf=not args.no_hf)
     desc = pair.describe()
