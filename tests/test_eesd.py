@@ -213,3 +213,15 @@ def test_eesd_runs_on_the_bundled_pair_with_its_head():
     ar = specviz.decode(pair, "ar", "def add(a, b):\n", max_new_tokens=24, temperature=0)
     tr = specviz.decode(pair, "eesd", "def add(a, b):\n", max_new_tokens=24, temperature=0)
     assert tr.output_ids == ar.output_ids and tr.metrics["target_calls"] < ar.metrics["target_calls"]
+
+
+def test_the_printed_beta_update_breaks_and_the_default_does_not():
+    pair = ee_pair("llama", init_range=0.2)  # a poor head: the first round accepts nothing
+    kw = dict(max_new_tokens=60, temperature=1.0, seed=1, controller="beta_ts")
+    steps = []
+    with pytest.raises(ValueError, match="not a distribution"):
+        for step in specviz.stream(pair, "eesd", PROMPT, beta_rule="paper_literal", **kw):
+            steps.append(step)
+    assert steps[0].controller["accepted"] == 0 and steps[0].controller["update"]["d_alpha"] == -1.0
+    fine = specviz.decode(pair, "eesd", PROMPT, **kw)
+    assert len(fine.output_ids) == 60 and all(s.controller["alpha"] >= 1 for s in fine.steps)
