@@ -1,11 +1,45 @@
-"""specviz explorer: `python app.py` serves the app (on the bundled pair by default).
+"""specviz explorer: `python app.py` serves the app (on the bundled pair by default); `--help` lists options.
 
-Host/port: GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (Gradio's own variables; 127.0.0.1:7860 by
-default). Public hosting: SPECVIZ_PUBLIC=1. Other settings: see specviz/ui/config.py and docs/app.md.
+Host/port: --host / --port, or GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (Gradio's own variables;
+127.0.0.1:7860 by default). Public hosting: --public or SPECVIZ_PUBLIC=1. Other settings: see
+specviz/ui/config.py and docs/app.md.
 """
-from specviz.ui import build_app, launch
+from __future__ import annotations
 
-demo = build_app()
+import argparse
+import os
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python app.py",
+        description="Serve the specviz explorer: run speculative decoding algorithms side by side, step by step.",
+        epilog="Every limit is also an environment variable (SPECVIZ_MAX_NEW_TOKENS, SPECVIZ_MAX_COLUMNS, ...): "
+               "see docs/app.md.")
+    p.add_argument("--host", help="address to serve on (default: GRADIO_SERVER_NAME or 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default: GRADIO_SERVER_PORT or 7860)")
+    p.add_argument("--target", help="target model to load at start: hub id or local directory "
+                                    "(default: the bundled pair in assets/)")
+    p.add_argument("--draft", help="draft model for --target")
+    p.add_argument("--public", action="store_true", help="public-hosting limits (as SPECVIZ_PUBLIC=1)")
+    return p.parse_args(argv)
+
+
+def apply_args(args: argparse.Namespace) -> None:
+    """Command-line options become the environment variables the app reads."""
+    for value, name in ((args.host, "GRADIO_SERVER_NAME"), (args.port, "GRADIO_SERVER_PORT"),
+                        (args.target, "SPECVIZ_TARGET"), (args.draft, "SPECVIZ_DRAFT"),
+                        ("1" if args.public else None, "SPECVIZ_PUBLIC")):
+        if value is not None:
+            os.environ[name] = str(value)
+
 
 if __name__ == "__main__":
-    launch(demo)
+    apply_args(parse_args())
+    from specviz.ui import build_app, launch
+
+    launch(build_app())
+else:  # imported (e.g. `gradio app.py`): Gradio looks for `demo`
+    from specviz.ui import build_app
+
+    demo = build_app()

@@ -129,10 +129,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         sp = speedup(t, base) if base else None
         print(f"{t.algorithm:<12} {m['new_tokens']:>6} {m['target_calls']:>6} {m['tau']:>5.2f} {rate:>7} "
               f"{m['tokens_per_s']:>8.1f} {'-' if sp is None else f'{sp:.2f}x':>8}")
+    beam = next((t for t in traces if t.algorithm == "beam"), None)
     if base is not None and args.temperature == 0:
         for t in traces:
-            if t.output_ids != base.output_ids:
+            if t.algorithm not in ("beam", "dsbd") and t.output_ids != base.output_ids:
                 print(f"warning: {t.algorithm} differs from ar greedy output")
+    if beam is not None:
+        from specviz.bench.run import target_logp
+
+        for t in traces:
+            total, n = target_logp(pair, t.prompt_ids, t.output_ids)
+            same = "" if args.temperature != 0 else f"  same text as beam: {t.output_ids == beam.output_ids}"
+            print(f"{t.algorithm:<12} target log p / token {total / max(n, 1):.3f}{same}")
     return 0
 
 

@@ -6,7 +6,7 @@ figure and metric in specviz is computed from it (DESIGN.md, "The trace").
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from specviz.errors import TraceFormatError
@@ -59,9 +59,10 @@ class PositionRecord:
     ``parent`` is the node id whose children were tested (``None``: the committed context, i.e. the
     roots' position); ``root`` the tree / beam id of that position. ``ids`` are the token ids shown:
     the union of the top-k of p and of q, the candidates tested here and the token produced here,
-    sorted by p descending; ``p`` and ``q`` are the warped target and draft probabilities of those ids
-    (``q`` all 0 for a one-hot drafter such as prompt lookup, which has no distribution; ``None`` when
-    nothing was drafted here). ``residual`` is ``norm(max(0, p - q))`` on ``ids`` (what one rejection
+    sorted by p descending, and ``texts`` their decoded texts (so a replay needs no tokenizer); ``p``
+    and ``q`` are the warped target and draft probabilities of those ids (``q`` is the one-hot of the
+    proposal for a deterministic drafter such as prompt lookup, the law the rule verified against;
+    ``None`` when nothing was drafted here). ``residual`` is ``norm(max(0, p - q))`` on ``ids`` (what one rejection
     resamples from) and ``residual_mass`` = ``sum max(0, p - q)`` over the whole vocabulary, which
     equals TV(p, q), the chain rejection probability (theory paper Thm 1), exact at run time.
     ``final_residual``: on ``ids``, the distribution actually resampled from when every candidate here
@@ -76,6 +77,7 @@ class PositionRecord:
     residual_mass: float | None = None
     final_residual: list[float] | None = None
     root: int = 0
+    texts: list[str] | None = None
 
 
 @dataclass
@@ -141,20 +143,19 @@ class RunTrace:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunTrace":
+        """Read a trace; a schema problem raises ``TraceFormatError`` naming the field and what was expected."""
         if not isinstance(data, dict):
-            raise TraceFormatError("A trace must be a JSON object.")
+            raise TraceFormatError(f"A trace must be a JSON object, got {_describe(data)}.")
         version = data.get("schema_version")
         if version not in READABLE_VERSIONS:
             raise TraceFormatError(
                 f"Trace schema version {version!r} is not supported (this specviz reads versions "
                 f"{', '.join(map(str, READABLE_VERSIONS))})."
             )
-        try:
-            steps = [_step_from_dict(s) for s in data.get("steps", [])]
-            kwargs = {f.name: data[f.name] for f in fields(cls) if f.name in data and f.name != "steps"}
-            return cls(steps=steps, **kwargs)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TraceFormatError(f"Malformed trace: {exc}") from exc
+        kwargs = _checked_fields(cls, data, "")
+        steps = kwargs.pop("steps", [])
+        kwargs["steps"] = [_step_from_dict(s, f"steps[{i}]") for i, s in enumerate(steps)]
+        return cls(**kwargs)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "RunTrace":
@@ -167,9 +168,70 @@ class RunTrace:
         return cls.from_dict(data)
 
 
-def _step_from_dict(d: dict[str, Any]) -> StepRecord:
-    d = dict(d)
-    d["forest"] = [TreeNode(**n) for n in d.get("forest", [])]
-    d["committed"] = [CommittedToken(**c) for c in d.get("committed", [])]
-    d["positions"] = [PositionRecord(**r) for r in d.get("positions", [])]
-    return StepRecord(**d)
+def _step_from_dict(d: dict[str, Any], where: str = "a step") -> StepRecord:
+    kwargs = _checked_fields(StepRecord, d, where)
+    for name, cls in (("forest", TreeNode), ("committed", CommittedToken), ("positions", PositionRecord)):
+        items = kwargs.get(name, [])
+        kwargs[name] = [cls(**_checked_fields(cls, item, f"{where}.{name}[{j}]")) for j, item in enumerate(items)]
+    return StepRecord(**kwargs)
+
+
+_TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "true or false",
+               "list": "a list", "dict": "an object", "None": "null"}
+
+
+def _describe(value: Any) -> str:
+    """A JSON value's kind in words, with a short excerpt."""
+    kind = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+    shown = json.dumps(value, default=str)
+    return kind if len(shown) > 40 else f"{kind} ({shown})"
+
+
+def _matches(value: Any, alternative: str) -> bool:
+    base = alternative.split("[", 1)[0]
+    if base == "None":
+        return value is None
+    if base == "bool":
+        return isinstance(value, bool)
+    if base == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if base == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base == "str":
+        return isinstance(value, str)
+    if base == "dict":
+        return isinstance(value, dict)
+    if base == "list":
+        if not isinstance(value, list):
+            return False
+        item = alternative[5:-1]
+        return item not in ("int", "float") or all(_matches(v, item) for v in value)
+    return True
+
+
+def _checked_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
+    """``data``'s fields for ``cls``, refusing in words a non-object, a missing or unknown field, or a
+    value of the wrong kind (the dataclass annotations are the schema)."""
+    if not isinstance(data, dict):
+        raise TraceFormatError(f"Malformed trace: {where} should be an object, got {_describe(data)}.")
+    at = f" of {where}" if where else ""
+    declared = {f.name: f for f in fields(cls)}
+    unknown = [k for k in data if k not in declared]
+    if unknown:
+        raise TraceFormatError(f"Malformed trace: unknown field {', '.join(map(repr, unknown))}{at} "
+                               f"(the fields are: {', '.join(declared)}).")
+    missing = [f.name for f in declared.values()
+               if f.name not in data and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise TraceFormatError(f"Malformed trace: the required field{'s' if len(missing) > 1 else ''} "
+                               f"{', '.join(map(repr, missing))}{at} {'are' if len(missing) > 1 else 'is'} missing.")
+    for name, value in data.items():
+        alternatives = [a.strip() for a in str(declared[name].type).split("|")]
+        if not any(_matches(value, a) for a in alternatives):
+            expected = " or ".join(_TYPE_WORDS.get(a.split("[", 1)[0], a) for a in alternatives)
+            if alternatives[0] in ("list[int]", "list[float]"):
+                expected += " of whole numbers" if alternatives[0] == "list[int]" else " of numbers"
+            path = f"{where}.{name}" if where else name
+            raise TraceFormatError(f"Malformed trace: {path} should be {expected}, got {_describe(value)}.")
+    return dict(data)

@@ -1,5 +1,10 @@
 """End to end: `python app.py` in a subprocess, driven by Debian's chromium through Playwright.
 
+What a person sees: a paced live run whose tree moves through the steps, Stop mid-run ending in
+"stopped" on each column's last step, a click on a tree node opening its distribution view, replay
+of an exported trace, bad inputs answered in words, and the page at phone width. Nothing here asserts
+a speed: waits have generous limits and look at what the page shows.
+
 Needs: the `playwright` Python package (no browser download: it drives the system `chromium`) and a
 `chromium` binary on PATH (`apt-get install chromium`). Without chromium the browser test is skipped,
 unless CI or SPECVIZ_REQUIRE_E2E is set, where it fails. Screenshots go to test-artifacts/.
@@ -117,37 +122,98 @@ def wait_plot_title(page, elem_id: str, prefix: str) -> None:
 
 
 def test_app_in_a_browser(app_server, browser, tmp_path):
-    """One app process for the whole scenario (pytest-xdist would start one per worker otherwise):
-    the bundled pair at start, two algorithms side by side, scrubbing, then replaying uploads."""
+    """One app process for the whole scenario (pytest-xdist would start one per worker otherwise)."""
     url, (target, draft), tmp = app_server
     if HAVE_BUNDLED:
         check_bundled_pair(url)
     side_by_side(url, browser)
+    paced_live_run_and_stop(url, browser)
+    bad_inputs(url, browser)
     replay(url, browser, target, draft, tmp_path)
+    phone_width(url, browser)
 
 
-def side_by_side(url, browser):
+def test_clicking_a_tree_node_opens_its_distribution(app_server, browser):
+    url, _, _ = app_server
+    page = open_page(browser, url)
+    choose(page, ["sd"])
+    set_number(page, "sv-max-new", 24)
+    set_number(page, "sv-temperature", 0.8)  # sampling: p and q are real distributions, not one-hots
+    set_number(page, "sv-pace", 0)
+    page.click("#sv-run")
+    wait_status(page, "Done")
+    wait_plot_title(page, "sv-tree-0", "step ")
+    page.locator("#sv-tree-0").scroll_into_view_if_needed()  # the mouse only reaches what is on screen
+    # a drafted node's marker, clicked as a person would (plotly finds the point under the mouse)
+    box = page.evaluate("""() => {
+        const el = document.querySelector('#sv-tree-0 .js-plotly-plot');
+        const metas = ['rejected', 'accepted', 'not_reached'];  // a rejection shows the residual best  // a rejection shows the residual best
+        const traces = el.querySelectorAll('.scatterlayer .trace');
+        for (const meta of metas) for (let t = 0; t < el.data.length; t++) {
+          if (el.data[t].meta !== meta) continue;
+          const pt = traces[t] && traces[t].querySelector('.points path');
+          if (pt) { const r = pt.getBoundingClientRect(); return {x: r.x + r.width / 2, y: r.y + r.height / 2}; }
+        }
+        return null; }""")
+    assert box is not None, "no drafted node in the tree of the step shown"
+    page.mouse.click(box["x"], box["y"])
+    page.wait_for_function("""() => { const el = document.querySelector('#sv-dist-0 .js-plotly-plot');
+                                      return !!(el && el.data && el.data.some(t => t.type === 'bar')); }""",
+                           timeout=30_000)
+    info = page.evaluate("""() => document.querySelector('#sv-dist-0 .js-plotly-plot').data
+                                 .filter(t => t.type === 'bar').map(t => t.name || '')""")
+    assert len(info) >= 2, info  # p and q bars at least
+    page.locator("#sv-dist-0").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "e2e-distribution.png"), full_page=True)
+    page.close()
+
+
+def open_page(browser, url, width=1500, height=1000):
     ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page = browser.new_page(viewport={"width": width, "height": height})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
     page.goto(url)
     page.wait_for_selector("#sv-run", timeout=60_000)
-    assert "target" in page.inner_text("#sv-pair-status")
+    return page
 
-    # exactly two algorithms: ar and sd
+
+def choose(page, names):
     algos = page.locator("#sv-algos")
     for name in specviz.ALGORITHMS:
         box = algos.get_by_label(name, exact=True)
-        if name in ("ar", "sd"):
-            box.check()
-        else:
-            box.uncheck()
+        box.check() if name in names else box.uncheck()
+
+
+def set_number(page, elem_id, value):
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+    box.blur()
+
+
+def wait_status(page, text, timeout=180_000):
+    page.wait_for_function("t => document.querySelector('#sv-status').innerText.includes(t)", arg=text,
+                           timeout=timeout)
+
+
+def tree_step(page, i):
+    """The step number in column i's tree title, or None."""
+    title = (plot_info(page, f"sv-tree-{i}") or {}).get("title", "")
+    m = re.match(r"step (\d+) ", title)
+    return int(m.group(1)) if m else None
+
+
+def side_by_side(url, browser):
+    page = open_page(browser, url)
+    assert "target" in page.inner_text("#sv-pair-status")
+    choose(page, ["ar", "sd"])
     page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
-    page.locator("#sv-max-new input[type=number]").fill("20")
-    page.locator("#sv-max-new input[type=number]").press("Enter")
+    set_number(page, "sv-max-new", 20)
+    set_number(page, "sv-pace", 0)
     page.click("#sv-run")
-    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Done')", timeout=120_000)
+    wait_status(page, "Done", 120_000)
 
     for i, name in enumerate(("ar", "sd")):
         assert name in page.inner_text(f"#sv-head-{i}")
@@ -155,11 +221,15 @@ def side_by_side(url, browser):
         info = plot_info(page, f"sv-tree-{i}")
         assert info is not None and info["traces"] > 0 and "path" in info["metas"], info
         assert page.locator(f"#sv-text-{i} .sv-tok").count() >= 20
+        # the header and the tree name the same step
+        head = page.inner_text(f"#sv-head-{i}")
+        assert re.search(rf"step {tree_step(page, i)}\b", head), (head, tree_step(page, i))
     assert not page.locator("#sv-col-2").is_visible()
     rows = page.locator("#sv-table table.sv-table tbody tr")
     assert rows.count() == 2
     table = page.inner_text("#sv-table")
     assert "ar" in table and "sd" in table and "identical" in table
+    assert "not comparable" in table  # two columns ran interleaved
     for fig in ("sv-per-step", "sv-cumulative", "sv-hist", "sv-time"):
         assert plot_info(page, fig)["traces"] > 0
     page.screenshot(path=str(ARTIFACTS / "e2e-run.png"), full_page=True)
@@ -182,7 +252,85 @@ def side_by_side(url, browser):
     page.click("#sv-prev")
     page.wait_for_function("document.querySelector('#sv-head-1').innerText.includes('step 1/')", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "e2e-step1.png"), full_page=True)
-    assert not errors, errors
+
+    # Measure: one after another, medians
+    page.click("#sv-measure-btn")
+    page.wait_for_function("document.querySelector('#sv-measure').innerText.includes('measured ')",
+                           timeout=180_000)
+    assert page.locator("#sv-measure table.sv-table tbody tr").count() == 2
+    assert not page.errors, page.errors
+    page.close()
+
+
+def paced_live_run_and_stop(url, browser):
+    """A paced run (the default pace) is watched: the tree shows at least three different steps while
+    the run goes, Run is disabled meanwhile, the text follows the newest token; Stop then ends it in
+    "stopped" with every column on its last step."""
+    page = open_page(browser, url)
+    choose(page, ["ar", "sd", "mcsd", "specinfer"])
+    set_number(page, "sv-max-new", 800)  # long enough that no column finishes before Stop
+    assert float(page.locator("#sv-pace input[type=number]").input_value()) > 0  # paced by default
+    page.click("#sv-run")
+    seen: set[int] = set()
+    followed = []
+    for _ in range(600):  # at most about a minute of polling; ends as soon as three steps were seen
+        k = tree_step(page, 0)
+        if k is not None and "Running" in page.inner_text("#sv-status"):
+            seen.add(k)
+            followed.append(page.evaluate("""() => { const box = [...document.querySelectorAll('#sv-text-0 *')]
+                .find(e => e.scrollHeight > e.clientHeight + 4 && getComputedStyle(e).overflowY !== 'visible');
+                return box ? box.scrollHeight - box.scrollTop - box.clientHeight : 0; }"""))
+        if len(seen) >= 3:
+            break
+        page.wait_for_timeout(100)
+    assert len(seen) >= 3, seen
+    assert page.locator("#sv-run").is_disabled()
+    page.screenshot(path=str(ARTIFACTS / "e2e-live.png"), full_page=True)
+    page.click("#sv-stop")
+    wait_status(page, "Stopped", 60_000)
+    assert page.locator("#sv-run").is_enabled()
+    assert min(followed[-3:]) < 40, followed  # the text box is scrolled to its newest tokens
+    for i in range(4):
+        head = page.inner_text(f"#sv-head-{i}")
+        shown, calls = re.search(r"step (\d+)", head), re.search(r"in (\d+) calls", head)
+        assert shown and calls and shown.group(1) == calls.group(1) and "(stopped)" in head, head
+        page.wait_for_function("([i, k]) => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');"
+                               " return !!(el && el.layout && (el.layout.title.text || '').startsWith('step ' + k + ' ')); }",
+                               arg=[i, shown.group(1)], timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "e2e-stopped.png"), full_page=True)
+    assert not page.errors, page.errors
+    page.close()
+
+
+def bad_inputs(url, browser):
+    """A seed beyond 2^63 - 1 and a negative top-k: messages in the page, no generic error."""
+    page = open_page(browser, url)
+    set_number(page, "sv-seed", "1e30")
+    page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('seed must be')",
+                           timeout=30_000)
+    set_number(page, "sv-top-k", -1)
+    page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('top-k must be')",
+                           timeout=30_000)
+    page.click("#sv-run")
+    wait_status(page, "seed must be", 30_000)
+    status = page.inner_text("#sv-status")
+    assert "top-k must be" in status and "Error" not in status
+    page.screenshot(path=str(ARTIFACTS / "e2e-bad-inputs.png"), full_page=True)
+    page.close()
+
+
+def phone_width(url, browser):
+    """At 400 px the settings sidebar starts closed and the comparison figures stack."""
+    page = open_page(browser, url, width=400, height=850)
+    page.wait_for_function("!document.querySelector('#sv-sidebar.open')", timeout=15_000)
+    # nothing covers the page once the sidebar has slid away: it ends wholly left of the screen
+    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right <= 1",
+                           timeout=15_000)
+    assert page.locator("#sv-run").is_visible()
+    a = page.locator("#sv-per-step").bounding_box()
+    b = page.locator("#sv-cumulative").bounding_box()
+    assert b["y"] >= a["y"] + a["height"] - 1 and a["width"] <= 400, (a, b)
+    page.screenshot(path=str(ARTIFACTS / "e2e-mobile.png"), full_page=False)
     page.close()
 
 
@@ -192,8 +340,7 @@ def replay(url, browser, target, draft, tmp_path):
     good.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=12, seed=1).to_json())
     bad = tmp_path / "broken.json"
     bad.write_text('{"schema_version": 1, "steps": [')
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
-    page.goto(url)
+    page = open_page(browser, url)
     page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)
     page.set_input_files("#sv-upload input[type=file]", str(bad))
     page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Could not replay')",
@@ -205,6 +352,7 @@ def replay(url, browser, target, draft, tmp_path):
     page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Replaying 1')", timeout=30_000)
     wait_plot_title(page, "sv-tree-0", "step 1 ")
     assert "sd" in page.inner_text("#sv-head-0")
+    assert page.locator("#sv-seed input[type=number]").input_value() == "1"  # the settings the trace used
     page.screenshot(path=str(ARTIFACTS / "e2e-replay.png"), full_page=True)
     page.close()
 

@@ -125,6 +125,7 @@ def test_positions_explain_every_decision(pair):
             assert r.residual_mass == pytest.approx(tv, abs=1e-5)  # = TV(p, q)
             assert r.p == sorted(r.p, reverse=True) and len(r.p) == len(r.ids) == len(r.q)
             assert 4 <= len(r.ids) <= 8 + 3 + 1  # top-4 of p and q, candidates, the token produced
+            assert r.texts == [pair.decode_token(t) for t in r.ids]  # a replay labels them with no tokenizer
         tested = {n.id for n in step.forest if n.status in ("accepted", "rejected")}
         for n in step.forest:
             if n.id in tested:

@@ -51,6 +51,19 @@ def test_unknown_models_give_a_load_error(tmp_path):
         specviz.load_pair(str(tmp_path / "missing"))
     with pytest.raises(ModelLoadError, match="nobody-has/this-model"):
         specviz.load_pair("nobody-has/this-model")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("not a model")
+    with pytest.raises(ModelLoadError, match=r"is a directory but not a Hugging Face model: it has no config\.json\."):
+        specviz.load_pair(str(tmp_path / "notes"))
+
+
+def test_load_errors_keep_the_whole_message():
+    from specviz.models.loading import one_line
+
+    assert one_line(OSError("Couldn't instantiate the backend tokenizer from one of:\n(1) a tokenizers file\n"
+                            "(2) a slow tokenizer")) == ("Couldn't instantiate the backend tokenizer from one of: "
+                                                         "(1) a tokenizers file (2) a slow tokenizer")
+    assert len(one_line(ValueError("x" * 1000))) == 300
 
 
 @pytest.mark.parametrize("kwargs, error", [

@@ -1,6 +1,7 @@
 """The app's callbacks, called in-process on a tiny real pair saved with a real tokenizer."""
 from __future__ import annotations
 
+import html
 import json
 import os
 import sys
@@ -16,13 +17,24 @@ from specviz.trace import RunTrace
 from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui.app import CUSTOM, param_value
 from specviz.ui.gpu import gpu
+from specviz.ui.layout import Slot
 from specviz.ui.pairs import PairChoice, PairRegistry
 from test_ui_support import save_tiny_pair
 
 FOUR = [a for a in ("ar", "sd", "mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS][:4]
-N_FULL_HEAD = 9   # session, status, slider, step label, table, 4 comparison figures
-SLOT_FULL = 6     # column, header, tokens, tree, controller, download
-SLOT_STEP = 4     # header, tokens, tree, controller
+SIX = (FOUR * 2)[:6]  # six columns streaming (an algorithm may appear twice)
+
+
+class Clock:
+    """An explicit clock for the live loop: each reading advances ``tick`` seconds, so a test decides
+    whether the throttle lets an update through, never the machine's speed."""
+
+    def __init__(self, tick: float = 1.0):
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +42,16 @@ def pair_dirs(tmp_path_factory):
     return save_tiny_pair(tmp_path_factory.mktemp("pair"))
 
 
+def no_wait(control, seconds):
+    """``Explorer.pause`` without waiting: whether Stop came (tests drive time explicitly)."""
+    return control.stopped()
+
+
 @pytest.fixture(scope="module")
 def explorer(pair_dirs):
     target, draft = pair_dirs
-    return Explorer(AppConfig(max_columns=6), presets=[PairChoice("tiny test pair", target, draft)])
+    return Explorer(AppConfig(max_columns=6, measure_repeats=1), presets=[PairChoice("tiny test pair", target, draft)],
+                    clock=Clock(), pause=no_wait)
 
 
 def params_for(ex: Explorer, **overrides):
@@ -55,26 +73,45 @@ def run_all(ex: Explorer, session: Session, algos, prompt="def fibonacci(n):\n",
 
 
 def screen(outs):
-    """What the browser shows after a stream of updates: the last non-skip value of each output."""
-    shown = list(outs[0])
-    for out in outs[1:]:
-        for j, v in enumerate(out):
-            if not (isinstance(v, dict) and v == gr.skip()):
-                shown[j] = v
+    """What the browser shows after a stream of views: the last value sent for each name."""
+    shown = {}
+    for out in outs:
+        shown.update(out)
     return shown
 
 
-def slot(out, i, full=True):
-    width = SLOT_FULL if full else SLOT_STEP
-    head = N_FULL_HEAD if full else 2
-    return out[head + width * i: head + width * (i + 1)]
+def value(v):
+    """A panel's value whether sent bare or as a component update."""
+    return v.value if hasattr(v, "value") and not isinstance(v, (str, go.Figure)) else v
 
 
-def test_app_builds_with_generated_settings(explorer):
+def tree_step(fig) -> int:
+    """The 1-based step a tree figure shows (its title starts "step k ")."""
+    return int(fig.layout.title.text.split()[1])
+
+
+def header_step(header: str) -> int:
+    return int(header.split("step <b>")[1].split("</b>")[0])
+
+
+def plot_title(v) -> str:
+    """The title of a figure sent bare or inside a ``gr.Plot`` update."""
+    if isinstance(v, go.Figure):
+        return v.layout.title.text or ""
+    plot = v.value["plot"] if isinstance(v.value, dict) else v.value
+    return ((json.loads(plot).get("layout") or {}).get("title") or {}).get("text", "")
+
+
+def live(ex: Explorer, session: Session, algos, prompt="def f(x):\n", max_new=64, pace=0.0, seed=0, top_k=0):
+    return ex.run(session, prompt, max_new, 0.0, 1.0, top_k, seed, algos, pace, *params_for(ex))
+
+
+def test_app_builds_with_generated_settings_and_named_panels(explorer):
     demo = explorer.build()
     assert isinstance(demo, gr.Blocks)
     ids = {getattr(b, "elem_id", None) for b in demo.blocks.values()}
-    for needed in ("sv-prompt", "sv-run", "sv-step", "sv-prev", "sv-next", "sv-table", "sv-upload", "sv-algos",
+    for needed in ("sv-prompt", "sv-run", "sv-stop", "sv-measure-btn", "sv-step", "sv-prev", "sv-next", "sv-table",
+                   "sv-upload", "sv-algos", "sv-input-msg", "sv-pace", "sv-node-pick",
                    "sv-tree-0", f"sv-tree-{explorer.n_slots - 1}"):
         assert needed in ids
     # one settings component per declared parameter of every registered algorithm
@@ -84,37 +121,53 @@ def test_app_builds_with_generated_settings(explorer):
         if spec.params:
             assert f"{name} settings" in labels
     assert explorer.n_slots >= 4
+    # every column declares every panel once; views address them by name
+    page = explorer.page
+    assert len(page.slots) == explorer.n_slots
+    for i, s in enumerate(page.slots):
+        for panel in Slot.panels():
+            assert page.component((panel, i)) is getattr(s, panel)
+            assert getattr(s, panel) in page.outputs()
+    assert page.bind({"status": "x", ("tree", 1): None}) == {page.status: "x", page.slots[1].tree: None}
+    assert page.bind({}) == [gr.skip()] * len(page.outputs())  # an empty view changes nothing
+    with pytest.raises(KeyError):
+        page.component("no-such-panel")
+    assert page.slots[0].tokens.autoscroll  # the text follows the newest token while live
 
 
 def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
     session = Session(pair_key=explorer.default_key)
     outs = run_all(explorer, session, FOUR)
     final = screen(outs)
-    assert final[0] is session and not session.running
-    assert "Done" in final[1]
-    table = final[4]
+    assert final["session"] is session and not session.running
+    assert "Done" in final["status"]
+    table = final["table"]
     for i, algo in enumerate(FOUR):
-        col, header, tokens, tree, ctrl, download = slot(final, i)
-        assert col.visible is True
-        assert f"<b>{algo}</b>" in header
-        assert 'class="sv-tok' in tokens
+        assert final["column", i].visible is True
+        assert f"<b>{algo}</b>" in final["header", i]
+        assert 'class="sv-tok' in final["tokens", i]
+        tree = final["tree", i]
         assert isinstance(tree, go.Figure) and any(t.meta == "path" for t in tree.data)
         assert f">{session.columns[i].label}" in table  # a metrics row per algorithm
+        download = final["download", i]
         trace = RunTrace.from_json(open(download.value["path"] if isinstance(download.value, dict) else download.value).read())
         assert trace.algorithm == algo and len(trace.output_ids) == 24
     for i in range(len(FOUR), explorer.n_slots):
-        assert slot(final, i)[0].visible is False
+        assert final["column", i].visible is False
     # all runs on the same prompt, seed and settings; lossless ones match ar greedily
     assert len({tuple(c.trace.prompt_ids) for c in session.columns}) == 1
     assert table.count('class="sv-good">✓ identical') == len(FOUR) - 1 and "sv-bad" not in table
-    for fig in final[5:9]:
-        assert isinstance(fig, go.Figure) and fig.data
+    for name in ("per_step", "cumulative", "hist", "time"):
+        assert isinstance(final[name], go.Figure) and final[name].data
+    # Run is disabled while the run goes and enabled again at its end; Stop the other way round
+    assert outs[0]["run_btn"].interactive is False and outs[0]["stop_btn"].interactive is True
+    assert outs[-1]["run_btn"].interactive is True and outs[-1]["stop_btn"].interactive is False
 
 
 def test_runs_advance_together_and_stream(explorer):
     session = Session(pair_key=explorer.default_key)
     seen = []
-    gen = explorer.run(session, "import os\n", 12, 1.0, 1.0, 0, 1, ["ar", "sd"], 0.01, *params_for(explorer))
+    gen = explorer.run(session, "import os\n", 12, 1.0, 1.0, 0, 1, ["ar", "sd"], 0.0, *params_for(explorer))
     for out in gen:
         seen.append([c.n_steps for c in session.columns])
     assert len(seen) > 3  # streamed, not one final update
@@ -124,34 +177,94 @@ def test_runs_advance_together_and_stream(explorer):
     assert seen[-1][0] == 12  # ar: one token per step
 
 
+def test_throttle_follows_its_clock():
+    """Unpaced updates at most every interval, read from the injected clock (no sleeping)."""
+    from specviz.ui.runner import Throttle
+    now = [0.0]
+    t = Throttle(0.25, ratio=8.0, clock=lambda: now[0])
+    assert t()            # the first update always goes
+    now[0] = 0.1
+    assert not t()
+    now[0] = 0.3
+    assert t()
+    t.rendered(0.1)       # a slow render: wait 8 x 0.1 s
+    now[0] = 0.6
+    assert not t()
+    now[0] = 1.2
+    assert t()
+
+
+def test_final_update_shows_every_column_at_its_own_step(explorer, monkeypatch):
+    """The run's last update re-sends every column's tree, controller and text in full, each at the
+    step its header names, so the page ends on the state the server has even if an earlier update
+    never reached the browser (seen: headers "last step 23" over trees at "step 20")."""
+    from specviz.ui import render
+    monkeypatch.setattr(render, "informative_step", None)  # open on the last step
+    session = Session(pair_key=explorer.default_key)
+    outs = list(live(explorer, session, FOUR, max_new=40))
+    last = outs[-1]
+    assert len(outs) > 5
+    for i, col in enumerate(session.columns):
+        n = col.n_steps
+        assert header_step(last["header", i]) == n and tree_step(last["tree", i]) == n, (i, col.algorithm)
+        assert ("controller", i) in last and ("tokens", i) in last and ("narrative", i) in last
+    # columns that finished early: their last tree was already sent, and it is sent again
+    early = [i for i, c in enumerate(session.columns) if c.n_steps < session.n_steps]
+    assert early
+
+
+def test_a_finished_run_opens_each_column_on_its_informative_step(explorer, monkeypatch):
+    from specviz.ui import render
+    opened = {}
+
+    def informative(trace):
+        opened[trace.algorithm] = k = min(2, len(trace.steps) - 1)
+        return k
+    monkeypatch.setattr(render, "informative_step", informative)
+    monkeypatch.setattr(render, "step_narrative", lambda step, algorithm: f"**{algorithm}** step {step.index + 1} story")
+    session = Session(pair_key=explorer.default_key)
+    last = list(live(explorer, session, ["ar", "sd"], max_new=16))[-1]
+    assert set(opened) == {"ar", "sd"}
+    for i, algo in enumerate(["ar", "sd"]):
+        assert header_step(last["header", i]) == tree_step(last["tree", i]) == 3
+        assert "most informative" in last["header", i]
+        story = last["narrative", i]
+        assert story.visible and story.value == f"**{algo}** step 3 story"
+        assert 'class="sv-pinned"' in last["tokens", i]  # the browser leaves its highlight alone
+    assert "most informative" in last["step_label"]
+    # a scrub moves every column together again
+    out = explorer.scrub(session, 5)
+    assert [c.pin for c in session.columns] == [None, None]
+    assert tree_step(out["tree", 0]) == 5
+
+
 def test_scrub_prev_next_latest(explorer):
     session = Session(pair_key=explorer.default_key)
     run_all(explorer, session, ["ar", "sd"], max_new=16)
     out = explorer.scrub(session, 1)
     assert session.step == 0
-    slider, label = out[0], out[1]
-    assert slider.value == 1 and "step 1 of 16" in label
-    header, tokens, tree, _ = slot(out, 1, full=False)
-    assert tree.layout.title.text.startswith("step 1 ")
-    assert tokens == gr.skip()  # the text is unchanged; the browser moves its highlight (STEP_JS)
-    assert "step <b>1</b>/" in header
-    out = explorer.prev(session)
+    assert out["slider"].value == 1 and "step 1 of 16" in out["step_label"]
+    assert tree_step(out["tree", 1]) == 1
+    assert "step <b>1</b>/" in out["header", 1]
+    explorer.next(session)
+    out = explorer.scrub(session, 1)
+    assert ("tokens", 1) not in out  # the text is unchanged; the browser moves its highlight (STEP_JS)
+    explorer.prev(session)
     assert session.step == 0  # clamped
     explorer.next(session)
     explorer.next(session)
     assert session.step == 2
     out = explorer.latest(session)
-    assert session.step is None and "step 16 of 16" in out[1]
+    assert session.step is None and "step 16 of 16" in out["step_label"]
     out = explorer.scrub(session, 10_000)
-    assert out[0].value == 16
+    assert out["slider"].value == 16
     # sd finished before step 15: scrubbing between 15 and 16 re-sends only its header
     n_sd = session.columns[1].n_steps
     assert n_sd < 15
     out = explorer.scrub(session, 15)
-    header, tokens, tree, ctrl = slot(out, 1, full=False)
-    assert f"last step <b>{n_sd}</b>" in header
-    assert tokens == tree == ctrl == gr.skip()
-    assert isinstance(slot(out, 0, full=False)[2], go.Figure)  # ar (16 steps) did move
+    assert f"last step <b>{n_sd}</b>" in out["header", 1]
+    assert not {("tokens", 1), ("tree", 1), ("controller", 1)} & set(out)
+    assert isinstance(out["tree", 0], go.Figure)  # ar (16 steps) did move
 
 
 def test_play_steps_through(explorer):
@@ -159,7 +272,7 @@ def test_play_steps_through(explorer):
     run_all(explorer, session, ["sd"], max_new=6)
     session.step = 0
     frames = list(explorer.play(session, 0.0))
-    assert [f[0].value for f in frames] == list(range(1, session.n_steps + 1))
+    assert [f["slider"].value for f in frames] == list(range(1, session.n_steps + 1))
 
 
 def test_bad_pair_gives_a_message_and_keeps_the_previous_pair(explorer, monkeypatch):
@@ -173,7 +286,7 @@ def test_bad_pair_gives_a_message_and_keeps_the_previous_pair(explorer, monkeypa
     assert "Type a target" in md
     # the app still runs on the previous pair
     final = run_all(explorer, session, ["sd"], max_new=4)[-1]
-    assert "Done" in final[1]
+    assert "Done" in final["status"]
 
 
 def test_mismatched_tokenizers_are_refused(explorer, tmp_path):
@@ -198,55 +311,274 @@ def test_load_a_preset(explorer):
 def test_refused_requests_are_messages(explorer):
     session = Session(pair_key=explorer.default_key)
     (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, [], 0.0, *params_for(explorer)))
-    assert "Select at least one algorithm" in out[1]
+    assert "Select at least one algorithm" in out["status"]
     (out,) = list(explorer.run(session, "   ", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, *params_for(explorer)))
-    assert "prompt is empty" in out[1]
+    assert "prompt is empty" in out["status"]
     too_many = list(specviz.ALGORITHMS) * 3
     (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, too_many[: explorer.n_slots + 1], 0.0,
                                *params_for(explorer)))
-    assert "At most" in out[1]
+    assert "At most" in out["status"]
     (out,) = list(explorer.run(Session(pair_key=None), "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, *params_for(explorer)))
-    assert "No pair loaded" in out[1]
+    assert "No pair loaded" in out["status"]
+
+
+@pytest.mark.parametrize("seed", [2**63, 99999999999999999999, 1e30, -1, 1.5, float("nan"), None])
+def test_bad_seeds_are_messages_in_the_page(explorer, seed, monkeypatch):
+    """A seed outside 0..2^63-1 used to raise "Overflow when unpacking long long" with no message."""
+    monkeypatch.setattr(specviz, "stream", lambda *a, **k: pytest.fail("a bad seed reached the engine"))
+    session = Session(pair_key=explorer.default_key)
+    (out,) = list(live(explorer, session, ["ar"], max_new=8, seed=seed))
+    assert "seed must be a whole number from 0 to 9223372036854775807" in out["status"]
+    assert "seed must be" in out["input_msg"].value and session.columns == []
+    assert "seed must be" in explorer.input_message(session, "x", 8, 0, seed)["input_msg"].value
+
+
+def test_bad_top_k_and_too_many_tokens_are_messages(explorer):
+    session = Session(pair_key=explorer.default_key)
+    (out,) = list(live(explorer, session, ["ar"], max_new=8, top_k=-3))
+    assert "top-k must be 0 (off) or a positive whole number; got -3" in out["status"]
+    pair = explorer.registry.get(explorer.default_key)
+    prompt = "def f(x):\n"
+    n_prompt = len(pair.encode(prompt))
+    limit = pair.context_length - n_prompt
+    (out,) = list(live(explorer, session, ["ar"], prompt=prompt, max_new=limit + 1))
+    assert f"the prompt takes {n_prompt}, so at most {limit} new tokens fit" in out["status"]
+    msg = explorer.input_message(session, prompt, 8, 0, 0)["input_msg"].value
+    assert f"prompt: {n_prompt} tokens" in msg and f"up to {limit}" in msg
+
+
+def test_run_refuses_a_second_run_while_one_goes(explorer):
+    session = Session(pair_key=explorer.default_key)
+    gen = live(explorer, session, ["ar", "sd"], max_new=32)
+    first = next(gen)
+    assert first["run_btn"].interactive is False
+    (again,) = list(live(explorer, session, ["ar"], max_new=8))
+    assert "already going" in again["status"] and session.running  # the first run is untouched
+    rest = list(gen)
+    assert rest[-1]["run_btn"].interactive is True and not session.running
+    assert list(live(explorer, session, ["ar"], max_new=4))[-1]["run_btn"].interactive is True  # free again
+
+
+def test_stop_keeps_what_ran(explorer):
+    """Stop after the first update: the run ends itself at once with an update marked "stopped" showing
+    each column's last step (no timing: the generator is suspended at its yield when Stop comes)."""
+    session = Session(pair_key=explorer.default_key)
+    gen = live(explorer, session, ["ar", "sd"], max_new=64)
+    next(gen)
+    ar, sd = session.columns
+    for _ in range(30):  # until sd has more tokens than ar (it drafts several per step)
+        next(gen)
+        if len(sd.trace.output_ids) > len(ar.trace.output_ids):
+            break
+    assert len(sd.trace.output_ids) > len(ar.trace.output_ids)
+    steps = [c.n_steps for c in session.columns]
+    assert explorer.stop(session)["stop_btn"].interactive is False
+    rest = list(gen)
+    assert len(rest) == 1  # no further step: the final, stopped update
+    final = rest[0]
+    assert [c.n_steps for c in session.columns] == steps
+    assert "Stopped" in final["status"] and not session.running
+    assert all(c.done and c.trace.finish_reason == "stopped" for c in session.columns)
+    for i, c in enumerate(session.columns):
+        assert header_step(final["header", i]) == tree_step(final["tree", i]) == c.n_steps
+        assert "stopped" in final["header", i]
+    assert final["run_btn"].interactive is True
+    assert explorer.stop(session) == {}  # nothing left to stop
+    # sd got further than ar before Stop: that is no divergence from ar's greedy output
+    assert "sv-bad" not in final["table"] and "identical over the first" in final["table"]
+    assert "sv-diverge" not in final["tokens", 1]
+
+
+def test_stop_answers_within_one_step_with_six_columns(explorer, monkeypatch):
+    """Stop is checked before every column's step, not once per round of six."""
+    session = Session(pair_key=explorer.default_key)
+    gen = live(explorer, session, SIX, max_new=64)
+    next(gen)
+    stepped = []
+
+    for i, col in enumerate(session.columns):
+        it = col._it
+
+        def counted(it=it, i=i):
+            for step in it:
+                stepped.append(i)
+                if i == 1:
+                    explorer.stop(session)  # Stop arrives while the second column steps
+                yield step
+        col._it = counted()
+    rest = list(gen)
+    assert stepped == [0, 1], stepped  # columns 3 to 6 never took another step
+    assert "Stopped" in rest[-1]["status"] and len(SIX) == 6
+
+
+def test_a_paused_run_wakes_at_stop():
+    from specviz.ui.runner import RunControl
+    c = RunControl()
+    assert c.pause(0) is False
+    c.stop()
+    assert c.pause(3600) is True  # returns at once: the event is set
+
+
+def test_the_page_sets_the_pace_once_it_reports(explorer):
+    """Back-pressure: a page that reports what it has drawn is never more than one update behind; a
+    caller that never reports (a script, these tests) is not waited for."""
+    from specviz.ui.runner import RunControl
+    c = RunControl()
+    c.wait_shown(10, timeout=3600)  # returns at once: the page has not reported
+    c.report_shown(4)
+    c.report_shown(3)               # late reports never move it back
+    assert c.shown_step == 4 and c.page_reports
+    c.wait_shown(4, timeout=3600)   # returns at once: step 4 is drawn
+    c.stop()
+    c.wait_shown(99, timeout=3600)  # returns at once: stopped
+    session = Session(pair_key=explorer.default_key)
+    gen = live(explorer, session, ["ar"], max_new=8)
+    next(gen)
+    explorer.page_shown(session, "1:123")
+    assert explorer.runs.get(id(session)).shown_step == 1
+    explorer.page_shown(session, "garbage")  # ignored
+    explorer.stop(session)  # (the run would now wait up to 3 s per update for reports that never come)
+    assert "Stopped" in list(gen)[-1]["status"]
+
+
+def test_paced_run_waits_between_steps_and_marks_timings(pair_dirs):
+    clock = Clock(tick=0.01)
+    waits = []
+
+    def pause(control, seconds):
+        waits.append(round(seconds, 6))
+        clock.now += max(seconds, 0)
+        return control.stopped()
+    ex = Explorer(AppConfig(max_columns=6), presets=[PairChoice("t", *pair_dirs)], clock=clock, pause=pause)
+    session = Session(pair_key=ex.default_key)
+    outs = list(ex.run(session, "def f(x):\n", 6, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.5, *params_for(ex)))
+    n = session.n_steps
+    assert len(waits) == n - 1 or len(waits) == n  # one pause per round of steps
+    assert all(0 < w <= 0.5 for w in waits)
+    assert len(outs) == len(waits) + 2  # every paced step is shown (plus the first and last updates)
+    assert session.pace == 0.5
+    table = outs[-1]["table"]
+    assert "not comparable" in table and "interleaved" in table and "paced (0.5 s per step)" in table
+
+
+def test_table_marks_wall_times_only_when_not_comparable(explorer, tmp_path):
+    from specviz.viz import comparison_table_html
+    session = Session(pair_key=explorer.default_key)
+    run_all(explorer, session, ["ar"], max_new=6)
+    runs = session.runs()
+    assert "not comparable" not in comparison_table_html(runs)
+    marked = comparison_table_html(runs, not_comparable="the columns ran interleaved")
+    assert 'class="sv-nc"' in marked and "Measure" in marked
+    out = Explorer(AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/x", None)],
+                   preload=False).upload([session.columns[0].path], Session())
+    assert "not comparable" not in out["table"]  # one replayed trace: its own timing
+
+
+def test_measure_runs_one_after_another_and_reports_medians(explorer):
+    session = Session(pair_key=explorer.default_key)
+    outs = list(explorer.measure(session, "def f(x):\n", 12, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.3, *params_for(explorer)))
+    assert outs[0]["measure_btn"].interactive is False and outs[-1]["measure_btn"].interactive is True
+    html = outs[-1]["measurements"]
+    assert "median wall s" in html and "one after another" in html
+    assert html.count("<tr>") == 3  # header + ar + sd
+    assert "×</td>" in html  # sd's speed-up against ar's median
+    assert any("measuring sd (2 of 2)" in o.get("measurements", "") for o in outs)
+
+
+def test_measure_rows_come_from_median_times(explorer, monkeypatch):
+    from specviz.ui import measure as m
+    times = iter([2.0, 1.0])
+    monkeypatch.setattr(m, "median_time", lambda fn, repeats: (next(times), fn()))
+    pair = explorer.registry.get(explorer.default_key)
+    *_, (note, rows) = m.measure(pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, max_new_tokens=8,
+                                 temperature=0.0, seed=0)
+    ar, sd = rows
+    assert ar.wall_s == 2.0 and sd.wall_s == 1.0 and ar.new_tokens == sd.new_tokens == 8
+    assert sd.speedup == pytest.approx(2.0) and ar.speedup == pytest.approx(1.0)
+
+
+def test_clicking_a_node_opens_its_distribution(explorer, monkeypatch):
+    from specviz.ui import render
+    asked = []
+
+    def dist(step, node_id):
+        asked.append((step.index, node_id))
+        return go.Figure(layout={"title": {"text": f"p and q at node {node_id}"}})
+    monkeypatch.setattr(render, "distribution_figure", dist)
+    monkeypatch.setattr(render, "informative_step", None)
+    session = Session(pair_key=explorer.default_key)
+    run_all(explorer, session, ["ar", "sd"], max_new=12)
+    explorer.scrub(session, 2)
+    node = session.columns[1].trace.steps[1].forest[0].id
+    out = explorer.select_node(session, f"1:{node}:12345")
+    assert asked == [(1, node)]
+    assert out["distribution", 1].visible is True and plot_title(out["distribution", 1]) == f"p and q at node {node}"
+    assert ("distribution", 0) not in out  # the other column is untouched
+    out = explorer.select_node(session, f"1:{node}:12346")  # a second click closes it
+    assert out["distribution", 1].visible is False
+    assert explorer.select_node(session, "garbage") == {}
+
+
+def test_colours_follow_the_algorithm(explorer, monkeypatch, tmp_path):
+    from specviz.ui import render
+    monkeypatch.setattr(render, "algorithm_color", lambda name: {"ar": "#111111", "sd": "#222222"}[name])
+    session = Session(pair_key=explorer.default_key)
+    final = screen(run_all(explorer, session, ["ar", "sd"], max_new=4))
+    assert "#222222" in final["header", 1]
+    replay = Session()
+    out = explorer.upload([session.columns[1].path], replay)  # sd alone, now in the first column
+    assert "#222222" in out["header", 0]
 
 
 def test_bad_algorithm_parameter_fails_only_its_column(explorer):
     session = Session(pair_key=explorer.default_key)
     final = screen(run_all(explorer, session, ["ar", "mcsd"], max_new=6, **{"mcsd.k_config": "not-a-config"}))
-    ar_head, mcsd_head = slot(final, 0)[1], slot(final, 1)[1]
-    assert "sv-error" not in ar_head and "sv-error" in mcsd_head
+    assert "sv-error" not in final["header", 0] and "sv-error" in final["header", 1]
     assert session.columns[0].trace.finish_reason == "length"
 
 
 def test_upload_replays_without_a_model(explorer, tmp_path):
     session = Session(pair_key=explorer.default_key)
-    run_all(explorer, session, ["ar", "sd"], max_new=8)
+    run_all(explorer, session, ["ar", "sd"], max_new=8, temperature=0.0, seed=7)
     paths = [c.path for c in session.columns]
     replayer = Explorer(AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)],
                         preload=False)
     assert replayer.registry.keys() == []
     fresh = Session()
     out = replayer.upload(paths, fresh)
-    assert "Replaying 2 uploaded traces" in out[1]
+    assert "Replaying 2 uploaded traces" in out["status"]
     assert [c.algorithm for c in fresh.columns] == ["ar", "sd"]
-    assert isinstance(slot(out, 1)[3], go.Figure)
-    assert "step 1 of" in out[3]
+    assert isinstance(out["tree", 1], go.Figure)
+    assert "step 1 of" in out["step_label"]
+    # the sidebar shows the settings the trace used
+    assert out["seed"] == 7 and out["temperature"] == 0.0 and out["max_new"] == 8
     out = replayer.scrub(fresh, 3)
-    assert slot(out, 1, full=False)[2].layout.title.text.startswith("step 3 ")
+    assert tree_step(out["tree", 1]) == 3
+
+
+GOOD = {"schema_version": 2, "algorithm": "sd", "params": {}, "pair": {}, "sampling": {}, "seed": 0,
+        "prompt_ids": [1], "prompt_text": "x"}
 
 
 @pytest.mark.parametrize("content,expected", [
     (b"{not json", "Not valid JSON"),
     (b'{"schema_version": 999}', "schema version"),
     (b"[1, 2, 3]", "must be a JSON object"),
-    (b'{"schema_version": 1, "steps": [{"index": 0}]}', "Malformed trace"),
+    (b'{"schema_version": 1, "steps": [{"index": 0}]}', "the required fields 'algorithm', 'params'"),
+    (json.dumps({**GOOD, "bogus": 1}).encode(), "unknown field 'bogus'"),
+    (json.dumps({**GOOD, "seed": "x"}).encode(), 'seed should be a whole number, got a string ("x")'),
+    (json.dumps({**GOOD, "steps": [{"index": 0}]}).encode(), "the required field 'n_before' of steps[0] is missing"),
+    (json.dumps({**GOOD, "steps": [{"index": 0, "n_before": 0, "forest": [{"id": 1}]}]}).encode(),
+     "of steps[0].forest[0] are missing"),
     (b"\xff\xfe\x00garbage", "not a text"),
 ])
 def test_malformed_upload_gets_a_clear_message(explorer, tmp_path, content, expected):
     bad = tmp_path / "bad.json"
     bad.write_bytes(content)
     session = Session(pair_key=explorer.default_key)
-    out = explorer.upload([str(bad)], session)
-    assert "Could not replay" in out[1] and expected in out[1]
+    status = html.unescape(explorer.upload([str(bad)], session)["status"])
+    assert "Could not replay" in status and expected in status
+    assert "__init__" not in status and "positional" not in status
     assert session.columns == []
 
 
@@ -255,7 +587,7 @@ def test_oversized_upload_is_refused(pair_dirs, tmp_path):
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"schema_version": 1, "padding": "x" * 5000}))
     out = ex.upload([str(big)], Session())
-    assert "accepts traces up to" in out[1]
+    assert "accepts traces up to" in out["status"]
 
 
 def test_public_mode_limits(pair_dirs, monkeypatch):
@@ -267,7 +599,7 @@ def test_public_mode_limits(pair_dirs, monkeypatch):
     assert AppConfig.from_env({"SPACE_ID": "me/specviz"}).public  # a Space is public unless told otherwise
     assert not AppConfig.from_env({"SPACE_ID": "me/specviz", "SPECVIZ_PUBLIC": "0"}).public
     assert not AppConfig.from_env({}).public
-    ex = Explorer(cfg, presets=[PairChoice("tiny", *pair_dirs)])
+    ex = Explorer(cfg, presets=[PairChoice("tiny", *pair_dirs)], clock=Clock(), pause=no_wait)
     session = Session(pair_key=ex.default_key)
     md, _ = ex.load(CUSTOM, "/some/path", "", True, session, progress=lambda *a, **k: None)
     assert "preset pairs only" in md
@@ -275,9 +607,10 @@ def test_public_mode_limits(pair_dirs, monkeypatch):
     monkeypatch.setattr(ex.registry, "load", lambda t, d, trust_remote_code=False: seen.setdefault("trust", trust_remote_code) or ex.default_key)
     ex.load(ex.presets[0].key, "", "", True, session, progress=lambda *a, **k: None)
     assert seen["trust"] is False  # remote code stays off whatever the checkbox says
-    final = run_all(ex, session, ["ar"], max_new=10_000)[-1]
-    assert len(session.columns[0].trace.output_ids) == cfg.max_new_tokens_cap
-    assert "capped" in final[1]
+    (out,) = run_all(ex, session, ["ar"], max_new=10_000)
+    assert f"this app allows at most {cfg.max_new_tokens_cap}" in out["status"]  # refused in words, not clamped
+    final = run_all(ex, session, ["ar"], max_new=cfg.max_new_tokens_cap)[-1]
+    assert len(session.columns[0].trace.output_ids) == cfg.max_new_tokens_cap and "Done" in final["status"]
     demo = ex.build()
     custom = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "sv-pair-choice"][0]
     assert CUSTOM not in [c[1] for c in custom.choices]
@@ -289,8 +622,16 @@ def test_env_config_and_launch_kwargs():
     assert cfg.max_upload_bytes == 3 * 1024 * 1024 and cfg.concurrency == 4 and cfg.default_target == "a/b"
     kw = launch_kwargs(cfg)
     assert kw["max_file_size"] == 3 * 1024 * 1024 and "sv-tok" in kw["css"]
+    assert "plotly_click" in kw["js"] and "@media (max-width" in kw["css"]  # node clicks; phones stack
     with pytest.raises(ValueError):
         AppConfig.from_env({"SPECVIZ_CONCURRENCY": "many"})
+
+
+def test_app_py_help_prints_help_and_exits():
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "app.py", "--help"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "usage: python app.py" in r.stdout and "--port" in r.stdout
 
 
 def test_spaces_gpu_is_applied_only_when_available(monkeypatch):
@@ -325,7 +666,7 @@ def test_param_values_convert():
 def test_200_step_run_scrubs_without_lag(explorer, monkeypatch):
     """A scrub rebuilds only the selected step's views: at most one tree and one controller figure per
     column, for that step, and none of the whole-run figures (their step markers move in the browser). The
-    time is printed with ``-s``; speed is measured by ``python -m specviz.viz.perf``, not asserted."""
+    time is printed with ``-s``; speed is measured by ``python -m specviz.bench.figure_timing``, not asserted."""
     from specviz import viz
 
     session = Session(pair_key=explorer.default_key)
@@ -349,12 +690,12 @@ def test_200_step_run_scrubs_without_lag(explorer, monkeypatch):
         built.clear()
         t0 = time.perf_counter()
         out = explorer.scrub(session, k)
-        for item in out:  # include the JSON that gradio sends
+        for item in out.values():  # include the JSON that gradio sends
             if isinstance(item, go.Figure):
                 item.to_json()
         times.append(1000 * (time.perf_counter() - t0))
         trees = [step for name, step in built if name == "step_tree_figure"]
-        # at most one tree per column (one whose clamped step did not move is skipped), never a later step
+        # at most one tree per column, never a later step
         assert len(trees) <= len(FOUR) and all(step <= k - 1 for step in trees), built
         assert k - 1 in trees  # ar has a step per token: its tree is the selected step's
         assert {name for name, _ in built} <= {"step_tree_figure", "controller_figure"}, built
@@ -386,18 +727,6 @@ def test_old_exports_are_swept(tmp_path):
     assert runner.sweep_exports(str(tmp_path), max_age_s=3600) == 1
     assert not old.exists() and new.exists()
     assert runner.sweep_exports(str(tmp_path), max_age_s=0) == 0  # rate-limited
-
-
-def test_stop_keeps_what_ran(explorer):
-    session = Session(pair_key=explorer.default_key)
-    gen = explorer.run(session, "def f(x):\n", 64, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.0, *params_for(explorer))
-    next(gen)
-    next(gen, None)
-    out = explorer.stop(session)
-    assert "stopped" in out[1] and not session.running
-    assert all(c.done and c.trace.finish_reason for c in session.columns)
-    assert list(gen) == []  # the run notices and ends without another update
-    assert explorer.stop(session)[1] == gr.skip()
 
 
 def test_greedy_divergence_is_marked_in_the_text(explorer):

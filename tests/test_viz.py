@@ -274,7 +274,7 @@ def test_replayed_trace_renders_like_the_live_one(traces):
 def test_64_node_tree_is_drawn_whole_and_readable(pair):
     """A dense tree (64+ nodes) shows every node at its own position, labels the verified nodes and
     keeps the unreached ones as hover-only markers. Its build time is measured by
-    ``python -m specviz.viz.perf`` (a ratio to the decoding step), not asserted here."""
+    ``python -m specviz.bench.figure_timing`` (a ratio to the decoding step), not asserted here."""
     algo = "mcsd" if "mcsd" in specviz.ALGORITHMS else None
     if algo is None:
         pytest.skip("needs a tree algorithm")

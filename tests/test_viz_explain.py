@@ -344,6 +344,8 @@ def test_narrative_on_real_traces(real_traces):
             assert told == len(tested), (algo, temp, step.index, text)
             if any(x.status == "resampled" for x in step.forest):
                 assert "**Resampled**" in text
+                if temp > 0:  # the residual's top tokens are named by the texts the trace recorded
+                    assert "top of the" in text and not re.search(r"\bid \d+ ", text), text
                 seen.add("resampled")
             if algo == "ar":
                 assert "**Drew**" in text and "**Drafted** nothing" in text
@@ -395,8 +397,7 @@ def test_token_titles_on_real_traces_never_round_to_zero(real_traces):
 
 def test_distribution_on_a_real_trace(real_traces):
     trace = real_traces[("mcsd", 1.0)]
-    if not trace.steps[0].positions:
-        pytest.skip("this engine records no per-position distributions yet (StepRecord.positions is empty)")
+    assert trace.steps[0].positions, "the engine records per-position distributions (trace v2)"
     checked = 0
     for step in trace.steps:
         for n in step.forest:
@@ -419,6 +420,9 @@ def test_distribution_on_a_real_trace(real_traces):
             validated(distribution_figure(step, step.forest[0].id))
     assert checked
     json.loads(distribution_figure(trace.steps[0], 0).to_json())
+    replayed = specviz.RunTrace.from_json(trace.to_json())  # no tokenizer: labels come from the trace
+    labels = list(bars(distribution_figure(replayed.steps[0], 0))["p"].x)
+    assert labels and not any(str(x).startswith("id ") for x in labels)
 
 
 # ---------------------------------------------------------------- colours follow the algorithm

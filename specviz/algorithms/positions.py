@@ -8,6 +8,8 @@ before rounding.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from specviz.trace import PositionRecord
@@ -27,7 +29,7 @@ def _top(probs: torch.Tensor, k: int) -> list[int]:
 
 def position_record(parent: int | None, p: torch.Tensor, q: torch.Tensor | None, tested: list[int],
                     produced: int | None, final_residual: torch.Tensor | None, k: int,
-                    root: int = 0) -> PositionRecord:
+                    root: int = 0, text: Callable[[int], str] | None = None) -> PositionRecord:
     """The ``PositionRecord`` of a position whose target law is ``p`` (warped), draft law ``q``
     (``None`` if nothing was drafted there), candidates ``tested`` in draw order, ``produced`` the
     token this position produced (accepted candidate or resampled/bonus draw, ``None`` if the step
@@ -40,7 +42,8 @@ def position_record(parent: int | None, p: torch.Tensor, q: torch.Tensor | None,
         chosen.update(_top(q, k))
     ids = sorted(chosen, key=lambda t: (-float(p[t]), t))
     index = torch.tensor(ids, dtype=torch.long)
-    record = PositionRecord(parent, ids, _round(p[index]), root=root)
+    record = PositionRecord(parent, ids, _round(p[index]), root=root,
+                            texts=[text(t) for t in ids] if text is not None else None)
     if q is not None:
         gap = torch.clamp(p - q, min=0.0)
         mass = float(gap.sum())

@@ -76,7 +76,7 @@ def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: torch.Ten
         if not kids:
             extra, kind = dec.sample(p), "bonus"
             if k:
-                step.positions.append(position_record(parent_id, p, None, [], extra, None, k, beam))
+                step.positions.append(position_record(parent_id, p, None, [], extra, None, k, beam, dec.text))
             break
         q = tree.parent_q[node]
         step.tv.append(tv_distance(p, q))
@@ -91,10 +91,11 @@ def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: torch.Ten
             extra, kind = dec.sample(sched.final_residual), "resampled"
             if k:
                 step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], extra,
-                                                      sched.final_residual, k, beam))
+                                                      sched.final_residual, k, beam, dec.text))
             break
         if k:
-            step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], cands[hit], None, k, beam))
+            step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], cands[hit], None, k, beam,
+                                                  dec.text))
         node = kids[hit]
         step.forest[node].status = "accepted"
         path.append(node)

@@ -124,10 +124,20 @@ def resolve_device_dtype(device: str, dtype: str | torch.dtype) -> tuple[str, to
     return device, DTYPES[dtype]
 
 
+def one_line(exc: Exception, limit: int = 300) -> str:
+    """An exception's whole message on one line (never cut mid-sentence at its first newline), capped."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def resolve_source(name: str) -> str:
     """A local directory (expanded) or a hub id; a path-like name that is not a directory is refused."""
     path = os.path.expanduser(name)
     if os.path.isdir(path):
+        if not os.path.isfile(os.path.join(path, "config.json")):
+            raise ModelLoadError(
+                f"{name!r} is a directory but not a Hugging Face model: it has no config.json. A model "
+                "directory holds config.json, the weights and the tokenizer files, as save_pretrained writes them.")
         return path
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise ModelLoadError(f"No model directory at {name!r}: check the path (hub ids look like owner/name).")
@@ -150,7 +160,7 @@ def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust
         hint = (" The hub is unreachable (offline); use a local directory such as assets/target."
                 if offline or "offline" in str(exc).lower() or "connect" in str(exc).lower() else
                 " Check the hub id (owner/name) or the local path.")
-        raise ModelLoadError(f"Could not load model {name!r}: {str(exc).splitlines()[0]}{hint}") from exc
+        raise ModelLoadError(f"Could not load model {name!r}: {one_line(exc)}{hint}") from exc
     if not auto_map:
         model.to(device)
     return model.eval()
@@ -163,7 +173,7 @@ def load_tokenizer(name: str, trust_remote_code: bool = False):
     try:
         return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError) as exc:
-        raise ModelLoadError(f"Could not load the tokenizer of {name!r}: {str(exc).splitlines()[0]}") from exc
+        raise ModelLoadError(f"Could not load the tokenizer of {name!r}: {one_line(exc)}") from exc
 
 
 def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype: str | torch.dtype = "auto",

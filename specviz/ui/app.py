@@ -10,7 +10,7 @@ import html
 import logging
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import gradio as gr
 
@@ -21,15 +21,21 @@ from specviz.ui import render
 from specviz.ui.config import AppConfig, configure_torch_threads
 from specviz.ui.gpu import gpu
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
-from specviz.ui.runner import (Session, Throttle, advance, columns_from_traces, export, export_finished,
-                               load_trace_file, start_columns, stop_columns)
-from specviz.ui.style import APP_CSS, HEADER_HTML, STEP_JS, theme
+from specviz.models.loading import ModelPair
+from specviz.ui.layout import Page, Slot, View
+from specviz.ui.measure import measure, measurements_html
+from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, columns_from_traces, export,
+                               export_finished, load_trace_file, parse_prompt, start_columns, stop_columns)
+from specviz.ui.style import APP_CSS, HEADER_HTML, PAGE_JS, STEP_JS, theme
+from specviz.ui.validate import Checked, check_inputs, max_new_limit
 from specviz.viz import legend_html
 
 log = logging.getLogger(__name__)
 CUSTOM = "__custom__"
-STREAM_INTERVAL_S = 0.25   # live column updates at most this often (and see Throttle)
-COMPARE_INTERVAL_S = 1.0   # live comparison table and figures at most this often
+STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
+COMPARE_INTERVAL_S = 2.0   # live comparison table and figures at most this often
+TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
+SHOWN_TIMEOUT_S = 3.0      # the longest a live run waits for the page to draw its previous update
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
 FALLBACK_PROMPTS = (
     "def fibonacci(n):\n",
@@ -52,6 +58,18 @@ def example_prompts() -> list[str]:
             if prompts:
                 return prompts[:8]
     return list(FALLBACK_PROMPTS)
+
+
+def input_markdown(checked: Checked | None) -> str:
+    """The line under the sampling inputs: the problems, or the prompt's size and the token limit."""
+    if checked is None:
+        return ""
+    if checked.problems:
+        return "\n".join(f"⚠️ **{p}**" for p in checked.problems)
+    if checked.prompt_tokens is None:
+        return ""
+    return (f"prompt: {checked.prompt_tokens} tokens · max new tokens can be up to {checked.max_new_limit} "
+            "for this prompt and pair")
 
 
 def param_value(param: Param, raw: Any) -> Any:
@@ -91,8 +109,16 @@ class Explorer:
     """The app's state shared by all visitors and its callbacks."""
 
     def __init__(self, config: AppConfig | None = None, registry: PairRegistry | None = None, *,
-                 presets: list[PairChoice] | None = None, preload: bool = True):
+                 presets: list[PairChoice] | None = None, preload: bool = True,
+                 clock: Callable[[], float] = time.monotonic,
+                 pause: Callable[[RunControl, float], bool] = RunControl.pause):
+        """``clock`` (throttling, pacing) and ``pause`` (waits up to the given seconds for the run's Stop,
+        returns whether it came) are injectable so tests drive a live run's time explicitly."""
         self.config = config or AppConfig.from_env()
+        self.clock = clock
+        self.pause = pause
+        self.runs = RunRegistry()
+        self.page: Page | None = None
         configure_torch_threads(self.config)
         self.registry = registry or PairRegistry(self.config.max_pairs, self.config.device, self.config.dtype)
         self.presets = presets if presets is not None else preset_choices()
@@ -164,75 +190,85 @@ class Explorer:
     def _load_failed(message: str, previous: str) -> str:
         return f"⚠️ **Could not load that pair.** {message}\n\nStill using: {previous}"
 
-    # ---- outputs ------------------------------------------------------------------------------------------
+    # ---- views (see ui.layout: {name: value}; a name left out stays as it is) ------------------------------
+    def _slot_views(self, session: Session, step: int, *, full: bool, force: bool = False,
+                    text: bool = True) -> View:
+        """Per-column panels, sending only what changed on screen unless ``force``.
+
+        Every Plotly redraw and every large HTML swap costs the browser tens of milliseconds, so a
+        column's text is re-sent only when the text itself changes (new steps, finished, pinned);
+        moving the selected step within it is done in the browser (``STEP_JS`` on the slider). Its
+        step panels (tree, narrative, distribution, controller) are re-sent only when the step it shows
+        changes. ``force`` re-sends everything: a run's last update carries every panel in full, so
+        the page ends on the state the server has, whatever became of the updates before it.
+        ``text=False`` leaves the texts as they are (a live run re-sends them less often than the trees).
+        """
+        out: View = {}
+        baseline = render.greedy_baseline(session)
+        for i in range(self.n_slots):
+            if i >= len(session.columns):
+                if full:
+                    out["column", i] = gr.Column(visible=False)
+                continue
+            col = session.columns[i]
+            diverge_at = render.divergence(col, baseline)
+            state = (col.n_steps, col.done, col.error, id(col.trace), diverge_at, col.pin)
+            step_key = (col.step_shown(step) if col.n_steps else None, col.selected, *state)
+            text_changed = force or (text and col.shown.get("text") != state)
+            step_changed = force or col.shown.get("step") != step_key
+            v = render.slot_view(col, i, step, session.running, diverge_at)
+            out["header", i] = v.header
+            if text_changed:
+                out["tokens", i] = v.tokens if col.pin is None else f'<div class="sv-pinned">{v.tokens}</div>'
+            if step_changed:
+                out["tree", i] = v.tree
+                out["narrative", i] = gr.Markdown(value=v.narrative or "", visible=bool(v.narrative))
+                out["distribution", i] = gr.Plot(value=v.distribution, visible=v.distribution is not None)
+                out["controller", i] = gr.Plot(value=v.controller, visible=v.controller is not None)
+                out["beams", i] = gr.HTML(value=v.beams or "", visible=bool(v.beams))
+            if text_changed:
+                col.shown["text"] = state
+            col.shown["step"] = step_key
+            if full:
+                out["column", i] = gr.Column(visible=True)
+                out["download", i] = gr.DownloadButton(value=v.download, visible=v.download is not None)
+        return out
+
+    def full_view(self, session: Session, note: str = "", compare: bool = True, force: bool = False,
+                  text: bool = True) -> View:
+        """Every output. ``compare=False`` leaves the comparison table and figures as they are (a live
+        run refreshes them less often than the columns)."""
+        step = session.view_step()
+        view: View = {"session": session, "status": render.status_html(session, note),
+                      "slider": self._slider(session), "step_label": render.step_label(session)}
+        if compare:
+            view.update(render.comparison(session, step))
+        view.update(self._slot_views(session, step, full=True, force=force, text=text))
+        return view
+
+    def step_view(self, session: Session) -> View:
+        """Outputs of a step change: slider, label and the columns. The step markers of the
+        comparison figures and the highlighted step in the texts move in the browser (``STEP_JS``)."""
+        return {"slider": self._slider(session), "step_label": render.step_label(session),
+                **self._slot_views(session, session.view_step(), full=False)}
+
+    @staticmethod
+    def message_view(session: Session, note: str) -> View:
+        """Only the status line changes (a refused request)."""
+        return {"session": session,
+                "status": render.status_html(Session(), f'<span class="sv-bad">⚠ {html.escape(note)}</span>')}
+
+    @staticmethod
+    def buttons(running: bool) -> View:
+        """Run and Measure are disabled while a run or a measurement goes; Stop only then enabled."""
+        return {"run_btn": gr.Button(interactive=not running), "measure_btn": gr.Button(interactive=not running),
+                "stop_btn": gr.Button(interactive=running)}
+
     def _slider(self, session: Session) -> gr.Slider:
         n = session.n_steps
         return gr.Slider(minimum=1, maximum=max(n, 2), value=session.view_step() + 1, step=1, interactive=n > 1)
 
-    def _slot_updates(self, session: Session, step: int, full: bool) -> list[Any]:
-        """Per-column updates, sending only what changed on screen.
-
-        Every Plotly redraw and every large HTML swap costs the browser tens of milliseconds, so a
-        column's text is re-sent only when the text itself changes (new steps, finished); moving the
-        selected step within it is done in the browser (``STEP_JS`` on the slider). Its tree and
-        controller figure are re-sent only when the step it shows changes (a column that finished
-        before the selected step keeps showing its last one).
-        """
-        out: list[Any] = []
-        baseline = render.greedy_baseline(session)
-        for i in range(self.n_slots):
-            if i < len(session.columns):
-                col = session.columns[i]
-                diverge_at = render.divergence(col, baseline)
-                state = (col.n_steps, col.done, col.error, id(col.trace), diverge_at)
-                tree_key = (min(step, max(col.n_steps - 1, 0)), *state)
-                header = render.column_header(col, i, step, session.running)
-                v = None
-                if col.shown_text != state or col.shown_tree != tree_key:
-                    v = render.slot_view(col, i, step, session.running, diverge_at)
-                tokens = v.tokens if col.shown_text != state else gr.skip()
-                figs = [v.tree, gr.Plot(value=v.controller, visible=v.controller is not None)] \
-                    if col.shown_tree != tree_key else [gr.skip(), gr.skip()]
-                col.shown_text, col.shown_tree = state, tree_key
-                if full:
-                    download = col.path if col.done else None
-                    out += [gr.Column(visible=True), header, tokens, *figs,
-                            gr.DownloadButton(value=download, visible=download is not None)]
-                else:
-                    out += [header, tokens, *figs]
-            elif full:
-                out += [gr.Column(visible=False), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()]
-            else:
-                out += [gr.skip()] * 4
-        return out
-
-    def full_outputs(self, session: Session, note: str = "", compare: bool = True) -> list[Any]:
-        """Every output. ``compare=False`` leaves the comparison table and figures as they are
-        (a live run refreshes them less often than the columns)."""
-        step = session.view_step()
-        if compare:
-            cmp = render.comparison(session, step)
-            comparison = [cmp["table"], cmp["per_step"], cmp["cumulative"], cmp["hist"], cmp["time"]]
-        else:
-            comparison = [gr.skip()] * 5
-        return [session, render.status_html(session, note), self._slider(session), render.step_label(session),
-                *comparison, *self._slot_updates(session, step, full=True)]
-
-    def message_outputs(self, session: Session, note: str) -> list[Any]:
-        """Only the status line changes (a refused request)."""
-        n = 9 + 6 * self.n_slots
-        out: list[Any] = [gr.skip()] * n
-        out[0] = session
-        out[1] = render.status_html(Session(), f'<span class="sv-bad">⚠ {html.escape(note)}</span>')
-        return out
-
-    def step_outputs(self, session: Session) -> list[Any]:
-        """Outputs of a step change: slider, label and the columns. The step markers of the
-        comparison figures and the highlighted step in the texts move in the browser (``STEP_JS``)."""
-        step = session.view_step()
-        return [self._slider(session), render.step_label(session), *self._slot_updates(session, step, full=False)]
-
-    # ---- running ------------------------------------------------------------------------------------------
+    # ---- checking a request --------------------------------------------------------------------------------
     def selected_params(self, algorithms: Sequence[str], values: Sequence[Any]) -> list[tuple[str, dict[str, Any]]]:
         chosen = []
         for name in algorithms:
@@ -240,24 +276,7 @@ class Explorer:
             chosen.append((name, params))
         return chosen
 
-    def run(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
-            top_k: float, seed: float, algorithms: list[str], delay: float, *param_values: Any) -> Iterator[list[Any]]:
-        """Run the selected algorithms side by side, yielding the page as the steps come in."""
-        session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
-        algorithms = [a for a in (algorithms or []) if a in self.algorithms]
-        if not algorithms:
-            yield self.message_outputs(session, "Select at least one algorithm.")
-            return
-        if len(algorithms) > self.n_slots:
-            yield self.message_outputs(session, f"At most {self.n_slots} algorithms at once; you selected {len(algorithms)}.")
-            return
-        if prompt is None or not str(prompt).strip():
-            yield self.message_outputs(session, "The prompt is empty: type some text or pick an example.")
-            return
-        if len(prompt) > self.config.max_prompt_chars:
-            yield self.message_outputs(session, f"The prompt is {len(prompt)} characters; the limit here is "
-                                                f"{self.config.max_prompt_chars}.")
-            return
+    def _pair(self, session: Session) -> tuple[ModelPair | None, str | None]:
         pair = self.registry.get(session.pair_key)
         if pair is None and session.pair_key:
             target, _, draft = session.pair_key.partition("|")
@@ -265,96 +284,200 @@ class Explorer:
                 self.registry.load(target, draft or None)
                 pair = self.registry.get(session.pair_key)
             except SpecvizError as exc:
-                yield self.message_outputs(session, f"The pair could not be reloaded: {exc}")
-                return
+                return None, f"The pair could not be reloaded: {exc}"
         if pair is None:
-            yield self.message_outputs(session, "No pair loaded: choose one and press Load pair.")
-            return
-        note = ""
-        try:
-            max_new = int(max_new_tokens)
-            seed_i = int(seed)
-            top_k_i = int(top_k)
-        except (TypeError, ValueError):
-            yield self.message_outputs(session, "max new tokens, top-k and seed must be whole numbers.")
-            return
-        if max_new > self.config.max_new_tokens_cap:
-            note = f"max new tokens capped at {self.config.max_new_tokens_cap}"
-            max_new = self.config.max_new_tokens_cap
-        delay = min(max(float(delay or 0.0), 0.0), self.config.max_step_delay_s)
+            return None, "No pair loaded: choose one and press Load pair."
+        return pair, None
 
+    def check_inputs(self, pair: ModelPair | None, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any) -> Checked:
+        """The sampling inputs checked against the app's cap and, with a pair, its context and the prompt."""
+        prompt_tokens: int | None = None
+        context = None
+        if pair is not None and prompt and str(prompt).strip():
+            try:
+                parsed = parse_prompt(pair, prompt)
+                prompt_tokens = len(parsed) if isinstance(parsed, list) else len(pair.encode(parsed))
+                context = pair.context_length
+            except SpecvizError:
+                pass
+        return check_inputs(max_new_tokens, top_k, seed, cap=self.config.max_new_tokens_cap,
+                            context_length=context, prompt_tokens=prompt_tokens)
+
+    def input_message(self, session: Session, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any) -> View:
+        """The message under the sampling inputs, updated as they are typed."""
+        pair = self.registry.get(session.pair_key) if isinstance(session, Session) else None
+        checked = self.check_inputs(pair, prompt, max_new_tokens, top_k, seed)
+        return {"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)}
+
+    def _request(self, session: Session, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any,
+                 algorithms: list[str] | None) -> tuple[ModelPair | None, Checked | None, list[str], str | None]:
+        """(pair, checked inputs, algorithms, refusal): a refusal is a sentence for the status line."""
+        algos = [a for a in (algorithms or []) if a in self.algorithms]
+        if not algos:
+            return None, None, algos, "Select at least one algorithm."
+        if len(algos) > self.n_slots:
+            return None, None, algos, f"At most {self.n_slots} algorithms at once; you selected {len(algos)}."
+        if prompt is None or not str(prompt).strip():
+            return None, None, algos, "The prompt is empty: type some text or pick an example."
+        if len(prompt) > self.config.max_prompt_chars:
+            return None, None, algos, (f"The prompt is {len(prompt)} characters; the limit here is "
+                                       f"{self.config.max_prompt_chars}.")
+        pair, problem = self._pair(session)
+        if pair is None:
+            return None, None, algos, problem
+        checked = self.check_inputs(pair, prompt, max_new_tokens, top_k, seed)
+        if not checked.ok:
+            return pair, checked, algos, " ".join(checked.problems)
+        return pair, checked, algos, None
+
+    # ---- running ------------------------------------------------------------------------------------------
+    def run(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
+            top_k: float, seed: float, algorithms: list[str], pace: float, *param_values: Any) -> Iterator[View]:
+        """Run the selected algorithms side by side, yielding the page as the steps come in.
+
+        Paced (``pace`` seconds per step at least, for watching) or, unpaced, throttled to what the
+        browser can draw. Stop sets this run's flag; the run notices between two steps and ends with
+        its own update, marked "stopped". Its last update re-sends every panel in full."""
+        session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
+        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms)
+        if refusal:
+            yield {**self.message_view(session, refusal),
+                   **({"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)} if checked else {})}
+            return
+        control = self.runs.begin(id(session))
+        if control is None:
+            yield self.message_view(session, "A run is already going in this page: press Stop first.")
+            return
+        pace = min(max(float(pace or 0.0), 0.0), self.config.max_step_delay_s)
         session.run_id += 1
         run_id = session.run_id
-        session.columns = start_columns(pair, prompt, self.selected_params(algorithms, param_values),
-                                        max_new_tokens=max_new, temperature=float(temperature), top_p=float(top_p),
-                                        top_k=top_k_i, seed=seed_i)
-        session.step, session.source, session.running = None, "live", True
+        session.columns = start_columns(pair, prompt, self.selected_params(algos, param_values),
+                                        max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
+                                        top_p=float(top_p), top_k=checked.top_k, seed=checked.seed)
+        session.step, session.source, session.running, session.pace = None, "live", True, pace
         cols = session.columns
-        throttle = Throttle(STREAM_INTERVAL_S)
-        compare_throttle = Throttle(COMPARE_INTERVAL_S, ratio=0.0)
+        throttle = Throttle(STREAM_INTERVAL_S, clock=self.clock)
+        compare_throttle = Throttle(COMPARE_INTERVAL_S, ratio=0.0, clock=self.clock)
+        text_throttle = Throttle(TEXT_INTERVAL_S, ratio=0.0, clock=self.clock)
         try:
-            yield self.full_outputs(session, note)
+            yield {**self.full_view(session, force=True), **self.buttons(True),
+                   "input_msg": gr.Markdown(value=input_markdown(checked), visible=True)}
             throttle(force=True)
-            while advance(cols):
-                if session.run_id != run_id:  # a newer run in this session replaced this one
-                    return
-                if delay:
-                    time.sleep(delay)
+            last = self.clock()
+            shown = session.n_steps
+            while advance(cols, control.stopped) and not control.stopped():
+                if pace > 0:
+                    if self.pause(control, pace - (self.clock() - last)):
+                        break  # stopped while pausing
+                    last = self.clock()
                 elif not throttle():
                     continue
                 t0 = time.perf_counter()
-                out = self.full_outputs(session, note, compare=compare_throttle())
+                out = self.full_view(session, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
+                control.wait_shown(shown, SHOWN_TIMEOUT_S)  # a slow browser sets the pace
+                shown = session.n_steps
                 yield out
-            if session.run_id != run_id:  # stopped, or replaced by a newer run
-                return
+            stopped = control.stopped()
+            if stopped:
+                stop_columns(cols)
+            else:
+                for c in cols:
+                    if c.trace is not None and c.trace.steps and not c.error:
+                        c.pin = render.opening_step(c.trace)
             export_finished(cols)
             session.running = False
-            yield self.full_outputs(session, note)
+            yield {**self.full_view(session, force=True), **self.buttons(False)}
         finally:
+            self.runs.end(id(session), control)
             if session.run_id == run_id:
                 session.running = False
                 stop_columns(cols)
 
-    def stop(self, session: Session) -> list[Any]:
-        """Stop the session's run (the event itself is cancelled by Gradio) and show where it got to."""
-        if not isinstance(session, Session) or not session.running:
-            return [gr.skip()] * (9 + 6 * self.n_slots)
-        session.run_id += 1  # the generator sees this and returns
-        session.running = False
-        stop_columns(session.columns)
-        export_finished(session.columns)
-        return self.full_outputs(session, "stopped")
+    def stop(self, session: Session) -> View:
+        """Ask this page's run (or measurement) to stop. The run ends itself between two steps with an
+        update showing what ran, marked "stopped"; this only flags it and greys the button."""
+        control = self.runs.get(id(session)) if isinstance(session, Session) else None
+        if control is None:
+            return {}
+        control.stop()
+        return {"stop_btn": gr.Button(interactive=False)}
+
+    def page_shown(self, session: Session, report: str) -> None:
+        """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update."""
+        control = self.runs.get(id(session)) if isinstance(session, Session) else None
+        try:
+            step = int(str(report).split(":")[0])
+        except ValueError:
+            return
+        if control is not None:
+            control.report_shown(step)
+
+    def measure(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
+                top_k: float, seed: float, algorithms: list[str], pace: float, *param_values: Any) -> Iterator[View]:
+        """Time the selected algorithms one after another, unpaced, with a warm-up and repeats (medians)."""
+        session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
+        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms)
+        if refusal:
+            yield self.message_view(session, refusal)
+            return
+        control = self.runs.begin(id(session))
+        if control is None:
+            yield self.message_view(session, "A run is already going in this page: press Stop first.")
+            return
+        try:
+            yield {"measurements": measurements_html([], "starting…"), **self.buttons(True)}
+            rows, note = [], ""
+            for note, rows in measure(pair, parse_prompt(pair, prompt), self.selected_params(algos, param_values),
+                                      repeats=self.config.measure_repeats, should_stop=control.stopped,
+                                      max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
+                                      top_p=float(top_p), top_k=checked.top_k, seed=checked.seed):
+                yield {"measurements": measurements_html(rows, note)}
+            yield {"measurements": measurements_html(rows, note), **self.buttons(False)}
+        except SpecvizError as exc:
+            yield {"measurements": measurements_html([], f"Could not measure: {exc}"), **self.buttons(False)}
+        finally:
+            self.runs.end(id(session), control)
 
     # ---- scrubbing ----------------------------------------------------------------------------------------
-    def scrub(self, session: Session, value: float) -> list[Any]:
+    def _unpin(self, session: Session) -> None:
+        """A scrub moves every column together again (after a run each opened on its own step)."""
+        for c in session.columns:
+            c.pin = None
+            c.selected = None
+
+    def scrub(self, session: Session, value: float) -> View:
         if not isinstance(session, Session) or not session.columns:
-            return [gr.skip()] * (2 + 4 * self.n_slots)
+            return {}
+        self._unpin(session)
         session.step = max(0, int(value) - 1)
-        return self.step_outputs(session)
+        return self.step_view(session)
 
-    def shift(self, session: Session, delta: int) -> list[Any]:
+    def shift(self, session: Session, delta: int) -> View:
         if not isinstance(session, Session) or not session.columns:
-            return [gr.skip()] * (2 + 4 * self.n_slots)
+            return {}
+        self._unpin(session)
         session.step = max(0, min(session.view_step() + delta, session.n_steps - 1))
-        return self.step_outputs(session)
+        return self.step_view(session)
 
-    def prev(self, session: Session) -> list[Any]:
+    def prev(self, session: Session) -> View:
         return self.shift(session, -1)
 
-    def next(self, session: Session) -> list[Any]:
+    def next(self, session: Session) -> View:
         return self.shift(session, +1)
 
-    def latest(self, session: Session) -> list[Any]:
+    def latest(self, session: Session) -> View:
         if not isinstance(session, Session) or not session.columns:
-            return [gr.skip()] * (2 + 4 * self.n_slots)
+            return {}
+        self._unpin(session)
         session.step = None
-        return self.step_outputs(session)
+        return self.step_view(session)
 
-    def play(self, session: Session, pace: float) -> Iterator[list[Any]]:
+    def play(self, session: Session, pace: float) -> Iterator[View]:
         """Step through the run from the selected step (or the start) to the end."""
         if not isinstance(session, Session) or not session.columns:
             return
+        self._unpin(session)
         n = session.n_steps
         start = session.view_step()
         if start >= n - 1:
@@ -362,15 +485,31 @@ class Explorer:
         pace = min(max(float(pace or 0.0), 0.15), 1.0)
         for k in range(start, n):
             session.step = k
-            yield self.step_outputs(session)
+            yield self.step_view(session)
             time.sleep(pace)
 
+    def select_node(self, session: Session, pick: str) -> View:
+        """A click on a tree node (``"column:node:nonce"`` from ``NODE_CLICK_JS``) opens its distribution view."""
+        if not isinstance(session, Session):
+            return {}
+        try:
+            i, node = (int(x) for x in str(pick).split(":")[:2])
+        except ValueError:
+            return {}
+        if not 0 <= i < len(session.columns) or session.columns[i].trace is None:
+            return {}
+        col = session.columns[i]
+        col.selected = None if col.selected == node else node  # a second click closes it
+        return self._slot_views(session, session.view_step(), full=False)
+
     # ---- replay -------------------------------------------------------------------------------------------
-    def upload(self, files: Any, session: Session) -> list[Any]:
+    def upload(self, files: Any, session: Session) -> View:
         """Replay uploaded trace files (no model needed); bad files get a message, good ones are shown."""
         session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
         if not files:
-            return self.message_outputs(session, "No file received.")
+            return self.message_view(session, "No file received.")
+        if self.runs.get(id(session)) is not None:
+            return self.message_view(session, "A run is going in this page: press Stop before replaying a trace.")
         paths = [f if isinstance(f, str) else getattr(f, "name", str(f)) for f in (files if isinstance(files, list) else [files])]
         traces, problems = [], []
         for path in paths:
@@ -381,7 +520,7 @@ class Explorer:
             except OSError as exc:
                 problems.append(f"{Path(path).name}: could not be read ({exc}).")
         if not traces:
-            return self.message_outputs(session, "Could not replay: " + " ".join(problems))
+            return self.message_view(session, "Could not replay: " + " ".join(problems))
         note = ""
         if len(traces) > self.n_slots:
             note = f"showing the first {self.n_slots} of {len(traces)} traces"
@@ -392,8 +531,19 @@ class Explorer:
         session.columns = columns_from_traces(traces)
         for c in session.columns:
             export(c)
-        session.step, session.source, session.running = 0, "replay", False
-        return self.full_outputs(session, note)
+        session.step, session.source, session.running, session.pace = 0, "replay", False, 0.0
+        view = self.full_view(session, note, force=True)
+        view.update(self.replayed_settings(traces[0]))
+        return view
+
+    def replayed_settings(self, trace: Any) -> View:
+        """The sidebar's sampling settings set to those the (first) replayed trace used."""
+        s = trace.sampling or {}
+        out: View = {"seed": trace.seed, "max_new": len(trace.output_ids) or None}
+        for name in ("temperature", "top_p", "top_k"):
+            if isinstance(s.get(name), (int, float)):
+                out[name] = s[name]
+        return {k: v for k, v in out.items() if v is not None}
 
     # ---- small UI reactions --------------------------------------------------------------------------------
     def toggle_custom(self, choice: str) -> list[Any]:
@@ -420,13 +570,16 @@ class Explorer:
         if cfg.allow_custom_pairs:
             choices.append(("custom: any hub ids or local paths…", CUSTOM))
         default_choice = self.default_key or self.presets[0].key
+        default_pair = self.registry.get(self.default_key)
+        limit = max_new_limit(default_pair.context_length if default_pair is not None else None, 0,
+                              cfg.max_new_tokens_cap)
 
         # delete_cache: Gradio's copies of served files (trace downloads) older than an hour go hourly
         with gr.Blocks(title="specviz · speculative decoding explorer", fill_width=True,
                        delete_cache=(3600, 3600)) as demo:
             session = gr.State(Session(pair_key=self.default_key))
             gr.HTML(HEADER_HTML, elem_id="sv-header")
-            with gr.Sidebar(width=370, open=True, label="Settings"):
+            with gr.Sidebar(width=370, open=True, label="Settings", elem_id="sv-sidebar"):
                 gr.Markdown("### Model pair")
                 pair_choice = gr.Dropdown(choices=choices, value=default_choice, label="preset", show_label=False,
                                           elem_id="sv-pair-choice")
@@ -448,18 +601,23 @@ class Explorer:
                 with gr.Accordion("What each algorithm does", open=False):
                     gr.Markdown(self._algorithm_guide())
                 gr.Markdown("### Sampling")
+                # Numbers without Gradio's own bounds: every value reaches check_inputs, whose message
+                # says what is allowed (Gradio's bound check only shows a generic error)
                 with gr.Row():
-                    max_new = gr.Slider(1, cfg.max_new_tokens_cap, value=cfg.default_max_new_tokens, step=1,
-                                        label="max new tokens", elem_id="sv-max-new")
+                    max_new = gr.Number(min(cfg.default_max_new_tokens, limit), label="max new tokens",
+                                        precision=0, info=f"at most {limit} minus the prompt's tokens",
+                                        elem_id="sv-max-new")
+                    seed = gr.Number(0, label="seed", precision=0, info="0 to 2^63 − 1", elem_id="sv-seed")
                 with gr.Row():
                     temperature = gr.Slider(0, 2, value=0.0, step=0.05, label="temperature",
                                             info="0 = greedy", elem_id="sv-temperature")
-                    seed = gr.Number(0, label="seed", precision=0, minimum=0, elem_id="sv-seed")
-                with gr.Row():
-                    top_p = gr.Slider(0.01, 1.0, value=1.0, step=0.01, label="top-p")
-                    top_k = gr.Number(0, label="top-k", info="0 = off", precision=0, minimum=0)
-                delay = gr.Slider(0, cfg.max_step_delay_s, value=0.0, step=0.05, label="pace (seconds per step)",
-                                  info="slow a live run down to watch it", elem_id="sv-pace")
+                    top_p = gr.Slider(0.01, 1.0, value=1.0, step=0.01, label="top-p", elem_id="sv-top-p")
+                top_k = gr.Number(0, label="top-k", info="0 = off", precision=0, elem_id="sv-top-k")
+                input_msg = gr.Markdown("", elem_id="sv-input-msg", elem_classes=["sv-note"])
+                pace = gr.Slider(0, cfg.max_step_delay_s, value=min(cfg.default_pace_s, cfg.max_step_delay_s),
+                                 step=0.05, label="pace (seconds per step, live)",
+                                 info="a live run takes at least this long per step so you can watch it; "
+                                      "0 = as fast as it goes. Measure is never paced.", elem_id="sv-pace")
                 gr.Markdown("### Algorithm settings")
                 param_inputs: list[gr.components.Component] = []
                 accordions = []
@@ -475,12 +633,12 @@ class Explorer:
                                  height=110)
 
             # ---- main area
-            with gr.Row(equal_height=True):
+            with gr.Row(equal_height=True, elem_id="sv-prompt-row"):
                 prompt = gr.Textbox(label="prompt", lines=3, max_lines=8, scale=6, elem_id="sv-prompt",
                                     value=example_prompts()[0], max_length=cfg.max_prompt_chars)
                 with gr.Column(scale=1, min_width=130):
                     run_btn = gr.Button("Run ▶", variant="primary", elem_id="sv-run")
-                    stop_btn = gr.Button("Stop ■", variant="stop", size="sm", elem_id="sv-stop")
+                    stop_btn = gr.Button("Stop ■", variant="stop", size="sm", interactive=False, elem_id="sv-stop")
             gr.Examples(examples=[[p] for p in example_prompts()], inputs=[prompt], label="example prompts")
             status = gr.HTML(render.status_html(Session(), self.startup_message), elem_id="sv-status")
             with gr.Row(equal_height=True, elem_id="sv-scrub"):
@@ -490,32 +648,40 @@ class Explorer:
                 play_btn = gr.Button("▶ play", size="sm", min_width=70, scale=0, elem_id="sv-play")
                 pause_btn = gr.Button("❚❚", size="sm", min_width=50, scale=0, elem_id="sv-pause")
                 latest_btn = gr.Button("latest ⏭", size="sm", min_width=80, scale=0, elem_id="sv-latest")
-            step_md = gr.Markdown("no steps yet", elem_id="sv-step-label", elem_classes=["sv-note"])
+            step_label = gr.Markdown("no steps yet", elem_id="sv-step-label", elem_classes=["sv-note"])
             gr.HTML(legend_html(), elem_id="sv-legend")
+            # a click on a tree node writes "column:node:nonce" here (NODE_CLICK_JS); hidden by CSS
+            node_pick = gr.Textbox(elem_id="sv-node-pick", elem_classes=["sv-hidden"], show_label=False,
+                                   container=False)
+            # the page writes "step:nonce" here whenever it has drawn a live update (back-pressure)
+            page_report = gr.Textbox(elem_id="sv-shown", elem_classes=["sv-hidden"], show_label=False,
+                                     container=False)
 
-            slots: list[list[gr.components.Component]] = []
             with gr.Row(equal_height=False, elem_id="sv-columns"):
-                for i in range(self.n_slots):
-                    with gr.Column(visible=False, min_width=420, elem_classes=["sv-col"], elem_id=f"sv-col-{i}") as col:
-                        header = gr.HTML(elem_id=f"sv-head-{i}")
-                        tokens = gr.HTML(max_height=230, elem_id=f"sv-text-{i}", elem_classes=["sv-textbox"])
-                        tree = gr.Plot(show_label=False, elem_id=f"sv-tree-{i}")
-                        ctrl = gr.Plot(show_label=False, visible=False, elem_id=f"sv-ctrl-{i}")
-                        dl = gr.DownloadButton("⬇ trace JSON", visible=False, size="sm", elem_id=f"sv-dl-{i}")
-                    slots.append([col, header, tokens, tree, ctrl, dl])
+                slots = [Slot.declare(i) for i in range(self.n_slots)]
 
             gr.Markdown("## Comparison", elem_id="sv-compare-title")
             table = gr.HTML(render.table_html(Session()), elem_id="sv-table")
-            with gr.Row():
+            with gr.Row(elem_classes=["sv-figrow"]):
                 fig_per_step = gr.Plot(show_label=False, elem_id="sv-per-step")
                 fig_cumulative = gr.Plot(show_label=False, elem_id="sv-cumulative")
-            with gr.Row():
+            with gr.Row(elem_classes=["sv-figrow"]):
                 fig_hist = gr.Plot(show_label=False, elem_id="sv-hist")
                 fig_time = gr.Plot(show_label=False, elem_id="sv-time")
+            gr.Markdown("## Measure", elem_id="sv-measure-title")
+            with gr.Row(equal_height=True):
+                measure_btn = gr.Button("Measure ⏱", size="sm", scale=0, min_width=120, elem_id="sv-measure-btn")
+                gr.Markdown(f"Times the selected algorithms one after another on this prompt and settings, "
+                            f"unpaced, a warm-up and {cfg.measure_repeats} timed runs each; medians. Use these "
+                            "numbers, not a live run's, to compare speed.", elem_classes=["sv-note"])
+            measurements = gr.HTML(measurements_html([]), elem_id="sv-measure")
 
-            full = [session, status, slider, step_md, table, fig_per_step, fig_cumulative, fig_hist, fig_time,
-                    *[c for slot in slots for c in slot]]
-            stepwise = [slider, step_md, *[c for slot in slots for c in slot[1:5]]]
+            page = Page(session=session, status=status, run_btn=run_btn, stop_btn=stop_btn, measure_btn=measure_btn,
+                        input_msg=input_msg, slider=slider, step_label=step_label, table=table, per_step=fig_per_step,
+                        cumulative=fig_cumulative, hist=fig_hist, time=fig_time, measurements=measurements,
+                        max_new=max_new, seed=seed, temperature=temperature, top_p=top_p, top_k=top_k, slots=slots)
+            self.page = page
+            outputs = page.outputs()
 
             # ---- events
             pair_choice.change(self.toggle_custom, [pair_choice], [custom_group, pair_note], queue=False,
@@ -523,26 +689,35 @@ class Explorer:
             load_btn.click(gpu(self.load), [pair_choice, custom_target, custom_draft, trust, session],
                            [pair_md, session], concurrency_limit=1, concurrency_id="load", api_name="load_pair")
             algos.change(self.show_settings, [algos], accordions, queue=False, api_visibility="private")
-            run_inputs = [session, prompt, max_new, temperature, top_p, top_k, seed, algos, delay, *param_inputs]
+            checked_inputs = [session, prompt, max_new, top_k, seed]
+            for box in (max_new, top_k, seed):
+                box.change(page.wire(self.input_message), checked_inputs, outputs, queue=False,
+                           api_visibility="private")
+            prompt.blur(page.wire(self.input_message), checked_inputs, outputs, queue=False, api_visibility="private")
+            run_inputs = [session, prompt, max_new, temperature, top_p, top_k, seed, algos, pace, *param_inputs]
             run_kw = dict(concurrency_limit=cfg.concurrency, concurrency_id="decode", show_progress="minimal",
-                          time_limit=600 if cfg.public else None)
-            run_event = run_btn.click(gpu(self.run), run_inputs, full, api_name="run", **run_kw)
-            submit_event = prompt.submit(gpu(self.run), run_inputs, full, api_visibility="private", **run_kw)
+                          show_progress_on=[status], time_limit=600 if cfg.public else None, trigger_mode="once")
+            run_btn.click(gpu(page.wire(self.run)), run_inputs, outputs, api_name="run", **run_kw)
+            prompt.submit(gpu(page.wire(self.run)), run_inputs, outputs, api_visibility="private", **run_kw)
+            measure_btn.click(gpu(page.wire(self.measure)), run_inputs, outputs, api_name="measure", **run_kw)
+            # no `cancels=`: a cancelled generator never sends its last update; the run ends itself
+            stop_btn.click(page.wire(self.stop), [session], outputs, queue=False, api_visibility="private")
             view_kw = dict(concurrency_limit=8, concurrency_id="view", show_progress="hidden",
                            api_visibility="private")
-            slider.input(self.scrub, [session, slider], stepwise, trigger_mode="always_last", **view_kw)
+            slider.input(page.wire(self.scrub), [session, slider], outputs, trigger_mode="always_last", **view_kw)
             # whatever moved the slider (scrub, buttons, play, a live run), move the step markers of
             # the comparison figures and the highlighted step of the texts in the browser
             slider.change(None, [slider], None, js=STEP_JS, queue=False, api_visibility="private")
-            prev_btn.click(self.prev, [session], stepwise, **view_kw)
-            next_btn.click(self.next, [session], stepwise, **view_kw)
-            latest_btn.click(self.latest, [session], stepwise, **view_kw)
-            play_event = play_btn.click(self.play, [session, delay], stepwise, concurrency_limit=16,
+            prev_btn.click(page.wire(self.prev), [session], outputs, **view_kw)
+            next_btn.click(page.wire(self.next), [session], outputs, **view_kw)
+            latest_btn.click(page.wire(self.latest), [session], outputs, **view_kw)
+            node_pick.change(page.wire(self.select_node), [session, node_pick], outputs, **view_kw)
+            page_report.change(self.page_shown, [session, page_report], None, queue=False,
+                               show_progress="hidden", api_visibility="private")
+            play_event = play_btn.click(page.wire(self.play), [session, pace], outputs, concurrency_limit=16,
                                         concurrency_id="play", show_progress="hidden", api_visibility="private")
             pause_btn.click(None, None, None, cancels=[play_event], queue=False, api_visibility="private")
-            stop_btn.click(self.stop, [session], full, cancels=[run_event, submit_event], queue=False,
-                           api_visibility="private")
-            upload.upload(self.upload, [upload, session], full, concurrency_limit=4, api_name="replay")
+            upload.upload(page.wire(self.upload), [upload, session], outputs, concurrency_limit=4, api_name="replay")
         demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_max_size)
         return demo
 
@@ -568,7 +743,7 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
     """Arguments for ``Blocks.launch``: styling (gradio 6 takes css/theme here), the upload cap, and
     no run history (a run's outputs are dozens of figures; the trace download is the record).
     Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as gradio reads them itself."""
-    return {"css": APP_CSS, "theme": theme(), "max_file_size": config.max_upload_bytes,
+    return {"css": APP_CSS, "theme": theme(), "js": PAGE_JS, "max_file_size": config.max_upload_bytes,
             "footer_links": ["api", "gradio", "settings"], "run_history": False}
 
 

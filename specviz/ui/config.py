@@ -40,6 +40,8 @@ class AppConfig:
     queue_max_size: int | None = 64       # waiting requests before new ones are turned away
     max_pairs: int = 2                    # loaded pairs kept in memory
     max_step_delay_s: float = 1.0         # the "pace" slider's maximum
+    default_pace_s: float = 0.3           # a live run's minimum time per step, so its steps can be watched
+    measure_repeats: int = 3              # timed runs per algorithm in Measure (after a warm-up)
     device: str = "auto"
     dtype: str = "auto"
     torch_threads: int = 0                # 0 = the CPU cores shared out between concurrent runs

@@ -15,7 +15,16 @@ import plotly.graph_objects as go
 from specviz import viz
 from specviz.trace import RunTrace
 from specviz.ui.runner import Column, Session
+from specviz.viz import beams as viz_beams
 from specviz.viz.style import series_color
+
+try:  # these arrive with the viz work (narrative, distribution view, colours by algorithm); until then
+    # the narrative and distribution panels stay hidden and colours follow the column
+    from specviz.viz.distribution import distribution_figure
+    from specviz.viz.narrative import informative_step, step_narrative
+    from specviz.viz.style import algorithm_color
+except ImportError:  # pragma: no cover - depends on which work has landed
+    distribution_figure = informative_step = step_narrative = algorithm_color = None  # type: ignore[assignment]
 
 
 @dataclass
@@ -24,17 +33,25 @@ class SlotView:
     tokens: str
     tree: go.Figure
     controller: go.Figure | None
+    narrative: str | None
+    distribution: go.Figure | None
     download: str | None
+    beams: str | None = None        # beam / dsbd runs: the beams' texts and scores (HTML)
 
 
-def _chip(i: int) -> str:
-    return f'<span class="sv-chip" style="background:{series_color(i)}"></span>'
+def column_color(col: Column, i: int) -> str:
+    """The column's colour: its algorithm's (the same live, in replay and in every figure)."""
+    return algorithm_color(col.algorithm) if algorithm_color is not None else series_color(i)
+
+
+def _chip(col: Column, i: int) -> str:
+    return f'<span class="sv-chip" style="background:{column_color(col, i)}"></span>'
 
 
 def column_header(col: Column, i: int, step: int, running: bool) -> str:
     name = html.escape(col.algorithm)
     params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}" for k, v in col.params.items())
-    head = f'<div class="sv-colhead">{_chip(i)}<b>{name}</b>'
+    head = f'<div class="sv-colhead">{_chip(col, i)}<b>{name}</b>'
     if params:
         head += f' <span class="sv-params">{params}</span>'
     head += "</div>"
@@ -45,11 +62,13 @@ def column_header(col: Column, i: int, step: int, running: bool) -> str:
         state = "starting…" if running and not col.done else "no steps"
         return head + f'<div class="sv-stepinfo">{state}</div>'
     n = len(t.steps)
-    k = min(step, n - 1)
+    k = col.step_shown(step)
     s = t.steps[k]
     bits = [f"step <b>{k + 1}</b>/{n}", f"drafted {s.n_drafted}", f"accepted {s.n_accepted}",
             f"+{len(s.committed)} tok"]
-    if step > n - 1 and col.done:
+    if col.pin is not None:
+        bits[0] += " (its most informative step)"
+    elif step > n - 1 and col.done:
         bits[0] = f"last step <b>{n}</b> (done before step {step + 1})"
     if col.done and t.finish_reason:
         m = t.metrics or {}
@@ -83,6 +102,8 @@ def divergence(col: Column, baseline: RunTrace | None) -> int | None:
     if float(t.sampling.get("temperature", 1.0)) != 0.0:
         return None
     i = viz.first_divergence(t.output_ids, baseline.output_ids)
+    if i is not None and i >= len(baseline.output_ids) and "stopped" in (t.finish_reason, baseline.finish_reason):
+        return None  # ar was stopped before this token: nothing to compare it with
     return i if i is not None and i < len(t.output_ids) else None
 
 
@@ -91,19 +112,49 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     t = col.trace
     header = column_header(col, i, step, running)
     if col.error and (t is None or not t.steps):
-        return SlotView(header, viz.tokens_html(t), viz.message_figure("No tree: the run did not start."), None, None)
+        return SlotView(header, viz.tokens_html(t), viz.message_figure("No tree: the run did not start."),
+                        None, None, None, None)
     if t is None or not t.steps:
-        return SlotView(header, viz.tokens_html(t), viz.tree_figure(None), None, None)
+        return SlotView(header, viz.tokens_html(t), viz.tree_figure(None), None, None, None, None)
     n = len(t.steps)
-    k = min(step, n - 1)
-    tokens = viz.tokens_html(t, current_step=k if (step < n or not col.done) else None, diverge_at=diverge_at)
-    tree = viz.step_tree_figure(t, k)
-    ctrl = viz.controller_figure(t, k)
-    return SlotView(header, tokens, tree, ctrl, col.path if col.done else None)
+    k = col.step_shown(step)
+    current = k if (col.pin is not None or step < n or not col.done) else None
+    tokens = viz.tokens_html(t, current_step=current, diverge_at=diverge_at)
+    beams = None
+    if viz_beams.is_beam_trace(t):   # beam / dsbd: the forest by beam, the widths, the beams' texts
+        tree, ctrl, beams = viz_beams.step_forest_figure(t, k), viz_beams.width_figure(t, k), viz_beams.beams_html(t, k)
+    else:
+        tree = viz.step_tree_figure(t, k)
+        ctrl = viz.controller_figure(t, k)
+    # the narrative explains a node-by-node tree walk; a beam layer is tested as a whole: not shown for beams
+    story = step_narrative(t.steps[k], col.algorithm) if step_narrative is not None and beams is None else None
+    dist = None
+    if col.selected is not None and distribution_figure is not None:
+        dist = distribution_figure(t.steps[k], col.selected)
+    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams)
+
+
+def opening_step(trace: RunTrace) -> int | None:
+    """The step a finished run opens on: ``viz.narrative.informative_step`` (None, i.e. the last step,
+    until it lands)."""
+    return informative_step(trace) if informative_step is not None else None
+
+
+def timing_caveat(session: Session) -> str | None:
+    """Why the session's wall times are not comparable, or None when they are."""
+    if session.source == "replay":
+        return "the traces were timed in separate runs, perhaps on different machines" if len(session.columns) > 1 \
+            else None
+    reasons = []
+    if len([c for c in session.columns if c.trace is not None]) > 1:
+        reasons.append("the columns ran interleaved, step by step, on one device")
+    if session.pace > 0:
+        reasons.append(f"the run was paced ({session.pace:g} s per step) for watching")
+    return " and ".join(reasons) or None
 
 
 def table_html(session: Session) -> str:
-    return viz.comparison_table_html(session.runs())
+    return viz.comparison_table_html(session.runs(), not_comparable=timing_caveat(session))
 
 
 def status_html(session: Session, note: str = "") -> str:
@@ -118,6 +169,9 @@ def status_html(session: Session, note: str = "") -> str:
         text = f"Replaying {len(cols)} uploaded trace{'s' if len(cols) > 1 else ''} · {n} steps · no model needed"
     elif running:
         text = f"Running {len(running)} of {len(cols)} · step {n}"
+    elif any(c.trace is not None and c.trace.finish_reason == "stopped" for c in cols):
+        text = f'<span class="sv-stopped">■ Stopped</span> · {len(cols)} run{"s" if len(cols) > 1 else ""} · ' \
+               f"{n} steps · each column shows its last step"
     else:
         text = f"Done · {len(cols)} run{'s' if len(cols) > 1 else ''} · {n} steps"
     if errors:
@@ -132,6 +186,9 @@ def step_label(session: Session) -> str:
     if n == 0:
         return "no steps yet"
     k = session.view_step()
+    if any(c.pin is not None for c in session.columns):
+        return (f"each column opened on its most informative step (the largest tree with a rejection); "
+                f"move the slider to show step {k + 1} of {n} in every column")
     follow = " (following live)" if session.step is None and session.running else ""
     return f"step {k + 1} of {n}{follow}"
 

@@ -12,10 +12,11 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import specviz
 from specviz import metrics
@@ -37,13 +38,21 @@ class Column:
     error: str | None = None
     done: bool = False
     path: str | None = None            # exported JSON, once finished
-    shown_text: tuple | None = None    # what its text on screen shows (see ui.app._slot_updates)
-    shown_tree: tuple | None = None    # what its tree and controller figure on screen show
+    pin: int | None = None             # the step this column shows regardless of the slider (after a run)
+    selected: int | None = None        # the tree node whose distribution is shown (at the step shown)
+    shown: dict[str, tuple] = field(default_factory=dict)  # what each panel group on screen shows (ui.app)
     _it: Iterator[StepRecord] | None = field(default=None, repr=False)
 
     @property
     def n_steps(self) -> int:
         return len(self.trace.steps) if self.trace is not None else 0
+
+    def step_shown(self, step: int) -> int:
+        """The step (0-based) this column shows when the page is at ``step``: its pin, else ``step``
+        clamped to the steps it has."""
+        if self.pin is not None:
+            return max(0, min(self.pin, self.n_steps - 1))
+        return max(0, min(step, self.n_steps - 1))
 
 
 @dataclass
@@ -59,6 +68,7 @@ class Session:
     running: bool = False
     source: str = ""              # "live" or "replay"
     run_id: int = 0
+    pace: float = 0.0             # seconds per step the live run was paced at (0: unpaced)
 
     @property
     def n_steps(self) -> int:
@@ -149,11 +159,14 @@ def finish(col: Column) -> None:
         col.trace.metrics = metrics.summarize(col.trace)
 
 
-def advance(cols: list[Column]) -> bool:
-    """One step for every unfinished column; returns whether any column is still running."""
+def advance(cols: list[Column], should_stop: Callable[[], bool] | None = None) -> bool:
+    """One step for every unfinished column; returns whether any column is still running.
+    ``should_stop`` is asked before each column's step, so a Stop waits for one step, not a round."""
     for col in cols:
         if col.done or col._it is None:
             continue
+        if should_stop is not None and should_stop():
+            break
         try:
             next(col._it)
         except StopIteration:
@@ -267,16 +280,17 @@ def columns_from_traces(traces: list[RunTrace]) -> list[Column]:
 class Throttle:
     """When to send the next live update: at most every ``interval`` seconds, and never sooner than
     ``ratio`` times the last render took, so rendering (and Gradio's serialisation, about as long
-    again) stays a small share of a run on a slow machine."""
+    again) stays a small share of a run on a slow machine. ``clock`` is injectable (tests drive it)."""
 
-    def __init__(self, interval: float, ratio: float = 8.0):
+    def __init__(self, interval: float, ratio: float = 8.0, clock: Callable[[], float] = time.monotonic):
         self.interval = interval
         self.ratio = ratio
-        self.last = 0.0
+        self.clock = clock
+        self.last = float("-inf")
         self.render_s = 0.0
 
     def __call__(self, force: bool = False) -> bool:
-        now = time.monotonic()
+        now = self.clock()
         if force or now - self.last >= max(self.interval, self.ratio * self.render_s):
             self.last = now
             return True
@@ -284,3 +298,68 @@ class Throttle:
 
     def rendered(self, seconds: float) -> None:
         self.render_s = seconds
+
+
+class RunControl:
+    """A live run's Stop flag, shared by the run's generator and the Stop callback.
+
+    The run checks ``stopped`` between steps and paces itself with ``pause`` (an ``Event.wait``, so a
+    Stop ends a pause at once); it then shows what ran, marked "stopped", in its own last update.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._shown = threading.Condition()
+        self.shown_step = -1          # the last step the page reported drawn (see ``PAGE_JS``)
+        self.page_reports = False     # whether the page reports at all (a browser does; tests may not)
+
+    def stop(self) -> None:
+        self._event.set()
+        with self._shown:
+            self._shown.notify_all()
+
+    def report_shown(self, step: int) -> None:
+        """The page has drawn the update of ``step`` (its status line says so)."""
+        with self._shown:
+            self.page_reports = True
+            self.shown_step = max(self.shown_step, step)
+            self._shown.notify_all()
+
+    def wait_shown(self, step: int, timeout: float) -> None:
+        """Back-pressure: wait (up to ``timeout``) until the page has drawn ``step``, so a slow browser
+        is never more than one update behind and Stop is seen at once. No wait if the page does not report."""
+        with self._shown:
+            if self.page_reports:
+                self._shown.wait_for(lambda: self.shown_step >= step or self.stopped(), timeout)
+
+    def stopped(self) -> bool:
+        return self._event.is_set()
+
+    def pause(self, seconds: float) -> bool:
+        """Wait up to ``seconds``; True if stopped meanwhile."""
+        return self._event.wait(seconds) if seconds > 0 else self._event.is_set()
+
+
+class RunRegistry:
+    """The runs going on, one per visitor (keyed by Gradio's session hash), for Stop to find."""
+
+    def __init__(self) -> None:
+        self._runs: dict[Any, RunControl] = {}
+        self._lock = threading.Lock()
+
+    def begin(self, key: Any) -> RunControl | None:
+        """A control for a new run, or None if this visitor already has one going."""
+        with self._lock:
+            if key in self._runs:
+                return None
+            control = self._runs[key] = RunControl()
+            return control
+
+    def end(self, key: Any, control: RunControl) -> None:
+        with self._lock:
+            if self._runs.get(key) is control:
+                del self._runs[key]
+
+    def get(self, key: Any) -> RunControl | None:
+        with self._lock:
+            return self._runs.get(key)

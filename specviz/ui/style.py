@@ -42,6 +42,18 @@ APP_CSS = VIZ_CSS + """
 .sv-textbox { background: #fcfcfd; border-radius: 6px; }
 #sv-scrub { align-items: center; }
 #sv-legend { margin: 0; }
+.sv-hidden { display: none !important; }
+.sv-stopped { color: #b91c1c; font-weight: 700; }
+.sv-story, .sv-story p, .sv-story li { font-size: 12.5px !important; line-height: 1.45; }
+.sv-measure-note { font-size: 12px; color: #4b5563; margin-bottom: 4px; }
+#sv-input-msg p { margin: 2px 0; }
+/* phones: columns and figures stack, nothing is wider than the screen */
+@media (max-width: 760px) {
+  #sv-columns, .sv-figrow, #sv-prompt-row { flex-direction: column !important; flex-wrap: nowrap !important; }
+  #sv-columns > .sv-col, .sv-figrow > div, #sv-prompt-row > div { min-width: 0 !important; width: 100% !important; }
+  #sv-scrub { flex-wrap: wrap !important; }
+  .sv-title { font-size: 18px; }
+}
 """
 
 
@@ -70,6 +82,7 @@ STEP_JS = """
     }
   }
   for (const box of document.querySelectorAll("[id^=sv-text-]")) {
+    if (box.querySelector(".sv-pinned")) continue;  // a column opened on its own step after a run
     const steps = box.querySelectorAll(".sv-step");
     const n = steps.length;
     steps.forEach((s) => {
@@ -79,5 +92,57 @@ STEP_JS = """
     });
   }
   return [];
+}
+"""
+
+
+# Runs once when the page loads. (0) Each time the status line shows a new live step, the page reports
+# it through the hidden #sv-shown box, and a live run waits for that before its next update, so a
+# slow browser sets the pace instead of falling behind. (1) On a narrow screen the settings sidebar starts closed, so it does
+# not cover the page. (2) A click on a tree node writes "column:node:nonce" into the hidden
+# #sv-node-pick box, whose change event opens that node's distribution view (Gradio's Plot has no
+# click event of its own). Tree plots are re-bound whenever Gradio replaces their element.
+PAGE_JS = r"""
+() => {
+  if (window.innerWidth < 760) {
+    let tries = 0;
+    const close = () => {
+      const bar = document.querySelector("#sv-sidebar.open .toggle-button");
+      if (bar) bar.click(); else if (tries++ < 50) setTimeout(close, 100);
+    };
+    close();
+  }
+  const pick = (i, node) => {
+    const box = document.querySelector("#sv-node-pick textarea, #sv-node-pick input");
+    if (!box) return;
+    box.value = i + ":" + node + ":" + Date.now();
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    box.dispatchEvent(new Event("change", {bubbles: true}));
+  };
+  // back-pressure: tell the server each time a live update has been drawn ("Running … · step N")
+  let reported = "";
+  const report = () => {
+    const st = document.querySelector("#sv-status");
+    const m = st && st.innerText.match(/Running \d+ of \d+ · step (\d+)/);
+    const box = document.querySelector("#sv-shown textarea, #sv-shown input");
+    if (!m || !box || m[1] === reported) return;
+    reported = m[1];
+    box.value = m[1] + ":" + Date.now();
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    box.dispatchEvent(new Event("change", {bubbles: true}));
+  };
+  new MutationObserver(report).observe(document.body, {childList: true, subtree: true, characterData: true});
+  const STATUSES = ["accepted", "rejected", "not_reached", "resampled", "bonus"];
+  setInterval(() => {
+    document.querySelectorAll("[id^=sv-tree-] .js-plotly-plot").forEach((el) => {
+      if (el.__svBound || !el.on) return;
+      el.__svBound = true;
+      const i = Number(el.closest("[id^=sv-tree-]").id.slice(8));
+      el.on("plotly_click", (ev) => {
+        const pt = ev && ev.points && ev.points[0];
+        if (pt && STATUSES.includes(pt.data.meta) && pt.customdata !== undefined) pick(i, pt.customdata);
+      });
+    });
+  }, 300);
 }
 """

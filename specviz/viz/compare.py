@@ -74,11 +74,8 @@ def cumulative_figure(runs: Runs, current_step: int | None = None, height: int =
     xmax = 0
     for (label, trace), (color, rep) in zip(runs, run_styles(runs)):
         ys = metrics.cumulative_tokens(trace)
-        calls, c = [], 0
-        for s in trace.steps:
-            c += s.target_calls
-            calls.append(c)
-        xmax = max(xmax, c)
+        calls = metrics.cumulative_target_calls(trace)
+        xmax = max(xmax, calls[-1] if calls else 0)
         data.append({"type": "scatter", "mode": "lines", "name": label, "x": [0, *calls], "y": [0, *ys],
                      "line": {"color": color, "width": 2.2, "dash": DASHES[rep % len(DASHES)]},
                      "hovertemplate": f"<b>{label}</b><br>%{{x}} target calls → %{{y}} tokens<extra></extra>"})

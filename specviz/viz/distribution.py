@@ -44,6 +44,8 @@ def _ordinal(i: int) -> str:
 
 def _labels(pos: PositionRecord, step: StepRecord, decode: Callable[[int], str] | None) -> list[str]:
     texts = {n.token_id: n.token_text for n in step.forest}
+    if pos.texts is not None:
+        texts.update(zip(pos.ids, pos.texts))
     out = []
     for tid in pos.ids:
         text = texts.get(tid)

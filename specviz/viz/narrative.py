@@ -107,6 +107,8 @@ def _token_text(tid: int, texts: dict[int, str], decode: Callable[[int], str] | 
 def _residual_bits(pos: PositionRecord, texts: dict[int, str], decode: Callable[[int], str] | None,
                    final: bool) -> str:
     bits = []
+    if pos.texts is not None:  # trace v2 records the texts of the ids it keeps
+        texts = {**texts, **dict(zip(pos.ids, pos.texts))}
     if pos.residual_mass is not None:
         bits.append(f"residual mass Σ max(0, p − q) = TV(p, q) = {fmt_prob(pos.residual_mass)}, the chance a "
                     f"single draft here is rejected")

@@ -49,6 +49,9 @@ def greedy_check(trace: RunTrace, baseline: RunTrace | None) -> str:
     i = first_divergence(trace.output_ids, baseline.output_ids)
     if i is None:
         return "✓ identical"
+    common = min(len(trace.output_ids), len(baseline.output_ids))
+    if i >= common and "stopped" in (trace.finish_reason, baseline.finish_reason):
+        return f"✓ identical over the first {common} tokens (stopped)"  # one stopped early: not a divergence
     a = trace.output_ids[i] if i < len(trace.output_ids) else None
     b = baseline.output_ids[i] if i < len(baseline.output_ids) else None
     return f"✗ differs at token {i + 1} (id {a} vs ar's {b})"
@@ -84,13 +87,20 @@ def _cell(key: str, v: Any) -> str:
     return html.escape(str(v))
 
 
-def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions: bool = True) -> str:
-    """The table as HTML (class ``sv-table``), best τ and speed-up in bold, definitions underneath."""
+TIMED: tuple[str, ...] = ("wall_time_s", "tokens_per_s", "speedup")
+
+
+def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions: bool = True,
+                          not_comparable: str | None = None) -> str:
+    """The table as HTML (class ``sv-table``), best τ and speed-up in bold, definitions underneath.
+
+    ``not_comparable`` (why, e.g. "the columns ran interleaved on one device") marks the wall-time
+    figures as not comparable: greyed, starred, never bold, with the reason above the table."""
     if not runs:
         return '<div class="sv-empty">Run some algorithms to compare them here.</div>'
     rows = comparison_rows(runs)
     best: dict[str, float] = {}
-    for key in ("tau", "tokens_per_s", "speedup"):
+    for key in ("tau",) if not_comparable else ("tau", "tokens_per_s", "speedup"):
         vals = [r.get(key) for r in rows if isinstance(r.get(key), (int, float)) and r["finished"]]
         if len(vals) > 1:
             best[key] = max(vals)
@@ -103,7 +113,10 @@ def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions
             v = r.get(key)
             text = _cell(key, v) if key != "greedy" else html.escape(str(v))
             cls = ""
-            if key in best and v == best[key]:
+            if not_comparable and key in TIMED:
+                cls = f' class="sv-nc" title="not comparable: {html.escape(not_comparable)}"'
+                text += "*" if v is not None else ""
+            elif key in best and v == best[key]:
                 cls = ' class="sv-best"'
             elif key == "greedy" and str(v).startswith("✗"):
                 cls = ' class="sv-bad"'
@@ -112,7 +125,11 @@ def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions
             cells.append(f"<td{cls}>{text}</td>")
         status = "" if r["finished"] else ' <span class="sv-running">running…</span>'
         body.append(f'<tr><th scope="row">{html.escape(r["label"])}{status}</th>{"".join(cells)}</tr>')
-    out = (f'<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th>{head}</tr></thead>'
+    warn = ""
+    if not_comparable:
+        warn = (f'<div class="sv-nc-note">* Wall-time figures are <b>not comparable</b>: {html.escape(not_comparable)}. '
+                "Press <b>Measure</b> for timings run one after another, unpaced, with repeats.</div>")
+    out = warn + (f'<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th>{head}</tr></thead>'
            f'<tbody>{"".join(body)}</tbody></table></div>')
     if show_definitions:
         items = "".join(f"<li><b>{html.escape(h)}</b>: {html.escape(defs.get(d, ''))}</li>" for _, h, d in COLUMNS)
@@ -133,6 +150,9 @@ TABLE_CSS = """
 .sv-table .sv-best { font-weight: 700; color: #065f46; }
 .sv-table .sv-good { color: #065f46; }
 .sv-table .sv-bad { color: #b91c1c; font-weight: 600; }
+.sv-table .sv-nc { color: #9ca3af; }
+.sv-nc-note { font-size: 12px; color: #92400e; background: #fffbeb; border: 1px solid #fde68a; border-radius: 6px;
+  padding: 4px 8px; margin-bottom: 6px; }
 .sv-running { color: #7c3aed; font-weight: 400; font-size: 11px; }
 .sv-defs { font-size: 12px; color: #4b5563; margin-top: 6px; }
 .sv-defs ul { margin: 4px 0 4px 18px; padding: 0; columns: 2; column-gap: 28px; }

@@ -1,0 +1,112 @@
+"""The page's output components, declared once and addressed by name.
+
+Callbacks return a view: ``{name: value}`` with page-level names (``"status"``, ``"table"``…) and
+``(panel, column)`` for a column's panel (``("tree", 2)``); a name left out stays as it is on
+screen. ``Page.bind`` turns a view into Gradio's ``{component: value}``. A new panel per column is
+one field of ``Slot`` (its declaration in ``Slot.declare``) and its value in ``render.SlotView``;
+nothing counts outputs by position.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Hashable, Iterator
+
+import gradio as gr
+
+View = dict[Hashable, Any]
+
+
+@dataclass
+class Slot:
+    """One column's panels, top to bottom."""
+
+    column: gr.Column
+    header: gr.HTML
+    tokens: gr.HTML
+    tree: gr.Plot
+    narrative: gr.Markdown
+    distribution: gr.Plot
+    controller: gr.Plot
+    beams: gr.HTML
+    download: gr.DownloadButton
+
+    @classmethod
+    def declare(cls, i: int) -> "Slot":
+        with gr.Column(visible=False, min_width=300, elem_classes=["sv-col"], elem_id=f"sv-col-{i}") as column:
+            return cls(
+                column=column,
+                header=gr.HTML(elem_id=f"sv-head-{i}"),
+                tokens=gr.HTML(max_height=230, autoscroll=True, elem_id=f"sv-text-{i}", elem_classes=["sv-textbox"]),
+                tree=gr.Plot(show_label=False, elem_id=f"sv-tree-{i}"),
+                narrative=gr.Markdown(visible=False, elem_id=f"sv-story-{i}", elem_classes=["sv-story"]),
+                distribution=gr.Plot(show_label=False, visible=False, elem_id=f"sv-dist-{i}"),
+                controller=gr.Plot(show_label=False, visible=False, elem_id=f"sv-ctrl-{i}"),
+                beams=gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
+                download=gr.DownloadButton("⬇ trace JSON", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
+            )
+
+    @classmethod
+    def panels(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@dataclass
+class Page:
+    """Every component a callback may update, by name."""
+
+    session: gr.State
+    status: gr.HTML
+    run_btn: gr.Button
+    stop_btn: gr.Button
+    measure_btn: gr.Button
+    input_msg: gr.Markdown
+    slider: gr.Slider
+    step_label: gr.Markdown
+    table: gr.HTML
+    per_step: gr.Plot
+    cumulative: gr.Plot
+    hist: gr.Plot
+    time: gr.Plot
+    measurements: gr.HTML
+    max_new: gr.Number
+    seed: gr.Number
+    temperature: gr.Slider
+    top_p: gr.Slider
+    top_k: gr.Number
+    slots: list[Slot]
+
+    def component(self, name: Hashable) -> gr.components.Component:
+        if isinstance(name, tuple):
+            panel, i = name
+            return getattr(self.slots[i], panel)
+        if name == "slots" or name not in {f.name for f in fields(self)}:
+            raise KeyError(f"no output named {name!r}")
+        return getattr(self, name)
+
+    def outputs(self) -> list[Any]:
+        """Every output component (the ``outputs`` of an event whose callback returns a view)."""
+        page = [getattr(self, f.name) for f in fields(self) if f.name != "slots"]
+        return page + [getattr(s, p) for s in self.slots for p in Slot.panels()]
+
+    def bind(self, view: View) -> dict[Any, Any] | list[Any]:
+        """``{component: value}``; an empty view is every output skipped (Gradio reads an empty dict
+        as one value)."""
+        if not view:
+            return [gr.skip()] * len(self.outputs())
+        return {self.component(name): value for name, value in view.items()}
+
+    def wire(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` returning (or yielding) views, as a Gradio callback returning ``{component: value}``."""
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen(*args: Any, **kwargs: Any) -> Iterator[dict[Any, Any]]:
+                for view in fn(*args, **kwargs):
+                    yield self.bind(view)
+            return gen
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> dict[Any, Any]:
+            return self.bind(fn(*args, **kwargs))
+        return call

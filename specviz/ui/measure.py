@@ -1,0 +1,71 @@
+"""The app's "Measure" action: timings that can be compared (no Gradio here).
+
+A live run interleaves its columns step by step on one device and may be paced, so its wall times
+are not independent measurements. ``measure`` runs the selected algorithms one after another,
+unpaced, each with a warm-up and ``repeats`` timed runs, and reports medians: the method of the
+README benchmark (``specviz.bench.run``), so the two agree within noise for the same settings.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import specviz
+from specviz.bench.timing import median_time
+from specviz.models.loading import ModelPair
+
+
+@dataclass
+class Measurement:
+    """Median timing of one algorithm over ``repeats`` runs after a warm-up."""
+
+    label: str
+    algorithm: str
+    wall_s: float
+    new_tokens: int
+    target_calls: int
+    repeats: int
+    speedup: float | None = None   # tokens/s over ar's tokens/s (when ar was measured)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str, dict[str, Any]]], *,
+            repeats: int = 3, should_stop: Callable[[], bool] | None = None,
+            **sampling: Any) -> Iterator[tuple[str, list[Measurement]]]:
+    """Yield ``(progress sentence, measurements so far)`` after each algorithm; the last yield has all.
+    ``sampling``: ``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``."""
+    done: list[Measurement] = []
+    for i, (algo, params) in enumerate(algorithms):
+        if should_stop is not None and should_stop():
+            yield f"stopped after {len(done)} of {len(algorithms)}", done
+            return
+        yield f"measuring {algo} ({i + 1} of {len(algorithms)}): a warm-up and {repeats} timed runs…", done
+        wall, trace = median_time(lambda: specviz.decode(pair, algo, prompt, **sampling, **params), repeats)
+        m = trace.metrics
+        done.append(Measurement(algo if not params else f"{algo} ({', '.join(f'{k}={v}' for k, v in params.items())})",
+                                algo, wall, int(m["new_tokens"]), int(m["target_calls"]), repeats))
+    base = next((d for d in done if d.algorithm == "ar"), None)
+    for d in done:
+        d.speedup = d.tokens_per_s / base.tokens_per_s if base is not None and base.tokens_per_s else None
+    yield f"measured {len(done)} algorithm{'s' if len(done) != 1 else ''}, one after another", done
+
+
+def measurements_html(rows: list[Measurement], note: str = "") -> str:
+    """The measured medians as a table (class ``sv-table``)."""
+    if not rows:
+        return f'<div class="sv-empty">{html.escape(note) or "Press Measure to time the selected algorithms."}</div>'
+    body = "".join(
+        f'<tr><th scope="row">{html.escape(r.label)}</th><td>{r.new_tokens}</td><td>{r.target_calls}</td>'
+        f"<td>{r.wall_s:.3f}</td><td>{r.tokens_per_s:.1f}</td>"
+        f"<td>{'–' if r.speedup is None else f'{r.speedup:.2f}×'}</td><td>{r.repeats}</td></tr>" for r in rows)
+    return (f'<div class="sv-measure-note">{html.escape(note)}</div>'
+            '<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th><th>tokens</th>'
+            '<th>target calls</th><th title="median wall-clock seconds of a whole decode call">median wall s</th>'
+            "<th>tokens/s</th><th>speed-up vs ar</th><th>timed runs</th></tr></thead>"
+            f"<tbody>{body}</tbody></table></div>"
+            '<p class="sv-note">Run one after another, unpaced, after a warm-up each; medians of the timed runs '
+            "(the method of <code>python -m specviz bench</code>).</p>")

@@ -1,0 +1,105 @@
+"""The sampling inputs checked as typed: each problem is a sentence shown in the page (no Gradio here).
+
+``check_inputs`` is called both when an input changes (the message appears under the inputs) and
+by Run (which refuses with the same sentences), so the page and the server agree on what is valid.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+SEED_MAX = 2**63 - 1   # torch.Generator.manual_seed takes a signed 64-bit integer
+
+
+@dataclass
+class Checked:
+    """The inputs as numbers where they are valid, and one sentence per problem."""
+
+    max_new_tokens: int | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    prompt_tokens: int | None = None
+    max_new_limit: int | None = None      # context - prompt tokens (capped by the app's limit)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def whole_number(raw: Any) -> int | None:
+    """``raw`` as an int if it is a finite whole number (Gradio sends floats for Number boxes), else None."""
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float):
+        return int(raw) if math.isfinite(raw) and raw.is_integer() else None
+    if isinstance(raw, str):
+        try:
+            return int(raw.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def check_seed(raw: Any) -> tuple[int | None, str | None]:
+    v = whole_number(raw)
+    if v is None or not 0 <= v <= SEED_MAX:
+        return None, f"seed must be a whole number from 0 to {SEED_MAX} (2^63 − 1); got {_shown(raw)}."
+    return v, None
+
+
+def check_top_k(raw: Any) -> tuple[int | None, str | None]:
+    v = whole_number(raw)
+    if v is None or v < 0:
+        return None, f"top-k must be 0 (off) or a positive whole number; got {_shown(raw)}."
+    return v, None
+
+
+def max_new_limit(context_length: int | None, prompt_tokens: int | None, cap: int) -> int:
+    """The most new tokens a run may ask for: the pair's context minus the prompt, and the app's cap."""
+    if context_length is None:
+        return cap
+    return max(0, min(cap, context_length - (prompt_tokens or 0)))
+
+
+def check_inputs(max_new_tokens: Any, top_k: Any, seed: Any, *, cap: int, context_length: int | None = None,
+                 prompt_tokens: int | None = None) -> Checked:
+    """Every sampling input at once; ``prompt_tokens`` and ``context_length`` come from the loaded pair."""
+    out = Checked(prompt_tokens=prompt_tokens)
+    out.seed, problem = check_seed(seed)
+    if problem:
+        out.problems.append(problem)
+    out.top_k, problem = check_top_k(top_k)
+    if problem:
+        out.problems.append(problem)
+    limit = max_new_limit(context_length, prompt_tokens, cap)
+    out.max_new_limit = limit
+    n = whole_number(max_new_tokens)
+    if n is None or n < 1:
+        out.problems.append(f"max new tokens must be a whole number of at least 1; got {_shown(max_new_tokens)}.")
+    elif n > limit:
+        if context_length is not None and context_length - (prompt_tokens or 0) <= cap:
+            why = (f"the pair's context is {context_length} tokens and the prompt takes {prompt_tokens}, "
+                   f"so at most {limit} new tokens fit")
+        else:
+            why = f"this app allows at most {limit}"
+        out.problems.append(f"max new tokens is {n}, but {why}.")
+    else:
+        out.max_new_tokens = n
+    return out
+
+
+def _shown(raw: Any) -> str:
+    if raw is None or raw == "":
+        return "nothing"
+    if isinstance(raw, int) and not isinstance(raw, bool) and len(str(raw)) <= 24:
+        return str(raw)
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw) and abs(raw) >= 1e19:
+        return f"{raw:.3g}"  # 1e+30, not the 31 digits of its float
+    if isinstance(raw, float) and raw.is_integer():
+        return str(int(raw))
+    text = repr(raw) if isinstance(raw, str) else str(raw)
+    return text if len(text) <= 40 else text[:37] + "…"

@@ -1,0 +1,237 @@
+"""Beam views for ``beam`` and ``dsbd`` traces ("Dynamic-Width Speculative Beam Decoding",
+arXiv 2409.16560): pure functions of a ``RunTrace`` / ``StepRecord``.
+
+* ``forest_figure(step)``: the step's draft forest, one tree per input beam (the beam at the left,
+  its drafted layers to the right), nodes and edges coloured by beam, the node's verification
+  status as its outline, and the beams kept at the end of the step (``controller["kept"]``, or
+  every node of a ``beam`` step) marked with a star.
+* ``width_figure(trace, step)``: left, the kept width W_L per layer (rows) and step (columns) as a
+  heat map (the bonus layer included); right, for the selected step, the law P(m accepted) of each
+  verified layer as bars and P(#accepted >= K) as markers, with the threshold t as a line: the
+  width chosen is the largest K whose marker is on or above the line (floored at W_min).
+* ``beam_rows(trace, step)`` / ``beams_html(trace, step)``: the beams after a step, full text
+  rebuilt from the per-step beam lists (each beam's ``parent`` is an index into the previous
+  step's list), with cumulative and mean target log-likelihood; the best beam (the output when the
+  run ends there) and the carried beams flagged.
+
+Keys read from ``StepRecord.controller`` (kinds ``beam`` and ``dsbd``): ``beams`` (``parent``,
+``tokens``, ``text``, ``loglik``), ``best``, ``carried``, ``length``; ``dsbd`` also ``levels``
+(``width``/``kept``, ``p_accept``, ``survival``, ``threshold``, ``bonus``), ``l_last`` and ``kept``.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import plotly.graph_objects as go
+
+from specviz.trace import RunTrace, StepRecord, TreeNode
+from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, axis, base_layout, figure, fmt,
+                               message_figure, series_color, visible_text)
+
+BEAM_KINDS = ("beam", "dsbd")
+
+
+def _state(step: StepRecord | None) -> dict[str, Any]:
+    c = step.controller if step is not None else None
+    return c if isinstance(c, dict) and c.get("kind") in BEAM_KINDS else {}
+
+
+def is_beam_trace(trace: RunTrace | None) -> bool:
+    return bool(trace and trace.steps and _state(trace.steps[0]))
+
+
+# ---- beams and their texts -------------------------------------------------------------------
+
+def beam_rows(trace: RunTrace, step: int) -> list[dict[str, Any]]:
+    """The beams after step ``step``: ``text`` and ``tokens`` (generated so far), ``loglik``, ``mean_logprob`` (per
+    token), ``best`` and ``carried`` flags, ``parent`` (index in the previous step's beams)."""
+    texts: list[str] = [""]
+    toks: list[list[int]] = [[]]
+    rows: list[dict[str, Any]] = []
+    for s in trace.steps[: step + 1]:
+        st = _state(s)
+        beams = st.get("beams") or []
+        known = [0 <= b["parent"] < len(texts) for b in beams]
+        texts = [(texts[b["parent"]] if k else "") + b["text"] for b, k in zip(beams, known)]
+        toks = [(toks[b["parent"]] if k else []) + list(b["tokens"]) for b, k in zip(beams, known)]
+        length = max(int(st.get("length", 1)), 1)
+        carried = set(st.get("carried", range(len(beams))))
+        rows = [{"index": i, "parent": b["parent"], "text": t, "tokens": ids, "new": b["text"],
+                 "loglik": b["loglik"], "mean_logprob": b["loglik"] / length, "best": i == st.get("best"),
+                 "carried": i in carried} for i, (b, t, ids) in enumerate(zip(beams, texts, toks))]
+    return rows
+
+
+def beams_html(trace: RunTrace | None, step: int) -> str:
+    """The beams after ``step`` as an HTML table: colour swatch, text (new tokens in bold), scores."""
+    if not is_beam_trace(trace):
+        return "<p>No beams: this run is not a beam algorithm.</p>"
+    step = max(0, min(step, len(trace.steps) - 1))
+    body = []
+    for r in sorted(beam_rows(trace, step), key=lambda r: -r["loglik"]):
+        old = html.escape(r["text"][: len(r["text"]) - len(r["new"])])
+        flags = " ".join(f for f, on in (("best", r["best"]), ("carried", r["carried"])) if on)
+        body.append(
+            f"<tr><td><span style='display:inline-block;width:10px;height:10px;border-radius:5px;"
+            f"background:{series_color(r['index'] + 1)}'></span> {r['index']}</td>"
+            f"<td style='font-family:{MONO};white-space:pre-wrap'>{old}<b>{html.escape(r['new'])}</b></td>"
+            f"<td>{fmt(r['loglik'])}</td><td>{fmt(r['mean_logprob'])}</td><td>{flags}</td></tr>")
+    head = "<tr><th>beam</th><th>text</th><th>log-lik</th><th>mean log p</th><th></th></tr>"
+    return f"<table class='beams'>{head}{''.join(body)}</table>"
+
+
+# ---- the forest ---------------------------------------------------------------------------------
+
+def forest_layout(forest: list[TreeNode], n_beams: int) -> tuple[dict[int, tuple[float, float]], list[float]]:
+    """Positions of the forest's nodes (x = depth + 1, leaves on consecutive rows, a parent midway
+    between its children) and the y of each input beam (x = 0), trees stacked in beam order."""
+    kids: dict[int | None, list[int]] = {}
+    ids = {n.id for n in forest}
+    by_root: dict[int, list[int]] = {}
+    for n in forest:
+        parent = n.parent if n.parent in ids else None
+        if parent is None:
+            by_root.setdefault(n.root, []).append(n.id)
+        else:
+            kids.setdefault(parent, []).append(n.id)
+    depth = {n.id: n.depth for n in forest}
+    pos: dict[int, tuple[float, float]] = {}
+    row = [0]
+
+    def place(v: int) -> float:
+        ch = kids.get(v, [])
+        y = sum(place(c) for c in ch) / len(ch) if ch else -float(row[0])
+        if not ch:
+            row[0] += 1
+        pos[v] = (depth[v] + 1.0, y)
+        return y
+
+    beam_y = []
+    for b in range(max(n_beams, max(by_root, default=-1) + 1)):
+        tops = [place(v) for v in by_root.get(b, [])]
+        if not tops:
+            tops, row[0] = [-float(row[0])], row[0] + 1
+        beam_y.append(sum(tops) / len(tops))
+        row[0] += 0.5
+    return pos, beam_y
+
+
+def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, height: int | None = None) -> go.Figure:
+    """The forest of a ``beam``/``dsbd`` step (see module docstring). ``beam_texts``: the input
+    beams' texts (hover), e.g. from ``beam_rows`` of the previous step."""
+    if step is None or not step.forest:
+        return message_figure("No forest at this step.")
+    st = _state(step)
+    kept = set(st.get("kept", [n.id for n in step.forest] if st.get("kind") == "beam" else []))
+    n_beams = len(beam_texts) if beam_texts else max(n.root for n in step.forest) + 1
+    pos, beam_y = forest_layout(step.forest, n_beams)
+    data: list[dict[str, Any]] = []
+    byid = {n.id: n for n in step.forest}
+    ex: list[Any] = []
+    ey: list[Any] = []
+    for n in step.forest:
+        a = pos[n.parent] if n.parent in byid else (0.0, beam_y[n.root])
+        ex += [a[0], pos[n.id][0], None]
+        ey += [a[1], pos[n.id][1], None]
+    data.append({"type": "scatter", "mode": "lines", "x": ex, "y": ey, "hoverinfo": "skip", "showlegend": False,
+                 "line": {"color": EDGE_COLOR, "width": 1.2}})
+    for b, y in enumerate(beam_y):
+        text = beam_texts[b] if beam_texts and b < len(beam_texts) else ""
+        data.append({"type": "scatter", "mode": "markers+text", "x": [0.0], "y": [y], "name": f"beam {b}",
+                     "text": [f"beam {b}"], "textposition": "middle left",
+                     "hovertext": [html.escape(visible_text(text[-60:], 60)) or f"beam {b}"], "hoverinfo": "text",
+                     "marker": {"size": 14, "symbol": "square", "color": series_color(b + 1)}})
+    for b in sorted({n.root for n in step.forest}):
+        nodes = [n for n in step.forest if n.root == b]
+        data.append({
+            "type": "scatter", "mode": "markers+text", "showlegend": False, "name": f"beam {b}",
+            "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
+            "text": [html.escape(visible_text(n.token_text, 8)) for n in nodes], "textposition": "top center",
+            "textfont": {"family": MONO, "size": 10},
+            "hovertext": [f"node {n.id} · beam {b}<br>{html.escape(repr(n.token_text))}<br>status {n.status}"
+                          f"<br>q {fmt(n.q)} · p {fmt(n.p)} · accept {fmt(n.accept_prob)}" for n in nodes],
+            "hoverinfo": "text",
+            "marker": {"size": 12, "color": series_color(b + 1),
+                       "line": {"width": 3, "color": [STATUS_COLORS.get(n.status, "#9ca3af") for n in nodes]}}})
+    marks = [n for n in step.forest if n.id in kept]
+    if marks:
+        data.append({"type": "scatter", "mode": "markers", "name": "kept beams",
+                     "x": [pos[n.id][0] + 0.18 for n in marks], "y": [pos[n.id][1] for n in marks],
+                     "hoverinfo": "skip", "marker": {"symbol": "star", "size": 11, "color": CURRENT_COLOR}})
+    rows = len({y for _, y in pos.values()}) + len(beam_y)
+    layout = base_layout(f"Beam forest · step {step.index + 1}", height=height or int(min(max(120 + 26 * rows, 240), 860)))
+    layout["xaxis"] = axis("layer", dtick=1, range=[-0.9, max(x for x, _ in pos.values()) + 0.6], zeroline=False)
+    layout["yaxis"] = axis(None, visible=False)
+    return figure(data, layout)
+
+
+def step_forest_figure(trace: RunTrace, step: int, height: int | None = None) -> go.Figure:
+    """``forest_figure`` of step ``step`` with its input beams' texts (the beams the step before
+    carried; the prompt for the first step)."""
+    step = max(0, min(step, len(trace.steps) - 1))
+    if step == 0:
+        texts = [trace.prompt_text]
+    else:
+        rows = beam_rows(trace, step - 1)
+        carried = _state(trace.steps[step - 1]).get("carried", range(len(rows)))
+        texts = [rows[i]["text"] for i in carried if i < len(rows)]
+    return forest_figure(trace.steps[step], texts, height)
+
+
+# ---- widths -------------------------------------------------------------------------------------
+
+def width_matrix(trace: RunTrace) -> list[list[float | None]]:
+    """``[layer][step]`` kept width W_L (``None`` where the step ended earlier); beam steps: 1 layer."""
+    cols = []
+    for s in trace.steps:
+        st = _state(s)
+        levels = st.get("levels")
+        cols.append([lv.get("kept", lv.get("width")) for lv in levels] if levels else [len(st.get("beams", []))])
+    depth = max((len(c) for c in cols), default=0)
+    return [[c[i] if i < len(c) else None for c in cols] for i in range(depth)]
+
+
+def width_figure(trace: RunTrace | None, step: int, height: int = 320) -> go.Figure:
+    """Heat map of widths per layer per step, and the P(m accepted) bars with the threshold line for
+    the selected step (see module docstring)."""
+    if not is_beam_trace(trace):
+        return message_figure("No beam widths: this run is not a beam algorithm.", height=height)
+    step = max(0, min(step, len(trace.steps) - 1))
+    z = width_matrix(trace)
+    steps = list(range(1, len(trace.steps) + 1))
+    data: list[dict[str, Any]] = [{
+        "type": "heatmap", "z": z, "x": steps, "y": [f"L{i + 1}" for i in range(len(z))], "colorscale": "Blues", "reversescale": True,
+        "showscale": False, "hovertemplate": "step %{x} · layer %{y}<br>kept width %{z}<extra></extra>",
+        "texttemplate": "%{z}", "name": "kept width"}]
+    levels = [lv for lv in (_state(trace.steps[step]).get("levels") or []) if "p_accept" in lv]
+    threshold = None
+    for i, lv in enumerate(levels):
+        color = series_color(i + 1)
+        ks = list(range(len(lv["p_accept"])))
+        data.append({"type": "bar", "x": ks, "y": lv["p_accept"], "name": f"L{lv['layer']}: P(m = k)",
+                     "xaxis": "x2", "yaxis": "y2", "marker": {"color": color, "opacity": 0.55}})
+        data.append({"type": "scatter", "mode": "lines+markers", "x": ks, "y": lv.get("survival", []),
+                     "name": f"L{lv['layer']}: P(m ≥ K), W_L = {lv['width']}", "xaxis": "x2", "yaxis": "y2",
+                     "line": {"color": color, "shape": "hv", "width": 1.5}, "marker": {"size": 6}})
+        threshold = lv.get("threshold", threshold)
+    layout = base_layout(f"Beam widths · step {step + 1}", height=height, barmode="group")
+    layout["xaxis"] = axis("step", domain=[0, 0.48])
+    layout["yaxis"] = axis("layer", autorange="reversed")
+    layout["xaxis2"] = axis("k accepted drafts (K)", domain=[0.58, 1], anchor="y2", dtick=1)
+    layout["yaxis2"] = axis("probability", anchor="x2", range=[0, 1.05])
+    shapes = [{"type": "line", "x0": step + 0.5, "x1": step + 1.5, "y0": 0, "y1": 0, "xref": "x",
+               "yref": "paper", "line": {"color": CURRENT_COLOR, "width": 3}}]
+    if threshold is not None:
+        shapes.append({"type": "line", "x0": 0, "x1": 1, "xref": "x2 domain", "y0": threshold, "y1": threshold,
+                       "yref": "y2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dash"}})
+        layout["annotations"] = [{"text": f"t = {threshold:g}", "x": 1, "xref": "x2 domain", "y": threshold,
+                                  "yref": "y2", "showarrow": False, "yanchor": "bottom", "xanchor": "right",
+                                  "font": {"size": 10, "color": CURRENT_COLOR}}]
+    elif not levels:
+        layout["annotations"] = [{"text": "no verified draft layer at this step", "x": 0.79, "y": 0.5,
+                                  "xref": "paper", "yref": "paper", "showarrow": False,
+                                  "font": {"size": 12, "color": "#6b7280"}}]
+    layout["shapes"] = shapes
+    layout["margin"]["t"] = 74
+    return figure(data, layout)

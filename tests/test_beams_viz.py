@@ -1,0 +1,105 @@
+"""Beam views (``specviz.viz.beams``) on real ``beam`` and ``dsbd`` traces of a tiny pair."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import pytest
+from tiny import tiny_pair
+
+import specviz
+from specviz.viz import beams as V
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_pair("llama", vocab=64, draft="noisy", init_range=0.05, hidden=32, noise=0.1)
+
+
+@pytest.fixture(scope="module")
+def dsbd_trace(pair):
+    return specviz.decode(pair, "dsbd", [1, 2, 3], max_new_tokens=24, temperature=1, width=4, min_width=1,
+                          threshold=0.6, gamma=3, seed=2)
+
+
+@pytest.fixture(scope="module")
+def beam_trace(pair):
+    return specviz.decode(pair, "beam", [1, 2, 3], max_new_tokens=12, temperature=1, width=3, seed=2)
+
+
+def validated(fig: go.Figure) -> go.Figure:
+    return go.Figure(fig.to_dict())          # plotly validates every property here
+
+
+def test_best_beam_rows_rebuild_the_output(dsbd_trace, beam_trace):
+    for trace in (dsbd_trace, beam_trace):
+        rows = V.beam_rows(trace, len(trace.steps) - 1)
+        best = [r for r in rows if r["best"]]
+        assert len(best) == 1 and best[0]["tokens"] == trace.output_ids
+        assert all(len(r["tokens"]) == len(trace.output_ids) for r in rows)
+        html = V.beams_html(trace, len(trace.steps) - 1)
+        assert html.count("<tr>") == len(rows) + 1 and "best" in html
+
+
+def test_forest_has_one_tree_per_beam_and_marks_kept(dsbd_trace):
+    step = next(s for s in dsbd_trace.steps if len({n.root for n in s.forest}) > 1)
+    prev = V.beam_rows(dsbd_trace, step.index - 1)
+    carried = dsbd_trace.steps[step.index - 1].controller["carried"]
+    fig = validated(V.forest_figure(step, [prev[i]["text"] for i in carried]))
+    names = [t.name for t in fig.data]
+    assert sum(1 for n in names if n and n.startswith("beam ") and n != "kept beams") >= len(carried)
+    kept = next(t for t in fig.data if t.name == "kept beams")
+    assert len(kept.x) == len(step.controller["kept"])
+    # every drafted node is drawn in its beam's colour
+    colours = {t.marker.color for t in fig.data if t.mode == "markers+text" and t.showlegend is False}
+    assert len(colours) == len({n.root for n in step.forest})
+
+
+def test_width_view_shows_widths_law_and_threshold(dsbd_trace):
+    z = V.width_matrix(dsbd_trace)
+    for j, s in enumerate(dsbd_trace.steps):
+        levels = s.controller["levels"]
+        assert [z[i][j] for i in range(len(levels))] == [lv["kept"] for lv in levels]
+        assert all(z[i][j] is None for i in range(len(levels), len(z)))
+    j = next(i for i, s in enumerate(dsbd_trace.steps) if "p_accept" in s.controller["levels"][0])
+    fig = validated(V.width_figure(dsbd_trace, j))
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == sum("p_accept" in lv for lv in dsbd_trace.steps[j].controller["levels"])
+    assert abs(sum(bars[0].y) - 1) < 1e-4
+    assert any(sh.y0 == 0.6 and sh.y1 == 0.6 for sh in fig.layout.shapes)
+
+
+def test_beam_trace_views(beam_trace):
+    assert V.width_matrix(beam_trace) == [[3] * len(beam_trace.steps)]
+    validated(V.width_figure(beam_trace, 2))
+    fig = validated(V.forest_figure(beam_trace.steps[3], [r["text"] for r in V.beam_rows(beam_trace, 2)]))
+    assert len(next(t for t in fig.data if t.name == "kept beams").x) == 3
+
+
+def test_other_traces_get_a_message(pair):
+    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=5)
+    assert not V.is_beam_trace(trace)
+    assert "not a beam algorithm" in V.beams_html(trace, 0)
+    validated(V.width_figure(trace, 0))
+
+
+def test_app_column_shows_the_beam_panels(dsbd_trace):
+    from specviz.ui.render import slot_view
+    from specviz.ui.runner import Column
+
+    col = Column(label="dsbd", algorithm="dsbd", trace=dsbd_trace, done=True)
+    k = next(s.index for s in dsbd_trace.steps if len({n.root for n in s.forest}) > 1)
+    view = slot_view(col, 0, k)
+    assert view.tree.layout.title.text.startswith("Beam forest")
+    roots = [t for t in view.tree.data if t.name and t.name.startswith("beam ") and t.mode == "markers+text"
+             and t.showlegend is not False]
+    assert len(roots) == len(dsbd_trace.steps[k - 1].controller["carried"]) > 1
+    assert view.controller.layout.title.text.startswith("Beam widths") and "<table" in view.beams
+    assert view.narrative is None     # the tree-walk narrative does not describe beam layers
+
+
+def test_app_column_of_other_algorithms_has_no_beam_panel(pair):
+    from specviz.ui.render import slot_view
+    from specviz.ui.runner import Column
+
+    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=6)
+    view = slot_view(Column(label="sd", algorithm="sd", trace=trace, done=True), 0, 0)
+    assert view.beams is None and not view.tree.layout.title.text.startswith("Beam forest")
