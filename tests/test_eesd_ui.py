@@ -19,3 +19,17 @@ def test_the_bundled_preset_brings_its_head_and_the_panel_follows_the_step():
     for k, v in zip((1, 2), views):
         st = trace.steps[k].controller
         assert f"round {k + 1} · Beta(α={st['alpha']:.1f}, β={st['beta']:.1f})" in v.controller.layout.title.text
+
+
+def test_a_thompson_column_also_shows_drafted_vs_accepted():
+    p = bundled_preset()
+    pair = specviz.load_pair(p.target, p.draft, early_exit=p.early_exit)
+    for controller, shown in (("beta_ts", True), ("fixed", False)):  # fixed: its controller view already is it
+        trace = specviz.decode(pair, "eesd", "def add(a, b):\n", max_new_tokens=16, temperature=0, controller=controller)
+        v = render.slot_view(Column(label="eesd", algorithm="eesd", trace=trace, done=True), 0, 1)
+        assert (v.lengths is not None) == shown
+        if shown:
+            drafted = [t for t in v.lengths.data if t.name == "drafted"][0]
+            assert list(drafted.y) == [s.controller["drafted"] for s in trace.steps]
+    sd = specviz.decode(pair, "sd", "def add(a, b):\n", max_new_tokens=8, temperature=0)
+    assert render.slot_view(Column(label="sd", algorithm="sd", trace=sd, done=True), 0, 0).lengths is None

@@ -16,6 +16,7 @@ from specviz import viz
 from specviz.trace import RunTrace
 from specviz.ui.runner import Column, Session
 from specviz.viz import beams as viz_beams
+from specviz.viz import controller as viz_controller
 from specviz.viz.style import series_color
 
 try:  # these arrive with the viz work (narrative, distribution view, colours by algorithm); until then
@@ -25,6 +26,9 @@ try:  # these arrive with the viz work (narrative, distribution view, colours by
     from specviz.viz.style import algorithm_color
 except ImportError:  # pragma: no cover - depends on which work has landed
     distribution_figure = informative_step = step_narrative = algorithm_color = None  # type: ignore[assignment]
+
+
+LENGTH_KINDS = ("beta_ts", "cali_ts")  # the fixed controller's own view is already drafted vs accepted
 
 
 @dataclass
@@ -37,6 +41,7 @@ class SlotView:
     distribution: go.Figure | None
     download: str | None
     beams: str | None = None        # beam / dsbd runs: the beams' texts and scores (HTML)
+    lengths: go.Figure | None = None  # eesd / a draft-length controller: drafted vs accepted per round
 
 
 def column_color(col: Column, i: int) -> str:
@@ -131,7 +136,8 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     dist = None
     if col.selected is not None and distribution_figure is not None:
         dist = distribution_figure(t.steps[k], col.selected)
-    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams)
+    lengths = viz_controller.draft_lengths_figure(t, k) if viz.controller_kind(t) in LENGTH_KINDS else None
+    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams, lengths)
 
 
 def opening_step(trace: RunTrace) -> int | None:
