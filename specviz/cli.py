@@ -45,6 +45,7 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto")
     p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--early-exit", help="EESD early-exit head: a head directory, or an exit layer N for a fresh head")
 
 
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
@@ -79,14 +80,18 @@ def load_pair_from_args(args: argparse.Namespace):
     from specviz.models.loading import load_pair
 
     target, draft = args.target, args.draft
+    early_exit = getattr(args, "early_exit", None)
     if args.preset:
         from specviz.presets import get_preset
 
         preset = get_preset(args.preset)
-        target, draft = preset.target, preset.draft
+        target, draft, early_exit = preset.target, preset.draft, early_exit or preset.early_exit
     if not target:
         raise SpecvizError("Give --target (and usually --draft), or --preset.")
-    return load_pair(target, draft, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+    if isinstance(early_exit, str) and early_exit.isdigit():
+        early_exit = int(early_exit)
+    return load_pair(target, draft, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+                     early_exit=early_exit)
 
 
 def _decode_kwargs(args: argparse.Namespace) -> dict[str, Any]:

@@ -10,14 +10,22 @@ This is the one-branch case of the tree engine: a chain of ``gamma`` nodes, each
 one, so the acceptance rule is ``core.acceptance.sibling_schedule`` with k=1, whose output law is
 checked exactly by enumeration. The chain is cut to the tokens still allowed, and drafting stops
 after an EOS draft, neither of which changes the output law.
+
+``controller`` (default ``static``: always ``gamma``) swaps in EESD's draft-length control
+(``ts_controllers``: ``beta_ts``, ``cali_ts``, ``fixed``; Liu et al. 2024, arXiv 2406.03853, Table 5:
+Beta-TS on vanilla SD). No calibration head fits a separate draft model, so ``cali_ts`` here uses
+the untrained head's theta_M = 0.5.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from specviz.algorithms.decoder import Decoder
+from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.registry import Param, register
-from specviz.algorithms.tree_engine import run_tree
+from specviz.algorithms.tree_engine import run_engine, run_tree
+from specviz.algorithms.ts_controllers import TS_CONTROLLERS, controller_params, make_controller
+from specviz.core.rules import MultiCandidate
 from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord
 
@@ -25,6 +33,10 @@ GAMMA = Param("gamma", 4, "int", 1, 32, help="draft tokens per step")
 
 
 @register("sd", description="Chain speculative sampling: draft gamma tokens, verify in one target call.",
-          paper="Leviathan et al. 2023; Chen et al. 2023; theory paper Algorithm 1", params=(GAMMA,))
-def run_sd(dec: Decoder, gamma: int) -> Iterator[StepRecord]:
-    yield from run_tree(dec, chain_shape(gamma), replacement=True)
+          paper="Leviathan et al. 2023; Chen et al. 2023; theory paper Algorithm 1",
+          params=(GAMMA,) + controller_params("static", ("static",) + TS_CONTROLLERS))
+def run_sd(dec: Decoder, gamma: int, **control: Any) -> Iterator[StepRecord]:
+    if control["controller"] == "static":
+        yield from run_tree(dec, chain_shape(gamma), replacement=True)
+    else:  # EESD's draft-length control on a draft model (EESD Table 5); Cali-TS's theta_M is 0.5 here
+        yield from run_engine(dec, ModelDrafter(dec.draft), make_controller(dec, control), MultiCandidate(True))

@@ -18,9 +18,10 @@ Works for every family whose backbone keeps its blocks in one ``ModuleList`` and
 
 KV reuse (``EarlyExitLM(..., share=target_lm)``): the trunk layers compute the same keys and values
 as the target's first ``N`` layers at the same positions, so the draft reads the committed prefix of
-those layers from the target's cache and keeps only its own uncommitted tail. This holds for
-full-attention caches (``DynamicLayer``: Llama, Qwen2 without sliding window, GPT-2, GPT-NeoX, ...);
-other cache layers (sliding window, linear attention) are recomputed in the draft's own cache.
+those layers from the target's cache and keeps only its own uncommitted tail. ``CachedLM`` keeps a
+full-length ``DynamicLayer`` per layer for every supported family (sliding windows are applied by the
+mask), so every family shares; a target cache layer of another kind is not read (the draft computes
+its own). Cutting the cache goes through ``CachedLM._select``, the one routine behind ``keep``.
 """
 from __future__ import annotations
 
@@ -256,7 +257,8 @@ class SharedPrefixLayer(DynamicLayer):
 
     def sync(self, shared: int) -> None:
         """Read positions ``< shared`` from the target from now on, dropping the draft's own copies."""
-        src = self._src()
+        layers = self.source.cache.layers  # the target's cache creates its layers lazily
+        src = layers[self.index] if self.index < len(layers) else None
         if shared <= self.shared or not (type(src) is DynamicLayer and src.is_initialized):
             return
         drop = shared - self.shared
@@ -303,10 +305,9 @@ class EarlyExitLM(CachedLM):
 
     def reset(self) -> None:
         super().reset()
-        if self.share is not None:
-            for i in range(self.head.exit_layer):
-                if type(self.cache.layers[i]) is DynamicLayer:  # full attention only; others recompute
-                    self.cache.layers[i] = SharedPrefixLayer(self.share, i)
+        if self.share is not None:  # trunk layers read the target's prefix; the exit layer keeps its own KV
+            self.cache.layers = [SharedPrefixLayer(self.share, i) for i in range(self.head.exit_layer)]
+            self.cache.layers.append(DynamicLayer())
 
     def _shared(self) -> list[SharedPrefixLayer]:
         return [layer for layer in self.cache.layers if isinstance(layer, SharedPrefixLayer)]
@@ -334,19 +335,22 @@ class EarlyExitLM(CachedLM):
         self.last_hidden = self.last_hidden[len(context) - 1:]
         return logits
 
-    def commit(self, path: list[int]) -> None:
+    def _select(self, nodes: list[int]) -> None:
+        """``CachedLM._select`` (the one routine behind ``keep``/``commit``/``rollback``) run on plain
+        full-length views of the shared trunk layers; each then keeps only its new tail."""
         shared = {i: layer for i, layer in enumerate(self.cache.layers) if isinstance(layer, SharedPrefixLayer)}
-        for i, layer in shared.items():  # commit through plain full-length views, then keep the tails
+        for i, layer in shared.items():
             view = DynamicLayer()
             if layer.tail_keys is not None or layer.shared:
                 view.keys, view.values, view.is_initialized = layer.keys, layer.values, True
             self.cache.layers[i] = view
         try:
-            super().commit(path)
+            super()._select(nodes)
         finally:
             for i, layer in shared.items():
                 view = self.cache.layers[i]
-                layer.keys, layer.values = view.keys, view.values
+                if view.is_initialized:
+                    layer.keys, layer.values = view.keys, view.values
                 self.cache.layers[i] = layer
 
 

@@ -225,6 +225,7 @@ class Explorer:
                 out["narrative", i] = gr.Markdown(value=v.narrative or "", visible=bool(v.narrative))
                 out["distribution", i] = gr.Plot(value=v.distribution, visible=v.distribution is not None)
                 out["controller", i] = gr.Plot(value=v.controller, visible=v.controller is not None)
+                out["lengths", i] = gr.Plot(value=v.lengths, visible=v.lengths is not None)
                 out["beams", i] = gr.HTML(value=v.beams or "", visible=bool(v.beams))
                 out["theory", i] = gr.Plot(value=v.theory, visible=v.theory is not None)
             if text_changed:

@@ -29,6 +29,7 @@ class Slot:
     narrative: gr.Markdown
     distribution: gr.Plot
     controller: gr.Plot
+    lengths: gr.Plot
     beams: gr.HTML
     theory: gr.Plot
     download: gr.DownloadButton
@@ -44,6 +45,7 @@ class Slot:
                 narrative=gr.Markdown(visible=False, elem_id=f"sv-story-{i}", elem_classes=["sv-story"]),
                 distribution=gr.Plot(show_label=False, visible=False, elem_id=f"sv-dist-{i}"),
                 controller=gr.Plot(show_label=False, visible=False, elem_id=f"sv-ctrl-{i}"),
+                lengths=gr.Plot(show_label=False, visible=False, elem_id=f"sv-lengths-{i}"),
                 beams=gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
                 theory=gr.Plot(show_label=False, visible=False, elem_id=f"sv-theory-{i}"),
                 download=gr.DownloadButton("⬇ trace JSON", visible=False, size="sm", elem_id=f"sv-dl-{i}"),

@@ -160,5 +160,16 @@ class PairRegistry:
             if self.get(key) is not None:
                 return key
             pair = specviz.load_pair(resolve_model_path(target), resolve_model_path(draft) if draft else None,
-                                     device=self.device, dtype=self.dtype, trust_remote_code=trust_remote_code)
+                                     device=self.device, dtype=self.dtype, trust_remote_code=trust_remote_code,
+                                     early_exit=preset_early_exit(target, draft))
             return self.put(key, pair)
+
+
+def preset_early_exit(target: str, draft: str | None) -> str | None:
+    """The EESD early-exit head of the preset with this target and draft (``eesd`` needs it), or None."""
+    from specviz.presets import load_presets
+
+    try:
+        return next((p.early_exit for p in load_presets() if (p.target, p.draft) == (target, draft)), None)
+    except specviz.SpecvizError:
+        return None

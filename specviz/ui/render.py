@@ -16,10 +16,14 @@ from specviz import viz
 from specviz.trace import RunTrace
 from specviz.ui.runner import Column, Session
 from specviz.viz import beams as viz_beams
+from specviz.viz import controller as viz_controller
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.narrative import informative_step, step_narrative
 from specviz.viz.style import algorithm_color
 from specviz.viz.theory import theory_panel
+
+
+LENGTH_KINDS = ("beta_ts", "cali_ts")  # the fixed controller's own view is already drafted vs accepted
 
 
 @dataclass
@@ -33,6 +37,7 @@ class SlotView:
     download: str | None
     beams: str | None = None        # beam / dsbd runs: the beams' texts and scores (HTML)
     theory: go.Figure | None = None  # the theory paper's quantities next to the measured ones
+    lengths: go.Figure | None = None  # eesd / a draft-length controller: drafted vs accepted per round
 
 
 def column_color(col: Column) -> str:
@@ -129,7 +134,9 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     dist = None
     if col.selected is not None:
         dist = distribution_figure(t.steps[k], col.selected)
-    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams, theory)
+    lengths = viz_controller.draft_lengths_figure(t, k) if viz.controller_kind(t) in LENGTH_KINDS else None
+    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams, theory,
+                    lengths)
 
 
 def opening_step(trace: RunTrace) -> int:

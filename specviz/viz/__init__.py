@@ -5,7 +5,8 @@ same functions draw a live run, a replayed JSON trace or a benchmark result.
 """
 from specviz.viz.compare import (acceptance_histogram_figure, cumulative_figure, time_breakdown_figure,
                                  tokens_per_step_figure)
-from specviz.viz.controller import CONTROLLER_VIEWS, controller_figure, controller_kind, register_view
+from specviz.viz.controller import (CONTROLLER_VIEWS, controller_figure, controller_kind, register_view,
+                                    thompson_figures)
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.narrative import informative_step, step_narrative
 from specviz.viz.style import STATUS_COLORS, STATUS_LABELS, algorithm_color, message_figure
@@ -20,7 +21,7 @@ __all__ = [
     "acceptance_histogram_figure", "algorithm_color", "comparison_rows", "comparison_table_html",
     "controller_figure", "controller_kind", "cumulative_figure", "distribution_figure", "first_divergence",
     "greedy_check", "informative_step", "legend_html", "message_figure", "register_view", "step_narrative",
-    "step_tree_figure", "text_upto", "time_breakdown_figure", "tokens_html", "tokens_per_step_figure",
+    "step_tree_figure", "text_upto", "thompson_figures", "time_breakdown_figure", "tokens_html", "tokens_per_step_figure",
     "tree_figure", "tree_layout",
 ]
 

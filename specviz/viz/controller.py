@@ -8,9 +8,12 @@ added later shows its state with no change here. Register a dedicated view with
 
 Keys the dedicated views read (all optional beyond the first of each list):
 
-``beta_ts`` / ``cali_ts`` (EESD): ``alpha``, ``beta`` (Beta posterior used this round), or ``mu``,
-``sigma`` (calibrated Gaussian); ``draws``: one dict per draft position with ``theta`` (sampled),
-``u`` and ``continue`` (bool; the last ``False`` is the stop coin); ``stop_reason``.
+``beta_ts`` / ``cali_ts`` / ``fixed`` (EESD, ``specviz.algorithms.ts_controllers``): ``alpha``,
+``beta`` (Beta posterior used this round), or ``mu``, ``sigma`` (the Cali-TS Gaussian of the round's
+first draft step) with ``theta_m``, ``theta_hat``, ``w_m``; ``draws``: one dict per drafted token with
+``theta`` (sampled), ``u``, ``continue`` (the last ``False`` is the stop) and ``stop``; ``drafted``,
+``accepted``, ``stop_reason``. ``thompson_figures`` gives the separate views (posterior with earlier
+rounds faded, parameters over rounds, drafted vs accepted).
 
 ``dsbd``: ``levels``: one dict per draft level with ``candidates`` (W_S), ``kept`` (W_L) and
 ``accepted``; optional ``p_accept`` (P(m accepted), list) per level.
@@ -148,77 +151,200 @@ def _draws(state: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _density(st: dict[str, Any]) -> tuple[Callable[[float], float], str, float] | None:
+    """The round's posterior over theta: Beta(alpha, beta) (Beta-TS) or N(mu, sigma^2) (Cali-TS, the
+    Gaussian of the round's first draft step); ``(pdf, label, mean)`` or None."""
+    if _is_num(st.get("alpha")) and _is_num(st.get("beta")):
+        a, b = float(st["alpha"]), float(st["beta"])
+        if a <= 0 or b <= 0:
+            return None
+        return (lambda x: beta_pdf(x, a, b)), f"Beta(α={a:.1f}, β={b:.1f})", a / (a + b)
+    if _is_num(st.get("mu")) and _is_num(st.get("sigma")):
+        mu, sigma = float(st["mu"]), max(float(st["sigma"]), 1e-6)
+        return (lambda x: normal_pdf(x, mu, sigma)), f"N(μ={mu:.3f}, σ={sigma:.3f})", mu
+    return None
+
+
+GRID = [i / 200 for i in range(1, 200)]
+
+
+def _posterior_traces(states: list[dict[str, Any] | None], step: int, history: int,
+                      axes: dict[str, str]) -> list[dict[str, Any]] | None:
+    """The selected round's density (filled), the ``history`` rounds before it faded behind it (older
+    fainter), and every theta sampled in the round (continue ▲ / stop ✕)."""
+    st = states[step]
+    cur = _density(st) if st else None
+    if cur is None:
+        return None
+    dens, label, _ = cur
+    data: list[dict[str, Any]] = []
+    earlier = [(i, states[i]) for i in range(max(0, step - history), step) if states[i]]
+    for n, (i, prev) in enumerate(earlier):
+        d = _density(prev)
+        if d is None:
+            continue
+        alpha = 0.12 + 0.4 * (n + 1) / len(earlier)
+        data.append({"type": "scatter", "mode": "lines", "x": GRID, "y": [d[0](x) for x in GRID], **axes,
+                     "name": "earlier rounds", "legendgroup": "earlier", "showlegend": n == len(earlier) - 1,
+                     "line": {"color": f"rgba(107,114,128,{alpha:.2f})", "width": 1.2},
+                     "hovertemplate": f"round {i + 1}: {d[1]}<extra></extra>"})
+    data.append({"type": "scatter", "mode": "lines", "x": GRID, "y": [dens(x) for x in GRID], **axes,
+                 "name": f"round {step + 1}", "line": {"color": "#2563eb", "width": 2.5}, "fill": "tozeroy",
+                 "fillcolor": "rgba(37,99,235,0.10)",
+                 "hovertemplate": "θ=%{x:.2f} density %{y:.2f}<extra>" + label + "</extra>"})
+    draws = _draws(st)
+    for group, name, sym, color in (([d for d in draws if d.get("continue", True)], "θ → continue", "triangle-up",
+                                     STATUS_COLORS["accepted"]),
+                                    ([d for d in draws if not d.get("continue", True)], "θ → stop", "x",
+                                     STATUS_COLORS["rejected"])):
+        if group:
+            data.append({"type": "scatter", "mode": "markers", "name": name, **axes,
+                         "x": [float(d["theta"]) for d in group],
+                         "y": [dens(min(max(float(d["theta"]), 1e-3), 1 - 1e-3)) for d in group],
+                         "marker": {"symbol": sym, "size": 11, "color": color, "line": {"width": 1, "color": "white"}},
+                         "customdata": [[d.get("i", j + 1), d.get("u"), d.get("stop") or ""] for j, d in enumerate(group)],
+                         "hovertemplate": "draft token %{customdata[0]}: θ=%{x:.3f}  u=%{customdata[1]}"
+                                          " %{customdata[2]}<extra>" + name + "</extra>"})
+    return data
+
+
+def _round_title(st: dict[str, Any], step: int, label: str, mean: float) -> str:
+    title = f"Thompson sampling · round {step + 1} · {label} · mean {mean:.2f}"
+    if _is_num(st.get("drafted")):
+        title += f" · drafted {st['drafted']}, accepted {st.get('accepted', '?')}"
+    if st.get("stop_reason"):
+        title += f" · stop: {st['stop_reason']}"
+    return title
+
+
+def _mark(layout: dict[str, Any], step: int, xref: str, yref: str) -> None:
+    layout.setdefault("shapes", []).append(
+        {"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": yref, "xref": xref,
+         "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}})
+
+
+def posterior_figure(trace: RunTrace, step: int, history: int = 12, height: int = 300) -> go.Figure | None:
+    """The posterior over theta of round ``step`` with every theta sampled in it marked and the
+    ``history`` earlier rounds' densities faded behind it (EESD, arXiv 2406.03853, Algorithms 2-3)."""
+    states = _states(trace)
+    data = _posterior_traces(states, step, history, {})
+    if data is None:
+        return None
+    _, label, mean = _density(states[step])
+    layout = base_layout(_round_title(states[step], step, label, mean), height=height)
+    layout["xaxis"] = axis("θ = P(draft on)", range=[0, 1])
+    layout["yaxis"] = axis("density")
+    layout["margin"]["t"] = 74
+    return figure(data, layout)
+
+
+def _series(states: list[dict[str, Any] | None], key: str) -> list[float | None]:
+    return [(s or {}).get(key) if _is_num((s or {}).get(key)) else None for s in states]
+
+
+def _over_rounds_traces(states: list[dict[str, Any] | None], axes: tuple[str, str, str]) -> list[dict[str, Any]]:
+    """Beta-TS: alpha and beta (left axis) and the posterior mean (right axis, [0, 1]) per round;
+    Cali-TS: the three estimates theta_M, theta_hat and the blend mu, and the weight w_M, all in [0, 1]."""
+    x, y_left, y_right = axes
+    xs = list(range(1, len(states) + 1))
+    line = lambda name, ys, color, yaxis, dash="solid": {  # noqa: E731
+        "type": "scatter", "mode": "lines+markers", "name": name, "x": xs, "y": ys, "xaxis": x, "yaxis": yaxis,
+        "line": {"color": color, "width": 2, "dash": dash}, "marker": {"size": 4}}
+    if any(_is_num((s or {}).get("alpha")) for s in states):
+        a, b = _series(states, "alpha"), _series(states, "beta")
+        mean = [ai / (ai + bi) if ai is not None and bi is not None and ai + bi > 0 else None for ai, bi in zip(a, b)]
+        return [line("α", a, "#1f9d55", y_left), line("β", b, "#d64545", y_left),
+                line("posterior mean", mean, "#2563eb", y_right, "dot")]
+    out = [line("θ_M (model)", _series(states, "theta_m"), "#e08a00", y_left),
+           line("θ̂ (running)", _series(states, "theta_hat"), "#1f9d55", y_left),
+           line("μ (blend)", _series(states, "mu"), "#2563eb", y_left),
+           line("w_M (model weight)", _series(states, "w_m"), "#9ca3af", y_left, "dot")]
+    return [t for t in out if any(v is not None for v in t["y"])]
+
+
+def parameters_figure(trace: RunTrace, step: int, height: int = 280) -> go.Figure | None:
+    """Beta-TS: alpha, beta and the posterior mean over rounds; Cali-TS: theta_M, theta_hat, mu and w_M
+    over rounds (the values used in each round, before its update); round ``step`` marked."""
+    states = _states(trace)
+    data = _over_rounds_traces(states, ("x", "y", "y2"))
+    if not data:
+        return None
+    beta = any(t["name"] == "α" for t in data)
+    title = "Posterior over rounds" if beta else "Cali-TS estimates over rounds"
+    source = next((str(s["theta_m_source"]) for s in states if s and s.get("theta_m_source")), "")
+    if source.startswith("untrained"):
+        title += f" · θ_M from an {source}"
+    layout = base_layout(title, height=height)
+    layout["xaxis"] = axis("round")
+    layout["yaxis"] = axis("α, β" if beta else "θ", **({} if beta else {"range": [0, 1.02]}))
+    layout["yaxis2"] = axis("mean", overlaying="y", side="right", range=[0, 1], showgrid=False, tickvals=[0, 0.5, 1])
+    layout["margin"].update(t=64, r=48)
+    _mark(layout, step, "x", "paper")
+    return figure(data, layout)
+
+
+def draft_lengths_figure(trace: RunTrace, step: int, height: int = 260) -> go.Figure | None:
+    """Tokens drafted and accepted per round (the controller's ``drafted`` / ``accepted``), with the stop
+    reason of each round on hover; round ``step`` marked."""
+    states = _states(trace)
+    if not any(_is_num((s or {}).get("drafted")) for s in states):
+        return None
+    xs = list(range(1, len(states) + 1))
+    reasons = [str((s or {}).get("stop_reason") or "") for s in states]
+    data = [{"type": "bar", "name": name, "x": xs, "y": _series(states, key), "marker": {"color": color},
+             "customdata": reasons, "hovertemplate": "round %{x}: %{y} " + name + " (stop: %{customdata})<extra></extra>"}
+            for name, key, color in (("drafted", "drafted", "#aab2bd"), ("accepted", "accepted", STATUS_COLORS["accepted"]))]
+    capped = [x for x, r in zip(xs, reasons) if r == "k_cap"]
+    if capped:
+        data.append({"type": "scatter", "mode": "markers", "name": "k_max cap bit", "x": capped,
+                     "y": [states[x - 1]["drafted"] for x in capped],
+                     "marker": {"symbol": "line-ew-open", "size": 14, "color": STATUS_COLORS["rejected"]}})
+    layout = base_layout("Drafted vs accepted per round", height=height, barmode="overlay", bargap=0.25)
+    layout["xaxis"] = axis("round")
+    layout["yaxis"] = axis("tokens")
+    layout["margin"]["t"] = 64
+    _mark(layout, step, "x", "paper")
+    return figure(data, layout)
+
+
+def thompson_figures(trace: RunTrace, step: int) -> dict[str, go.Figure]:
+    """Every EESD view of round ``step`` that the trace has data for: ``posterior``, ``parameters``
+    (Beta-TS posterior / Cali-TS estimates over rounds) and ``lengths`` (drafted vs accepted)."""
+    step = max(0, min(step, len(trace.steps) - 1))
+    figs = {"posterior": posterior_figure(trace, step), "parameters": parameters_figure(trace, step),
+            "lengths": draft_lengths_figure(trace, step)}
+    return {k: v for k, v in figs.items() if v is not None}
+
+
 @register_view("beta_ts")
 @register_view("cali_ts")
 def thompson_view(trace: RunTrace, step: int) -> go.Figure | None:
-    """Left: the posterior density used this step with each sampled theta (continue ▲ / stop ✕).
-    Right: alpha and beta (or mu and sigma) over steps, current step marked."""
+    """Left: the round's posterior with its sampled thetas and earlier rounds faded behind it. Right:
+    alpha/beta and the posterior mean (Beta-TS) or theta_M / theta_hat / mu / w_M (Cali-TS) over rounds."""
     states = _states(trace)
-    st = states[step]
-    if not st:
+    data = _posterior_traces(states, step, 12, {"xaxis": "x", "yaxis": "y"})
+    if data is None:
         return None
-    gaussian = "alpha" not in st and "mu" in st
-    if gaussian:
-        mu, sigma = float(st["mu"]), max(float(st["sigma"]), 1e-6)
-        dens: Callable[[float], float] = lambda x: normal_pdf(x, mu, sigma)  # noqa: E731
-        label = f"N(μ={mu:.3f}, σ={sigma:.3f})"
-        mean = mu
-    else:
-        a, b = float(st["alpha"]), float(st["beta"])
-        dens = lambda x: beta_pdf(x, a, b)  # noqa: E731
-        label = f"Beta(α={a:.1f}, β={b:.1f})"
-        mean = a / (a + b)
-    xs = [i / 200 for i in range(1, 200)]
-    data: list[dict[str, Any]] = [{"type": "scatter", "mode": "lines", "x": xs, "y": [dens(x) for x in xs],
-                                   "name": f"posterior step {step + 1}", "line": {"color": "#2563eb", "width": 2.5},
-                                   "fill": "tozeroy", "fillcolor": "rgba(37,99,235,0.08)",
-                                   "hovertemplate": "θ=%{x:.2f} density %{y:.2f}<extra>" + label + "</extra>"}]
-    if step > 0 and states[step - 1]:
-        prev = states[step - 1]
-        try:
-            if gaussian:
-                pm, ps = float(prev["mu"]), max(float(prev["sigma"]), 1e-6)
-                ys = [normal_pdf(x, pm, ps) for x in xs]
-            else:
-                pa, pb = float(prev["alpha"]), float(prev["beta"])
-                ys = [beta_pdf(x, pa, pb) for x in xs]
-            data.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys, "name": f"step {step}",
-                         "line": {"color": "#9ca3af", "width": 1.2, "dash": "dot"}, "hoverinfo": "skip"})
-        except (KeyError, TypeError, ValueError):
-            pass
-    draws = _draws(st)
-    if draws:
-        cont = [d for d in draws if d.get("continue", True)]
-        stop = [d for d in draws if not d.get("continue", True)]
-        for group, name, sym, color in ((cont, "θ sampled → continue", "triangle-up", STATUS_COLORS["accepted"]),
-                                        (stop, "θ sampled → stop", "x", STATUS_COLORS["rejected"])):
-            if group:
-                data.append({"type": "scatter", "mode": "markers", "name": name,
-                             "x": [float(d["theta"]) for d in group],
-                             "y": [dens(min(max(float(d["theta"]), 1e-3), 1 - 1e-3)) for d in group],
-                             "marker": {"symbol": sym, "size": 11, "color": color, "line": {"width": 1, "color": "white"}},
-                             "customdata": [d.get("u") for d in group],
-                             "hovertemplate": "θ=%{x:.3f}  u=%{customdata}<extra>" + name + "</extra>"})
-    keys = ("mu", "sigma") if gaussian else ("alpha", "beta")
-    steps_x = list(range(1, len(states) + 1))
-    for i, k in enumerate(keys):
-        data.append({"type": "scatter", "mode": "lines", "name": k, "x": steps_x,
-                     "y": [(s or {}).get(k) for s in states], "xaxis": "x2", "yaxis": "y2",
-                     "line": {"color": ("#1f9d55", "#d64545")[i], "width": 2}})
-    title = f"Thompson sampling · {label} · mean {mean:.2f}"
-    if st.get("stop_reason"):
-        title += f" · stop: {st['stop_reason']}"
-    layout = base_layout(title, height=280)
+    _, label, mean = _density(states[step])
+    data += _over_rounds_traces(states, ("x2", "y2", "y3"))
+    layout = base_layout(_round_title(states[step], step, label, mean), height=300)
     _two_panels(layout, 0.55)
-    layout["xaxis"]["title"] = {"text": "θ (chance the next draft token is accepted)", "font": {"size": 11}}
-    layout["xaxis"]["range"] = [0, 1]
+    layout["xaxis"].update(range=[0, 1], title={"text": "θ = P(draft on)", "font": {"size": 11}})
     layout["yaxis"]["title"] = {"text": "density", "font": {"size": 11}}
-    layout["xaxis2"]["title"] = {"text": "step", "font": {"size": 11}}
-    layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y2 domain",
-                         "xref": "x2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
-    layout["margin"]["t"] = 74 + 18 * ((len(data) - 1) // 3)
-    layout["height"] = 280 + 18 * ((len(data) - 1) // 3)
+    layout["xaxis2"]["title"] = {"text": "round", "font": {"size": 11}}
+    layout["yaxis3"] = axis(None, overlaying="y2", side="right", range=[0, 1], showgrid=False, anchor="x2",
+                            tickvals=[0, 0.5, 1])
+    _mark(layout, step, "x2", "y2 domain")
+    rows = 1 + (len(data) - 1) // 4
+    layout["margin"]["t"] = 60 + 18 * rows
+    layout["height"] = 300 + 18 * rows
     return figure(data, layout)
+
+
+@register_view("fixed")
+def fixed_view(trace: RunTrace, step: int) -> go.Figure | None:
+    """The fixed-length baseline has no posterior: drafted vs accepted per round."""
+    return draft_lengths_figure(trace, step)
 
 
 # ---- DSBD: beam widths per level -------------------------------------------------------------------

@@ -1,0 +1,253 @@
+"""Draft-length controllers of EESD as engine ``Controller`` objects: ``beta_ts``, ``cali_ts``, ``fixed``.
+
+Liu et al. 2024, "Speculative Decoding via Early-exiting for Faster LLM Inference with Thompson
+Sampling Control Mechanism" (arXiv 2406.03853), Algorithm 1 lines 8-11: after **every** drafted token
+(``go_on``) a coin decides whether to draft on; the token that drew the stop coin is still verified.
+``update`` learns from the verified round; ``state`` is the round as plain JSON for
+``StepRecord.controller``. The maths is ``specviz.core.thompson``:
+
+* ``BetaTS`` (Algorithm 2): theta ~ Beta(alpha, beta) at every step, posterior reset per prompt,
+  updated by ``beta_update`` (``beta_rule``: the corrected ``|Q_v| = a + 1`` form by default, the
+  textbook acceptance update and the printed form as switches);
+* ``CaliTS`` (Algorithm 3, Eqs. 5-10): theta ~ N(mu, sigma^2) blending the calibration head's
+  theta_M with the running estimate theta_hat (``cali_posterior``), updated by ``cali_update``;
+* ``FixedLength``: the no-TS baseline, K tokens a round.
+
+Every controller takes an optional safety cap ``k_max`` (0: none, as in the paper); a round it ends
+is logged with ``stop_reason = "k_cap"``. The chain never passes the token budget (``"max_len"``,
+the paper's ``t + i < L``) and stops after an EOS draft (``"eos"``). The coins use their own numpy
+generator, seeded once from the run's torch generator, so a seeded run replays exactly. The stop
+rule only decides how far to draft, so the output law is untouched (every drafted token is verified
+by the exact rule).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from specviz.algorithms.controllers import Controller
+from specviz.algorithms.drafted_tree import DraftedTree
+from specviz.algorithms.registry import Param
+from specviz.core import thompson as ts
+from specviz.core.trees import TreeShape, chain_shape
+
+if TYPE_CHECKING:
+    from specviz.algorithms.decoder import Decoder
+    from specviz.algorithms.tree_engine import TreeStep
+
+TS_CONTROLLERS = ("beta_ts", "cali_ts", "fixed")
+DIGITS = 5
+
+
+def controller_params(default: str, choices: tuple[str, ...]) -> tuple[Param, ...]:
+    """The declared parameters of the draft-length controllers (shared by ``eesd`` and ``sd``)."""
+    return (
+        Param("controller", default, "choice", choices=choices,
+              help="draft-length control: beta_ts / cali_ts (Thompson sampling) or fixed"),
+        Param("fixed_length", 5, "int", 1, 64, help="tokens a round drafts under the fixed controller"),
+        Param("k_max", 0, "int", 0, 256, help="safety cap on tokens a round (0: none); logged when it bites"),
+        Param("alpha0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior alpha"),
+        Param("beta0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior beta"),
+        Param("beta_rule", "paper", "choice", choices=ts.BETA_RULES,
+              help="Beta-TS update: paper (|Q_v| = a + 1), acceptance, or paper_literal (printed, breaks)"),
+        Param("sigma_m", 0.3, "float", 1e-3, 10.0, help="Cali-TS sigma_M (a saved calibration head's own wins)"),
+        Param("sigma_s", 0.25, "float", 1e-3, 10.0, help="Cali-TS sigma_S"),
+        Param("theta_hat0", 0.5, "float", 0.0, 1.0, help="Cali-TS start of the running estimate"),
+        Param("theta_hat_rule", "draft_fraction", "choice", choices=ts.THETA_HAT_RULES,
+              help="Cali-TS running estimate: draft_fraction, trials, or paper_literal (drifts to 1)"),
+        Param("cali_mode", "blend", "choice", choices=ts.CALI_MODES, help="Cali-TS: blend or an ablation"),
+    )
+
+
+def _r(x: float) -> float:
+    return round(float(x), DIGITS)
+
+
+class LengthController(Controller):
+    """A chain whose length is decided token by token (``decide``); the shared stop/cap/budget logic
+    and the per-round record. Subclasses implement ``decide(i)`` and ``learn(k, a)``."""
+
+    kind = "length"
+    coin_stop = "chi0"  # the stop reason logged when ``decide`` says stop
+
+    def __init__(self, rng: np.random.Generator, k_max: int = 0):
+        self.rng = rng
+        self.k_max = int(k_max) or None
+        self.round = 0
+        self.budget = 0
+        self.dec: "Decoder | None" = None
+        self.draws: list[dict[str, Any]] = []
+        self.stop: str | None = None
+        self.before: dict[str, Any] = {}
+        self.learned: dict[str, Any] | None = None
+
+    # ---- engine hooks ----------------------------------------------------------------------------
+    def plan(self, dec: "Decoder") -> TreeShape:
+        self.dec, self.draws, self.stop, self.learned = dec, [], None, None
+        self.budget = max(dec.remaining - 1, 0)  # the engine cuts the chain to this too
+        self.stop = None if self.budget else "max_len"  # the last token of the budget: nothing to draft
+        self.before = self.snapshot()
+        self.begin_round()
+        return chain_shape(self.budget)
+
+    def go_on(self, tree: DraftedTree, node: int) -> bool:
+        i = tree.level(node)
+        eos = self.dec is not None and self.dec.is_eos(tree.tokens[node])
+        draw = self.decide(i)
+        self.stop = ts.stop_reason(i, draw["chi"], self.k_max, self.budget, eos)
+        self.stop = self.coin_stop if self.stop == "chi0" else self.stop
+        draw.update(i=i, token=int(tree.tokens[node]), chi=int(draw["chi"]), stop=self.stop)
+        draw["continue"] = self.stop is None
+        self.draws.append(draw)
+        return self.stop is None
+
+    def update(self, dec: "Decoder", result: "TreeStep") -> None:
+        k, a = len(result.tree.tokens), len(result.path)
+        if k:
+            self.learned = self.learn(k, a)
+            self.round += 1
+
+    def state(self, result: "TreeStep") -> dict[str, Any]:
+        k, a = len(result.tree.tokens), len(result.path)
+        return {"kind": self.kind, "round": self.round, **self.before, "draws": self.draws,
+                "stop_reason": self.stop, "k_cap_hit": self.stop == "k_cap", "k_max": self.k_max,
+                "drafted": k, "accepted": a, "update": self.learned, "after": self.snapshot()}
+
+    # ---- per controller --------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        return {}
+
+    def begin_round(self) -> None:
+        return None
+
+    def decide(self, i: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def learn(self, drafted: int, accepted: int) -> dict[str, Any] | None:
+        return None
+
+
+class FixedLength(LengthController):
+    """The no-TS baseline: every round drafts ``fixed_length`` tokens (EESD Table 4, "w/o TS")."""
+
+    kind = "fixed"
+    coin_stop = "fixed_length"
+
+    def __init__(self, rng: np.random.Generator, fixed_length: int, k_max: int = 0):
+        super().__init__(rng, k_max)
+        self.fixed_length = int(fixed_length)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"fixed_length": self.fixed_length}
+
+    def decide(self, i: int) -> dict[str, Any]:
+        return {"chi": ts.fixed_decide(i, self.fixed_length)}
+
+
+class BetaTS(LengthController):
+    """Beta-TS (Algorithm 2): theta ~ Beta(alpha, beta) and a coin after every drafted token."""
+
+    kind = "beta_ts"
+
+    def __init__(self, rng: np.random.Generator, alpha0: float = 1.0, beta0: float = 1.0,
+                 rule: str = "paper", k_max: int = 0):
+        super().__init__(rng, k_max)
+        self.rule = rule
+        self.post = ts.beta_prior(alpha0, beta0)
+
+    def snapshot(self) -> dict[str, Any]:
+        p = self.post
+        return {"rule": self.rule, "alpha": _r(p.alpha), "beta": _r(p.beta), "mean": _r(p.mean)}
+
+    def decide(self, i: int) -> dict[str, Any]:
+        c = ts.beta_decide(self.post, self.rng)
+        return {"theta": _r(c.theta), "u": _r(c.u), "chi": c.chi}
+
+    def learn(self, drafted: int, accepted: int) -> dict[str, Any]:
+        self.post, up = ts.beta_update(self.post, drafted, accepted, self.rule)
+        return {"r": up.r, "n_trials": up.n_trials, "d_alpha": up.d_alpha, "d_beta": up.d_beta, "rule": up.rule}
+
+
+class ThetaModel:
+    """Where Cali-TS's theta_M comes from. This base is an untrained calibration head (``W_p = 0``):
+    theta_M = softmax(0)[1] = 0.5 for every token. ``round_start`` runs at each plan (once per round),
+    ``verified`` after each verification, ``theta_m(i)`` at draft step i."""
+
+    source = "untrained (W_p = 0): 0.5"
+
+    def round_start(self) -> None:
+        return None
+
+    def verified(self, result: "TreeStep") -> None:
+        return None
+
+    def theta_m(self, i: int) -> float:
+        return 0.5
+
+
+class CaliTS(LengthController):
+    """Cali-TS (Algorithm 3): theta ~ N(mu, sigma^2) from theta_M (``theta_m(i)``, the calibration head
+    on the draft's hidden state of token i) blended with the running estimate theta_hat (Eqs. 6-7)."""
+
+    kind = "cali_ts"
+
+    def __init__(self, rng: np.random.Generator, model: "ThetaModel", config: ts.CaliConfig, k_max: int = 0):
+        super().__init__(rng, k_max)
+        self.model, self.config = model, config
+        self.est = ts.cali_prior(config)
+
+    def snapshot(self) -> dict[str, Any]:
+        e, c = self.est, self.config
+        return {"theta_hat": _r(e.theta_hat), "n_ver": e.n_ver, "weight": _r(e.weight), "rule": c.rule,
+                "mode": c.mode, "sigma_m": _r(c.sigma_m), "sigma_s": _r(c.sigma_s), "theta_m_source": self.model.source}
+
+    def begin_round(self) -> None:
+        self.model.round_start()
+
+    def decide(self, i: int) -> dict[str, Any]:
+        d = ts.cali_decide(self.est, self.model.theta_m(i), self.rng, self.config)
+        p = d.posterior
+        return {"theta_m": _r(p.theta_m), "theta_hat": _r(p.theta_hat), "w_m": _r(p.w_m), "mu": _r(p.mu),
+                "sigma": _r(p.sigma), "theta_raw": _r(d.theta), "theta": _r(d.coin.theta), "u": _r(d.coin.u),
+                "chi": d.coin.chi}
+
+    def state(self, result: "TreeStep") -> dict[str, Any]:
+        out = super().state(result)
+        if self.draws:  # the Gaussian of the round's first draft step (the figure's curve)
+            out["mu"], out["sigma"] = self.draws[0]["mu"], self.draws[0]["sigma"]
+            out["theta_m"] = _r(float(np.mean([d["theta_m"] for d in self.draws])))
+            out["w_m"] = self.draws[0]["w_m"]
+        return out
+
+    def update(self, dec: "Decoder", result: "TreeStep") -> None:
+        self.model.verified(result)
+        super().update(dec, result)
+
+    def learn(self, drafted: int, accepted: int) -> dict[str, Any]:
+        self.est, up = ts.cali_update(self.est, drafted, accepted, self.config)
+        return {"theta_hat_before": _r(up.theta_hat_before), "theta_hat_after": _r(up.theta_hat_after),
+                "s": up.s, "c": up.c, "rule": up.rule}
+
+
+def controller_rng(dec: "Decoder") -> np.random.Generator:
+    """A numpy generator for the coins, seeded from the run's torch generator (one draw)."""
+    return np.random.default_rng(int(torch.randint(0, 2 ** 62, (1,), generator=dec.generator)))
+
+
+def make_controller(dec: "Decoder", params: dict[str, Any], model: ThetaModel | None = None,
+                    sigma_m: float | None = None) -> LengthController:
+    """The controller ``params["controller"]`` names, from the declared ``controller_params``.
+    ``model``: Cali-TS's theta_M (default ``ThetaModel()``, the untrained head); ``sigma_m``: the
+    calibration head's own sigma_M, overriding the parameter."""
+    name, rng, cap = params["controller"], controller_rng(dec), params["k_max"]
+    if name == "fixed":
+        return FixedLength(rng, params["fixed_length"], cap)
+    if name == "beta_ts":
+        return BetaTS(rng, params["alpha0"], params["beta0"], params["beta_rule"], cap)
+    if name == "cali_ts":
+        config = ts.CaliConfig(sigma_m if sigma_m is not None else params["sigma_m"], params["sigma_s"],
+                               params["theta_hat0"], params["theta_hat_rule"], params["cali_mode"])
+        return CaliTS(rng, model or ThetaModel(), config, cap)
+    raise ValueError(f"unknown controller {name!r}; one of {', '.join(TS_CONTROLLERS)}")

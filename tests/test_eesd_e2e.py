@@ -1,0 +1,46 @@
+"""``eesd`` in the app, in a browser: run it on the bundled pair and see the Thompson-sampling
+posterior and the drafted-vs-accepted panel follow the selected step."""
+from __future__ import annotations
+
+import pytest
+from test_e2e_app import ARGS, ARTIFACTS, CHROMIUM, HAVE_BUNDLED, plot_info, start_app, stop, wait_plot_title
+
+import specviz
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.skipif(CHROMIUM is None or not HAVE_BUNDLED, reason="needs chromium and the bundled pair")
+def test_eesd_posterior_updates_between_steps_in_the_browser(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    proc, url, _ = start_app(tmp_path)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            page.wait_for_selector("#sv-run", timeout=60_000)
+            algos = page.locator("#sv-algos")
+            for name in specviz.ALGORITHMS:
+                box = algos.get_by_label(name, exact=True)
+                box.check() if name == "eesd" else box.uncheck()
+            page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
+            page.locator("#sv-max-new input[type=number]").fill("24")
+            page.locator("#sv-max-new input[type=number]").press("Enter")
+            page.click("#sv-run")
+            page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Done')", timeout=180_000)
+            box = page.locator("#sv-step input[type=number]")
+            box.fill("1")
+            box.press("Enter")
+            wait_plot_title(page, "sv-ctrl-0", "Thompson sampling · round 1 ")
+            assert plot_info(page, "sv-lengths-0")["traces"] >= 2
+            page.click("#sv-next")
+            wait_plot_title(page, "sv-ctrl-0", "Thompson sampling · round 2 ")
+            info = plot_info(page, "sv-ctrl-0")
+            assert info["traces"] > 3  # the round's density, the earlier round faded, its thetas, alpha/beta
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "e2e-eesd.png"), full_page=True)
+            browser.close()
+    finally:
+        stop(proc)
