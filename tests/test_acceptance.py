@@ -240,3 +240,23 @@ def test_over_acceptance_law_is_b_q_plus_z_r(which, eps):
                 assert bias < 2e-6  # eps = 0 is SD
         elif eps < 1.0:
             assert bias > 1e-3  # UNO is biased, even at eps = 0
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 1.0])
+def test_linear_knob_sits_on_theorem_5s_line(lam):
+    """Theory paper Thm 5 with the linear knob b = s + lam (1 - s), s = min(1, p/q): the one-token
+    law is b*q + Z*R (OPT residual), rejection (1 - lam) TV and TV bias lam TV, by enumeration."""
+    from specviz.core.theory import lambda_accept_probs
+
+    gen = torch.Generator().manual_seed(5)
+    rule = OverAcceptance(0.0, "opt", lam=lam)
+    for _ in range(4):
+        p, q = rand_dist(gen, zeros=1), rand_dist(gen, zeros=1)
+        b = lambda_accept_probs(p, q, lam).double()
+        b = torch.where(q > 0, b, torch.ones_like(b))
+        z = float(((1 - b) * q.double()).sum())
+        expected = b * q.double() + z * residual(p, q).double()
+        assert torch.allclose(one_token_law(rule, p, q), expected, atol=2e-6)
+        tv = tv_distance(p, q)
+        assert z == pytest.approx((1 - lam) * tv, abs=2e-6)
+        assert 0.5 * float((expected - p.double()).abs().sum()) == pytest.approx(lam * tv, abs=2e-6)

@@ -115,3 +115,17 @@ def test_lossy_at_t_positive_and_not_flagged_at_t0():
     assert not lossy.lossless and not specviz.ALGORITHMS["biased_sd"].lossless
     html = step_html(lossy.steps[0], diverge_at=0, lossless=lossy.lossless)
     assert "sv-diverge-lossy" in html and "sv-diverge " not in html
+
+
+@pytest.mark.parametrize("lam", [0.4, 1.0])
+def test_linear_knob_walks_theorem_5s_line(pair, lam):
+    """``lam`` (eps = 0): at every tested position the recorded rejection is (1 - lam) TV and the OPT
+    bias lam TV; lam = 1 accepts every draft."""
+    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=20, seed=2, eps=0.0, lam=lam, gamma=3)
+    assert not trace.lossless
+    for step in trace.steps:
+        for pos in step.controller["positions"]:
+            assert pos["reject_b"] == pytest.approx((1 - lam) * pos["tv"], abs=1e-5)
+            assert pos["bias_opt"] == pytest.approx(lam * pos["tv"], abs=1e-5)
+    if lam == 1.0:
+        assert all(n.status != "rejected" for s in trace.steps for n in s.forest)

@@ -7,7 +7,9 @@ rejection the output is drawn from ``norm(max(0, p - q))`` (``residual="opt"``, 
 every over-accepting b this residual is a minimiser of Thm 4's bias) or from p itself
 (``residual="target"``, Decoding-UNO, the paper's baseline). The rule is ``core.rules.OverAcceptance``
 on a chain of ``gamma`` drafts, otherwise exactly ``sd``: with ``eps = 0`` and ``opt`` the two runs
-make the same draws and produce the same tokens for the same seed. For ``eps > 0`` (and for UNO at
+make the same draws and produce the same tokens for the same seed. ``lam`` moves b linearly towards
+1 (``b + lam (1 - b)``): with ``eps = 0`` the run walks Theorem 5's line from SD (``lam = 0``) to
+accepting every draft (``lam = 1``). For ``eps > 0`` (and for UNO at
 any eps) the output is biased. The algorithm is declared lossy, so its ``RunTrace.lossless`` is False
 even at temperature 0, where every rule is exact match and the output still equals ``ar``'s.
 
@@ -36,6 +38,8 @@ from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord
 
 EPS = Param("eps", 0.01, "float", 0.0, 1.0, help="over-acceptance: accept with min(1, (p + eps) / q); 0 is sd")
+LAM = Param("lam", 0.0, "float", 0.0, 1.0,
+            help="linear knob: accept with b + lam (1 - b); with eps = 0 the rejection is (1 - lam) TV and the bias lam TV")
 RESIDUAL = Param("residual", "opt", "choice", choices=("opt", "target"),
                  help="on rejection draw from the SD residual (opt, Decoding-OPT) or from the target (target, Decoding-UNO)")
 
@@ -52,7 +56,7 @@ def measure_tradeoff(rule: OverAcceptance, p: torch.Tensor, q: torch.Tensor, sch
 @register("biased_sd", description="Over-accepting SD: accept with min(1, (p + eps)/q), resample from the "
           "SD residual (OPT) or the target (UNO). Lossy for eps > 0.",
           paper="Yin et al. 2024, A Theoretical Perspective for Speculative Decoding, Section 4, Thms 4-5",
-          params=(EPS, RESIDUAL, GAMMA), lossless=False, controller="theory")
-def run_biased_sd(dec: Decoder, eps: float, residual: str, gamma: int) -> Iterator[StepRecord]:
-    probe = ProbedRule(OverAcceptance(eps, residual), measure_tradeoff)
+          params=(EPS, RESIDUAL, LAM, GAMMA), lossless=False, controller="theory")
+def run_biased_sd(dec: Decoder, eps: float, residual: str, lam: float, gamma: int) -> Iterator[StepRecord]:
+    probe = ProbedRule(OverAcceptance(eps, residual, lam=lam), measure_tradeoff)
     yield from run_engine(dec, ModelDrafter(dec.draft), ProbeController(chain_shape(gamma), probe), probe)

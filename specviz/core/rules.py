@@ -68,6 +68,10 @@ class ExactMatch:
 class OverAcceptance:
     """Over-acceptance ``b = min(1, (p + eps) / q)`` with the OPT or UNO residual (theory paper §4).
 
+    ``lam`` in [0, 1] moves b linearly towards 1: ``b_lam = b + lam (1 - b)``. With ``eps = 0`` this is
+    the linear knob on Theorem 5's line: rejection ``(1 - lam) TV(p, q)`` and, with OPT, TV bias
+    ``lam TV(p, q)`` exactly; ``lam = 0`` leaves the eps rule unchanged.
+
     Several i.i.d. candidates are tested in turn as in Algorithm 4 of the same paper: each later
     candidate is tested against the residual left by the earlier ones (``opt``), or against p
     again (``target``).
@@ -75,6 +79,7 @@ class OverAcceptance:
 
     eps: float = 0.0
     residual: Literal["opt", "target"] = "opt"
+    lam: float = 0.0
     replacement: bool = True
     name: str = "over_acceptance"
     lossless: bool = False
@@ -84,6 +89,8 @@ class OverAcceptance:
             raise InvalidParameterError(f"over-acceptance eps must be >= 0, got {self.eps!r}.")
         if self.residual not in ("opt", "target"):
             raise InvalidParameterError(f"residual must be 'opt' or 'target', got {self.residual!r}.")
+        if not 0.0 <= self.lam <= 1.0:
+            raise InvalidParameterError(f"over-acceptance lam must be in [0, 1], got {self.lam!r}.")
 
     def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
         res = p
@@ -91,10 +98,11 @@ class OverAcceptance:
         seen: set[int] = set()
         for x in candidates:
             qx = float(q[x])
-            out.accept_probs.append(1.0 if qx <= 0.0 else min(1.0, (float(res[x]) + self.eps) / qx))
+            b = self.accept_curve(res, q)
+            out.accept_probs.append(float(b[x]))
             out.draft_probs.append(qx)
             out.duplicate.append(x in seen)
-            out.rejection_mass.append(float(((1 - self.accept_curve(res, q)) * q).sum()))
+            out.rejection_mass.append(float(((1 - b) * q).sum()))
             out.residuals.append(res)
             seen.add(x)
             if self.residual == "opt":
@@ -105,7 +113,8 @@ class OverAcceptance:
     def accept_curve(self, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """b(x) for every token (1 where q(x) = 0: such a token is never drafted)."""
         ratio = (p + self.eps) / q.clamp_min(1e-30)
-        return torch.where(q > 0, ratio.clamp(max=1.0), torch.ones_like(p))
+        b = torch.where(q > 0, ratio.clamp(max=1.0), torch.ones_like(p))
+        return b + self.lam * (1.0 - b) if self.lam else b
 
 
 def rule_for(rule: AcceptanceRule, greedy: bool) -> AcceptanceRule:
