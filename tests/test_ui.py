@@ -199,7 +199,7 @@ def test_final_update_shows_every_column_at_its_own_step(explorer, monkeypatch):
     step its header names, so the page ends on the state the server has even if an earlier update
     never reached the browser (seen: headers "last step 23" over trees at "step 20")."""
     from specviz.ui import render
-    monkeypatch.setattr(render, "informative_step", None)  # open on the last step
+    monkeypatch.setattr(render, "informative_step", lambda trace: len(trace.steps) - 1)  # open on the last step
     session = Session(pair_key=explorer.default_key)
     outs = list(live(explorer, session, FOUR, max_new=40))
     last = outs[-1]
@@ -505,7 +505,7 @@ def test_clicking_a_node_opens_its_distribution(explorer, monkeypatch):
         asked.append((step.index, node_id))
         return go.Figure(layout={"title": {"text": f"p and q at node {node_id}"}})
     monkeypatch.setattr(render, "distribution_figure", dist)
-    monkeypatch.setattr(render, "informative_step", None)
+    monkeypatch.setattr(render, "informative_step", lambda trace: len(trace.steps) - 1)
     session = Session(pair_key=explorer.default_key)
     run_all(explorer, session, ["ar", "sd"], max_new=12)
     explorer.scrub(session, 2)
