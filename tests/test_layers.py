@@ -61,3 +61,17 @@ def test_viz_imports_no_upstream_layer(path):
 ])
 def test_the_check_sees_each_way_of_importing(source, bad):
     assert violations(imported_modules(source)) == bad
+
+
+def test_every_module_imports():
+    """Every module of the package imports (a stale name after a refactor fails here, not in a user's
+    ``python -m specviz.bench.eesd``)."""
+    import importlib
+    import pkgutil
+
+    import specviz
+
+    names = [m.name for m in pkgutil.walk_packages(specviz.__path__, "specviz.") if not m.name.endswith("__main__")]
+    assert "specviz.bench.eesd" in names
+    for name in names:
+        importlib.import_module(name)

@@ -17,7 +17,7 @@ import statistics
 import time
 from typing import Any
 
-from specviz.bench.run import DEFAULT_PROMPTS
+from specviz.bench.prompts import select
 
 CONFIGS: list[tuple[str, str, dict[str, Any]]] = [
     ("ar", "ar", {}),
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     pair = load_pair_from_args(args)
     if pair.early_exit is None:
         raise SystemExit("eesd needs an early-exit head: give --early-exit DIR (the bundled preset has one)")
-    prompts = args.prompt or DEFAULT_PROMPTS
+    prompts = args.prompt or select(["code"])["code"]
     rows = benchmark(pair, prompts, args.temperatures, args.seeds, args.max_new_tokens, args.repeats)
     desc = pair.describe()
     header = (f"## EESD controllers: {desc['target']} (exit after layer {desc['early_exit']['exit_layer']}) and "
