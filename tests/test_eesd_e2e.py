@@ -3,14 +3,15 @@ posterior and the drafted-vs-accepted panel follow the selected step."""
 from __future__ import annotations
 
 import pytest
-from test_e2e_app import ARGS, ARTIFACTS, CHROMIUM, HAVE_BUNDLED, plot_info, start_app, stop, wait_plot_title
+from test_e2e_app import ARGS, ARTIFACTS, CHROMIUM, HAVE_BUNDLED, REQUIRED, plot_info, start_app, stop, wait_plot_title
 
 import specviz
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.skipif(CHROMIUM is None or not HAVE_BUNDLED, reason="needs chromium and the bundled pair")
+@pytest.mark.skipif((CHROMIUM is None or not HAVE_BUNDLED) and not REQUIRED,
+                    reason="needs chromium and the bundled pair (required in CI)")
 def test_eesd_posterior_updates_between_steps_in_the_browser(tmp_path):
     from playwright.sync_api import sync_playwright
 
