@@ -19,6 +19,7 @@ import pytest
 import torch
 from test_beam import LAW_RUNS, PROMPT, T1, exact_output_law
 from test_beams_law import chi_square_power
+from counting import count_forwards
 from tiny import FAMILIES, chi_square_pvalue, exact_distribution, tiny_pair
 
 import specviz
@@ -100,20 +101,8 @@ def test_printed_ratio_breaks_the_law(small_pair):
 
 
 def test_one_target_call_per_iteration(close_pair):
-    calls = {"target": 0, "draft": 0}
-    target, draft = close_pair.target.forward, close_pair.draft.forward
-
-    def count(name, fn):
-        def wrapped(*a, **k):
-            calls[name] += 1
-            return fn(*a, **k)
-        return wrapped
-
-    close_pair.target.forward, close_pair.draft.forward = count("target", target), count("draft", draft)
-    try:
+    with count_forwards(target=close_pair.target, draft=close_pair.draft) as calls:
         trace = specviz.decode(close_pair, "dsbd", [1, 2, 3], max_new_tokens=20, temperature=1, width=4, gamma=3)
-    finally:
-        del close_pair.target.forward, close_pair.draft.forward
     assert all(s.target_calls == 1 for s in trace.steps)
     assert all(s.draft_calls == s.controller["gamma"] for s in trace.steps)
     assert trace.metrics["target_calls"] == calls["target"] == len(trace.steps)

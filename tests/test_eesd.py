@@ -17,6 +17,7 @@ import os
 
 import pytest
 import torch
+from counting import count_forwards
 from tiny import FAMILIES, exact_distribution, goodness_of_fit, sample_counts, tiny_pair
 
 import specviz
@@ -94,22 +95,9 @@ def test_eesd_needs_an_early_exit_head():
 
 def test_calls_are_counted_where_they_happen():
     pair = ee_pair("llama")
-    counts = {"target": 0, "draft": 0}
-    model = pair.early_exit.exit_model
-    t_fwd, d_fwd = pair.target.forward, model.forward
-
-    def counting(name, fwd):
-        def wrapped(*a, **k):
-            counts[name] += 1
-            return fwd(*a, **k)
-        return wrapped
-
-    pair.target.forward, model.forward = counting("target", t_fwd), counting("draft", d_fwd)
-    try:
+    with count_forwards(target=pair.target, draft=pair.early_exit.exit_model) as counts:
         tr = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=30, temperature=1.0, seed=2, controller="fixed",
                             fixed_length=3)
-    finally:
-        del pair.target.forward, model.forward
     assert sum(s.target_calls for s in tr.steps) == counts["target"] == len(tr.steps)
     assert sum(s.draft_calls for s in tr.steps) == counts["draft"] > 0
     # a chain of k drafts costs k draft forwards (the last draft is never fed to the draft)

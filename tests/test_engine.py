@@ -3,6 +3,7 @@ the lossless flag, input validation, and old (v1) traces still loading."""
 import json
 
 import pytest
+from counting import count_forwards
 from tiny import tiny_pair
 
 import specviz
@@ -32,41 +33,22 @@ def pair():
     return tiny_pair("llama", vocab=16, draft="noisy", noise=0.5)
 
 
-class Counter:
-    """Counts calls of a module's forward (the real work, below every wrapper in specviz)."""
-
-    def __init__(self, module):
-        self.n, self.module, self.real = 0, module, module.forward
-        module.forward = self
-
-    def __call__(self, *args, **kwargs):
-        self.n += 1
-        return self.real(*args, **kwargs)
-
-    def restore(self):
-        del self.module.forward
-
-
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 @pytest.mark.parametrize("algorithm,params", CASES, ids=[f"{a}-{i}" for i, (a, _) in enumerate(CASES)])
 def test_calls_are_counted_where_they_happen(pair, algorithm, params, temperature):
-    target, draft = Counter(pair.target), Counter(pair.draft)
-    try:
+    with count_forwards(target=pair.target, draft=pair.draft) as n:
         run = specviz.stream(pair, algorithm, [1, 2, 3, 1, 2, 3, 1], max_new_tokens=20, temperature=temperature,
                              seed=2, **params)
         seen_t = seen_d = 0
         for step in run:
-            assert step.target_calls == target.n - seen_t
-            assert step.draft_calls == draft.n - seen_d
-            seen_t, seen_d = target.n, draft.n
-    finally:
-        target.restore()
-        draft.restore()
+            assert step.target_calls == n["target"] - seen_t
+            assert step.draft_calls == n["draft"] - seen_d
+            seen_t, seen_d = n["target"], n["draft"]
     m = run.trace.metrics
-    assert m["target_calls"] == target.n and m["draft_calls"] == draft.n
-    assert m["tau"] == pytest.approx(len(run.trace.output_ids) / target.n)
+    assert m["target_calls"] == n["target"] and m["draft_calls"] == n["draft"]
+    assert m["tau"] == pytest.approx(len(run.trace.output_ids) / n["target"])
     if algorithm in ("ar", "pld"):
-        assert draft.n == 0
+        assert n["draft"] == 0
 
 
 class StopWhenUnsure(StaticShape):

@@ -23,6 +23,7 @@ moves into the prefix); ``rollback()`` keeps none. A chain is the one-branch cas
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import torch
@@ -31,6 +32,9 @@ from transformers.cache_utils import DynamicLayer
 
 from specviz.core.trees import ROOT  # as a parent index: "continues the committed prefix"
 from specviz.errors import SpecvizError
+from specviz.models.lean_forward import LeanForward
+
+LEAN_DEFAULT = os.environ.get("SPECVIZ_LEAN_FORWARD", "1") != "0"  # SPECVIZ_LEAN_FORWARD=0: stock forward only
 
 
 def chain_parents(n: int) -> list[int]:
@@ -91,11 +95,15 @@ class CachedLM:
     is applied by the mask (a key at position ``k`` is visible from position ``t`` iff
     ``t - window < k <= t``, as in the model's own mask), so a rollback never needs a KV row that a
     window-sized cache would already have dropped.
+
+    ``lean`` (default ``LEAN_DEFAULT``): run Llama-architecture models through ``LeanForward`` (the
+    same kernels without the per-call framework overhead); other models always take ``model(...)``.
     """
 
-    def __init__(self, model: PreTrainedModel, vocab_size: int | None = None):
+    def __init__(self, model: PreTrainedModel, vocab_size: int | None = None, lean: bool | None = None):
         self.model = model
         self.vocab_size = vocab_size
+        self.lean = LeanForward.build(model) if (LEAN_DEFAULT if lean is None else lean) else None
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         self.windows = layer_windows(model.config)
@@ -135,15 +143,13 @@ class CachedLM:
         positions = key_pos[self.prefix_len + start:]
         masks = {kind: self._float_mask(allowed if w is None else allowed & (key_pos > positions[:, None] - w))
                  for kind, w in self.windows.items()}
-        out = self.model(
-            input_ids=torch.tensor([tokens], device=self.device),
-            attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
-            position_ids=positions[None].to(self.device),
-            past_key_values=self.cache,
-            use_cache=True,
-        )
+        ids, positions = torch.tensor([tokens], device=self.device), positions[None].to(self.device)
+        if self.lean is not None:
+            logits = self.lean(ids, positions, masks, self.cache)[0].float()
+        else:
+            logits = self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
+                                position_ids=positions, past_key_values=self.cache, use_cache=True).logits[0].float()
         self.calls += 1
-        logits = out.logits[0].float()
         return logits[:, : self.vocab_size] if self.vocab_size else logits
 
     def _float_mask(self, allowed: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,134 @@
+"""A direct forward pass for Llama-architecture decoders: the same operations as ``transformers``'
+own modules, in the same order, called without the framework around them.
+
+A one-token call on the bundled pair spends more time in per-call Python than in arithmetic: module
+``__call__`` hooks, output dataclasses, mask and cache bookkeeping, keyword plumbing. For the
+decoders whose layer is the Llama layer (Llama, Mistral, Qwen2: RMSNorm, rotary q/k, SDPA attention,
+gated MLP) this module reads the model's own weights and runs the layer as plain ``torch`` calls, in
+the spirit of gpt-fast's ``generate.py``. It computes what ``model(...)`` computes, kernel for
+kernel: the tests compare logits with the stock forward (bitwise equal on the CPU in float32), on
+trees, after keep/rollback, and for grouped-query attention. Anything it does not know (another
+architecture, an attention implementation other than SDPA, hooks from ``accelerate`` offloading,
+quantised or tensor-parallel linears) keeps the stock forward: ``LeanForward.build`` returns None.
+
+The KV cache stays the ``transformers`` cache the rest of ``specviz`` manipulates (``CachedLM``'s
+keep/rollback, the early-exit drafter's shared trunk), updated through ``Cache.update``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.cache_utils import get_layer_types_and_kwargs
+
+SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One decoder layer's weights (biases may be None), its norms' epsilon and its attention type."""
+
+    norm1: torch.Tensor
+    q: tuple
+    k: tuple
+    v: tuple
+    o: tuple
+    norm2: torch.Tensor
+    gate: tuple
+    up: tuple
+    down: tuple
+    eps: float
+    kind: str  # attention type: the key of its mask
+    index: int  # its layer in the cache
+
+
+def _linear(module: nn.Module) -> tuple:
+    return module.weight, module.bias
+
+
+def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm exactly as ``LlamaRMSNorm.forward`` (statistics in float32, scaled in the input dtype)."""
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding as ``apply_rotary_pos_emb`` (rotate-half convention)."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+
+def _eligible(model: nn.Module) -> bool:
+    if type(model).__name__ not in SUPPORTED or getattr(model.config, "_attn_implementation", None) != "sdpa":
+        return False
+    if getattr(model.config, "pretraining_tp", 1) != 1 or getattr(model.config, "hidden_act", "silu") != "silu":
+        return False
+    for module in model.modules():
+        if hasattr(module, "_hf_hook") or module._forward_hooks or module._forward_pre_hooks:
+            return False
+        if isinstance(module, nn.Linear) and type(module) is not nn.Linear:
+            return False
+    return len({p.device for p in model.parameters()}) == 1
+
+
+class LeanForward:
+    """``LeanForward.build(model)``: a callable ``(input_ids, position_ids, masks, cache) -> logits``
+    equal to ``model(input_ids=..., position_ids=..., attention_mask=..., past_key_values=cache).logits``,
+    or None when ``model`` is not one it reproduces exactly. ``masks``: layer type -> additive 4D mask."""
+
+    def __init__(self, model: nn.Module):
+        base = model.model
+        cfg = model.config
+        self.embed = base.embed_tokens.weight
+        self.norm = base.norm  # the final norm and head are called as modules: forward hooks on them
+        self.head = model.lm_head  # (the early-exit drafter captures the norm's output) still fire
+        self.rotary = base.rotary_emb
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scale = self.head_dim ** -0.5
+        types, _ = get_layer_types_and_kwargs(cfg.get_text_config(decoder=True))
+        self.layers = [
+            _Layer(layer.input_layernorm.weight, _linear(layer.self_attn.q_proj), _linear(layer.self_attn.k_proj),
+                   _linear(layer.self_attn.v_proj), _linear(layer.self_attn.o_proj),
+                   layer.post_attention_layernorm.weight, _linear(layer.mlp.gate_proj), _linear(layer.mlp.up_proj),
+                   _linear(layer.mlp.down_proj), layer.input_layernorm.variance_epsilon, kind, layer.self_attn.layer_idx)
+            for layer, kind in zip(base.layers[: cfg.num_hidden_layers], types)
+        ]
+
+    @classmethod
+    def build(cls, model: nn.Module) -> "LeanForward | None":
+        return cls(model) if _eligible(model) else None
+
+    @torch.inference_mode()
+    def __call__(self, input_ids: torch.Tensor, position_ids: torch.Tensor, masks: dict[str, torch.Tensor],
+                 cache) -> torch.Tensor:
+        n = input_ids.shape[1]
+        x = F.embedding(input_ids, self.embed)
+        cos, sin = self.rotary(x, position_ids)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        for layer in self.layers:
+            h = _rms(x, layer.norm1, layer.eps)
+            q = F.linear(h, *layer.q).view(1, n, -1, self.head_dim).transpose(1, 2)
+            k = F.linear(h, *layer.k).view(1, n, -1, self.head_dim).transpose(1, 2)
+            v = F.linear(h, *layer.v).view(1, n, -1, self.head_dim).transpose(1, 2)
+            k, v = cache.update(_rotate(k, cos, sin), v, layer.index)
+            x = x + F.linear(self._attend(_rotate(q, cos, sin), k, v, masks[layer.kind]), *layer.o)
+            h = _rms(x, layer.norm2, layer.eps)
+            x = x + F.linear(F.silu(F.linear(h, *layer.gate)) * F.linear(h, *layer.up), *layer.down)
+        return self.head(self.norm(x))
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """SDPA as ``transformers.integrations.sdpa_attention`` runs it with an explicit mask: one query
+        packs its head groups onto the KV heads; several repeat the KV heads."""
+        n = q.shape[2]
+        if self.groups > 1:
+            if n == 1:
+                q = q.reshape(1, -1, self.groups, self.head_dim)
+            else:
+                k = k[:, :, None].expand(-1, -1, self.groups, -1, -1).reshape(1, -1, *k.shape[2:])
+                v = v[:, :, None].expand(-1, -1, self.groups, -1, -1).reshape(1, -1, *v.shape[2:])
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        return out.reshape(1, -1, n, self.head_dim).transpose(1, 2).reshape(1, n, -1)

@@ -1,0 +1,61 @@
+"""The lean forward computes what the stock ``transformers`` forward computes, bit for bit, through
+every cache operation the engine uses; models it does not reproduce keep the stock forward."""
+from pathlib import Path
+
+import pytest
+import torch
+from tiny import tiny_model
+
+import specviz
+
+from specviz.models.lean_forward import LeanForward
+from specviz.models.tree_forward import CachedLM
+
+ROOT = -1
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+
+
+def session(lm: CachedLM) -> list[torch.Tensor]:
+    """Logits of a sequence of calls mixing trees, chains, single tokens, keep, commit and rollback."""
+    out = [lm.extend([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [ROOT, 0, 0, 2, ROOT])]
+    kept = lm.keep([[0, 2, 3], [0, 1]])
+    out.append(lm.forward([11, 12], kept))
+    lm.commit([1, 2, 3])  # old nodes 2, 3 and the new child of 3
+    out.append(lm.forward([3], [ROOT]))
+    lm.rollback()
+    out.append(lm.extend([13], [1, 2, 3], [ROOT, 0, 1]))
+    lm.commit([0])
+    for token in range(5):  # single-token steps (grouped-query attention packs its heads here)
+        out.append(lm.forward([token], [ROOT]))
+        lm.commit([0])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_lean_logits_equal_stock_logits(family, dtype):
+    model = tiny_model(family, vocab=32, hidden=32, layers=2, init_range=0.2).to(dtype)
+    assert model.config.num_attention_heads > model.config.num_key_value_heads  # grouped-query attention
+    lean, stock = CachedLM(model, lean=True), CachedLM(model, lean=False)
+    assert lean.lean is not None and stock.lean is None
+    for a, b in zip(session(lean), session(stock), strict=True):
+        assert torch.equal(a, b)  # the same kernels in the same order: equal, not merely close
+    assert lean.prefix_len == stock.prefix_len and lean.cache.get_seq_length() == stock.cache.get_seq_length()
+
+
+def test_models_it_cannot_reproduce_keep_the_stock_forward():
+    assert LeanForward.build(tiny_model("gpt2")) is None  # another architecture
+    assert LeanForward.build(tiny_model("gpt_neox")) is None
+    eager = tiny_model("llama")
+    eager.config._attn_implementation = "eager"  # different attention kernels
+    assert LeanForward.build(eager) is None
+    hooked = tiny_model("llama")
+    hooked.model.layers[0].mlp.register_forward_hook(lambda *args: None)  # a hook the lean path would skip
+    assert LeanForward.build(hooked) is None
+    assert CachedLM(hooked).lean is None
+    assert LeanForward.build(tiny_model("llama")) is not None
+
+
+def test_bundled_pair_runs_lean():
+    pair = specviz.load_pair(str(ASSETS / "target"), str(ASSETS / "draft"), device="cpu")
+    assert CachedLM(pair.target).lean is not None and CachedLM(pair.draft).lean is not None
