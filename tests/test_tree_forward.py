@@ -1,12 +1,11 @@
 """The tree engine: one forward over a forest equals sequential decoding of each root-to-node path,
 and the KV cache after keeping a path equals the cache of decoding that path directly. On the four
-full-attention families of ``tiny.py`` and on sliding-window ones (Mistral with ``sliding_window``
+full-attention families of ``tiny.py`` and on its sliding-window ones (Mistral with ``sliding_window``
 set; Gemma 2 and Gemma 3, which mix sliding and full layers), with a window shorter than the paths."""
 import pytest
 import torch
-from tiny import FAMILIES, tiny_model
-from transformers import DynamicCache, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, \
-    MistralConfig, MistralForCausalLM
+from tiny import FAMILIES, SLIDING_FAMILIES, tiny_model
+from transformers import DynamicCache
 
 from specviz.errors import SpecvizError
 from specviz.models.tree_forward import ROOT, CachedLM
@@ -17,27 +16,11 @@ TOKENS = [7, 8, 9, 10, 11, 12, 13]
 PARENTS = [ROOT, ROOT, 0, 0, 2, 1, 5]
 
 
-SLIDING = ("mistral", "gemma2", "gemma3")
 WINDOW = 3  # shorter than PROMPT plus a path: every node's window cuts into the prompt
 
 
-def sliding_model(family: str):
-    """A random-initialised model whose attention layers (all, or every other one) see only the last
-    ``WINDOW`` positions."""
-    common = dict(vocab_size=32, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                  num_key_value_heads=1, head_dim=16, sliding_window=WINDOW, initializer_range=0.2,
-                  bos_token_id=None, eos_token_id=None, pad_token_id=None)
-    torch.manual_seed(0)
-    if family == "mistral":
-        return MistralForCausalLM(MistralConfig(**common)).eval()
-    hybrid = ["sliding_attention", "full_attention"]
-    if family == "gemma2":
-        return Gemma2ForCausalLM(Gemma2Config(layer_types=hybrid, **common)).eval()
-    return Gemma3ForCausalLM(Gemma3TextConfig(layer_types=hybrid, **common)).eval()
-
-
 def model_of(family: str):
-    return sliding_model(family) if family in SLIDING else tiny_model(family, vocab=32, hidden=32, layers=2)
+    return tiny_model(family, vocab=32, hidden=32, layers=2, init_range=0.2, window=WINDOW)
 
 
 def path_tokens(i: int) -> list[int]:
@@ -50,7 +33,7 @@ def path_tokens(i: int) -> list[int]:
 
 @torch.inference_mode()
 def sequential_logits(model, ids: list[int]) -> torch.Tensor:
-    return model(torch.tensor([ids])).logits[0, -1].float()
+    return model(torch.tensor([ids], device=model.device)).logits[0, -1].float()
 
 
 def assert_cache_equals_direct(lm: CachedLM, model, ids: list[int]) -> None:
@@ -58,13 +41,13 @@ def assert_cache_equals_direct(lm: CachedLM, model, ids: list[int]) -> None:
     assert lm.prefix_len == len(ids) and len(lm.tree) == 0
     direct = DynamicCache()  # full length in every layer, as CachedLM keeps it
     with torch.inference_mode():
-        model(torch.tensor([ids]), past_key_values=direct, use_cache=True)
+        model(torch.tensor([ids], device=model.device), past_key_values=direct, use_cache=True)
     for mine, ref in zip(lm.cache.layers, direct.layers, strict=True):
         torch.testing.assert_close(mine.keys, ref.keys, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(mine.values, ref.values, atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("family", FAMILIES + SLIDING)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING_FAMILIES)
 def test_tree_logits_equal_sequential(family):
     model = model_of(family)
     lm = CachedLM(model)
@@ -77,7 +60,7 @@ def test_tree_logits_equal_sequential(family):
     assert lm.calls == 1
 
 
-@pytest.mark.parametrize("family", FAMILIES + SLIDING)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING_FAMILIES)
 @pytest.mark.parametrize("path", [[1, 5, 6], [0, 2, 4], [0, 3], []])
 def test_commit_keeps_exactly_the_path(family, path):
     model = model_of(family)
@@ -115,7 +98,7 @@ KEPT = [[[0, 2, 4], [0, 3], [1, 5]], [[0, 2, 4], [0, 3]], [[0, 2], [0, 2, 4], [1
         [[0, 3]]]
 
 
-@pytest.mark.parametrize("family", FAMILIES + SLIDING)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING_FAMILIES)
 @pytest.mark.parametrize("paths", KEPT)
 def test_kept_paths_extend_like_decoding_from_scratch(family, paths):
     model = model_of(family)
@@ -143,7 +126,7 @@ def test_kept_paths_extend_like_decoding_from_scratch(family, paths):
                                atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("family", FAMILIES + SLIDING)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING_FAMILIES)
 def test_keep_then_commit_equals_decoding_the_path(family):
     model = model_of(family)
     lm = CachedLM(model)
@@ -153,7 +136,7 @@ def test_keep_then_commit_equals_decoding_the_path(family):
     assert_cache_equals_direct(lm, model, PROMPT + [TOKENS[i] for i in (0, 2, 4)])
 
 
-@pytest.mark.parametrize("family", FAMILIES + SLIDING)
+@pytest.mark.parametrize("family", FAMILIES + SLIDING_FAMILIES)
 def test_beams_across_steps_match_sequential(family):
     """Three steps of a beam search in one cache: each step grows a two-level tree under every kept
     beam in one forward (every node's logits equal sequential decoding of its history), then keeps

@@ -1,10 +1,12 @@
 """At temperature 0 ``mcsd``, ``specinfer`` and ``sequoia`` reproduce ``ar`` greedy output token for
-token on four architecture families (close drafts, so long accepted paths, KV commits of tree paths
-and residual fallbacks all happen), and their traces are consistent."""
+token on the full-attention and the sliding-window families of ``tiny.py`` (close drafts, so long
+accepted paths, KV commits of tree paths and residual fallbacks all happen; on the sliding families
+the 32 new tokens run far past the window), and their traces are consistent. ``test_greedy.py``
+checks ``ar`` against transformers' own greedy decoding."""
 import json
 
 import pytest
-from tiny import FAMILIES, tiny_pair
+from tiny import FAMILIES, SLIDING_FAMILIES, tiny_pair
 
 import specviz
 from specviz.errors import InvalidParameterError
@@ -19,9 +21,9 @@ CONFIGS = [
 NEW_TOKENS = 32
 
 
-@pytest.fixture(scope="module", params=FAMILIES)
+@pytest.fixture(scope="module", params=FAMILIES + SLIDING_FAMILIES)
 def pair(request):
-    return tiny_pair(request.param, vocab=64, draft="noisy", init_range=0.05, hidden=32)
+    return tiny_pair(request.param, vocab=64, draft="noisy", init_range=0.05, hidden=32, noise=0.2)
 
 
 def test_greedy_equals_ar(pair):

@@ -1,27 +1,43 @@
 """Small real models for tests: random-initialised stock transformers models built from configs,
-and the exact enumeration / goodness-of-fit tools the exactness tests share."""
+and the exact enumeration / goodness-of-fit tools the exactness tests share.
+
+Models are built on the CPU (the same weights on every machine) and moved to ``DEVICE``, the
+environment variable ``SPECVIZ_TEST_DEVICE`` (default ``"cpu"``; ``"cuda"`` on a GPU machine)."""
 from __future__ import annotations
 
 import itertools
+import os
 from collections import Counter
 
 import torch
 from scipy import stats
-from transformers import (GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig,
-                          LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config,
+                          GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM,
+                          MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
 import specviz
 from specviz.core.sampling import SamplingConfig, warp
 from specviz.models.loading import ModelPair
 
-FAMILIES = ("llama", "qwen2", "gpt2", "gpt_neox")
+DEVICE = os.environ.get("SPECVIZ_TEST_DEVICE", "cpu")
+FAMILIES = ("llama", "qwen2", "gpt2", "gpt_neox")  # full attention in every layer
+# sliding-window attention: Mistral in every layer; Gemma 2 and Gemma 3 alternate sliding and full layers
+SLIDING_FAMILIES = ("mistral", "gemma2", "gemma3")
+WINDOW = 4  # the sliding families' default window: far shorter than the tests' prompts plus outputs
 
 
 def tiny_model(family: str = "llama", vocab: int = 8, seed: int = 0, hidden: int = 16, layers: int = 1,
-               init_range: float = 0.02, max_positions: int = 4096):
-    """A random-initialised causal LM of a real architecture family. ``init_range`` scales the weights:
-    larger values give peakier, more varied next-token distributions (so draft and target differ)."""
+               init_range: float = 0.02, max_positions: int = 4096, window: int = WINDOW, device: str = DEVICE):
+    """A random-initialised causal LM of a real architecture family, on ``device``. ``init_range``
+    scales the weights: larger values give peakier, more varied next-token distributions (so draft
+    and target differ). ``window`` is the attention window of the ``SLIDING_FAMILIES`` (a key at
+    position k is seen from t iff t - window < k <= t); the Gemma layers alternate sliding, full,
+    sliding, ... (one layer: sliding only)."""
     common = dict(vocab_size=vocab, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    sliding = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers, num_attention_heads=2,
+                   num_key_value_heads=1, head_dim=hidden // 2, max_position_embeddings=max_positions,
+                   sliding_window=window, initializer_range=init_range, **common)
+    hybrid = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
     if family == "llama":
         cfg = LlamaConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                           num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=max_positions,
@@ -41,10 +57,16 @@ def tiny_model(family: str = "llama", vocab: int = 8, seed: int = 0, hidden: int
                             num_attention_heads=2, max_position_embeddings=max_positions,
                             initializer_range=init_range, **common)
         cls = GPTNeoXForCausalLM
+    elif family == "mistral":
+        cfg, cls = MistralConfig(**sliding), MistralForCausalLM
+    elif family == "gemma2":
+        cfg, cls = Gemma2Config(layer_types=hybrid, **sliding), Gemma2ForCausalLM
+    elif family == "gemma3":
+        cfg, cls = Gemma3TextConfig(layer_types=hybrid, **sliding), Gemma3ForCausalLM
     else:
         raise ValueError(family)
     torch.manual_seed(seed)
-    return cls(cfg).eval()
+    return cls(cfg).eval().to(device)
 
 
 def noisy_copy(model, scale: float, seed: int = 0):
@@ -56,22 +78,24 @@ def noisy_copy(model, scale: float, seed: int = 0):
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in clone.parameters():
-            p.add_(torch.randn(p.shape, generator=gen) * scale * (p.std() if p.numel() > 1 else 0.0))
+            noise = torch.randn(p.shape, generator=gen).to(p.device)  # drawn on the CPU: same copy on every device
+            p.add_(noise * scale * (p.std() if p.numel() > 1 else 0.0))
     return clone.eval()
 
 
 def tiny_pair(family: str = "llama", vocab: int = 8, seed: int = 0, draft: str = "different",
-              init_range: float = 0.2, hidden: int = 16, layers: int = 2, noise: float = 0.3) -> ModelPair:
-    """A target and a draft sharing a ``vocab``-token vocabulary.
+              init_range: float = 0.2, hidden: int = 16, layers: int = 2, noise: float = 0.3,
+              window: int = WINDOW) -> ModelPair:
+    """A target and a draft sharing a ``vocab``-token vocabulary, both on ``DEVICE``.
 
     ``draft="different"``: an independent, smaller model (far from the target: many rejections).
     ``draft="noisy"``: the target with noise on its weights (close to it: long accepted runs).
     """
-    target = tiny_model(family, vocab, seed, hidden=hidden, layers=layers, init_range=init_range)
+    target = tiny_model(family, vocab, seed, hidden=hidden, layers=layers, init_range=init_range, window=window)
     if draft == "noisy":
         d_model = noisy_copy(target, noise, seed)
     else:
-        d_model = tiny_model(family, vocab, seed + 1000, hidden=8, layers=1, init_range=init_range)
+        d_model = tiny_model(family, vocab, seed + 1000, hidden=8, layers=1, init_range=init_range, window=window)
     return ModelPair(target, d_model, None, vocab, target_name=f"tiny-{family}", draft_name=f"tiny-{family}-{draft}")
 
 
@@ -85,8 +109,8 @@ def exact_distribution(pair: ModelPair, prompt: list[int], n: int, sampling: Sam
         for seq, mass in law.items():
             if mass == 0:
                 continue
-            logits = pair.target(torch.tensor([prompt + list(seq)])).logits[0, -1, : pair.vocab_size]
-            probs = warp(logits, sampling).double()
+            ids = torch.tensor([prompt + list(seq)], device=pair.device)
+            probs = warp(pair.target(ids).logits[0, -1, : pair.vocab_size], sampling).double().cpu()
             for tok in range(pair.vocab_size):
                 if probs[tok] > 0:
                     nxt[seq + (tok,)] = mass * float(probs[tok])
