@@ -32,9 +32,9 @@ def session(lm: CachedLM) -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("family", ["llama", "qwen2"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mistral"])  # mistral: a sliding window
 def test_lean_logits_equal_stock_logits(family, dtype):
-    model = tiny_model(family, vocab=32, hidden=32, layers=2, init_range=0.2).to(dtype)
+    model = tiny_model(family, vocab=32, hidden=32, layers=2, init_range=0.2, window=3).to(dtype)
     assert model.config.num_attention_heads > model.config.num_key_value_heads  # grouped-query attention
     lean, stock = CachedLM(model, lean=True), CachedLM(model, lean=False)
     assert lean.lean is not None and stock.lean is None
@@ -46,6 +46,7 @@ def test_lean_logits_equal_stock_logits(family, dtype):
 def test_models_it_cannot_reproduce_keep_the_stock_forward():
     assert LeanForward.build(tiny_model("gpt2")) is None  # another architecture
     assert LeanForward.build(tiny_model("gpt_neox")) is None
+    assert LeanForward.build(tiny_model("gemma2")) is None  # Gemma's norms and scaling differ from Llama's
     eager = tiny_model("llama")
     eager.config._attn_implementation = "eager"  # different attention kernels
     assert LeanForward.build(eager) is None
