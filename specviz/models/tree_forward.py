@@ -128,20 +128,18 @@ class CachedLM:
         """
         n = len(tokens)
         start = len(self.tree)
+        if not n or len(parents) != n:
+            raise SpecvizError(f"forward() needs one parent per token and at least one token, got {n} and {len(parents)}")
         for i, par in enumerate(parents):
             if not (par == ROOT or 0 <= par < start + i):
                 raise SpecvizError(f"node {start + i} has invalid parent {par}")
         for par in parents:
             self.tree.parents.append(par)
             self.tree.depths.append(0 if par == ROOT else self.tree.depths[par] + 1)
-        allowed = torch.zeros(n, self.cached_len, dtype=torch.bool)
-        allowed[:, : self.prefix_len] = True
-        rows = [i for i in range(n) for _ in self.tree.ancestors(start + i)]
-        cols = [self.prefix_len + a for i in range(n) for a in self.tree.ancestors(start + i)]
-        allowed[rows, cols] = True
-        key_pos = torch.tensor(list(range(self.prefix_len)) + [self.prefix_len + d for d in self.tree.depths])
-        positions = key_pos[self.prefix_len + start:]
-        masks = {kind: self._float_mask(allowed if w is None else allowed & (key_pos > positions[:, None] - w))
+        prefix, depths = self.prefix_len, self.tree.depths
+        positions = torch.tensor([prefix + d for d in depths[start:]])
+        rows, cols = zip(*[(i, prefix + a) for i in range(n) for a in self.tree.ancestors(start + i)])
+        masks = {kind: self._float_mask(n, rows, cols, None if w is None else positions[:, None] - w)
                  for kind, w in self.windows.items()}
         ids, positions = torch.tensor([tokens], device=self.device), positions[None].to(self.device)
         if self.lean is not None:
@@ -152,9 +150,18 @@ class CachedLM:
         self.calls += 1
         return logits[:, : self.vocab_size] if self.vocab_size else logits
 
-    def _float_mask(self, allowed: torch.Tensor) -> torch.Tensor:
-        """``[n, cached]`` booleans -> the additive ``(1, 1, n, cached)`` mask: 0 or the dtype's minimum."""
-        mask = torch.zeros(allowed.shape, dtype=self.dtype).masked_fill_(~allowed, torch.finfo(self.dtype).min)
+    def _float_mask(self, n: int, rows: tuple[int, ...], cols: tuple[int, ...], oldest: torch.Tensor | None
+                    ) -> torch.Tensor:
+        """The additive ``(1, 1, n, cached)`` mask: 0 where new node ``rows[j]`` may attend to cache position
+        ``cols[j]`` (its pending ancestors and itself) or to any prefix position, the dtype's minimum
+        elsewhere. ``oldest`` (``[n, 1]``, sliding windows): keys at positions up to it are masked too."""
+        lowest = torch.finfo(self.dtype).min
+        mask = torch.full((n, self.cached_len), lowest, dtype=self.dtype)
+        mask[:, : self.prefix_len] = 0
+        mask[rows, cols] = 0
+        if oldest is not None:
+            key_pos = torch.cat([torch.arange(self.prefix_len), self.prefix_len + torch.tensor(self.tree.depths)])
+            mask.masked_fill_(key_pos <= oldest, lowest)
         return mask[None, None].to(self.device)
 
     def extend(self, context: list[int], tokens: list[int] = (), parents: list[int] = ()) -> torch.Tensor:
