@@ -33,7 +33,8 @@ def test_report_structure(report, tmp_path):
     variants = {name for name, _, _ in algorithm_variants(list(specviz.ALGORITHMS), 4)}  # dsbd twice
     assert variants | {"hf_generate", "hf_assisted", "hf_prompt_lookup"} == (
         {r["method"] for r in report["rows"]} | set(report["skipped"]))
-    for key in ("trace_overhead", "target_call_ms", "draft_call_ms", "bare_matmul_ms"):
+    for key in ("trace_overhead", "target_call_ms", "draft_call_ms", "bare_matmul_ms", "stock_target_call_ms",
+                "stock_draft_call_ms"):
         assert isinstance(report[key], float), key
     assert report["target_call_ms"] > 0 and report["bare_matmul_ms"] > 0
     assert {r["category"] for r in report["rows"]} == {"code", "repetition"}

@@ -65,9 +65,9 @@ def forward_times(model, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32,
     return out
 
 
-def bare_matmul_ms(model, repeats: int = 20) -> float:
-    """Milliseconds to apply every ``nn.Linear`` weight of ``model`` (lm head included) to one token as
-    bare ``torch`` matmuls: the arithmetic floor of a one-token forward, without any framework code."""
+def _bare_matmuls(model) -> Callable[[], None]:
+    """Every ``nn.Linear`` weight of ``model`` (lm head included) applied to one token as bare ``torch``
+    matmuls: the arithmetic floor of a one-token forward, without any framework code."""
     weights = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
     device, dtype = weights[0].device, weights[0].dtype
     xs = {w.shape[1]: torch.randn(1, w.shape[1], device=device, dtype=dtype) for w in weights}
@@ -77,7 +77,49 @@ def bare_matmul_ms(model, repeats: int = 20) -> float:
         for w in weights:
             torch.mm(xs[w.shape[1]], w.t())
 
-    return _median_ms(call, repeats, device)
+    return call
+
+
+def bare_matmul_ms(model, repeats: int = 20) -> float:
+    """Milliseconds of ``_bare_matmuls(model)``."""
+    return _median_ms(_bare_matmuls(model), repeats, next(model.parameters()).device)
+
+
+def one_token_calls(calls: dict[str, Callable[[], Any]], device: torch.device, rounds: int = 200) -> dict[str, float]:
+    """Median milliseconds of each named call, timed round-robin (one of each per round, after a
+    warm-up round) so that a machine's drift in speed hits every call alike and their ratios hold."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for round_ in range(rounds + 1):
+        for name, fn in calls.items():
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            if round_:
+                times[name].append(1000 * (time.perf_counter() - start))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def call_benchmarks(pair, prefix: int = 32) -> dict[str, Callable[[], None]]:
+    """The one-token calls the bench reports: target and draft through ``CachedLM`` (the lean forward
+    where the model has one, else the stock forward), the same through the stock ``transformers``
+    forward, and the target's bare matmuls."""
+    calls: dict[str, Callable[[], None]] = {"bare_matmul": _bare_matmuls(pair.target)}
+    models = {"target": pair.target, "draft": pair.draft}
+    for role, model in models.items():
+        if model is None:
+            continue
+        for kind, lean in (("", True), ("stock_", False)):
+            lm = CachedLM(model, pair.vocab_size, lean=lean)
+            lm.extend(list(range(1, prefix + 1)))
+            lm.commit([])
+
+            def call(lm: CachedLM = lm) -> None:
+                lm.forward([1], [ROOT])
+                lm.rollback()
+
+            calls[f"{kind}{role}_call"] = call
+    return calls
 
 
 def interpolate(times: dict[int, float], n: float) -> float:

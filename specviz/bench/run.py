@@ -54,6 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--random-pair", choices=("llama-1b", "tiny"), default=None,
                    help="time randomly initialised models of real shapes instead of a real pair (t(n), overhead, "
                         "cost model; tau between random models means nothing)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch intra-op threads (default: torch's own choice); reported in bench.json")
     p.add_argument("--out", default="bench-out")
 
 
@@ -199,14 +201,17 @@ def _mean_logp(pair, prompt_ids: list[list[int]], res: list[Outcome]) -> float |
     return sum(t for t, _ in parts) / tokens if tokens else None
 
 
-def measure_calls(pair, sizes: tuple[int, ...], repeat: int) -> dict[str, Any]:
-    """One-token call times, the bare matmul floor and t(n) of target and draft."""
+def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200) -> dict[str, Any]:
+    """One-token call times (lean and stock forward, timed round-robin with the bare matmul floor) and
+    t(n) of target and draft."""
     reps = max(5, repeat)
     t_target = costs.forward_times(pair.target, sizes, repeats=reps, vocab_size=pair.vocab_size)
     t_draft = (costs.forward_times(pair.draft, sizes, repeats=reps, vocab_size=pair.vocab_size)
                if pair.draft is not None else None)
-    out = {"target_call_ms": t_target[1], "draft_call_ms": t_draft[1] if t_draft else None,
-           "bare_matmul_ms": costs.bare_matmul_ms(pair.target), "t_target_ms": t_target, "t_draft_ms": t_draft}
+    ms = costs.one_token_calls(costs.call_benchmarks(pair), pair.device, rounds)
+    out = {f"{name}_ms": ms.get(name) for name in
+           ("target_call", "draft_call", "bare_matmul", "stock_target_call", "stock_draft_call")}
+    out.update(t_target_ms=t_target, t_draft_ms=t_draft, threads=torch.get_num_threads())
     out["target_call_over_bare"] = out["target_call_ms"] / out["bare_matmul_ms"]
     out["draft_call_over_target"] = out["draft_call_ms"] / out["target_call_ms"] if t_draft else None
     return out
@@ -242,10 +247,13 @@ def to_markdown(report: dict[str, Any]) -> str:
     lines = [f"## specviz bench: {d['target']} <- {d['draft']} on {d['device']} ({d['dtype']}), greedy, "
              f"{s['max_new_tokens']} new tokens per prompt, prompts: {cats}; median of {s['repeat']} "
              f"(min-max) after a warm-up", "",
-             f"- one-token target call {report['target_call_ms']:.2f} ms; the same weight matrices as bare matmuls "
-             f"{report['bare_matmul_ms']:.2f} ms (ratio {report['target_call_over_bare']:.2f})",
+             f"- one-token target call {report['target_call_ms']:.2f} ms (stock transformers forward "
+             f"{report['stock_target_call_ms']:.2f} ms); the same weight matrices as bare matmuls "
+             f"{report['bare_matmul_ms']:.2f} ms (ratio {report['target_call_over_bare']:.2f}); "
+             f"{report['threads']} torch threads",
              f"- one-token draft call {_fmt(report['draft_call_ms'], '.2f')} ms "
-             f"({_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
+             f"(stock {_fmt(report['stock_draft_call_ms'], '.2f')} ms; "
+             f"{_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
              f"- trace_overhead ({report['trace_overhead_algorithm']}, full recording vs record_top_k=0): "
              f"{report['trace_overhead']:+.3f} (paired wall-time ratio); time inside the recording / rest of the run: "
              f"{report['trace_overhead_detail']['recording_share']:.3f}", ""]
@@ -283,6 +291,8 @@ def write_report(report: dict[str, Any], out: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     per_cat, new_tokens, repeat, sizes = args.prompts_per_category, args.max_new_tokens, args.repeat, costs.FULL_SIZES
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.quick:
         per_cat, new_tokens, repeat, sizes = per_cat or 2, min(new_tokens, 32), 1, costs.QUICK_SIZES
     if args.random_pair:
