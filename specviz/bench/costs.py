@@ -30,39 +30,50 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _median_ms(fn: Callable[[], Any], repeats: int, device: torch.device) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        _sync(device)
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(1000 * (time.perf_counter() - start))
-    return statistics.median(times)
+def round_robin_ms(calls: dict[Any, Callable[[], Any]], device: torch.device, rounds: int) -> dict[Any, float]:
+    """Median milliseconds of each call, timed round-robin (one of each per round, after a warm-up
+    round) so that a machine's drift in speed hits every call alike and their ratios hold."""
+    times: dict[Any, list[float]] = {name: [] for name in calls}
+    for round_ in range(rounds + 1):
+        for name, fn in calls.items():
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            if round_:
+                times[name].append(1000 * (time.perf_counter() - start))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def _chain_call(lm: CachedLM, tokens: list[int]) -> Callable[[], None]:
+    """One forward of ``tokens`` as a chain after ``lm``'s prefix, rolled back (every call sees the same cache)."""
+    chain = [ROOT] + list(range(len(tokens) - 1))
+
+    def call() -> None:
+        lm.forward(tokens, chain)
+        lm.rollback()
+
+    return call
+
+
+def _primed(model, vocab_size: int | None, prefix: int, lean: bool | None = None) -> tuple[CachedLM, list[int]]:
+    """A ``CachedLM`` with ``prefix`` random tokens cached, and 128 more random ids to feed it."""
+    lm = CachedLM(model, vocab_size, lean=lean)
+    gen = torch.Generator().manual_seed(0)
+    rows = vocab_size or model.config.get_text_config().vocab_size
+    ids = torch.randint(0, rows, (prefix + max(FULL_SIZES),), generator=gen).tolist()
+    lm.extend(ids[:prefix])
+    lm.commit([])
+    return lm, ids[prefix:]
 
 
 def forward_times(model, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5,
                   vocab_size: int | None = None) -> dict[int, float]:
     """Milliseconds of one ``CachedLM`` forward of ``n`` new tokens (a chain) after a cached ``prefix``
     of ``prefix`` tokens, for every n in ``sizes``: the exact call the engine makes (mask, positions,
-    cache append), rolled back after each call so every call sees the same cache."""
-    lm = CachedLM(model, vocab_size)
-    gen = torch.Generator().manual_seed(0)
-    rows = vocab_size or model.config.get_text_config().vocab_size
-    ids = torch.randint(0, rows, (prefix + max(sizes),), generator=gen).tolist()
-    lm.extend(ids[:prefix])
-    lm.commit([])
-    out: dict[int, float] = {}
-    for n in sizes:
-        chain = [ROOT] + list(range(n - 1))
-
-        def call() -> None:
-            lm.forward(ids[prefix:prefix + n], chain)
-            lm.rollback()
-
-        out[n] = _median_ms(call, repeats, lm.device)
-    return out
+    cache append), rolled back after each call; sizes timed round-robin, ``repeats`` rounds."""
+    lm, ids = _primed(model, vocab_size, prefix)
+    return round_robin_ms({n: _chain_call(lm, ids[:n]) for n in sizes}, lm.device, repeats)
 
 
 def _bare_matmuls(model) -> Callable[[], None]:
@@ -80,46 +91,18 @@ def _bare_matmuls(model) -> Callable[[], None]:
     return call
 
 
-def bare_matmul_ms(model, repeats: int = 20) -> float:
-    """Milliseconds of ``_bare_matmuls(model)``."""
-    return _median_ms(_bare_matmuls(model), repeats, next(model.parameters()).device)
-
-
-def one_token_calls(calls: dict[str, Callable[[], Any]], device: torch.device, rounds: int = 200) -> dict[str, float]:
-    """Median milliseconds of each named call, timed round-robin (one of each per round, after a
-    warm-up round) so that a machine's drift in speed hits every call alike and their ratios hold."""
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for round_ in range(rounds + 1):
-        for name, fn in calls.items():
-            _sync(device)
-            start = time.perf_counter()
-            fn()
-            _sync(device)
-            if round_:
-                times[name].append(1000 * (time.perf_counter() - start))
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
-def call_benchmarks(pair, prefix: int = 32) -> dict[str, Callable[[], None]]:
-    """The one-token calls the bench reports: target and draft through ``CachedLM`` (the lean forward
-    where the model has one, else the stock forward), the same through the stock ``transformers``
-    forward, and the target's bare matmuls."""
+def one_token_calls(pair, prefix: int = 32, rounds: int = 200) -> dict[str, float]:
+    """Median milliseconds of the one-token calls the bench reports, timed round-robin: target and
+    draft through ``CachedLM`` (``target_call``, ``draft_call``: the lean forward where the model has
+    one), the same through the stock ``transformers`` forward (``stock_...``), and the target's bare
+    matmuls (``bare_matmul``)."""
     calls: dict[str, Callable[[], None]] = {"bare_matmul": _bare_matmuls(pair.target)}
-    models = {"target": pair.target, "draft": pair.draft}
-    for role, model in models.items():
-        if model is None:
-            continue
-        for kind, lean in (("", True), ("stock_", False)):
-            lm = CachedLM(model, pair.vocab_size, lean=lean)
-            lm.extend(list(range(1, prefix + 1)))
-            lm.commit([])
-
-            def call(lm: CachedLM = lm) -> None:
-                lm.forward([1], [ROOT])
-                lm.rollback()
-
-            calls[f"{kind}{role}_call"] = call
-    return calls
+    for role, model in (("target", pair.target), ("draft", pair.draft)):
+        if model is not None:
+            for kind, lean in (("", True), ("stock_", False)):
+                lm, ids = _primed(model, pair.vocab_size, prefix, lean)
+                calls[f"{kind}{role}_call"] = _chain_call(lm, ids[:1])
+    return round_robin_ms(calls, pair.device, rounds)
 
 
 def interpolate(times: dict[int, float], n: float) -> float:

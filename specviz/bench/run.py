@@ -204,11 +204,11 @@ def _mean_logp(pair, prompt_ids: list[list[int]], res: list[Outcome]) -> float |
 def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200) -> dict[str, Any]:
     """One-token call times (lean and stock forward, timed round-robin with the bare matmul floor) and
     t(n) of target and draft."""
-    reps = max(5, repeat)
+    reps = max(20 if len(sizes) <= 16 else 8, repeat)
     t_target = costs.forward_times(pair.target, sizes, repeats=reps, vocab_size=pair.vocab_size)
     t_draft = (costs.forward_times(pair.draft, sizes, repeats=reps, vocab_size=pair.vocab_size)
                if pair.draft is not None else None)
-    ms = costs.one_token_calls(costs.call_benchmarks(pair), pair.device, rounds)
+    ms = costs.one_token_calls(pair, rounds=rounds)
     out = {f"{name}_ms": ms.get(name) for name in
            ("target_call", "draft_call", "bare_matmul", "stock_target_call", "stock_draft_call")}
     out.update(t_target_ms=t_target, t_draft_ms=t_draft, threads=torch.get_num_threads())

@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--url", help="a running app; default: start app.py on a free port")
     ap.add_argument("--json", help="write the summary here")
+    ap.add_argument("--html", help="write a figure here: each request's latency and the server's memory over time")
     args = ap.parse_args(argv)
 
     import psutil
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> dict:
     ps = psutil.Process(proc.pid) if proc else None
     algorithms = [a for a in args.algorithms.split(",") if a]
     memory: list[float] = []
+    memory_at: list[float] = []
+    t_start = time.monotonic()
     results: list[dict] = []
     lock = threading.Lock()
     stop_at = time.monotonic() + args.duration
@@ -86,6 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
             if ps is not None:
                 try:
                     memory.append(ps.memory_info().rss / 2**20)
+                    memory_at.append(time.monotonic() - t_start)
                 except psutil.Error:
                     pass
             time.sleep(1.0)
@@ -108,12 +112,12 @@ def main(argv: list[str] | None = None) -> dict:
             except Exception as exc:  # noqa: BLE001 - counted and reported
                 ok, err = False, f"{type(exc).__name__}: {exc}"[:200]
             with lock:
-                results.append({"client": i, "ok": ok, "error": err, "latency_s": time.monotonic() - t0})
+                results.append({"client": i, "ok": ok, "error": err, "latency_s": time.monotonic() - t0,
+                                "started_s": t0 - t_start})
             k += 1
 
     sampler = threading.Thread(target=sample_memory, daemon=True)
     sampler.start()
-    t_start = time.monotonic()
     threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
     for t in threads:
         t.start()
@@ -137,7 +141,7 @@ def main(argv: list[str] | None = None) -> dict:
         "errors": sum(not r["ok"] for r in results),
         "error_examples": sorted({r["error"] for r in results if not r["ok"]})[:3],
         "runs_completed": len(lat), "tokens_requested": len(lat) * len(algorithms) * args.max_new_tokens,
-        "latency_s": {"p50": pct(0.5), "p90": pct(0.9), "max": lat[-1] if lat else None,
+        "latency_s": {"p50": pct(0.5), "p90": pct(0.9), "p95": pct(0.95), "max": lat[-1] if lat else None,
                       "mean": statistics.mean(lat) if lat else None},
         "server_rss_mb": ({"start": round(memory[0], 1), "after_warmup": round(memory[min(len(memory) - 1, 10)], 1),
                            "peak": round(max(memory), 1), "end": round(memory[-1], 1),
@@ -148,7 +152,29 @@ def main(argv: list[str] | None = None) -> dict:
     print(text)
     if args.json:
         Path(args.json).write_text(text)
+    if args.html:
+        load_figure(results, memory_at, memory, summary).write_html(args.html, include_plotlyjs="cdn")
     return summary
+
+
+def load_figure(results: list[dict], memory_at: list[float], memory: list[float], summary: dict):
+    """Each request's latency at its start time (errors marked) above the server's resident memory."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=("request latency (s) by start time", "server resident memory (MB)"))
+    for ok, name, color in ((True, "completed", "#1f77b4"), (False, "error", "#d62728")):
+        rs = [r for r in results if r["ok"] is ok]
+        fig.add_trace(go.Scatter(x=[r["started_s"] for r in rs], y=[r["latency_s"] for r in rs], mode="markers",
+                                 name=name, marker={"color": color}), row=1, col=1)
+    fig.add_trace(go.Scatter(x=memory_at, y=memory, mode="lines", name="RSS", line={"color": "#2ca02c"}), row=2, col=1)
+    lat = summary["latency_s"]
+    title = (f"{summary['clients']} clients, {summary['requests']} requests, {summary['errors']} errors; "
+             f"p50 {lat['p50'] or 0:.1f} s, p95 {lat['p95'] or 0:.1f} s")
+    fig.update_layout(title=title, height=600, template="plotly_white")
+    fig.update_xaxes(title_text="seconds since start", row=2, col=1)
+    return fig
 
 
 if __name__ == "__main__":
