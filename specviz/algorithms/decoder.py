@@ -65,7 +65,9 @@ class Decoder:
         return warp(logits, self.sampling).cpu()
 
     def sample(self, probs: torch.Tensor) -> int:
-        return sample(probs, self.generator)
+        """One draw from ``probs``; at temperature 0 every warped distribution and residual is one-hot,
+        so its draw is its argmax (no ``multinomial`` over the vocabulary, no generator state used)."""
+        return int(probs.argmax()) if self.sampling.greedy else sample(probs, self.generator)
 
     def uniform(self) -> float:
         return uniform(self.generator)
