@@ -8,6 +8,7 @@ import pytest
 
 import specviz
 from specviz.bench import costs
+from specviz.bench.goals import goals, goals_markdown
 from specviz.bench.run import algorithm_variants, run_all, to_markdown, write_report
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord, TreeNode
@@ -38,6 +39,7 @@ def test_report_structure(report, tmp_path):
         assert isinstance(report[key], float), key
     assert report["target_call_ms"] > 0 and report["bare_matmul_ms"] > 0
     assert {r["category"] for r in report["rows"]} == {"code", "repetition"}
+    assert len(report["goals"]) == 7 and all(g["met"] in (True, False, None) for g in report["goals"])
     for row in report["rows"]:
         assert ROW_FIELDS <= set(row), row
         assert row["new_tokens"] == 8  # one prompt per category, no EOS
@@ -92,3 +94,35 @@ def test_cli_quick_on_the_tiny_random_pair(tmp_path):
     assert {r["method"] for r in data["rows"]} == {"ar", "sd", "hf_generate", "hf_assisted", "hf_prompt_lookup"}
     assert all(r["greedy_equal"] for r in data["rows"] if r["method"] in ("ar", "sd"))
     assert set(data["t_target_ms"]) == {str(n) for n in costs.QUICK_SIZES}
+
+
+def _row(category, method, tokens_per_s, tau=1.0, efficiency=None, kind="specviz", greedy_equal=True):
+    return {"category": category, "method": method, "tokens_per_s": tokens_per_s, "tau": tau, "kind": kind,
+            "lossless": True, "efficiency": efficiency, "greedy_equal": greedy_equal}
+
+
+def test_goals_report_each_target_per_category():
+    report = {"target_call_over_bare": 1.4, "draft_call_over_target": 0.3, "trace_overhead": 0.01, "rows": [
+        _row("code", "ar", 100, efficiency=1.0), _row("code", "sd", 160, 3.0, 0.95),
+        _row("code", "sequoia", 120, 4.0, 0.8), _row("code", "hf_assisted", 100, kind="peer"),
+        _row("code", "hf_generate", 90, kind="peer"),
+        _row("prose", "ar", 100, efficiency=1.0), _row("prose", "sd", 140, 3.0, 0.92),
+        _row("prose", "sequoia", 130, 2.5, 0.91), _row("prose", "hf_assisted", 100, kind="peer"),
+        _row("prose", "hf_generate", 110, kind="peer")]}
+    by_name = {g["goal"].split(" (")[0]: g for g in goals(report)}
+    sd = by_name["sd tokens/s over HF assisted generation"]
+    assert sd["measured"] == {"code": 1.6, "prose": 1.4} and sd["met"] is False  # prose falls short
+    assert by_name["ar tokens/s over HF plain generate"]["met"] is False  # 100 < 110 on prose
+    assert by_name["one-token target call over bare matmuls"]["met"] is True
+    assert by_name["one-token draft call over target call"]["met"] is False
+    eff = by_name["measured / predicted speedup, lowest lossless specviz row"]
+    assert eff["measured"] == {"code": 0.8, "prose": 0.91} and eff["met"] is False
+    tree = by_name["best tree tau over sd tau"]
+    assert tree["measured"]["code"] == pytest.approx(4 / 3) and tree["met"] is False  # 2.5 < 3 on prose
+    assert by_name["trace_overhead"]["met"] is True
+    report["rows"][1]["greedy_equal"] = True
+    report["rows"][3]["greedy_equal"] = False  # a peer whose text differs cannot meet the sd goal
+    report["rows"][6]["tokens_per_s"] = 160
+    assert by_name["sd tokens/s over HF assisted generation"]["met"] is False
+    assert goals(report)[0]["measured"]["prose"] == pytest.approx(1.6) and goals(report)[0]["met"] is False
+    assert "| trace_overhead | <= 0.05 |" in "\n".join(goals_markdown(goals(report)))

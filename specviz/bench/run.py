@@ -30,6 +30,7 @@ from typing import Any, Callable
 import torch
 
 from specviz.bench import costs
+from specviz.bench.goals import goals, goals_markdown
 from specviz.bench.overhead import trace_overhead
 from specviz.bench.peers import peer_functions
 from specviz.bench.prompts import select
@@ -230,11 +231,13 @@ def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None,
     probe = "sd" if "sd" in algos and pair.draft is not None else "ar"
     first = next(iter(prompts.values()))
     over = trace_overhead(pair, probe, first, max_new_tokens, rounds=max(3, repeat))
-    return {"pair": pair.describe(), "settings": {"max_new_tokens": max_new_tokens, "repeat": repeat, "gamma": gamma,
-                                                   "categories": {c: len(p) for c, p in prompts.items()},
-                                                   "greedy": True},
-            **calls, "trace_overhead": over["trace_overhead"], "trace_overhead_algorithm": probe,
-            "trace_overhead_detail": over, "rows": rows, "skipped": skipped}
+    report = {"pair": pair.describe(), "settings": {"max_new_tokens": max_new_tokens, "repeat": repeat,
+                                                    "gamma": gamma, "greedy": True,
+                                                    "categories": {c: len(p) for c, p in prompts.items()}},
+              **calls, "trace_overhead": over["trace_overhead"], "trace_overhead_algorithm": probe,
+              "trace_overhead_detail": over, "rows": rows, "skipped": skipped}
+    report["goals"] = goals(report)
+    return report
 
 
 def _fmt(v: Any, f: str) -> str:
@@ -271,6 +274,8 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"{_fmt(r['efficiency'], '.2f')} | {eq} | {_fmt(r['target_logp'], '.3f')} | {eq_beam} |")
     for name, why in report["skipped"].items():
         lines.append(f"\nskipped {name}: {why}")
+    lines += ["", "Goals (the performance issue's; per category where per category):", ""]
+    lines += goals_markdown(report["goals"])
     return "\n".join(lines) + "\n"
 
 
