@@ -161,8 +161,9 @@ def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
 
 
 PerPanel = tuple[list[dict[str, Any]], str, str, str]  # (traces, title, x title, y title)
-# the stacked view's vertical budget per panel, in pixels: title, one legend row, x ticks and title, gap
-TITLE_PX, LEGEND_ROW_PX, AXIS_PX, GAP_PX, MARGIN_PX = 26, 20, 46, 14, 8
+# the stacked view's vertical budget per panel, in pixels: title, one legend row and the legend's own
+# padding, x ticks and title, gap between panels (a legend box is 19 px a row plus 10 as drawn)
+TITLE_PX, LEGEND_ROW_PX, LEGEND_PAD_PX, AXIS_PX, GAP_PX, MARGIN_PX = 24, 19, 12, 46, 10, 8
 LEGEND_COLUMNS = 2  # legend entries per row at any column width (``entrywidthmode = "fraction"``)
 
 
@@ -209,7 +210,7 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
     for traces, *_ in panels:
         rows = -(-sum(1 for tr in traces if tr.get("showlegend", True)) // LEGEND_COLUMNS)
         blocks.append((y, rows))
-        y += TITLE_PX + rows * LEGEND_ROW_PX + panel_height + AXIS_PX + GAP_PX
+        y += TITLE_PX + _legend_px(rows) + panel_height + AXIS_PX + GAP_PX
     inner = y - GAP_PX
     frac = lambda px: 1 - px / inner  # noqa: E731 - pixels from the top -> paper y
     layout = base_layout(None, inner + 2 * MARGIN_PX, barmode="overlay",
@@ -218,7 +219,7 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
     marked = _step_positions(trace, step)
     for r, ((traces, title, xt, yt), (top, rows)) in enumerate(zip(panels, blocks)):
         sfx = "" if r == 0 else str(r + 1)
-        plot_top = top + TITLE_PX + rows * LEGEND_ROW_PX
+        plot_top = top + TITLE_PX + _legend_px(rows)
         layout[f"xaxis{sfx}"] = axis(xt, anchor=f"y{sfx}", domain=[0, 1])
         layout[f"yaxis{sfx}"] = axis(yt, anchor=f"x{sfx}", domain=[frac(plot_top + panel_height), frac(plot_top)])
         layout[f"legend{sfx}"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": frac(top + TITLE_PX),
@@ -233,6 +234,10 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
                            "line": {"width": 0}, "layer": "below"})
     layout["annotations"], layout["shapes"] = notes, shapes
     return figure(data, layout)
+
+
+def _legend_px(rows: int) -> int:
+    return rows * LEGEND_ROW_PX + LEGEND_PAD_PX if rows else 0
 
 
 def _step_positions(trace: RunTrace, step: int | None) -> list[int]:
