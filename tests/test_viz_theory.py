@@ -173,7 +173,7 @@ def test_stacked_panels_do_not_overlap(pair):
         rows = -(-len(shown) // vt.LEGEND_COLUMNS)
         assert legend.entrywidthmode == "fraction" and legend.entrywidth * vt.LEGEND_COLUMNS <= 1
         assert px(legend.y) - px(note.y) >= vt.TITLE_PX  # the legend starts under the title
-        assert px(dom[1]) - px(legend.y) >= rows * 19 + 10  # and ends above the plot (as drawn: 19 px a row + 10)
+        assert px(dom[1]) - px(legend.y) >= (rows * 19 + 10 if rows else 0)  # and ends above the plot (as drawn)
         assert all(t.xaxis == f"x{sfx}" for t in fig.data if t.legend == f"legend{sfx}")
         if r + 1 < len(lay.annotations):  # the next title sits below this x axis's ticks and title
             assert px(lay.annotations[r + 1].y) - px(dom[0]) >= 40
