@@ -163,7 +163,7 @@ def test_stacked_panels_do_not_overlap(pair):
     fig = vt.theory_panel(trace, 1)
     lay = fig.layout
     inner = lay.height - lay.margin.t - lay.margin.b
-    px = lambda y: (1 - y) * inner  # noqa: E731 - paper y -> pixels from the top of the plotting area
+    px = lambda y: round((1 - y) * inner, 6)  # noqa: E731 - paper y -> pixels from the top of the plotting area
     names = ["", "2", "3"]
     assert [a.text for a in lay.annotations] == ["TV(p, q) per drafted position", "Rejections: theory vs measured",
                                                  "Rejection vs bias (Thms 4-5)"]
