@@ -113,6 +113,31 @@ def plot_info(page, elem_id: str) -> dict:
                            metas: el.data.map(t => t.meta || null)}; }""", elem_id)
 
 
+# Text and plot boxes of a Plotly figure that must not cover one another: annotations (panel titles),
+# legends, axis titles, x tick labels and plot areas, as the browser laid them out
+OVERLAPS_JS = """id => {
+  const el = document.querySelector('#' + id + ' .js-plotly-plot');
+  const sel = ['g.annotation', '.infolayer > g[class^=legend]', 'g[class^=g-x][class$=title]',
+               'g[class^=g-y][class$=title]', '.xaxislayer-above', '.nsewdrag'];
+  const items = [];
+  for (const s of sel) el.querySelectorAll(s).forEach((e, i) => {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) items.push({name: s + ' #' + i, r});
+  });
+  const out = [];
+  for (let a = 0; a < items.length; a++) for (let b = a + 1; b < items.length; b++) {
+    const p = items[a].r, q = items[b].r;
+    if (Math.min(p.right, q.right) - Math.max(p.left, q.left) > 1 &&
+        Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 1) out.push(items[a].name + ' / ' + items[b].name);
+  }
+  return out; }"""
+
+
+def plot_overlaps(page, elem_id: str) -> list[str]:
+    """Pairs of a figure's titles, legends, axis labels and plot areas that overlap on screen."""
+    return page.evaluate(OVERLAPS_JS, elem_id)
+
+
 def wait_plot_title(page, elem_id: str, prefix: str) -> None:
     page.wait_for_function(
         """([id, prefix]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
@@ -127,6 +152,7 @@ def test_app_in_a_browser(app_server, browser, tmp_path):
     if HAVE_BUNDLED:
         check_bundled_pair(url)
     side_by_side(url, browser)
+    controller_settings(url, browser)
     paced_live_run_and_stop(url, browser)
     bad_inputs(url, browser)
     replay(url, browser, target, draft, tmp_path)
@@ -163,6 +189,10 @@ def test_clicking_a_tree_node_opens_its_distribution(app_server, browser):
     info = page.evaluate("""() => document.querySelector('#sv-dist-0 .js-plotly-plot').data
                                  .filter(t => t.type === 'bar').map(t => t.name || '')""")
     assert len(info) >= 2, info  # p and q bars at least
+    # sampled: the theory panel is shown, its stacked panels clear of one another at one column's width
+    page.wait_for_function("""() => { const el = document.querySelector('#sv-theory-0 .js-plotly-plot');
+                                      return !!(el && el.data && el.data.length); }""", timeout=30_000)
+    assert plot_overlaps(page, "sv-theory-0") == []
     page.locator("#sv-dist-0").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-distribution.png"), full_page=True)
     page.close()
@@ -258,6 +288,30 @@ def side_by_side(url, browser):
     page.wait_for_function("document.querySelector('#sv-measure').innerText.includes('measured ')",
                            timeout=180_000)
     assert page.locator("#sv-measure table.sv-table tbody tr").count() == 2
+    assert not page.errors, page.errors
+    page.close()
+
+
+def controller_settings(url, browser):
+    """``sd``'s settings show gamma and controller; choosing a Thompson-sampling controller shows its
+    own settings (and only those), choosing ``static`` again hides them."""
+    page = open_page(browser, url)
+    choose(page, ["sd"])
+    page.get_by_text("sd settings", exact=True).click()
+    param = lambda name: page.locator(f"#sv-param-sd-{name}")  # noqa: E731
+    param("gamma").wait_for(state="visible", timeout=30_000)
+    assert param("controller").is_visible() and not param("alpha0").is_visible() and not param("k_max").is_visible()
+    param("controller").locator("input").click()
+    page.get_by_role("option", name="beta_ts", exact=True).click()
+    param("alpha0").wait_for(state="visible", timeout=30_000)
+    assert param("beta0").is_visible() and param("beta_rule").is_visible() and param("k_max").is_visible()
+    assert not param("sigma_m").is_visible() and not param("fixed_length").is_visible()
+    param("alpha0").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "e2e-settings.png"))
+    param("controller").locator("input").click()
+    page.get_by_role("option", name="static", exact=True).click()
+    param("alpha0").wait_for(state="hidden", timeout=30_000)
+    assert param("gamma").is_visible() and not param("k_max").is_visible()
     assert not page.errors, page.errors
     page.close()
 

@@ -1,9 +1,11 @@
 """``eesd`` in the app, in a browser: run it on the bundled pair and see the Thompson-sampling
-posterior and the drafted-vs-accepted panel follow the selected step."""
+posterior and the drafted-vs-accepted panel follow the selected step; greedy it has no theory panel,
+sampled next to ``sd`` both columns have one whose titles, legends and axes do not overlap."""
 from __future__ import annotations
 
 import pytest
-from test_e2e_app import ARGS, ARTIFACTS, CHROMIUM, HAVE_BUNDLED, REQUIRED, plot_info, start_app, stop, wait_plot_title
+from test_e2e_app import (ARGS, ARTIFACTS, CHROMIUM, HAVE_BUNDLED, REQUIRED, choose, plot_info, plot_overlaps,
+                          set_number, start_app, stop, wait_plot_title, wait_status)
 
 import specviz
 
@@ -40,8 +42,22 @@ def test_eesd_posterior_updates_between_steps_in_the_browser(tmp_path):
             wait_plot_title(page, "sv-ctrl-0", "Thompson sampling · round 2 ")
             info = plot_info(page, "sv-ctrl-0")
             assert info["traces"] > 3  # the round's density, the earlier round faded, its thetas, alpha/beta
+            assert not page.locator("#sv-theory-0").is_visible()  # greedy: every TV is 0 or 1, nothing to show
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "e2e-eesd.png"), full_page=True)
+            # sampled, next to sd: each column's theory panel, nothing in it covering anything else
+            choose(page, ["sd", "eesd"])
+            set_number(page, "sv-temperature", 0.8)
+            set_number(page, "sv-pace", 0)
+            page.click("#sv-run")
+            wait_status(page, "Done")
+            for i in range(2):
+                page.wait_for_function("""id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
+                                                  return !!(el && el.data && el.data.length); }""",
+                                       arg=f"sv-theory-{i}", timeout=30_000)
+                assert plot_overlaps(page, f"sv-theory-{i}") == [], i
+            page.locator("#sv-theory-1").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "e2e-eesd-sampled.png"), full_page=True)
             browser.close()
     finally:
         stop(proc)

@@ -14,11 +14,12 @@ import pytest
 
 import specviz
 from specviz.trace import RunTrace
-from specviz.ui import AppConfig, Explorer, Session
-from specviz.ui.app import CUSTOM, param_value
+from specviz.ui import AppConfig, Explorer, Session, render
+from specviz.ui.app import CUSTOM, param_elem_id, param_value
 from specviz.ui.gpu import gpu
 from specviz.ui.layout import Slot
 from specviz.ui.pairs import PairChoice, PairRegistry
+from specviz.ui.runner import Column
 from test_ui_support import save_tiny_pair
 
 FOUR = [a for a in ("ar", "sd", "mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS][:4]
@@ -133,6 +134,43 @@ def test_app_builds_with_generated_settings_and_named_panels(explorer):
     with pytest.raises(KeyError):
         page.component("no-such-panel")
     assert page.slots[0].tokens.autoscroll  # the text follows the newest token while live
+
+
+def test_controller_settings_show_only_under_their_controller(explorer):
+    """Plain ``sd`` shows gamma and controller; a Thompson-sampling controller's own settings appear when
+    it is chosen (``Param.applies_when``), through the controller's change event. Hidden or shown,
+    every parameter's value still reaches the run as before."""
+    demo = explorer.build()
+    comps = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+
+    def shown(algo):
+        return [p.name for p in specviz.ALGORITHMS[algo].params if comps[param_elem_id(algo, p.name)].visible]
+
+    assert shown("sd") == ["gamma", "controller"]
+    assert shown("eesd") == ["controller", "k_max", "alpha0", "beta0", "beta_rule"]  # its default is beta_ts
+    controller = comps[param_elem_id("sd", "controller")]
+    handler = [f for f in demo.fns.values() if f.targets == [(controller._id, "change")]]
+    assert len(handler) == 1
+
+    def after(choice):  # what the page shows once the dropdown (values are indices) is set to ``choice``
+        index = specviz.ALGORITHMS["sd"].params[1].choices.index(choice)
+        visible = {c.elem_id.rsplit("-", 1)[1]: u["visible"] for c, u in handler[0].fn(index).items()}
+        return sorted(name for name, v in visible.items() if v), set(visible)
+
+    names = {p.name for p in specviz.ALGORITHMS["sd"].params} - {"gamma", "controller"}
+    assert after("beta_ts") == (["alpha0", "beta0", "beta_rule", "k_max"], names)
+    assert after("cali_ts") == (["cali_mode", "k_max", "sigma_m", "sigma_s", "theta_hat0", "theta_hat_rule"], names)
+    assert after("fixed") == (["fixed_length", "k_max"], names)
+    assert after("static") == ([], names)
+    # values reach the algorithm as before: every declared parameter, defaults where untouched
+    (_, params), = explorer.selected_params(["sd"], params_for(explorer, **{"sd.controller": "beta_ts",
+                                                                             "sd.alpha0": 2.0}))
+    assert params == {**specviz.ALGORITHMS["sd"].defaults, "controller": "beta_ts", "alpha0": 2.0}
+    # a column's header names only the parameters that had an effect
+    head = render.column_header(Column("sd", "sd", dict(specviz.ALGORITHMS["sd"].defaults)), 0, 0, False)
+    assert "gamma=4" in head and "controller=static" in head and "alpha0" not in head and "k_max" not in head
+    head = render.column_header(Column("sd", "sd", params), 0, 0, False)
+    assert "alpha0=2.0" in head and "k_max=0" in head and "sigma_m" not in head
 
 
 def test_run_side_by_side_produces_text_tree_and_metrics(explorer):

@@ -132,3 +132,49 @@ def test_the_app_column_shows_the_theory_panel(pair):
     assert v.theory is not None and v.controller is not None  # Sequoia keeps its own view too
     ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=5, seed=1)
     assert render.slot_view(Column("ar", "ar", trace=ar, done=True), 0, 0).theory is None
+
+
+def test_the_panel_shows_only_what_chance_left_open(pair):
+    """At T = 0 p and q are one-hot: every TV is 0 or 1 and the expected rejections are the measured
+    ones, so a greedy ``sd`` column gets no theory panel; sampled, it does. Sequoia's predicted tokens
+    per step say something at any temperature: at T = 0 its panel is that one alone."""
+    from specviz.ui import render
+    from specviz.ui.runner import Column
+
+    greedy = specviz.decode(pair, "sd", PROMPT, max_new_tokens=20, temperature=0)
+    ov = metrics.rejection_overlay(greedy)
+    assert ov["tv"] and set(ov["tv"]) <= {0.0, 1.0} and ov["expected"] == ov["measured"]  # nothing to compare
+    assert not vt.left_to_chance(greedy) and vt.theory_panel(greedy, 0) is None
+    assert render.slot_view(Column("sd", "sd", trace=greedy, done=True), 0, 0).theory is None
+    assert len(vt.theory_view(greedy).data) == 0  # the controller view says why, in words
+    sampled = specviz.decode(pair, "sd", PROMPT, max_new_tokens=20, seed=1)
+    assert vt.left_to_chance(sampled)
+    titles = [a.text for a in vt.theory_panel(sampled, 0).layout.annotations]
+    assert titles == ["TV(p, q) per drafted position", "Rejections: theory vs measured"]
+    seq = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=20, temperature=0, size=8, depth=3,
+                         calibration_steps=16)
+    assert [a.text for a in vt.theory_panel(seq, 0).layout.annotations] == ["Sequoia: tokens per step"]
+
+
+def test_stacked_panels_do_not_overlap(pair):
+    """In pixels (independent of the column's width): each panel's title, then its own legend, then
+    its plot, then room for the x ticks and title before the next panel's title."""
+    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=30, seed=1)
+    fig = vt.theory_panel(trace, 1)
+    lay = fig.layout
+    inner = lay.height - lay.margin.t - lay.margin.b
+    px = lambda y: round((1 - y) * inner, 6)  # noqa: E731 - paper y -> pixels from the top of the plotting area
+    names = ["", "2", "3"]
+    assert [a.text for a in lay.annotations] == ["TV(p, q) per drafted position", "Rejections: theory vs measured",
+                                                 "Rejection vs bias (Thms 4-5)"]
+    for r, (note, sfx) in enumerate(zip(lay.annotations, names)):
+        legend, dom = lay[f"legend{sfx}"], lay[f"yaxis{sfx}"].domain
+        shown = [t for t in fig.data if t.legend == f"legend{sfx}" and t.showlegend is not False]
+        rows = -(-len(shown) // vt.LEGEND_COLUMNS)
+        assert legend.entrywidthmode == "fraction" and legend.entrywidth * vt.LEGEND_COLUMNS <= 1
+        assert px(legend.y) - px(note.y) >= vt.TITLE_PX  # the legend starts under the title
+        assert px(dom[1]) - px(legend.y) >= (rows * 19 + 10 if rows else 0)  # and ends above the plot (as drawn)
+        assert all(t.xaxis == f"x{sfx}" for t in fig.data if t.legend == f"legend{sfx}")
+        if r + 1 < len(lay.annotations):  # the next title sits below this x axis's ticks and title
+            assert px(lay.annotations[r + 1].y) - px(dom[0]) >= 40
+    assert all(t.name and len(t.name) <= 20 for t in fig.data if t.showlegend is not False)  # two fit a row

@@ -6,14 +6,18 @@ defaults and ranges so the CLI and the app can build controls and validate input
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from specviz.errors import InvalidParameterError, UnknownAlgorithmError
 
 
 @dataclass(frozen=True)
 class Param:
-    """One algorithm parameter: ``kind`` is ``int``, ``float``, ``bool``, ``choice`` or ``str``."""
+    """One algorithm parameter: ``kind`` is ``int``, ``float``, ``bool``, ``choice`` or ``str``.
+
+    ``applies_when = (other, values)``: the parameter has an effect only while parameter ``other`` of
+    the same algorithm is one of ``values`` (the app shows its control only then); ``None``: always.
+    It never changes validation or defaults: a parameter that does not apply is still resolved."""
 
     name: str
     default: Any
@@ -22,6 +26,15 @@ class Param:
     max: float | None = None
     choices: tuple[Any, ...] = ()
     help: str = ""
+    applies_when: tuple[str, tuple[Any, ...]] | None = None
+
+    def applies(self, values: Mapping[str, Any]) -> bool:
+        """Whether this parameter has an effect given the other parameters' ``values`` (a missing
+        controlling value counts as applying)."""
+        if self.applies_when is None:
+            return True
+        other, allowed = self.applies_when
+        return other not in values or values[other] in allowed
 
     def validate(self, value: Any, algorithm: str) -> Any:
         where = f"{algorithm}: parameter {self.name!r}"

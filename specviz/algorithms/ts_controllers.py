@@ -42,22 +42,28 @@ DIGITS = 5
 
 
 def controller_params(default: str, choices: tuple[str, ...]) -> tuple[Param, ...]:
-    """The declared parameters of the draft-length controllers (shared by ``eesd`` and ``sd``)."""
+    """The declared parameters of the draft-length controllers (shared by ``eesd`` and ``sd``); each
+    controller's own settings apply only under it (``Param.applies_when``), ``k_max`` under any of them."""
+    beta, cali = ("controller", ("beta_ts",)), ("controller", ("cali_ts",))
     return (
         Param("controller", default, "choice", choices=choices,
               help="draft-length control: beta_ts / cali_ts (Thompson sampling) or fixed"),
-        Param("fixed_length", 5, "int", 1, 64, help="tokens a round drafts under the fixed controller"),
-        Param("k_max", 0, "int", 0, 256, help="safety cap on tokens a round (0: none); logged when it bites"),
-        Param("alpha0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior alpha"),
-        Param("beta0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior beta"),
-        Param("beta_rule", "paper", "choice", choices=ts.BETA_RULES,
+        Param("fixed_length", 5, "int", 1, 64, help="tokens a round drafts under the fixed controller",
+              applies_when=("controller", ("fixed",))),
+        Param("k_max", 0, "int", 0, 256, help="safety cap on tokens a round (0: none); logged when it bites",
+              applies_when=("controller", TS_CONTROLLERS)),
+        Param("alpha0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior alpha", applies_when=beta),
+        Param("beta0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior beta", applies_when=beta),
+        Param("beta_rule", "paper", "choice", choices=ts.BETA_RULES, applies_when=beta,
               help="Beta-TS update: paper (|Q_v| = a + 1), acceptance, or paper_literal (printed, breaks)"),
-        Param("sigma_m", 0.3, "float", 1e-3, 10.0, help="Cali-TS sigma_M (a saved calibration head's own wins)"),
-        Param("sigma_s", 0.25, "float", 1e-3, 10.0, help="Cali-TS sigma_S"),
-        Param("theta_hat0", 0.5, "float", 0.0, 1.0, help="Cali-TS start of the running estimate"),
-        Param("theta_hat_rule", "draft_fraction", "choice", choices=ts.THETA_HAT_RULES,
+        Param("sigma_m", 0.3, "float", 1e-3, 10.0, help="Cali-TS sigma_M (a saved calibration head's own wins)",
+              applies_when=cali),
+        Param("sigma_s", 0.25, "float", 1e-3, 10.0, help="Cali-TS sigma_S", applies_when=cali),
+        Param("theta_hat0", 0.5, "float", 0.0, 1.0, help="Cali-TS start of the running estimate", applies_when=cali),
+        Param("theta_hat_rule", "draft_fraction", "choice", choices=ts.THETA_HAT_RULES, applies_when=cali,
               help="Cali-TS running estimate: draft_fraction, trials, or paper_literal (drifts to 1)"),
-        Param("cali_mode", "blend", "choice", choices=ts.CALI_MODES, help="Cali-TS: blend or an ablation"),
+        Param("cali_mode", "blend", "choice", choices=ts.CALI_MODES, help="Cali-TS: blend or an ablation",
+              applies_when=cali),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import logging
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -87,22 +88,41 @@ def param_value(param: Param, raw: Any) -> Any:
     return raw
 
 
+def param_elem_id(algorithm: str, name: str) -> str:
+    return f"sv-param-{algorithm}-{name}"
+
+
 def param_component(spec: AlgorithmSpec, p: Param) -> gr.components.Component:
-    label = f"{p.name}"
-    info = p.help or None
+    """The control of one declared parameter, shown only if it applies under the defaults
+    (``Param.applies``; ``Explorer.param_visibility`` follows later changes)."""
+    kw = dict(label=p.name, info=p.help or None, visible=p.applies(spec.defaults),
+              elem_id=param_elem_id(spec.name, p.name))
     if p.kind == "bool":
-        return gr.Checkbox(value=bool(p.default), label=label, info=info)
+        return gr.Checkbox(value=bool(p.default), **kw)
     if p.kind == "choice":
         return gr.Dropdown(choices=[(str(c), i) for i, c in enumerate(p.choices)],
-                           value=list(p.choices).index(p.default) if p.default in p.choices else 0,
-                           label=label, info=info)
+                           value=list(p.choices).index(p.default) if p.default in p.choices else 0, **kw)
     if p.kind == "str":
-        return gr.Textbox(value=str(p.default), label=label, info=info, max_lines=1)
+        return gr.Textbox(value=str(p.default), max_lines=1, **kw)
     if p.kind in ("int", "float") and p.min is not None and p.max is not None and (p.max - p.min) <= 1000:
         step = 1 if p.kind == "int" else (p.max - p.min) / 100
-        return gr.Slider(p.min, p.max, value=p.default, step=step, label=label, info=info)
-    return gr.Number(value=p.default, label=label, info=info, precision=0 if p.kind == "int" else None,
-                     minimum=p.min, maximum=p.max)
+        return gr.Slider(p.min, p.max, value=p.default, step=step, **kw)
+    return gr.Number(value=p.default, precision=0 if p.kind == "int" else None, minimum=p.min, maximum=p.max,
+                     **kw)
+
+
+def dependent_params(spec: AlgorithmSpec) -> dict[str, list[Param]]:
+    """``{controlling parameter: the parameters whose relevance it decides}`` (``Param.applies_when``)."""
+    out: dict[str, list[Param]] = {}
+    for p in spec.params:
+        if p.applies_when is not None:
+            out.setdefault(p.applies_when[0], []).append(p)
+    return out
+
+
+def by_component(fn: Callable[..., list[Any]], outputs: list[Any]) -> Callable[..., dict[Any, Any]]:
+    """``fn``'s list of updates as ``{component: update}`` (Gradio reads a one-element list as one value)."""
+    return lambda *args: dict(zip(outputs, fn(*args)))
 
 
 class Explorer:
@@ -553,6 +573,14 @@ class Explorer:
         note = next((p.note for p in self.presets if p.key == choice), "")
         return [gr.Group(visible=custom), gr.Markdown(value=note, visible=bool(note) and not custom)]
 
+    def param_visibility(self, algorithm: str, name: str, raw: Any) -> list[dict[str, Any]]:
+        """Show or hide ``algorithm``'s parameters that depend on its parameter ``name``, now set to the
+        component value ``raw`` (in ``dependent_params`` order). Hidden controls keep their values."""
+        spec = self.algorithms[algorithm]
+        source = next(p for p in spec.params if p.name == name)
+        value = {name: param_value(source, raw)}
+        return [gr.update(visible=p.applies(value)) for p in dependent_params(spec).get(name, [])]
+
     def show_settings(self, algorithms: list[str]) -> list[Any]:
         return [gr.Accordion(visible=name in (algorithms or [])) for name in self.settings_algorithms]
 
@@ -626,9 +654,13 @@ class Explorer:
                 for name in self.settings_algorithms:
                     spec = self.algorithms[name]
                     with gr.Accordion(f"{name} settings", open=False, visible=name in default_algos) as acc:
-                        for p in spec.params:
-                            param_inputs.append(param_component(spec, p))
+                        controls = {p.name: param_component(spec, p) for p in spec.params}
+                    param_inputs += controls.values()
                     accordions.append(acc)
+                    for source, params in dependent_params(spec).items():
+                        shown = [controls[p.name] for p in params]
+                        controls[source].change(by_component(partial(self.param_visibility, name, source), shown),
+                                                [controls[source]], shown, queue=False, api_visibility="private")
                 gr.Markdown("### Replay a saved trace")
                 upload = gr.File(label=f"trace JSON (up to {cfg.max_upload_bytes // (1024 * 1024)} MB each)",
                                  file_count="multiple", file_types=[".json"], type="filepath", elem_id="sv-upload",

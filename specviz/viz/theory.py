@@ -10,9 +10,10 @@ section). specviz's letters: p = target, q = draft (the paper swaps them).
   UNO point above it, and the measured rejection rate (``biased_sd``).
 * ``sequoia_figure``: Sequoia's predicted tokens per step next to the measured ones.
 
-``theory_figures(trace)`` returns the ones a trace supports; ``theory_view(trace, step)`` stacks them
-in one figure and is the controller view of ``kind = "theory"`` (the step is marked); ``theory_panel``
-is the app's per-column theory panel (``None`` when nothing applies).
+``theory_figures(trace)`` returns the ones a trace supports; ``theory_view(trace, step)`` stacks those
+that say something (the per-position ones only for a run that left rejections to chance, T > 0) in
+one figure and is the controller view of ``kind = "theory"`` (the step is marked); ``theory_panel``
+is the app's per-column theory panel (``None`` when nothing would be said).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from specviz.viz.controller import register_view
 from specviz.viz.style import CURRENT_COLOR, axis, base_layout, figure, message_figure, series_color
 
 BAND = "rgba(37,99,235,0.15)"
+CHANCE = 1e-6  # a rejection probability within this of 0 or 1 was not left to chance
 
 
 def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
@@ -34,17 +36,18 @@ def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
     own = trace.algorithm in ("batch_sd", "biased_sd")
-    label = {"batch_sd": "expected, Thm 3 (batch)", "biased_sd": "expected, over-acceptance Z"}.get(
-        trace.algorithm, "expected ± 95% band")
-    out = [
+    label = {"batch_sd": "Thm 3 ± 95%", "biased_sd": "expected Z ± 95%"}.get(trace.algorithm, "Thm 1 ± 95%")
+    out = [  # the band shares the expected line's legend entry (one click hides both)
         dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
-             line={"width": 0}, hoverinfo="skip", name="95% band of the rejection count"),
-        dict(type="scatter", x=x, y=ov["expected"], mode="lines", name=label, line={"color": series_color(0)}),
+             line={"width": 0}, hoverinfo="skip", name="95% band of the rejection count", legendgroup="expected",
+             showlegend=False),
+        dict(type="scatter", x=x, y=ov["expected"], mode="lines", name=label, line={"color": series_color(0)},
+             legendgroup="expected"),
         dict(type="scatter", x=x, y=ov["measured"], mode="lines", line={"shape": "hv", "color": "#dc2626"},
-             name="measured rejections"),
+             name="measured"),
     ]
     if own:
-        out.insert(2, dict(type="scatter", x=x, y=ov["tv_sum"], mode="lines", name="sum of TVs (Thm 1, SD)",
+        out.insert(2, dict(type="scatter", x=x, y=ov["tv_sum"], mode="lines", name="ΣTV (Thm 1, SD)",
                            line={"color": "#6b7280", "dash": "dot"}))
     return out
 
@@ -55,7 +58,7 @@ def _tv_traces(trace: RunTrace) -> list[dict[str, Any]]:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
     return [dict(type="bar", x=x, y=ov["tv"], name="TV(p, q) per drafted position", marker={"color": "#94a3b8"},
-                 customdata=[s + 1 for s in ov["step"]],
+                 showlegend=False, customdata=[s + 1 for s in ov["step"]],
                  hovertemplate="position %{x} (step %{customdata})<br>TV %{y:.3f}<extra></extra>")]
 
 
@@ -66,11 +69,11 @@ def _batch_traces(trace: RunTrace) -> list[dict[str, Any]]:
     x = list(range(1, len(bi["theory"]) + 1))
     return [
         dict(type="scatter", x=x + x[::-1], y=bi["high"] + bi["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
-             line={"width": 0}, hoverinfo="skip", showlegend=False),
-        dict(type="scatter", x=x, y=bi["theory"], mode="lines", name="batch improvement, Thm 3",
-             line={"color": series_color(2)}),
+             line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup="thm3"),
+        dict(type="scatter", x=x, y=bi["theory"], mode="lines", name="Thm 3 ± 95%",
+             line={"color": series_color(2)}, legendgroup="thm3"),
         dict(type="scatter", x=x, y=bi["measured"], mode="lines", line={"shape": "hv", "color": "#ea580c"},
-             name="measured: sum of TVs − rejections"),
+             name="measured"),
     ]
 
 
@@ -81,14 +84,14 @@ def _tradeoff_traces(trace: RunTrace) -> list[dict[str, Any]]:
     tv, kind = pt["tv"], trace.params.get("residual", "opt")
     mark = lambda k: {"size": 13 if kind == k else 9, "line": {"width": 2 if kind == k else 0, "color": "#111827"}}  # noqa: E731
     return [
-        dict(type="scatter", x=[0, tv], y=[tv, 0], mode="lines", name="Thm 5: rejection + bias = mean TV",
+        dict(type="scatter", x=[0, tv], y=[tv, 0], mode="lines", name="rej. + bias = TV",
              line={"color": "#6b7280"}),
         dict(type="scatter", x=[pt["bias_opt"]], y=[pt["rejection"]], mode="markers", name="OPT (SD residual)",
              marker={**mark("opt"), "color": series_color(0)}),
         dict(type="scatter", x=[pt["bias_uno"]], y=[pt["rejection"]], mode="markers", name="UNO (target)",
              marker={**mark("target"), "color": "#dc2626", "symbol": "diamond"}),
         dict(type="scatter", x=[pt[f"bias_{'opt' if kind == 'opt' else 'uno'}"]], y=[pt["measured_rejection"]],
-             mode="markers", name="measured rejection rate (95%)", marker={"color": "#111827", "symbol": "x"},
+             mode="markers", name="measured ± 95%", marker={"color": "#111827", "symbol": "x"},
              error_y={"type": "data", "symmetric": False, "array": [pt["measured_high"] - pt["measured_rejection"]],
                       "arrayminus": [pt["measured_rejection"] - pt["measured_low"]]}),
     ]
@@ -99,8 +102,8 @@ def _sequoia_traces(trace: RunTrace) -> list[dict[str, Any]]:
     if pm is None:
         return []
     x = [s + 1 for s in pm["step"]]
-    return [dict(type="bar", x=x, y=pm["measured"], name="measured tokens", marker={"color": "#cbd5e1"}),
-            dict(type="scatter", x=x, y=pm["predicted"], mode="lines+markers", name="predicted (Sequoia DP)",
+    return [dict(type="bar", x=x, y=pm["measured"], name="measured", marker={"color": "#cbd5e1"}),
+            dict(type="scatter", x=x, y=pm["predicted"], mode="lines+markers", name="predicted (DP)",
                  line={"color": series_color(3)})]
 
 
@@ -157,42 +160,84 @@ def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
     return {k: v for k, v in figs.items() if v is not None}
 
 
+PerPanel = tuple[list[dict[str, Any]], str, str, str]  # (traces, title, x title, y title)
+# the stacked view's vertical budget per panel, in pixels: title, one legend row and the legend's own
+# padding, x ticks and title, gap between panels (a legend box is 19 px a row plus 10 as drawn)
+TITLE_PX, LEGEND_ROW_PX, LEGEND_PAD_PX, AXIS_PX, GAP_PX, MARGIN_PX = 24, 19, 12, 46, 10, 8
+LEGEND_COLUMNS = 2  # legend entries per row at any column width (``entrywidthmode = "fraction"``)
+
+
+def left_to_chance(trace: RunTrace) -> bool:
+    """Whether some drafted position's rejection was left to chance (``0 < P(reject) < 1``). Not at
+    temperature 0 (or top-k = 1): p and q are one-hot, every TV is 0 or 1 and the expected
+    rejections are the measured ones exactly, so the per-position panels would say nothing."""
+    return any(d.reject_prob is not None and CHANCE < d.reject_prob < 1 - CHANCE
+               for d in metrics.drafted_positions(trace))
+
+
+def _panels(trace: RunTrace) -> list[PerPanel]:
+    """The panels this trace supports that say something: Sequoia's always, the per-position ones
+    (TV, rejections, batch improvement, trade-off) only when ``left_to_chance``."""
+    chance = left_to_chance(trace)
+    return [(traces, title, xt, yt) for build, title, xt, yt in PANELS
+            if (chance or build is _sequoia_traces) and (traces := build(trace))]
+
+
 def theory_panel(trace: RunTrace, step: int | None = None) -> go.Figure | None:
-    """``theory_view`` for the app's theory panel, or ``None`` when the trace supports no panel."""
-    fig = theory_view(trace, step)
-    return fig if len(fig.data) else None
+    """The app's per-column theory panel: ``theory_view``, or ``None`` (no panel) when it would say
+    nothing. It is shown when the run left some rejection to chance (``left_to_chance``: sampled,
+    T > 0, with drafted positions whose probabilities it recorded) or predicted its tokens per step
+    (Sequoia, at any temperature); so never for ``ar`` nor for a greedy (T = 0) run of the chain,
+    batch or early-exit algorithms, whose TVs are all 0 or 1."""
+    panels = _panels(trace)
+    return theory_view(trace, step, panels=panels) if panels else None
 
 
 @register_view("theory")
-def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 260) -> go.Figure:
-    """Every supported panel stacked in one figure; ``step`` (0-based) is marked on the per-position
-    panels. Built from plain dicts (``style.figure``: no per-property validation, it is redrawn on
-    every scrub)."""
-    panels = [(b(trace), t, xt, yt) for b, t, xt, yt in PANELS]
-    panels = [p for p in panels if p[0]]
+def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 170,
+                panels: list[PerPanel] | None = None) -> go.Figure:
+    """Every panel of ``_panels`` stacked in one figure, ``panel_height`` pixels of plot each; ``step``
+    (0-based) is marked on the per-position panels. Laid out in pixels so nothing overlaps at any
+    column width: each panel is its title, its own legend (``LEGEND_COLUMNS`` entries a row, under the
+    title), its plot and its x axis. Built from plain dicts (``style.figure``: no per-property
+    validation, it is redrawn on every scrub)."""
+    panels = _panels(trace) if panels is None else panels
     if not panels:
-        return message_figure("This run carries no theory quantities (temperature 0 or no drafted positions).")
-    rows, gap = len(panels), 0.1 / len(panels)
-    size = (1 - gap * (rows - 1)) / rows
-    legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top", "font": {"size": 11}}
-    layout = base_layout(None, panel_height * rows, barmode="overlay", legend=legend,
-                         margin={"l": 48, "r": 16, "t": 30, "b": 40})
+        return message_figure("Nothing left to chance in this run (temperature 0, or no drafted position "
+                              "with a known rejection probability): no theory to compare with.")
+    blocks = []  # (top of the block, legend rows) in pixels from the top of the plotting area
+    y = 0
+    for traces, *_ in panels:
+        rows = -(-sum(1 for tr in traces if tr.get("showlegend", True)) // LEGEND_COLUMNS)
+        blocks.append((y, rows))
+        y += TITLE_PX + _legend_px(rows) + panel_height + AXIS_PX + GAP_PX
+    inner = y - GAP_PX
+    frac = lambda px: 1 - px / inner  # noqa: E731 - pixels from the top -> paper y
+    layout = base_layout(None, inner + 2 * MARGIN_PX, barmode="overlay",
+                         margin={"l": 52, "r": 16, "t": MARGIN_PX, "b": MARGIN_PX})
     data, notes, shapes = [], [], []
     marked = _step_positions(trace, step)
-    for r, (traces, title, xt, yt) in enumerate(panels):
-        top = 1 - r * (size + gap)
+    for r, ((traces, title, xt, yt), (top, rows)) in enumerate(zip(panels, blocks)):
         sfx = "" if r == 0 else str(r + 1)
+        plot_top = top + TITLE_PX + _legend_px(rows)
         layout[f"xaxis{sfx}"] = axis(xt, anchor=f"y{sfx}", domain=[0, 1])
-        layout[f"yaxis{sfx}"] = axis(yt, anchor=f"x{sfx}", domain=[top - size, top])
-        data += [{**tr, "xaxis": f"x{sfx}", "yaxis": f"y{sfx}"} for tr in traces]
-        notes.append({"text": title, "x": 0.5, "xref": "paper", "xanchor": "center", "y": top, "yref": "paper",
-                      "yanchor": "bottom", "showarrow": False, "font": {"size": 13}})
+        layout[f"yaxis{sfx}"] = axis(yt, anchor=f"x{sfx}", domain=[frac(plot_top + panel_height), frac(plot_top)])
+        layout[f"legend{sfx}"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": frac(top + TITLE_PX),
+                                  "yanchor": "top", "entrywidth": 1 / LEGEND_COLUMNS, "entrywidthmode": "fraction",
+                                  "font": {"size": 11}, "bgcolor": "rgba(0,0,0,0)", "traceorder": "normal"}
+        data += [{**tr, "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "legend": f"legend{sfx}"} for tr in traces]
+        notes.append({"text": title, "x": 0, "xref": "paper", "xanchor": "left", "y": frac(top), "yref": "paper",
+                      "yanchor": "top", "showarrow": False, "font": {"size": 13}})
         if marked and title in (PANELS[0][1], PANELS[1][1]):
             shapes.append({"type": "rect", "xref": f"x{sfx}", "yref": f"y{sfx} domain", "x0": marked[0] - 0.5,
                            "x1": marked[-1] + 0.5, "y0": 0, "y1": 1, "fillcolor": CURRENT_COLOR, "opacity": 0.12,
                            "line": {"width": 0}, "layer": "below"})
     layout["annotations"], layout["shapes"] = notes, shapes
     return figure(data, layout)
+
+
+def _legend_px(rows: int) -> int:
+    return rows * LEGEND_ROW_PX + LEGEND_PAD_PX if rows else 0
 
 
 def _step_positions(trace: RunTrace, step: int | None) -> list[int]:
