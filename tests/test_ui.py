@@ -19,7 +19,7 @@ from specviz.ui.app import CUSTOM, param_elem_id, param_value
 from specviz.ui.gpu import gpu
 from specviz.ui.layout import Slot
 from specviz.ui.pairs import PairChoice, PairRegistry
-from specviz.ui.runner import Column
+from specviz.ui.runner import Column, column_label
 from test_ui_support import save_tiny_pair
 
 FOUR = [a for a in ("ar", "sd", "mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS][:4]
@@ -157,11 +157,11 @@ def test_controller_settings_show_only_under_their_controller(explorer):
         visible = {c.elem_id.rsplit("-", 1)[1]: u["visible"] for c, u in handler[0].fn(index).items()}
         return sorted(name for name, v in visible.items() if v), set(visible)
 
-    names = {p.name for p in specviz.ALGORITHMS["sd"].params} - {"gamma", "controller"}
+    names = {p.name for p in specviz.ALGORITHMS["sd"].params} - {"controller"}
     assert after("beta_ts") == (["alpha0", "beta0", "beta_rule", "k_max"], names)
     assert after("cali_ts") == (["cali_mode", "k_max", "sigma_m", "sigma_s", "theta_hat0", "theta_hat_rule"], names)
     assert after("fixed") == (["fixed_length", "k_max"], names)
-    assert after("static") == ([], names)
+    assert after("static") == (["gamma"], names)  # a controller sets the draft length itself
     # values reach the algorithm as before: every declared parameter, defaults where untouched
     (_, params), = explorer.selected_params(["sd"], params_for(explorer, **{"sd.controller": "beta_ts",
                                                                              "sd.alpha0": 2.0}))
@@ -170,7 +170,9 @@ def test_controller_settings_show_only_under_their_controller(explorer):
     head = render.column_header(Column("sd", "sd", dict(specviz.ALGORITHMS["sd"].defaults)), 0, 0, False)
     assert "gamma=4" in head and "controller=static" in head and "alpha0" not in head and "k_max" not in head
     head = render.column_header(Column("sd", "sd", params), 0, 0, False)
-    assert "alpha0=2.0" in head and "k_max=0" in head and "sigma_m" not in head
+    assert "alpha0=2.0" in head and "k_max=0" in head and "sigma_m" not in head and "gamma" not in head
+    assert column_label("sd", params).startswith("sd (controller=beta_ts, k_max=0, alpha0=2.0")
+    assert "gamma=4" in column_label("biased_sd", {"gamma": 4})  # no controller there: gamma always applies
 
 
 def test_run_side_by_side_produces_text_tree_and_metrics(explorer):

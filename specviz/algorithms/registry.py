@@ -88,6 +88,12 @@ class AlgorithmSpec:
             raise InvalidParameterError(f"{self.name}: unknown parameter(s) {unknown}; valid: {valid}.")
         return {name: p.validate(given.get(name, p.default), self.name) for name, p in known.items()}
 
+    def effective(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The entries of ``params`` that have an effect (``Param.applies``: e.g. no Thompson-sampling
+        prior under ``controller=static``); names it does not declare are kept."""
+        declared = {p.name: p for p in self.params}
+        return {k: v for k, v in params.items() if k not in declared or declared[k].applies(params)}
+
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {}
 

@@ -112,10 +112,12 @@ def param_component(spec: AlgorithmSpec, p: Param) -> gr.components.Component:
 
 
 def dependent_params(spec: AlgorithmSpec) -> dict[str, list[Param]]:
-    """``{controlling parameter: the parameters whose relevance it decides}`` (``Param.applies_when``)."""
+    """``{controlling parameter: the parameters whose relevance it decides}`` (``Param.applies_when``;
+    a parameter shared with an algorithm that lacks the controlling one always applies there)."""
+    names = {p.name for p in spec.params}
     out: dict[str, list[Param]] = {}
     for p in spec.params:
-        if p.applies_when is not None:
+        if p.applies_when is not None and p.applies_when[0] in names:
             out.setdefault(p.applies_when[0], []).append(p)
     return out
 

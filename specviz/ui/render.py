@@ -13,9 +13,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from specviz import viz
-from specviz.algorithms.registry import ALGORITHMS
 from specviz.trace import RunTrace
-from specviz.ui.runner import Column, Session
+from specviz.ui.runner import Column, Session, effective_params
 from specviz.viz import beams as viz_beams
 from specviz.viz import controller as viz_controller
 from specviz.viz.distribution import distribution_figure
@@ -48,14 +47,6 @@ def column_color(col: Column) -> str:
 
 def _chip(col: Column) -> str:
     return f'<span class="sv-chip" style="background:{column_color(col)}"></span>'
-
-
-def effective_params(algorithm: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The run's parameters that had an effect (``Param.applies``: e.g. no Thompson-sampling prior
-    under ``controller=static``); all of them for an algorithm not registered here."""
-    spec = ALGORITHMS.get(algorithm)
-    declared = {p.name: p for p in spec.params} if spec is not None else {}
-    return {k: v for k, v in params.items() if k not in declared or declared[k].applies(params)}
 
 
 def column_header(col: Column, i: int, step: int, running: bool) -> str:

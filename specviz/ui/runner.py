@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 import specviz
 from specviz import metrics
+from specviz.algorithms.registry import ALGORITHMS
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
@@ -94,7 +95,15 @@ class Session:
                 for i, (n, c) in enumerate(zip(names, cols))]
 
 
+def effective_params(algorithm: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The run's parameters that had an effect; all of them for an algorithm not registered here."""
+    spec = ALGORITHMS.get(algorithm)
+    return spec.effective(params) if spec is not None else dict(params)
+
+
 def column_label(algorithm: str, params: dict[str, Any]) -> str:
+    """``algorithm (its first three parameters that had an effect)``."""
+    params = effective_params(algorithm, params)
     if not params:
         return algorithm
     shown = ", ".join(f"{k}={v}" for k, v in list(params.items())[:3])
