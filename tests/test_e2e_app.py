@@ -294,7 +294,7 @@ def side_by_side(url, browser):
 
 def controller_settings(url, browser):
     """``sd``'s settings show gamma and controller; choosing a Thompson-sampling controller shows its
-    own settings (and only those), choosing ``static`` again hides them."""
+    own settings (and only those) in gamma's place, choosing ``static`` again hides them."""
     page = open_page(browser, url)
     choose(page, ["sd"])
     page.get_by_text("sd settings", exact=True).click()
@@ -306,6 +306,7 @@ def controller_settings(url, browser):
     param("alpha0").wait_for(state="visible", timeout=30_000)
     assert param("beta0").is_visible() and param("beta_rule").is_visible() and param("k_max").is_visible()
     assert not param("sigma_m").is_visible() and not param("fixed_length").is_visible()
+    assert not param("gamma").is_visible()  # the controller sets the draft length
     param("alpha0").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-settings.png"))
     param("controller").locator("input").click()
