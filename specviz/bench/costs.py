@@ -32,10 +32,13 @@ def _sync(device: torch.device) -> None:
 
 def round_robin_ms(calls: dict[Any, Callable[[], Any]], device: torch.device, rounds: int) -> dict[Any, float]:
     """Median milliseconds of each call, timed round-robin (one of each per round, after a warm-up
-    round) so that a machine's drift in speed hits every call alike and their ratios hold."""
+    round) so that a machine's drift in speed hits every call alike and their ratios hold. Each timed
+    call follows an untimed one of the same call, so it finds its weights as warm in the caches as in
+    a run of calls, not evicted by the previous (different) call."""
     times: dict[Any, list[float]] = {name: [] for name in calls}
     for round_ in range(rounds + 1):
         for name, fn in calls.items():
+            fn()
             _sync(device)
             start = time.perf_counter()
             fn()
