@@ -94,7 +94,8 @@ class LeanForward:
             _Layer(layer.input_layernorm.weight, _linear(layer.self_attn.q_proj), _linear(layer.self_attn.k_proj),
                    _linear(layer.self_attn.v_proj), _linear(layer.self_attn.o_proj),
                    layer.post_attention_layernorm.weight, _linear(layer.mlp.gate_proj), _linear(layer.mlp.up_proj),
-                   _linear(layer.mlp.down_proj), layer.input_layernorm.variance_epsilon, kind, layer.self_attn.layer_idx)
+                   _linear(layer.mlp.down_proj), layer.input_layernorm.variance_epsilon, kind,
+                   layer.self_attn.layer_idx)
             for layer, kind in zip(base.layers[: cfg.num_hidden_layers], types)
         ]
 

@@ -129,7 +129,8 @@ class CachedLM:
         n = len(tokens)
         start = len(self.tree)
         if not n or len(parents) != n:
-            raise SpecvizError(f"forward() needs one parent per token and at least one token, got {n} and {len(parents)}")
+            raise SpecvizError(f"forward() needs at least one token and one parent per token, got {n} and "
+                               f"{len(parents)}")
         for i, par in enumerate(parents):
             if not (par == ROOT or 0 <= par < start + i):
                 raise SpecvizError(f"node {start + i} has invalid parent {par}")
