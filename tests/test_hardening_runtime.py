@@ -80,7 +80,7 @@ def test_device_failures_become_messages(monkeypatch, exc, match, capsys):
     def boom(*args, **kwargs):
         raise exc
 
-    monkeypatch.setattr(pair.target, "forward", boom)
+    monkeypatch.setattr(pair.target.get_output_embeddings(), "forward", boom)  # inside any pass, stock or lean
     with pytest.raises(DeviceError, match=match):
         specviz.decode(pair, "sd", "def f():", max_new_tokens=4)
     monkeypatch.setattr("specviz.cli.load_pair_from_args", lambda args: pair)
@@ -90,6 +90,7 @@ def test_device_failures_become_messages(monkeypatch, exc, match, capsys):
 
 def test_other_errors_pass_through(monkeypatch):
     pair = ModelPair(tiny_model("llama", vocab=8), None, None, 8)
-    monkeypatch.setattr(pair.target, "forward", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
+    monkeypatch.setattr(pair.target.get_output_embeddings(), "forward",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
         specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=4)
