@@ -4,9 +4,9 @@ beams' texts. Skipped without chromium (failed under CI / SPECVIZ_REQUIRE_E2E)."
 from __future__ import annotations
 
 import pytest
-from test_e2e_app import ARTIFACTS, app_server, browser, wait_plot_title  # noqa: F401  (fixtures)
+from test_e2e_app import (ARTIFACTS, app_server, browser, choose, open_page, set_number,  # noqa: F401
+                          wait_plot_title, wait_status)
 
-import specviz
 
 pytestmark = pytest.mark.e2e
 
@@ -17,20 +17,12 @@ ROOTS_JS = """id => { const el = document.querySelector('#' + id + ' .js-plotly-
 
 def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):  # noqa: F811
     url, _, _ = app_server
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url)
-    page.wait_for_selector("#sv-run", timeout=60_000)
-    algos = page.locator("#sv-algos")
-    for name in specviz.ALGORITHMS:
-        box = algos.get_by_label(name, exact=True)
-        box.check() if name == "dsbd" else box.uncheck()
+    page = open_page(browser, url, height=1100)
+    choose(page, ["dsbd"])
     page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
-    page.locator("#sv-max-new input[type=number]").fill("24")
-    page.locator("#sv-max-new input[type=number]").press("Enter")
+    set_number(page, "sv-max-new", 24)
     page.click("#sv-run")
-    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Done')", timeout=180_000)
+    wait_status(page, "Done")
     wait_plot_title(page, "sv-tree-0", "Beam forest")
     head = page.inner_text("#sv-head-0")
     n_steps = int(head.split("/")[1].split()[0])
@@ -48,5 +40,5 @@ def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):  # noqa: F8
     assert page.locator("#sv-beams-0 table tr").count() >= 2
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "e2e-dsbd.png"), full_page=True)
-    assert not errors, errors
+    assert not page.errors, page.errors
     page.close()

@@ -4,10 +4,9 @@ sampled next to ``sd`` both columns have one whose titles, legends and axes do n
 from __future__ import annotations
 
 import pytest
-from test_e2e_app import (ARGS, ARTIFACTS, CHROMIUM, HAVE_BUNDLED, REQUIRED, choose, plot_info, plot_overlaps,
-                          set_number, start_app, stop, wait_plot_title, wait_status)
+from test_e2e_app import (ARGS, ARTIFACTS, CHROMIUM, HAVE_BUNDLED, REQUIRED, choose, open_page, plot_info,
+                          plot_overlaps, set_number, start_app, stop, wait_plot_title, wait_status)
 
-import specviz
 
 pytestmark = pytest.mark.e2e
 
@@ -21,18 +20,12 @@ def test_eesd_posterior_updates_between_steps_in_the_browser(tmp_path):
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url)
-            page.wait_for_selector("#sv-run", timeout=60_000)
-            algos = page.locator("#sv-algos")
-            for name in specviz.ALGORITHMS:
-                box = algos.get_by_label(name, exact=True)
-                box.check() if name == "eesd" else box.uncheck()
+            page = open_page(browser, url, width=1400)
+            choose(page, ["eesd"])
             page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
-            page.locator("#sv-max-new input[type=number]").fill("24")
-            page.locator("#sv-max-new input[type=number]").press("Enter")
+            set_number(page, "sv-max-new", 24)
             page.click("#sv-run")
-            page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Done')", timeout=180_000)
+            wait_status(page, "Done")
             box = page.locator("#sv-step input[type=number]")
             box.fill("1")
             box.press("Enter")
