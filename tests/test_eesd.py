@@ -18,10 +18,9 @@ import os
 import pytest
 import torch
 from counting import count_forwards
-from tiny import FAMILIES, exact_distribution, goodness_of_fit, sample_counts, tiny_pair
+from tiny import FAMILIES, exact_distribution, goodness_of_fit, over_accept, sample_counts, tiny_pair
 
 import specviz
-from specviz.core import rules
 from specviz.core import thompson as ts
 from specviz.core.sampling import SamplingConfig
 from specviz.errors import InvalidParameterError
@@ -77,12 +76,7 @@ def test_sd_with_beta_ts_first_two_tokens_follow_target(sampling):
 
 
 def test_the_eesd_test_sees_a_small_bias(small, monkeypatch):
-    real = rules.sibling_schedule
-
-    def over_accepting(p, q, candidates, replacement):
-        return real(p, q / 1.2, candidates, replacement)
-
-    monkeypatch.setattr(rules, "sibling_schedule", over_accepting)
+    over_accept(monkeypatch, 1.2)
     law = exact_distribution(small, PROMPT, 2, SETTINGS[0])
     counts = sample_counts(small, "eesd", PROMPT, 2, RUNS, SETTINGS[0], budget=3, **LONG)
     assert goodness_of_fit(counts, law) < 1e-3

@@ -11,9 +11,8 @@ with no sampling, in ``test_acceptance.py``; this test checks the chain around i
 import os
 
 import pytest
-from tiny import exact_distribution, goodness_of_fit, sample_counts, tiny_pair
+from tiny import exact_distribution, goodness_of_fit, over_accept, sample_counts, tiny_pair
 
-from specviz.core import rules
 from specviz.core.sampling import SamplingConfig
 
 RUNS = int(os.environ.get("SPECVIZ_EXACTNESS_RUNS", 8000))
@@ -37,13 +36,8 @@ def test_ar_first_two_tokens_follow_target():
 
 
 def test_the_exactness_test_sees_a_small_bias(monkeypatch):
-    real = rules.sibling_schedule
     factor = 1.1 if RUNS < 20000 else 1.06
-
-    def over_accepting(p, q, candidates, replacement):
-        return real(p, q / factor, candidates, replacement)
-
-    monkeypatch.setattr(rules, "sibling_schedule", over_accepting)
+    over_accept(monkeypatch, factor)
     pair = tiny_pair("llama", vocab=8)
     law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])
     counts = sample_counts(pair, "sd", PROMPT, 2, RUNS, SETTINGS[0], gamma=2)

@@ -8,11 +8,10 @@ tokens go through the one-hot rule (acceptance ``p(x)``, else the residual: ``p`
 on the first token), checked below; the rule itself is exact by enumeration in
 ``test_acceptance.py::test_a_one_hot_draft_is_exact``."""
 import pytest
-from tiny import FAMILIES, exact_distribution, goodness_of_fit, sample_counts, tiny_pair
+from tiny import FAMILIES, exact_distribution, goodness_of_fit, over_accept, sample_counts, tiny_pair
 
 import specviz
 from specviz.algorithms.prompt_lookup import lookup
-from specviz.core import rules
 from specviz.core.sampling import SamplingConfig
 from specviz.models.loading import ModelPair
 
@@ -43,12 +42,7 @@ def test_pld_first_two_tokens_follow_target(pair, sampling):
 
 
 def test_the_pld_test_sees_a_small_bias(pair, monkeypatch):
-    real = rules.sibling_schedule
-
-    def over_accepting(p, q, candidates, replacement):
-        return real(p, q / 1.1, candidates, replacement)
-
-    monkeypatch.setattr(rules, "sibling_schedule", over_accepting)
+    over_accept(monkeypatch, 1.1)
     law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])
     counts = sample_counts(pair, "pld", PROMPT, 2, RUNS, SETTINGS[0], budget=3, num_tokens=4, max_ngram=2)
     assert goodness_of_fit(counts, law) < 1e-3

@@ -200,3 +200,16 @@ def save_checkpoint(path, family: str = "llama", tokenizer=None, seed: int = 0, 
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
+
+
+def over_accept(monkeypatch, factor: float) -> None:
+    """Bias every sibling acceptance test towards acceptance (q divided by ``factor`` inside the rule):
+    the small, known bias an exactness test must be able to see."""
+    from specviz.core import rules
+
+    real = rules.sibling_schedule
+
+    def over_accepting(p, q, candidates, replacement):
+        return real(p, q / factor, candidates, replacement)
+
+    monkeypatch.setattr(rules, "sibling_schedule", over_accepting)
