@@ -4,9 +4,10 @@ T = 1 and T = 0.7 with top-k/top-p, greedy equality with ``ar`` on four families
 Power: the prompt repeats, so the first step proposes two tokens (7, then 1; the target gives 7
 probability 0.40 at T = 1 and 0.63 with the warps, and 1 after 7 about 0.15), and both first output
 tokens go through the one-hot rule (acceptance ``p(x)``, else the residual: ``p`` without x). With
-4000 runs the same test flags a 10% over-acceptance (``min(1, 1.1 p(x))``, 0.04 of total variation
-on the first token), checked below; the rule itself is exact by enumeration in
-``test_acceptance.py::test_a_one_hot_draft_is_exact``."""
+4000 runs the same test flags a 20% over-acceptance (``min(1, 1.2 p(x))``) with power above 0.99,
+checked below; a 10% one only with power about 0.6 (0.99 at 8000 runs; both estimated from the
+noncentral chi-square of 6000 biased runs of the first-token test). The rule itself is exact by
+enumeration in ``test_acceptance.py::test_a_one_hot_draft_is_exact``."""
 import pytest
 from tiny import FAMILIES, exact_distribution, goodness_of_fit, over_accept, sample_counts, tiny_pair
 
@@ -42,7 +43,7 @@ def test_pld_first_two_tokens_follow_target(pair, sampling):
 
 
 def test_the_pld_test_sees_a_small_bias(pair, monkeypatch):
-    over_accept(monkeypatch, 1.1)
+    over_accept(monkeypatch, 1.2)
     law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])
     counts = sample_counts(pair, "pld", PROMPT, 2, RUNS, SETTINGS[0], budget=3, num_tokens=4, max_ngram=2)
     assert goodness_of_fit(counts, law) < 1e-3

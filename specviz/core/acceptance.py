@@ -30,7 +30,7 @@ from typing import Callable
 
 import torch
 
-from specviz.core.sampling import residual
+from specviz.core.sampling import draws, residual, sample
 
 
 @dataclass
@@ -145,16 +145,19 @@ def draw_candidates(q: torch.Tensor, k: int, replacement: bool, generator: torch
     """Draw up to ``k`` siblings from ``q`` in order.
 
     With replacement: k i.i.d. draws (MCSD Alg. 1; SpecInfer). Without: sequential draws without
-    replacement (MCSD Eq. 1), equal in law to ``torch.multinomial(q, k, replacement=False)``; when
+    replacement (MCSD Eq. 1, one renormalised draw after another); when
     q's support is used up, ``fallback=True`` continues with a uniformly random order of the
     remaining tokens (Sequoia Alg. 1 line 12) and ``fallback=False`` stops early (MCSD Eq. 1 is
     undefined past q's support, so k is capped at the support size).
     """
     if replacement:
-        return [int(t) for t in torch.multinomial(q, k, replacement=True, generator=generator)]
+        return draws(q, k, generator)
     support = int((q > 0).sum())
     m = min(k, support)
-    out = [int(t) for t in torch.multinomial(q, m, replacement=False, generator=generator)] if m else []
+    left, out = q.clone(), []
+    for _ in range(m):  # MCSD Eq. 1: each draw from q renormalised over the tokens not drawn yet
+        out.append(sample(left, generator))
+        left[out[-1]] = 0.0
     if fallback and k > m:
         rest = torch.nonzero(q <= 0).flatten()
         perm = torch.randperm(len(rest), generator=generator)[: k - m]
@@ -162,13 +165,14 @@ def draw_candidates(q: torch.Tensor, k: int, replacement: bool, generator: torch
     return out
 
 
-def greedy_candidates(logits: torch.Tensor, k: int, replacement: bool) -> list[int]:
+def greedy_candidates(logits: torch.Tensor, k: int, replacement: bool) -> list:
     """Temperature 0 siblings: the argmax repeated k times with replacement (MCSD Alg. 1 degenerates
     to SD), else the top-k tokens by logit in descending order (MCSD §4.1 argmax setting; Sequoia's
-    temperature-0 trees)."""
+    temperature-0 trees). ``logits`` ``[V]`` gives one list; ``[rows, V]`` one list per row."""
     if replacement:
-        return [int(logits.argmax())] * k
-    return [int(t) for t in torch.topk(logits, min(k, logits.shape[-1])).indices]
+        top = logits.argmax(-1, keepdim=True)
+        return top.expand(*top.shape[:-1], k).tolist()
+    return torch.topk(logits, min(k, logits.shape[-1])).indices.tolist()
 
 
 def draw_probs(q: torch.Tensor, candidates: list[int], replacement: bool) -> list[float]:
