@@ -93,7 +93,12 @@ class CommittedToken:
 
 @dataclass
 class StepRecord:
-    """Everything one step (one target verification call) did."""
+    """Everything one step (one target verification call) did.
+
+    ``target_fed`` / ``draft_fed``: tokens fed by each target / draft forward call of the step, in call
+    order (the committed context that call consumed included), so ``target_calls == len(target_fed)``;
+    empty in traces written before they were recorded. The cost model prices each call at t(n).
+    """
 
     index: int
     n_before: int
@@ -105,6 +110,8 @@ class StepRecord:
     target_calls: int = 1
     draft_calls: int = 0
     positions: list[PositionRecord] = field(default_factory=list)
+    target_fed: list[int] = field(default_factory=list)
+    draft_fed: list[int] = field(default_factory=list)
 
     @property
     def n_drafted(self) -> int:

@@ -126,3 +126,28 @@ def test_goals_report_each_target_per_category():
     assert by_name["sd tokens/s over HF assisted generation"]["met"] is False
     assert goals(report)[0]["measured"]["prose"] == pytest.approx(1.6) and goals(report)[0]["met"] is False
     assert "| trace_overhead | <= 0.05 |" in "\n".join(goals_markdown(goals(report)))
+
+
+def test_predicted_speedup_prices_each_recorded_call_at_the_tokens_it_fed():
+    t_target = {1: 1.0, 2: 1.5, 4: 2.0, 8: 4.0}
+    t_draft = {1: 0.25, 2: 0.3, 4: 0.5, 8: 1.0}
+    trace = RunTrace("x", {}, {}, {}, 0, [7, 7, 7, 7], "")  # a 4-token prompt
+    # step 0: the prompt (4) + 3 nodes in one target call, the prompt then 2 single tokens in the draft;
+    # the prefill's 3 extra prompt tokens are left out of each model's first call
+    trace.steps.append(StepRecord(0, 0, target_fed=[7], draft_fed=[5, 1, 1], target_calls=1, draft_calls=3))
+    # step 1: a beam-like step: two target calls of 2 tokens, no draft; the recorded sizes win over n_drafted
+    trace.steps.append(StepRecord(1, 4, forest=[TreeNode(0, None, 0, 1, "", status="rejected")],
+                                  target_fed=[2, 2], target_calls=2))
+    trace.output_ids = [1] * 6
+    cost = (2.0 + 0.3 + 0.25 + 0.25) + (1.5 + 1.5)
+    assert costs.step_cost(trace.steps[1], t_target, t_draft) == pytest.approx(3.0)
+    assert costs.predicted_speedup([trace], t_target, t_draft) == pytest.approx(6 * 1.0 / cost)
+
+
+def test_a_step_that_alternates_models_pays_the_switch_once_each_way():
+    t_target, t_draft = {1: 1.0, 8: 8.0}, {1: 0.25, 8: 2.0}
+    switch = {"draft_after_target": 0.1, "target_after_draft": 0.2}
+    sd_step = StepRecord(1, 3, target_fed=[4], draft_fed=[1, 1, 1], target_calls=1, draft_calls=3)
+    ar_step = StepRecord(2, 7, target_fed=[1], target_calls=1)
+    assert costs.step_cost(sd_step, t_target, t_draft, switch=switch) == pytest.approx(4.0 + 0.75 + 0.3)
+    assert costs.step_cost(ar_step, t_target, t_draft, switch=switch) == pytest.approx(1.0)

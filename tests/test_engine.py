@@ -25,6 +25,8 @@ CASES = [
     ("specinfer", {"k_config": "2x1x1"}),
     ("sequoia", {"size": 10, "depth": 4, "acceptance": "0.6,0.2,0.1"}),
     ("pld", {"num_tokens": 4, "max_ngram": 2}),
+    ("beam", {"width": 3}),
+    ("dsbd", {"width": 3, "gamma": 2}),
 ]
 
 
@@ -43,11 +45,13 @@ def test_calls_are_counted_where_they_happen(pair, algorithm, params, temperatur
         for step in run:
             assert step.target_calls == n["target"] - seen_t
             assert step.draft_calls == n["draft"] - seen_d
+            assert step.target_fed == n.fed["target"][seen_t:]  # the tokens each call ran on, for the cost model
+            assert step.draft_fed == n.fed["draft"][seen_d:]
             seen_t, seen_d = n["target"], n["draft"]
     m = run.trace.metrics
     assert m["target_calls"] == n["target"] and m["draft_calls"] == n["draft"]
     assert m["tau"] == pytest.approx(len(run.trace.output_ids) / n["target"])
-    if algorithm in ("ar", "pld"):
+    if algorithm in ("ar", "pld", "beam"):
         assert n["draft"] == 0
 
 
@@ -93,6 +97,33 @@ def test_controller_hooks_stop_and_prune_the_draft(pair, temperature):
     if temperature == 0:
         ref = specviz.decode(pair, "ar", prompt, max_new_tokens=24, temperature=0).output_ids
         assert dec.output == ref
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.9])
+def test_the_walk_copies_only_the_rows_it_visits(pair, monkeypatch, temperature):
+    """``VerifyRows``: of a verify call's [1 + n, V] distributions only the accepted path's rows and the
+    row where the walk stopped leave the device; the other nodes' p come from one gather, and equal
+    their rows' entries."""
+    from specviz.algorithms import decoder as D
+
+    copied: list[set[int]] = []
+    row = D.VerifyRows.row
+
+    def spying_row(self, i):
+        if not copied or copied[-1] is not getattr(self, "_seen", None):
+            self._seen = set()
+            copied.append(self._seen)
+        self._seen.add(i)
+        return row(self, i)
+
+    monkeypatch.setattr(D.VerifyRows, "row", spying_row)
+    trace = specviz.decode(pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=temperature, seed=1,
+                           k_config="3x2x2")
+    assert len(copied) == len(trace.steps)
+    for step, rows in zip(trace.steps, copied):
+        path = [n.id for n in step.forest if n.status == "accepted"]
+        assert rows == {0} | {i + 1 for i in path}
+    assert sum(len(s.forest) - 1 for s in trace.steps) > 3 * sum(len(r) for r in copied)  # nodes verified vs rows copied
 
 
 def test_positions_explain_every_decision(pair):

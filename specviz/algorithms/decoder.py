@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import torch
 
@@ -64,6 +64,10 @@ class Decoder:
         """Warped float32 distributions on the CPU, same warp for draft and target."""
         return warp(logits, self.sampling).cpu()
 
+    def verify_rows(self, logits: torch.Tensor) -> "VerifyRows":
+        """The verify call's warped target distributions, left on the model's device (``VerifyRows``)."""
+        return VerifyRows(warp(logits, self.sampling))
+
     def sample(self, probs: torch.Tensor) -> int:
         """One draw from ``probs``; at temperature 0 every warped distribution and residual is one-hot,
         so its draw is its argmax (no ``multinomial`` over the vocabulary, no generator state used)."""
@@ -97,6 +101,14 @@ class Decoder:
         self.timings = {}
         return StepRecord(index=index, n_before=len(self.output))
 
+    def record_calls(self, step: StepRecord, target_from: int, drafter_fed: Sequence[int] = (),
+                     draft_from: int = 0) -> None:
+        """Set ``step``'s call counts and per-call token counts (``target_fed``, ``draft_fed``) from the
+        target's and the drafter's ``fed`` logs, from the call indices the step started at."""
+        step.target_fed = self.target.fed[target_from:]
+        step.draft_fed = list(drafter_fed[draft_from:])
+        step.target_calls, step.draft_calls = len(step.target_fed), len(step.draft_fed)
+
     def emit(self, step: StepRecord, produced: list[tuple[int, str, int | None]]) -> None:
         """Append ``(token_id, kind, node_id)`` tokens to the output, stopping at the budget or at EOS."""
         for token_id, kind, node_id in produced:
@@ -109,3 +121,27 @@ class Decoder:
                 break
         if not self.finish_reason and self.remaining <= 0:
             self.finish_reason = "length"
+
+
+class VerifyRows:
+    """A verify call's warped target distributions ``[1 + n, V]`` where the target ran. The walk copies
+    to the CPU only the rows it visits (``row``: the accepted path and the position it stops at, each
+    once) and reads the tested tokens' probabilities in one gather (``at``), instead of copying every
+    row of every call (a transfer of n x V floats per call on a GPU, a no-op on the CPU)."""
+
+    def __init__(self, probs: torch.Tensor):
+        self.probs = probs
+        self._cpu: dict[int, torch.Tensor] = {}
+
+    def row(self, i: int) -> torch.Tensor:
+        """Row ``i`` as a float32 CPU vector (the rules' exact arithmetic runs there)."""
+        if i not in self._cpu:
+            self._cpu[i] = self.probs[i].cpu()
+        return self._cpu[i]
+
+    def at(self, rows: list[int], ids: list[int]) -> list[float]:
+        """``probs[rows[j], ids[j]]`` for every j, in one gather and one transfer."""
+        if not rows:
+            return []
+        dev = self.probs.device
+        return self.probs[torch.tensor(rows, device=dev), torch.tensor(ids, device=dev)].tolist()

@@ -9,8 +9,8 @@ A drafter implements
   to expand further; ``parent_q`` must hold the exact distribution each sibling group was drawn from
   (a one-hot for a deterministic proposal), which is what makes verification exact;
 * ``observe(dec, tree, path)``: the accepted path (node ids), to keep its own state (caches) in step;
-* ``calls``: forwards it has made so far; the engine records the difference per step as
-  ``StepRecord.draft_calls``, so a drafter that is part of the target (early exit) counts its partial
+* ``fed``: the tokens each forward it has made so far fed (its length is its call count); the engine
+  records the step's share as ``StepRecord.draft_calls`` and ``draft_fed``, so a drafter that is part of the target (early exit) counts its partial
   forwards as draft calls, never as target calls.
 
 ``ModelDrafter`` is the draft-model drafter every tree algorithm used before (same draws in the same
@@ -19,7 +19,7 @@ continuations from the text itself.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import torch
 
@@ -38,7 +38,7 @@ class Drafter(Protocol):
     """See module docstring."""
 
     @property
-    def calls(self) -> int: ...
+    def fed(self) -> Sequence[int]: ...
 
     def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule,
                 controller: Controller) -> DraftedTree: ...
@@ -49,7 +49,7 @@ class Drafter(Protocol):
 class NoDrafter:
     """Drafts nothing: every step is one plain target call (``ar``)."""
 
-    calls = 0
+    fed: tuple[int, ...] = ()
 
     def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
         return DraftedTree()
@@ -78,8 +78,8 @@ class ModelDrafter:
         self.fallback = fallback
 
     @property
-    def calls(self) -> int:
-        return self.lm.calls
+    def fed(self) -> list[int]:
+        return self.lm.fed
 
     def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
         tree = DraftedTree()
@@ -93,13 +93,15 @@ class ModelDrafter:
             level += 1
             rows = torch.stack([logits[r] for _, r in frontier])
             qs = dec.probs(rows)
+            if greedy:  # the level's candidates and their softmax in one transfer, not one per node
+                picks = greedy_candidates(rows, max(len(shape.children[t]) for t, _ in frontier), replacement)
+                soft = torch.softmax(rows.float(), -1).gather(-1, torch.tensor(picks, device=rows.device)).tolist()
             fed: list[tuple[int, int]] = []
-            for (t, r), q, lg in zip(frontier, qs, rows):
+            for j, ((t, r), q) in enumerate(zip(frontier, qs)):
                 slots = shape.children[t]
                 tree.parent_q[r] = q
                 if greedy:
-                    cands = greedy_candidates(lg, len(slots), replacement)
-                    shown = [float(x) for x in torch.softmax(lg.float().cpu(), -1)[cands]]
+                    cands, shown = picks[j][: len(slots)], soft[j][: len(slots)]
                 else:
                     cands = draw_candidates(q, len(slots), replacement, dec.generator, self.fallback)
                     shown = draw_probs(q, cands, replacement)

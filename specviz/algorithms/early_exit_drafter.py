@@ -5,7 +5,7 @@ Sampling Control Mechanism" (arXiv 2406.03853), Sec. 3.1 and Eq. 5. The draft is
 short (``specviz.models.early_exit.EarlyExitLM``: its first N layers plus the exit head) reading the
 target's committed trunk KV. ``EarlyExitDrafter`` drafts exactly as a draft model does
 (``ModelDrafter``: chain or tree, each token drawn from the exit head's warped q); its forwards are its
-own ``calls``, so the engine counts them as draft calls, never as target calls.
+own ``fed`` log, so the engine counts them as draft calls, never as target calls.
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from specviz.trace import StepRecord
 @register("eesd", description="Early-exit self-drafting: the target's first layers plus an exit head draft a chain "
           "whose length Thompson sampling decides after every token; verified in one target call.",
           paper="Liu et al. 2024, arXiv 2406.03853, Algorithms 1-3", params=controller_params("beta_ts", TS_CONTROLLERS),
-          needs_draft=False, controller="thompson")
+          needs_draft=False, controller="thompson", drafter="early_exit")
 def run_eesd(dec: Decoder, **params: Any) -> Iterator[StepRecord]:
     head = dec.pair.early_exit
     if head is None:

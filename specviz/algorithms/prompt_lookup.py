@@ -42,7 +42,7 @@ class PromptLookupDrafter:
     """A chain from ``lookup`` (cut to the template's depth, the controller's ``go_on`` and the first
     EOS), with one-hot ``parent_q``; makes no forward calls."""
 
-    calls = 0
+    fed: tuple[int, ...] = ()
 
     def __init__(self, num_tokens: int, max_ngram: int):
         self.num_tokens = num_tokens

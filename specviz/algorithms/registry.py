@@ -73,6 +73,7 @@ class AlgorithmSpec:
     needs_draft: bool = True
     lossless: bool = True
     controller: str | None = None  # kind of controller state its steps carry, if any
+    drafter: str = "draft"  # what makes its draft calls: "draft" (the draft model) or "early_exit"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -99,11 +100,12 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {}
 
 
 def register(name: str, *, description: str, paper: str, params: tuple[Param, ...] = (),
-             needs_draft: bool = True, lossless: bool = True, controller: str | None = None):
+             needs_draft: bool = True, lossless: bool = True, controller: str | None = None, drafter: str = "draft"):
     """Decorator registering a step generator under ``name``."""
 
     def wrap(fn):
-        ALGORITHMS[name] = AlgorithmSpec(name, fn, description, paper, params, needs_draft, lossless, controller)
+        ALGORITHMS[name] = AlgorithmSpec(name, fn, description, paper, params, needs_draft, lossless, controller,
+                                         drafter)
         return fn
 
     return wrap

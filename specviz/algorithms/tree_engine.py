@@ -16,8 +16,9 @@ Per step (``engine_step``):
    controller learns from the step (``Controller.update``) and its ``state`` becomes
    ``StepRecord.controller``.
 
-Counting is by construction: ``target_calls`` and ``draft_calls`` are the differences of the target
-cache's and the drafter's forward counters over the step. The trace gets, per node, ``q`` (draft
+Counting is by construction: ``target_calls`` and ``draft_calls`` are the target cache's and the
+drafter's forward calls over the step, read from their ``fed`` logs with the tokens each call fed
+(``target_fed``, ``draft_fed``). The trace gets, per node, ``q`` (draft
 probability at draw time; at temperature 0 the draft's plain softmax), ``p`` (target probability at the
 parent), ``accept_prob`` (given all earlier siblings were rejected), ``p_residual`` (the residual
 target probability that ``accept_prob`` was computed against), ``draw`` (the uniform, None when the
@@ -32,7 +33,7 @@ from typing import Iterator
 import torch
 
 from specviz.algorithms.controllers import Controller, StaticShape
-from specviz.algorithms.decoder import Decoder
+from specviz.algorithms.decoder import Decoder, VerifyRows
 from specviz.algorithms.drafted_tree import DraftedTree
 from specviz.algorithms.drafters import Drafter, ModelDrafter
 from specviz.algorithms.positions import position_record
@@ -54,16 +55,17 @@ class TreeStep:
     produced: int
 
 
-def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: torch.Tensor,
+def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: VerifyRows,
                 rule: AcceptanceRule) -> tuple[list[tuple[int, str, int | None]], list[int]]:
     """Walk the tree with ``rule``; fill ``step.forest``, ``step.tv`` and ``step.positions``; return
     the produced ``(token, kind, node_id)`` list and the accepted path (node ids)."""
 
     def row(node: int) -> torch.Tensor:
-        return ps[0 if node == ROOT else node + 1]
+        return ps.row(0 if node == ROOT else node + 1)
 
+    p_nodes = ps.at([0 if par == ROOT else par + 1 for par in tree.parents], tree.tokens)
     step.forest = [TreeNode(i, None if par == ROOT else par, tree.level(i) - 1, tok, dec.text(tok),
-                            q=tree.q_draw[i], p=float(row(par)[tok]), root=tree.root[i])
+                            q=tree.q_draw[i], p=p_nodes[i], root=tree.root[i])
                    for i, (tok, par) in enumerate(zip(tree.tokens, tree.parents))]
     step.tv, step.positions = [], []
     k = dec.record_top_k
@@ -112,18 +114,17 @@ def engine_step(dec: Decoder, index: int, shape: TreeShape, drafter: Drafter, co
     step = dec.new_step(index)
     shape = shape.truncate(max(dec.remaining - 1, 0))
     rule = rule_for(rule, dec.sampling.greedy)
-    target_before, draft_before = dec.target.calls, drafter.calls
+    target_before, draft_before = dec.target.calls, len(drafter.fed)
     tree = DraftedTree()
     if len(shape):
         with dec.timed("draft_ms"):
             tree = drafter.propose(dec, shape, rule, controller)
     with dec.timed("verify_ms"):
-        ps = dec.probs(dec.target.extend(dec.context(dec.target), tree.tokens, tree.parents))
+        ps = dec.verify_rows(dec.target.extend(dec.context(dec.target), tree.tokens, tree.parents))
     produced, path = verify_tree(dec, step, tree, ps, rule)
     dec.target.commit(path)
     drafter.observe(dec, tree, path)
-    step.target_calls = dec.target.calls - target_before
-    step.draft_calls = drafter.calls - draft_before
+    dec.record_calls(step, target_before, drafter.fed, draft_before)
     dec.emit(step, produced)
     step.timings = dec.timings
     return TreeStep(step, tree, path, shape, len(produced))

@@ -19,7 +19,7 @@ import torch
 
 from specviz.core.trees import ROOT
 from specviz.models.tree_forward import CachedLM
-from specviz.trace import RunTrace
+from specviz.trace import RunTrace, StepRecord
 
 QUICK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 FULL_SIZES = tuple(range(1, 129))
@@ -59,9 +59,11 @@ def _chain_call(lm: CachedLM, tokens: list[int]) -> Callable[[], None]:
     return call
 
 
-def _primed(model, vocab_size: int | None, prefix: int, lean: bool | None = None) -> tuple[CachedLM, list[int]]:
-    """A ``CachedLM`` with ``prefix`` random tokens cached, and 128 more random ids to feed it."""
-    lm = CachedLM(model, vocab_size, lean=lean)
+def _primed(model, vocab_size: int | None, prefix: int, lean: bool | None = None, lm: CachedLM | None = None
+            ) -> tuple[CachedLM, list[int]]:
+    """A ``CachedLM`` (``lm``, or a new one on ``model``) with ``prefix`` random tokens cached, and 128
+    more random ids to feed it (the same ids for the same ``prefix``)."""
+    lm = lm or CachedLM(model, vocab_size, lean=lean)
     gen = torch.Generator().manual_seed(0)
     rows = vocab_size or model.config.get_text_config().vocab_size
     ids = torch.randint(0, rows, (prefix + max(FULL_SIZES),), generator=gen).tolist()
@@ -77,6 +79,42 @@ def forward_times(model, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32,
     cache append), rolled back after each call; sizes timed round-robin, ``repeats`` rounds."""
     lm, ids = _primed(model, vocab_size, prefix)
     return round_robin_ms({n: _chain_call(lm, ids[:n]) for n in sizes}, lm.device, repeats)
+
+
+def early_exit_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5
+                     ) -> dict[int, float]:
+    """``forward_times`` of EESD's drafter: the early-exit model (the target's first layers, the exit
+    layer and head) reading the trunk KV of a target cache holding the same ``prefix``, the call
+    ``EarlyExitDrafter`` makes."""
+    from specviz.models.early_exit import EarlyExitLM
+
+    target, _ = _primed(pair.target, pair.vocab_size, prefix)
+    lm, ids = _primed(None, pair.vocab_size, prefix, lm=EarlyExitLM(pair.early_exit, pair.vocab_size, share=target))
+    return round_robin_ms({n: _chain_call(lm, ids[:n]) for n in sizes}, lm.device, repeats)
+
+
+def switch_ms(pair, prefix: int = 32, rounds: int = 100) -> dict[str, float]:
+    """What alternating the two models costs on top of t(n): the extra milliseconds of a one-token call
+    that follows a call of the other model over one that follows a call of its own
+    (``draft_after_target``, ``target_after_draft``; at least 0). On a CPU the other model's call
+    evicts part of this one's weights from the caches; t(n) is timed warm. Each timed call follows
+    an untimed one of the chosen model, the four orders taken round-robin, medians over ``rounds``."""
+    target, ids_t = _primed(pair.target, pair.vocab_size, prefix)
+    draft, ids_d = _primed(pair.draft, pair.vocab_size, prefix)
+    t, d = _chain_call(target, ids_t[:1]), _chain_call(draft, ids_d[:1])
+    orders = {"tt": (t, t), "dt": (d, t), "dd": (d, d), "td": (t, d)}  # (untimed, timed)
+    times: dict[str, list[float]] = {k: [] for k in orders}
+    for round_ in range(rounds + 1):
+        for key, (before, timed) in orders.items():
+            before()
+            _sync(target.device)
+            start = time.perf_counter()
+            timed()
+            _sync(target.device)
+            if round_:
+                times[key].append(1000 * (time.perf_counter() - start))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"draft_after_target": max(0.0, med["td"] - med["dd"]), "target_after_draft": max(0.0, med["dt"] - med["tt"])}
 
 
 def _bare_matmuls(model) -> Callable[[], None]:
@@ -118,16 +156,43 @@ def interpolate(times: dict[int, float], n: float) -> float:
     return float(np.interp(n, xs, [times[x] for x in xs]))
 
 
-def predicted_speedup(traces: list[RunTrace], t_target: dict[int, float], t_draft: dict[int, float] | None) -> float:
+def _priced(t: dict[int, float], fed: list[int], prefill: int) -> float:
+    """Milliseconds of calls that fed ``fed`` tokens each, ``prefill`` prompt tokens taken off the first."""
+    return sum(interpolate(t, max(1, n - (prefill if i == 0 else 0))) for i, n in enumerate(fed))
+
+
+def step_cost(step: StepRecord, t_target: dict[int, float], t_draft: dict[int, float] | None,
+              prefill: int = 0, switch: dict[str, float] | None = None) -> float:
+    """Modelled milliseconds of one step: every forward it made priced at t(tokens it fed)
+    (``StepRecord.target_fed`` / ``draft_fed``), ``prefill`` prompt tokens left out of each model's
+    first call, plus ``switch`` (``switch_ms``) once each way when the step alternated a separate
+    draft model and the target. Traces written before the sizes were recorded: a verify of
+    ``1 + n_drafted`` tokens per target call and the drafted nodes spread evenly over the draft calls."""
+    if step.target_fed:
+        cost = _priced(t_target, step.target_fed, prefill)
+    else:
+        cost = interpolate(t_target, 1 + step.n_drafted) * max(step.target_calls, 1)
+    if t_draft and step.draft_fed:
+        cost += _priced(t_draft, step.draft_fed, prefill)
+    elif t_draft and step.draft_calls:
+        cost += step.draft_calls * interpolate(t_draft, max(1.0, step.n_drafted / step.draft_calls))
+    if switch and step.draft_calls:
+        cost += switch["draft_after_target"] + switch["target_after_draft"]
+    return cost
+
+
+def predicted_speedup(traces: list[RunTrace], t_target: dict[int, float], t_draft: dict[int, float] | None,
+                      switch: dict[str, float] | None = None) -> float:
     """Predicted speedup over ``ar`` of runs with these traces: ``ar`` time (one ``t_target(1)`` per
-    token) over the modelled time of every step (module docstring). The prompt's prefill is left out
-    of both sides; drafters without draft calls (``ar``, prompt lookup) cost nothing but their verify."""
+    token) over the modelled time of every step (``step_cost``; module docstring). The prompt's
+    prefill is left out of both sides; ``t_draft`` is the drafter's own t(n) (the draft model's, or
+    the early-exit drafter's for EESD) and ``switch`` what alternating it with the target adds
+    (``switch_ms``; ``None`` for a drafter that is part of the target); drafters without forwards
+    (``ar``, prompt lookup) cost nothing but their verify."""
     tokens, cost = 0, 0.0
     for trace in traces:
         tokens += len(trace.output_ids)
         for step in trace.steps:
-            cost += interpolate(t_target, 1 + step.n_drafted) * max(step.target_calls, 1)
-            if step.draft_calls and t_draft:
-                per_call = max(1.0, step.n_drafted / step.draft_calls)
-                cost += step.draft_calls * interpolate(t_draft, per_call)
+            cost += step_cost(step, t_target, t_draft, len(trace.prompt_ids) - 1 if step.n_before == 0 else 0,
+                              switch)
     return tokens * interpolate(t_target, 1) / cost if cost else 0.0

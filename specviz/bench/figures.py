@@ -21,11 +21,13 @@ def speedup_figure(rows: list[dict[str, Any]]) -> go.Figure:
     return fig
 
 
-def cost_figure(t_target: dict[int, float], t_draft: dict[int, float] | None, device: str) -> go.Figure:
-    """t(n) / t(1) of target and draft: how much a call of n tokens costs relative to one token. A
-    flat curve (memory-bound GPU) makes verifying a wide tree nearly free; a rising one (CPU) does not."""
+def cost_figure(t_target: dict[int, float], t_draft: dict[int, float] | None, device: str,
+                t_early_exit: dict[int, float] | None = None) -> go.Figure:
+    """t(n) / t(1) of target, draft and early-exit drafter: how much a call of n tokens costs relative to
+    one token. A flat curve (memory-bound GPU) makes verifying a wide tree nearly free; a rising one
+    (CPU) does not."""
     fig = go.Figure()
-    for name, times in (("target", t_target), ("draft", t_draft)):
+    for name, times in (("target", t_target), ("draft", t_draft), ("early-exit drafter", t_early_exit)):
         if times:
             xs = sorted(times)
             fig.add_scatter(x=xs, y=[times[n] / times[xs[0]] for n in xs], mode="lines+markers", name=name,

@@ -131,10 +131,13 @@ def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_pe
 
 def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tokens: int, repeat: int,
               gamma: int = 4, with_peers: bool = True, t_target: dict[int, float] | None = None,
-              t_draft: dict[int, float] | None = None, beam_width: int = 4) -> tuple[list[dict[str, Any]], dict[str, str]]:
+              t_drafts: dict[str, dict[int, float] | None] | None = None, beam_width: int = 4,
+              switch: dict[str, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Rows (one per method and category) and the methods skipped with why (e.g. an algorithm that
-    needs an early-exit head the pair lacks). ``t_target``/``t_draft`` (``costs.forward_times``) give
-    each specviz row its ``predicted_speedup`` and ``efficiency``."""
+    needs an early-exit head the pair lacks). ``t_target`` and ``t_drafts`` (t(n) per kind of drafter,
+    ``AlgorithmSpec.drafter``: ``costs.forward_times``, ``costs.early_exit_times``) give each specviz
+    row its ``predicted_speedup`` and ``efficiency``, with ``switch`` (``costs.switch_ms``) for
+    the separate draft model."""
     methods = methods_for(pair, algos, max_new_tokens, gamma, with_peers, beam_width)
     skipped: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
@@ -156,11 +159,13 @@ def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tok
                 start = time.perf_counter()
                 results[name] = [fn(p) for p in plist]
                 walls[name].append(time.perf_counter() - start)
-        rows.extend(_rows(pair, plist, category, live, walls, results, t_target, t_draft))
+        rows.extend(_rows(pair, plist, category, live, walls, results, t_target, t_drafts or {}, switch))
     return rows, skipped
 
 
-def _rows(pair, prompts, category, live, walls, results, t_target, t_draft) -> list[dict[str, Any]]:
+def _rows(pair, prompts, category, live, walls, results, t_target, t_drafts, switch) -> list[dict[str, Any]]:
+    import specviz
+
     base, beam = results.get("ar"), results.get("beam")
     prompt_ids = [pair.encode(p) if isinstance(p, str) else list(p) for p in prompts]
     out = []
@@ -170,6 +175,7 @@ def _rows(pair, prompts, category, live, walls, results, t_target, t_draft) -> l
         calls = sum(r.target_calls for r in res)
         wall = statistics.median(times)
         traces = [r.trace for r in res if r.trace is not None]
+        drafter = specviz.ALGORITHMS[traces[0].algorithm].drafter if traces else None
         drafted = sum(s.n_drafted for t in traces for s in t.steps)
         accepted = sum(s.n_accepted for t in traces for s in t.steps)
         row = {
@@ -184,7 +190,9 @@ def _rows(pair, prompts, category, live, walls, results, t_target, t_draft) -> l
             "greedy_equal": [r.output_ids for r in res] == [r.output_ids for r in base] if base else None,
             "greedy_equal_beam": [r.output_ids for r in res] == [r.output_ids for r in beam] if beam else None,
             "target_logp": _mean_logp(pair, prompt_ids, res),
-            "predicted_speedup": costs.predicted_speedup(traces, t_target, t_draft) if traces and t_target else None,
+            "predicted_speedup": (costs.predicted_speedup(traces, t_target, t_drafts.get(drafter),
+                                                          switch if drafter == "draft" else None)
+                                  if traces and t_target else None),
         }
         out.append(row)
     ar = next((r for r in out if r["method"] == "ar"), None)
@@ -202,17 +210,21 @@ def _mean_logp(pair, prompt_ids: list[list[int]], res: list[Outcome]) -> float |
     return sum(t for t, _ in parts) / tokens if tokens else None
 
 
-def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200) -> dict[str, Any]:
+def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200, prefix: int = 32) -> dict[str, Any]:
     """One-token call times (lean and stock forward, timed round-robin with the bare matmul floor) and
-    t(n) of target and draft."""
+    t(n) of target, draft and, where the pair has one, the early-exit drafter, after ``prefix`` cached
+    tokens (the runs' mean context, so attention and the cache's growth cost what they cost there)."""
     reps = max(20 if len(sizes) <= 16 else 8, repeat)
-    t_target = costs.forward_times(pair.target, sizes, repeats=reps, vocab_size=pair.vocab_size)
-    t_draft = (costs.forward_times(pair.draft, sizes, repeats=reps, vocab_size=pair.vocab_size)
+    t_target = costs.forward_times(pair.target, sizes, prefix, repeats=reps, vocab_size=pair.vocab_size)
+    t_draft = (costs.forward_times(pair.draft, sizes, prefix, repeats=reps, vocab_size=pair.vocab_size)
                if pair.draft is not None else None)
+    t_exit = costs.early_exit_times(pair, sizes, prefix, repeats=reps) if pair.early_exit is not None else None
+    switch = costs.switch_ms(pair, prefix, rounds=rounds // 2) if pair.draft is not None else None
     ms = costs.one_token_calls(pair, rounds=rounds)
     out = {f"{name}_ms": ms.get(name) for name in
            ("target_call", "draft_call", "bare_matmul", "stock_target_call", "stock_draft_call")}
-    out.update(t_target_ms=t_target, t_draft_ms=t_draft, threads=torch.get_num_threads())
+    out.update(t_target_ms=t_target, t_draft_ms=t_draft, t_early_exit_ms=t_exit, switch_ms=switch, t_prefix=prefix,
+               threads=torch.get_num_threads())
     out["target_call_over_bare"] = out["target_call_ms"] / out["bare_matmul_ms"]
     out["draft_call_over_target"] = out["draft_call_ms"] / out["target_call_ms"] if t_draft else None
     return out
@@ -225,12 +237,14 @@ def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None,
     import specviz
 
     algos = algos or list(specviz.ALGORITHMS)
-    calls = measure_calls(pair, sizes, repeat)
+    lengths = [len(pair.encode(p) if isinstance(p, str) else p) for plist in prompts.values() for p in plist]
+    calls = measure_calls(pair, sizes, repeat, prefix=round(statistics.mean(lengths)) + max_new_tokens // 2)
     rows, skipped = benchmark(pair, prompts, algos, max_new_tokens, repeat, gamma, with_peers,
-                              calls["t_target_ms"], calls["t_draft_ms"], beam_width)
+                              calls["t_target_ms"], {"draft": calls["t_draft_ms"], "early_exit": calls["t_early_exit_ms"]},
+                              beam_width, calls["switch_ms"])
     probe = "sd" if "sd" in algos and pair.draft is not None else "ar"
     first = next(iter(prompts.values()))
-    over = trace_overhead(pair, probe, first, max_new_tokens, rounds=max(3, repeat))
+    over = trace_overhead(pair, probe, first, max_new_tokens, rounds=max(9, repeat))
     report = {"pair": pair.describe(), "settings": {"max_new_tokens": max_new_tokens, "repeat": repeat,
                                                     "gamma": gamma, "greedy": True,
                                                     "categories": {c: len(p) for c, p in prompts.items()}},
@@ -257,6 +271,11 @@ def to_markdown(report: dict[str, Any]) -> str:
              f"- one-token draft call {_fmt(report['draft_call_ms'], '.2f')} ms "
              f"(stock {_fmt(report['stock_draft_call_ms'], '.2f')} ms; "
              f"{_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
+             *([f"- cost model: t(n) timed after {report['t_prefix']} cached tokens (the runs' mean context)"]
+               if report.get("t_prefix") else []),
+             *([f"- alternating the models (cost model): a draft call after a target call "
+                f"+{report['switch_ms']['draft_after_target']:.2f} ms, a target call after a draft call "
+                f"+{report['switch_ms']['target_after_draft']:.2f} ms"] if report.get("switch_ms") else []),
              f"- trace_overhead ({report['trace_overhead_algorithm']}, full recording vs record_top_k=0): "
              f"{report['trace_overhead']:+.3f} (paired wall-time ratio); time inside the recording / rest of the run: "
              f"{report['trace_overhead_detail']['recording_share']:.3f}", ""]
@@ -289,7 +308,8 @@ def write_report(report: dict[str, Any], out: str) -> None:
     with open(os.path.join(out, "bench.md"), "w") as fh:
         fh.write(to_markdown(report))
     figs = [speedup_figure(report["rows"]),
-            cost_figure(report["t_target_ms"], report["t_draft_ms"], report["pair"]["device"]),
+            cost_figure(report["t_target_ms"], report["t_draft_ms"], report["pair"]["device"],
+                        report.get("t_early_exit_ms")),
             efficiency_figure(report["rows"])]
     write_html(figs, os.path.join(out, "bench.html"))
 

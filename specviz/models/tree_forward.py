@@ -89,7 +89,8 @@ def layer_windows(config) -> dict[str, int | None]:
 
 
 class CachedLM:
-    """A causal LM plus its KV cache, fed as prefix + tree. Counts its forward calls.
+    """A causal LM plus its KV cache, fed as prefix + tree. Records how many tokens each forward call fed
+    (``fed``; ``calls`` is its length): the engine's call counts and the cost model read it.
 
     Every layer keeps the KV of every cached position, sliding-window layers included: their window
     is applied by the mask (a key at position ``k`` is visible from position ``t`` iff
@@ -113,7 +114,12 @@ class CachedLM:
         self.cache = DynamicCache()  # full-length layers everywhere (see class docstring)
         self.prefix_len = 0
         self.tree = PendingTree()
-        self.calls = 0
+        self.fed: list[int] = []  # tokens fed by each forward call so far, in call order
+
+    @property
+    def calls(self) -> int:
+        """Forward calls so far (since the last ``reset``)."""
+        return len(self.fed)
 
     @property
     def cached_len(self) -> int:
@@ -138,24 +144,28 @@ class CachedLM:
             self.tree.parents.append(par)
             self.tree.depths.append(0 if par == ROOT else self.tree.depths[par] + 1)
         prefix, depths = self.prefix_len, self.tree.depths
-        positions = torch.tensor([prefix + d for d in depths[start:]])
+        where = [prefix + d for d in depths[start:]]
+        positions = torch.tensor(where)
         rows, cols = zip(*[(i, prefix + a) for i in range(n) for a in self.tree.ancestors(start + i)])
         masks = {kind: self._float_mask(n, rows, cols, None if w is None else positions[:, None] - w)
                  for kind, w in self.windows.items()}
         ids, positions = torch.tensor([tokens], device=self.device), positions[None].to(self.device)
         if self.lean is not None:
-            logits = self.lean(ids, positions, masks, self.cache)[0].float()
+            logits = self.lean(ids, positions, masks, self.cache, where[0] if n == 1 else None)[0].float()
         else:
             logits = self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
                                 position_ids=positions, past_key_values=self.cache, use_cache=True).logits[0].float()
-        self.calls += 1
+        self.fed.append(n)
         return logits[:, : self.vocab_size] if self.vocab_size else logits
 
     def _float_mask(self, n: int, rows: tuple[int, ...], cols: tuple[int, ...], oldest: torch.Tensor | None
                     ) -> torch.Tensor:
         """The additive ``(1, 1, n, cached)`` mask: 0 where new node ``rows[j]`` may attend to cache position
         ``cols[j]`` (its pending ancestors and itself) or to any prefix position, the dtype's minimum
-        elsewhere. ``oldest`` (``[n, 1]``, sliding windows): keys at positions up to it are masked too."""
+        elsewhere. ``oldest`` (``[n, 1]``, sliding windows): keys at positions up to it are masked too. A
+        single node that may see every cached position (a chain step) gets zeros without indexing."""
+        if oldest is None and n == 1 and len(cols) == len(self.tree):  # one node whose ancestors are all pending nodes
+            return torch.zeros((1, 1, n, self.cached_len), dtype=self.dtype, device=self.device)
         lowest = torch.finfo(self.dtype).min
         mask = torch.full((n, self.cached_len), lowest, dtype=self.dtype)
         mask[:, : self.prefix_len] = 0
