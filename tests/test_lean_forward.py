@@ -20,6 +20,7 @@ def session(lm: CachedLM) -> list[torch.Tensor]:
     out = [lm.extend([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [ROOT, 0, 0, 2, ROOT])]
     kept = lm.keep([[0, 2, 3], [0, 1]])
     out.append(lm.forward([11, 12], kept))
+    out.append(lm.forward([14], [kept[1]]))  # one node beside pending non-ancestors
     lm.commit([1, 2, 3])  # old nodes 2, 3 and the new child of 3
     out.append(lm.forward([3], [ROOT]))
     lm.rollback()
@@ -38,8 +39,12 @@ def test_lean_logits_equal_stock_logits(family, dtype):
     assert model.config.num_attention_heads > model.config.num_key_value_heads  # grouped-query attention
     lean, stock = CachedLM(model, lean=True), CachedLM(model, lean=False)
     assert lean.lean is not None and stock.lean is None
-    for a, b in zip(session(lean), session(stock), strict=True):
+    expected = session(stock)
+    for a, b in zip(session(lean), expected, strict=True):
         assert torch.equal(a, b)  # the same kernels in the same order: equal, not merely close
+    assert LeanForward.build(model).rope_memo  # one-token calls memoised their rotary cos/sin per position
+    for a, b in zip(session(CachedLM(model, lean=True)), expected, strict=True):  # a second run reads the memo
+        assert torch.equal(a, b)
     assert lean.prefix_len == stock.prefix_len and lean.cache.get_seq_length() == stock.cache.get_seq_length()
 
 

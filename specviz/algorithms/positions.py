@@ -40,8 +40,9 @@ def position_record(parent: int | None, p: torch.Tensor, q: torch.Tensor | None,
     chosen.update(_top(p, k))
     if q is not None:
         chosen.update(_top(q, k))
-    ids = sorted(chosen, key=lambda t: (-float(p[t]), t))
-    index = torch.tensor(ids, dtype=torch.long)
+    index = torch.tensor(sorted(chosen), dtype=torch.long)
+    index = index[torch.argsort(p[index], descending=True, stable=True)]  # by p, ties by id
+    ids = index.tolist()
     record = PositionRecord(parent, ids, _round(p[index]), root=root,
                             texts=[text(t) for t in ids] if text is not None else None)
     if q is not None:

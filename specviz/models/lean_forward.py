@@ -16,6 +16,7 @@ keep/rollback, the early-exit drafter's shared trunk), updated through ``Cache.u
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +25,9 @@ from torch import nn
 from transformers.cache_utils import get_layer_types_and_kwargs
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
+# rotary module -> {position: (cos, sin)} of one-token calls, kept across runs while the model lives
+_ROPE_MEMO: "weakref.WeakKeyDictionary[nn.Module, dict[int, tuple[torch.Tensor, torch.Tensor]]]" = (
+    weakref.WeakKeyDictionary())
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,8 @@ class LeanForward:
         self.norm = base.norm  # the final norm and head are called as modules: forward hooks on them
         self.head = model.lm_head  # (the early-exit drafter captures the norm's output) still fire
         self.rotary = base.rotary_emb
+        static = not any(word in str(getattr(self.rotary, "rope_type", "default")) for word in ("dynamic", "longrope"))
+        self.rope_memo = _ROPE_MEMO.setdefault(self.rotary, {}) if static else None
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.groups = cfg.num_attention_heads // cfg.num_key_value_heads
         self.scale = self.head_dim ** -0.5
@@ -105,10 +111,11 @@ class LeanForward:
 
     @torch.inference_mode()
     def __call__(self, input_ids: torch.Tensor, position_ids: torch.Tensor, masks: dict[str, torch.Tensor],
-                 cache) -> torch.Tensor:
+                 cache, position: int | None = None) -> torch.Tensor:
+        """``position``: the position of a one-token call, as a Python int (its rotary cos/sin are memoised)."""
         n = input_ids.shape[1]
         x = F.embedding(input_ids, self.embed)
-        cos, sin = self.rotary(x, position_ids)
+        cos, sin = self._rope(x, position_ids, position)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         for layer in self.layers:
             h = _rms(x, layer.norm1, layer.eps)
@@ -120,6 +127,16 @@ class LeanForward:
             h = _rms(x, layer.norm2, layer.eps)
             x = x + F.linear(F.silu(F.linear(h, *layer.gate)) * F.linear(h, *layer.up), *layer.down)
         return self.head(self.norm(x))
+
+    def _rope(self, x: torch.Tensor, position_ids: torch.Tensor, position: int | None) -> tuple[torch.Tensor, ...]:
+        """The rotary module's (cos, sin); for a one-token call at ``position`` the module's own output for
+        that call, computed once per position and model (not for rope types that rescale with the length)."""
+        if position is None or self.rope_memo is None:
+            return self.rotary(x, position_ids)
+        hit = self.rope_memo.get(position)
+        if hit is None or hit[0].device != x.device or hit[0].dtype != x.dtype:
+            hit = self.rope_memo[position] = self.rotary(x, position_ids)
+        return hit
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """SDPA as ``transformers.integrations.sdpa_attention`` runs it with an explicit mask: one query

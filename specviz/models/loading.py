@@ -31,6 +31,7 @@ class ModelPair:
     target_name: str = "target"
     draft_name: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # e.g. an early-exit head
+    _token_texts: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def early_exit(self):
@@ -82,9 +83,12 @@ class ModelPair:
         return out
 
     def decode_token(self, token_id: int) -> str:
-        if self.tokenizer is None:
-            return f"<{token_id}>"
-        return self.tokenizer.decode([token_id])
+        """One token's text on its own (memoised: the trace asks for it at every drafted node)."""
+        text = self._token_texts.get(token_id)
+        if text is None:
+            text = f"<{token_id}>" if self.tokenizer is None else self.tokenizer.decode([token_id])
+            self._token_texts[token_id] = text
+        return text
 
     def decode(self, ids: list[int]) -> str:
         if self.tokenizer is None:
