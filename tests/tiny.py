@@ -213,3 +213,18 @@ def over_accept(monkeypatch, factor: float) -> None:
         return real(p, q / factor, candidates, replacement)
 
     monkeypatch.setattr(rules, "sibling_schedule", over_accepting)
+
+
+def with_eos(pair: ModelPair, eos: int = 0, bias: float = 2.0, draft_bias: float | None = None) -> ModelPair:
+    """``pair`` with token ``eos`` as the end-of-sequence token of both models (generation config)
+    and its logit raised by ``bias`` in the target and ``draft_bias`` (default ``bias``) in the draft
+    (a hook on the output head, so every forward path sees it): beams that finish are common."""
+    for model, b in ((pair.target, bias), (pair.draft, bias if draft_bias is None else draft_bias)):
+        def shift(module, inputs, out, b=b):
+            out = out.clone()
+            out[..., eos] += b
+            return out
+
+        model.get_output_embeddings().register_forward_hook(shift)
+        model.generation_config.eos_token_id = eos
+    return pair

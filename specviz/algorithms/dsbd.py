@@ -26,16 +26,23 @@ beams): exactly fixed-width beam sampling with ``min_width`` beams, i.e. ``beam`
 ``width=min_width`` in law (T > 0) and token for token (T = 0). With ``dynamic=True`` each layer is
 still an exact beam-sampling step *for the width it chose*, but the width changes with the context,
 so the run is not fixed-width beam sampling; the number of output beams is the width of the layer
-the iteration ended in (the last draft layer's after a bonus layer). The memory-saving mode is not
-fixed-width beam sampling either. Registered ``lossless=False`` like ``beam``: its reference is
+the iteration ended in (the last draft layer's after a bonus layer). At T = 0 p_beam is one-hot on
+the target's best candidate c*, so the law of Eqs 2-3 is Binomial(W_S, q_beam(c*)) and the run is
+beam search with a per-position width schedule: a narrowing keeps the best prefix so far, which can
+end below greedy decoding (docs/algorithms.md). The memory-saving mode is not fixed-width beam
+sampling either. Registered ``lossless=False`` like ``beam``: its reference is
 ``beam``, not ``ar``.
 
-Committing and EOS as in ``beam``. Counting: ``target_calls`` is the target cache's call count over
-the iteration (1), ``draft_calls`` the draft's (gamma). ``StepRecord.controller`` (kind ``dsbd``):
+Committing and EOS as in ``beam``: an accepted EOS draft (in a passed layer) or an EOS output beam
+finishes its beam, which is set aside (``beam.Finished``) and is no parent in the next layer; the
+iteration ends early when every kept beam finished. Counting: ``target_calls`` is the target
+cache's call count over the iteration (1), ``draft_calls`` the draft's (the forest's depth,
+``gamma`` unless cut by the budget or a layer of EOS drafts). ``StepRecord.controller`` (kind ``dsbd``):
 per layer the parents still valid, the drafts, the chosen width and its unfloored value, the law
 P(m accepted) and its survival function behind the choice with the threshold, accepted and kept
 counts and whether the layer passed; ``l_last`` (the layer where the iteration ended), ``kept``
-(trace node ids of the output beams) and the beams (``beam.beam_state``).
+(trace node ids of the output beams) and the beams (``beam.beam_state``). ``StepRecord.positions``:
+one record per parent row of each verified layer, on the joint scale (``beam.layer_positions``).
 """
 from __future__ import annotations
 
@@ -44,7 +51,8 @@ from typing import Any, Iterator
 
 import torch
 
-from specviz.algorithms.beam import Beam, Slot, beam_state, feed, keep_slots, logprobs_at, settle
+from specviz.algorithms.beam import (Beam, Finished, Slot, beam_state, by_row, feed, keep_slots, layer_positions,
+                                    logprobs_at, settle)
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.forest import DraftForest, ForestDrafter
@@ -52,7 +60,7 @@ from specviz.algorithms.registry import Param, register
 from specviz.core import beams as B
 from specviz.core.trees import ROOT, TreeShape, chain_shape
 from specviz.errors import InvalidParameterError
-from specviz.trace import StepRecord, TreeNode
+from specviz.trace import PositionRecord, StepRecord, TreeNode
 
 PARAMS = (
     Param("width", 4, "int", 1, 16, help="W_S: draft beams per layer"),
@@ -119,6 +127,86 @@ def _draft_chain(forest: DraftForest, slot: Slot, root: int, path: list[int], to
     return slot.anchor, slot.suffix + tail
 
 
+@dataclass
+class Iteration:
+    """What verifying one forest decided (Algorithm 1): ``levels`` for the trace; ``outputs`` the
+    beams of the layer the iteration ended in as (candidate, source, index of the kept draft or
+    None) over that layer's candidate space, whose rows extend ``par_ids`` (None: a root) with
+    ``scores`` and ``p_beam``; ``ended``: drafts accepted in a passed layer that are EOS (finished
+    beams, set aside), in order; ``positions``: the verified positions, layer by layer
+    (``beam.layer_positions``)."""
+
+    levels: list[dict[str, Any]]
+    outputs: list[tuple[int, str, int | None]]
+    par_ids: list[int | None]
+    scores: torch.Tensor
+    p_beam: torch.Tensor
+    ended: list[int]
+    positions: list[PositionRecord]
+
+
+def verify_forest(dec: Decoder, control: WidthController, rule: LayerRule, forest: DraftForest, step: StepRecord,
+                  root_ll: torch.Tensor, root_lp: torch.Tensor, node_ll: torch.Tensor,
+                  node_lp: torch.Tensor) -> Iteration:
+    """Verify the forest layer by layer (Algorithm 1, corrected; widths by Eqs 2-7) and fill the
+    drafted nodes of ``step.forest``. A layer's parents are the accepted drafts of the layer before
+    that are not EOS (a finished beam is not extended); the iteration ends at the first failed
+    layer, when no parent is left, or after a bonus layer."""
+    par_ids: list[int | None] = [None] * len(root_ll)
+    par_ll, par_lp = root_ll, root_lp
+    valid = torch.ones(len(root_ll), dtype=torch.bool)
+    levels: list[dict[str, Any]] = []
+    ended: list[int] = []
+    positions: list[PositionRecord] = []
+    vocab = root_lp.shape[1]
+    out_width = control.min_width
+
+    def rows() -> list[tuple[int | None, int]]:
+        return [(None, j) if par is None else (par, forest.tree[par]) for j, par in enumerate(par_ids)]
+
+    for lv in range(1, len(forest.layers) + 1):
+        scores = B.candidate_scores(par_ll, par_lp, valid)
+        p_beam = B.beam_distribution(scores, dec.sampling)
+        q_beam = forest.q_beam[lv - 1]
+        nodes = forest.layers[lv - 1]
+        choice = control.choose(p_beam, q_beam)
+        verdict = rule.verify(dec, p_beam, q_beam, scores, [forest.candidate[n] for n in nodes], choice.width)
+        for j, n in enumerate(nodes):
+            tn = step.forest[n]
+            tn.p = float(p_beam[forest.candidate[n]])
+            tn.status = "not_reached" if verdict.status[j] == "skipped" else verdict.status[j]
+            tn.accept_prob, tn.draw, tn.p_residual = verdict.accept_probs[j], verdict.draws[j], verdict.p_residual[j]
+        levels.append({"layer": lv, "parents": int(valid.sum()), "candidates": len(nodes), "width": choice.width,
+                       "unfloored": choice.unfloored, "p_accept": _rounded(choice.law),
+                       "survival": _rounded(choice.survival), "threshold": control.threshold,
+                       "min_width": control.min_width, "accepted": verdict.n_accepted, "kept": len(verdict.kept),
+                       "passed": verdict.passed})
+        tested = by_row([forest.candidate[n] for j, n in enumerate(nodes)
+                         if verdict.status[j] in ("accepted", "rejected")], vocab)
+        positions += layer_positions(dec, scores, p_beam, q_beam, rows(), tested, by_row(verdict.kept, vocab),
+                                     verdict.final_residual)
+        out_width = choice.width
+        if not verdict.passed:
+            outputs = list(zip(verdict.kept, verdict.sources, verdict.kept_draft))
+            return Iteration(levels, outputs, par_ids, scores, p_beam, ended, positions)
+        accepted = [nodes[k] for k in verdict.kept_draft if k is not None]
+        ended += [n for n in accepted if dec.is_eos(forest.tokens[n])]
+        par_ids = list(nodes)
+        par_ll, par_lp = node_ll[nodes], node_lp[nodes]
+        valid = torch.tensor([n in accepted and not dec.is_eos(forest.tokens[n]) for n in nodes], dtype=torch.bool)
+        if not valid.any():
+            return Iteration(levels, [], par_ids, scores, p_beam, ended, positions)
+    scores = B.candidate_scores(par_ll, par_lp, valid)
+    p_beam = B.beam_distribution(scores, dec.sampling)
+    if dec.sampling.greedy:
+        picks = B.beam_search_select(scores, out_width)
+    else:
+        picks = B.sample_beams(p_beam, out_width, dec.generator)
+    levels.append({"layer": len(forest.layers) + 1, "bonus": True, "parents": int(valid.sum()), "kept": len(picks)})
+    positions += layer_positions(dec, scores, p_beam, None, rows(), {}, by_row(picks, vocab))
+    return Iteration(levels, [(c, "bonus", None) for c in picks], par_ids, scores, p_beam, ended, positions)
+
+
 @register("dsbd", description="Dynamic-width speculative beam decoding: a drafted beam forest, verified "
                                "layer by layer in one target call.",
           paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Algorithm 1, Eqs 1-7",
@@ -135,10 +223,11 @@ def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: 
     tslots = [Slot(ROOT, list(dec.tokens))]
     dslots = [Slot(ROOT, list(dec.tokens))]
     roots_prev = [0]
+    done = Finished()
     settled, index = 0, 0
     while not dec.finished:
         step = dec.new_step(index)
-        t_before, d_before = dec.target.calls, drafter.calls
+        t_before, d_before = dec.target.calls, len(drafter.fed)
         g = min(len(control.plan(dec)), dec.max_new_tokens - len(beams[0].tokens) - 1)
         with dec.timed("draft_ms"):
             forest = drafter.propose(dec, dslots, g, width)
@@ -159,64 +248,32 @@ def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: 
         step.forest = [TreeNode(i, forest.parent[i], forest.layer[i] - 1, t, dec.text(t),
                                 q=float(forest.q_beam[forest.layer[i] - 1][forest.candidate[i]]),
                                 root=forest.tree[i]) for i, t in enumerate(forest.tokens)]
+        it = verify_forest(dec, control, rule, forest, step, root_ll, root_lp, node_ll, node_lp)
+        step.positions = it.positions
+        l_last = len(it.levels)
+        p_out = None if dec.sampling.greedy else it.p_beam
 
-        par_ids: list[int | None] = [None] * len(beams)
-        par_ll, par_lp = root_ll, root_lp
-        valid = torch.ones(len(beams), dtype=torch.bool)
-        layers: list[dict[str, Any]] = []
-        outputs: list[tuple[int, str]] | None = None
-        out_width = min_width
-        for lv in range(1, g + 1):
-            scores = B.candidate_scores(par_ll, par_lp, valid)
-            p_beam = B.beam_distribution(scores, dec.sampling)
-            q_beam = forest.q_beam[lv - 1]
-            nodes = forest.layers[lv - 1]
-            choice = control.choose(p_beam, q_beam)
-            verdict = rule.verify(dec, p_beam, q_beam, scores, [forest.candidate[n] for n in nodes], choice.width)
-            for j, n in enumerate(nodes):
-                tn = step.forest[n]
-                tn.p = float(p_beam[forest.candidate[n]])
-                tn.status = "not_reached" if verdict.status[j] == "skipped" else verdict.status[j]
-                tn.accept_prob, tn.draw, tn.p_residual = verdict.accept_probs[j], verdict.draws[j], verdict.p_residual[j]
-            layers.append({"layer": lv, "parents": int(valid.sum()), "candidates": len(nodes), "width": choice.width,
-                           "unfloored": choice.unfloored, "p_accept": _rounded(choice.law),
-                           "survival": _rounded(choice.survival), "threshold": threshold, "min_width": min_width,
-                           "accepted": verdict.n_accepted, "kept": len(verdict.kept), "passed": verdict.passed})
-            out_width = choice.width
-            if not verdict.passed:
-                outputs = [(c, src) for c, src in zip(verdict.kept, verdict.sources)]
-                kept_drafts = verdict.kept_draft
-                break
-            accepted = {nodes[k] for k in verdict.kept_draft if k is not None}
-            par_ids = list(nodes)
-            par_ll, par_lp = node_ll[nodes], node_lp[nodes]
-            valid = torch.tensor([n in accepted for n in nodes], dtype=torch.bool)
-        if outputs is None:
-            scores = B.candidate_scores(par_ll, par_lp, valid)
-            if dec.sampling.greedy:
-                picks = B.beam_search_select(scores, out_width)
-            else:
-                p_beam = B.beam_distribution(scores, dec.sampling)
-                picks = B.sample_beams(p_beam, out_width, dec.generator)
-            outputs = [(c, "bonus") for c in picks]
-            kept_drafts = [None] * len(picks)
-            layers.append({"layer": g + 1, "bonus": True, "parents": int(valid.sum()), "kept": len(picks)})
-        l_last = len(layers)
-        p_out = None if dec.sampling.greedy else B.beam_distribution(scores, dec.sampling)
-
-        vocab = scores.shape[1]
-        flat = scores.reshape(-1)
-        new_beams, new_rows, tchains, dchains, kept_nodes = [], [], [], [], []
-        for (c, src), kd in zip(outputs, kept_drafts):
+        new_beams, new_rows, kept_nodes = [], [], []
+        chains: list[tuple[tuple[int, list[int]], tuple[int, list[int]]] | None] = []
+        for n in it.ended:                                        # finished in a passed layer
+            root, path = forest.tree[n], forest.path(n)
+            toks = [forest.tokens[m] for m in path]
+            new_beams.append(beams[root].extend(toks, ["draft"] * len(path), float(node_ll[n])))
+            new_rows.append((roots_prev[root], toks))
+            kept_nodes.append(n)
+            chains.append(None)
+        vocab = it.scores.shape[1]
+        flat = it.scores.reshape(-1)
+        for c, src, kd in it.outputs:
             r, t = B.split_candidate(c, vocab)
-            parent = par_ids[r]
+            parent = it.par_ids[r]
             root = r if parent is None else forest.tree[parent]
             path = forest.path(parent)
             toks = [forest.tokens[n] for n in path] + [t]
             new_beams.append(beams[root].extend(toks, ["draft"] * len(path) + [_KIND[src]], float(flat[c])))
             new_rows.append((roots_prev[root], toks))
-            tchains.append((troot[root] if parent is None else tnode[parent], [t]))
-            dchains.append(_draft_chain(forest, dslots[root], root, path, t))
+            chains.append(((troot[root] if parent is None else tnode[parent], [t]),
+                           _draft_chain(forest, dslots[root], root, path, t)))
             if src == "accepted" and kd is not None:
                 kept_nodes.append(forest.layers[l_last - 1][kd])
             else:
@@ -224,19 +281,20 @@ def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: 
                 step.forest.append(TreeNode(len(step.forest), parent, l_last - 1, t, dec.text(t),
                                             p=None if p_out is None else float(p_out[c]),
                                             status="resampled" if _KIND[src] == "resampled" else "bonus", root=root))
-        carried = list(range(len(new_beams)))
-        if single_beam:
-            carried = [B.best_beam([b.loglik for b in new_beams], [len(b.tokens) for b in new_beams])]
+        carried = done.set_aside(dec, new_beams)
+        if single_beam and carried:
+            carried = [carried[B.best_beam([new_beams[i].loglik for i in carried],
+                                           [len(new_beams[i].tokens) for i in carried])]]
         beams = [new_beams[i] for i in carried]
-        tslots = keep_slots(dec.target, [tchains[i] for i in carried])
-        dslots = keep_slots(dec.draft, [dchains[i] for i in carried])
-        settled = settle(dec, step, beams, settled)
-        step.target_calls = dec.target.calls - t_before
-        step.draft_calls = drafter.calls - d_before
-        step.controller = {"kind": "dsbd", "gamma": g, "drafts": width, "min_width": min_width,
+        if carried:
+            tslots = keep_slots(dec.target, [chains[i][0] for i in carried])
+            dslots = keep_slots(dec.draft, [chains[i][1] for i in carried])
+        settled = settle(dec, step, beams, done.beam, settled)
+        dec.record_calls(step, t_before, drafter.fed, d_before)
+        step.controller = {"kind": "dsbd", "gamma": len(forest.layers), "drafts": width, "min_width": min_width,
                            "threshold": threshold, "dynamic": dynamic, "single_beam": single_beam,
-                           "l_last": l_last, "levels": layers, "kept": kept_nodes,
-                           **beam_state(dec, new_rows, new_beams, carried)}
+                           "l_last": l_last, "levels": it.levels, "kept": kept_nodes,
+                           **beam_state(dec, new_rows, new_beams, carried, done)}
         step.timings = dec.timings
         roots_prev = carried
         yield step

@@ -7,9 +7,11 @@ d = 1, else the W_S nodes of layer d - 1. Per parent j the draft's next-token lo
 scores restart at 0 for the roots every iteration (the official code's choice; any proposal is exact
 as long as verification uses the exact vector drawn from). ``q_beam = T(softmax(S))`` over
 (parents x V) (``core.beams.beam_distribution``) and the W_S nodes are i.i.d. draws from it, kept in
-draw order; at T = 0 they are the draft's W_S best distinct candidates (beam search). A layer costs
-one draft call: the roots' uncached suffixes (d = 1) or the previous layer's nodes are fed under
-their parents in the draft's own cache (tree attention). Layer gamma is never fed to the draft.
+draw order; at T = 0 they are the draft's W_S best distinct candidates (beam search). A node whose
+token is EOS ends its draft beam: its row gets score -inf (no children), and drafting stops early
+when every node of a layer is EOS. A layer costs one draft call: the roots' uncached suffixes
+(d = 1) or the previous layer's nodes are fed under their parents in the draft's own cache (tree
+attention). Layer gamma is never fed to the draft.
 """
 from __future__ import annotations
 
@@ -65,8 +67,8 @@ class ForestDrafter:
         self.lm = lm
 
     @property
-    def calls(self) -> int:
-        return self.lm.calls
+    def fed(self) -> list[int]:
+        return self.lm.fed
 
     def propose(self, dec: "Decoder", slots: Sequence[Slot], gamma: int, width: int) -> DraftForest:
         forest = DraftForest()
@@ -79,14 +81,18 @@ class ForestDrafter:
                 logits, last, _ = feed(self.lm, slots)
                 forest.root_index = last
                 rows = last
+                alive = None
             else:
                 prev = forest.layers[-1]
+                alive = torch.tensor([not dec.is_eos(forest.tokens[i]) for i in prev], dtype=torch.bool)
+                if not alive.any():
+                    break
                 logits, _, nodes = feed(self.lm, [], [forest.tokens[i] for i in prev],
                                         [("cached", self._cached_parent(forest, i)) for i in prev])
                 for i, n in zip(prev, nodes):
                     forest.draft_index[i] = n
                 rows = nodes
-            scores = B.candidate_scores(scores_prev, logprobs_at(logits, start, rows))
+            scores = B.candidate_scores(scores_prev, logprobs_at(logits, start, rows), alive)
             vocab = scores.shape[1]
             if dec.sampling.greedy:
                 picks = B.beam_search_select(scores, width)
