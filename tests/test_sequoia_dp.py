@@ -1,9 +1,11 @@
 """Sequoia's DP (``core.sequoia_dp``) finds the best tree: its value equals a brute-force maximum over
 every ordered tree of up to 9 nodes (size exactly n, at most d levels, at most K children), its tree
-achieves that value, and its expected tokens match a Monte-Carlo simulation of positional acceptance."""
+achieves that value, and its expected tokens match a Monte-Carlo simulation of positional acceptance.
+Algorithm 5's printed initialisation (``literal_init=True``) gives states with no tree a value."""
 import functools
 import random
 
+import numpy as np
 import pytest
 
 from specviz.core.sequoia_dp import choose_size_depth, solve
@@ -63,6 +65,49 @@ def test_dp_equals_brute_force_up_to_9_nodes(p):
             assert len(shape) == n - 1 and shape.depth <= d - 1
             assert max((len(c) for c in shape.children.values()), default=0) <= len(p)
             assert expected_tokens(shape, list(p)) == pytest.approx(best, abs=1e-12)
+
+
+@pytest.mark.parametrize("p", VECTORS, ids=range(len(VECTORS)))
+def test_literal_init_gives_states_with_no_tree_a_value(p):
+    """T(m, l, b) (best tree of size m, <= l levels, exactly b root children) against enumeration: the
+    corrected table is exact; Algorithm 5 as printed (T[1][l][b] = not b) makes states with b >= m,
+    which no tree has, finite, and agrees exactly everywhere else (table, G and trees)."""
+    size = 8
+    fixed, literal = solve(p, size, size), solve(p, size, size, literal_init=True)
+    no_tree_valued = []
+    for m in range(1, size + 1):
+        for d in range(1, size + 1):
+            trees = all_trees(m, d, len(p))
+            for b in range(len(p) + 1):
+                best = max((value(t, p) for t in trees if len(t) == b), default=float("-inf"))
+                if best == float("-inf"):
+                    assert fixed.T[m, d, b] == best, (m, d, b)
+                    if np.isfinite(literal.T[m, d, b]):
+                        no_tree_valued.append((m, d, b))
+                else:
+                    assert fixed.T[m, d, b] == pytest.approx(best, abs=1e-12), (m, d, b)
+                    assert literal.T[m, d, b] == fixed.T[m, d, b], (m, d, b)
+    assert all(b >= m for m, d, b in no_tree_valued)
+    assert all(literal.T[1, d, b] == 0.0 for d in range(1, size + 1) for b in range(1, len(p) + 1))
+    if len(p) >= 2:  # "a 2-node tree with 2 root children", worth p_2
+        assert literal.T[2, 2, 2] == p[1] and (2, 2, 2) in no_tree_valued
+    assert np.array_equal(literal.Tmax, fixed.Tmax)
+    assert all(literal.tree(n, d) == fixed.tree(n, d)
+               for n in range(1, size + 1) for d in range(1, size + 1) if fixed.feasible(n, d))
+
+
+def test_literal_init_rebuilds_a_tree_over_the_size_budget_on_a_tie():
+    """p = (0, 1): the best 4-node, 3-level tree is worth 2. As printed, Algorithm 5 values "root with an
+    empty first slot and a 3-node second child" (T[1][3][1] = 0 plus 1 * G(3, 2) = 2) the same, the
+    stored split takes it, and the rebuilt tree has 5 nodes, worth 3, more than any 4-node tree."""
+    p = (0.0, 1.0)
+    fixed, literal = solve(p, 4, 3), solve(p, 4, 3, literal_init=True)
+    assert fixed.value(4, 3) == literal.value(4, 3) == brute_force(p, 4, 3) == 2.0
+    assert literal.T[1, 3, 1] + p[1] * literal.value(3, 2) == literal.T[4, 3, 2] == 2.0
+    assert fixed.Y[4, 3, 2] == 2 and literal.Y[4, 3, 2] == 1
+    assert fixed.tree(4, 3) == [-1, 0, 0, 2] and expected_tokens(fixed.shape(4, 3), list(p)) == 2.0
+    assert literal.tree(4, 3) == [-1, 0, 0, 2, 2]
+    assert expected_tokens(literal.shape(4, 3), list(p)) == 3.0 > brute_force(p, 4, 3)
 
 
 def simulate(shape: TreeShape, p, runs: int, seed: int = 0) -> float:

@@ -7,10 +7,11 @@ child is the accepted one), so sum p_k <= 1 (Def. 3.2).
 
 ``solve`` fills T[m][l][b] = best expected tokens of a tree of size exactly m, at most l levels, b root
 children (paper App. C.2.2, Algorithm 5 with infeasible states at -inf instead of the printed ``not
-b``), vectorised over l, O(M^2 L K). ``G(n, d) = max_b T[n][d][b]``; the tree is rebuilt
-from the stored splits breadth first. ``choose_size_depth`` maximises
-``Speedup(n, d) = G(n, d) / (t(n) + (d - 1) c)`` (paper Eq. 1) over measured verify times; we charge
-d - 1 draft calls because that is what the engine makes for a d-level tree (the paper writes d c).
+b``; ``literal_init=True`` keeps the printed form), vectorised over l, O(M^2 L K).
+``G(n, d) = max_b T[n][d][b]``; the tree is rebuilt from the stored splits breadth first.
+``choose_size_depth`` maximises ``Speedup(n, d) = G(n, d) / (t(n) + (d - 1) c)`` (paper Eq. 1) over
+measured verify times; we charge d - 1 draft calls because that is what the engine makes for a
+d-level tree (the paper writes d c).
 """
 from __future__ import annotations
 
@@ -83,8 +84,15 @@ class SequoiaDP:
         return out[::-1]
 
 
-def solve(acceptance: list[float] | tuple[float, ...], max_size: int, max_depth: int) -> SequoiaDP:
-    """Run the bounded-depth DP (Algorithm 5, corrected) for all sizes <= max_size, depths <= max_depth."""
+def solve(acceptance: list[float] | tuple[float, ...], max_size: int, max_depth: int,
+          literal_init: bool = False) -> SequoiaDP:
+    """Run the bounded-depth DP (Algorithm 5, corrected) for all sizes <= max_size, depths <= max_depth.
+
+    ``literal_init=True``: Algorithm 5 as printed (WRONG; for comparison): line 7 sets the infeasible
+    T[1][l][b >= 1] to ``not b`` = 0 instead of -inf and line 13 runs b up to K, so states with b >= m
+    root children get finite values, and where such a state ties the optimum the stored split picks
+    it and ``tree`` rebuilds a tree larger than n. The 0 * -inf guard for p_b = 0 is kept in both forms.
+    """
     p = np.asarray([0.0] + [float(x) for x in acceptance], dtype=np.float64)
     if np.any(p < 0) or p.sum() > 1 + 1e-9:
         raise ValueError("the acceptance vector holds joint probabilities: each >= 0, summing to <= 1")
@@ -94,13 +102,15 @@ def solve(acceptance: list[float] | tuple[float, ...], max_size: int, max_depth:
     Tmax = np.full((M + 1, L + 1), NEG)
     Targ = np.zeros((M + 1, L + 1), dtype=np.int64)
     T[1, 1:, 0] = 1.0
+    if literal_init:
+        T[1, 1:, 1:] = 0.0  # not b for b >= 1: a one-node tree "with b root children", worth 0
     Tmax[1, 1:] = 1.0
     for m in range(2, M + 1):
         if L < 2 or K < 1:
             break
         below = Tmax[m - 1, 1:L]  # best subtree of size m - 1, depth <= l - 1, for l = 2..L
         T[m, 2:, 1] = np.where(np.isfinite(below), 1.0 + p[1] * np.where(np.isfinite(below), below, 0.0), NEG)
-        for b in range(2, min(K, m - 1) + 1):
+        for b in range(2, (K if literal_init else min(K, m - 1)) + 1):  # b >= m is infeasible
             left = T[1:m, 2:, b - 1]              # y = 1..m-1: the first b - 1 branches, size y
             right = Tmax[m - 1:0:-1, 1:L]          # last branch: size m - y, depth <= l - 1
             ok = np.isfinite(left) & np.isfinite(right)
