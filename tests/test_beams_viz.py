@@ -7,6 +7,7 @@ from tiny import tiny_pair
 
 import specviz
 from specviz.viz import beams as V
+from test_viz_controller import cut_title_lines, legend_problems
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +50,33 @@ def test_forest_has_one_tree_per_beam_and_marks_kept(dsbd_trace):
     kept = next(t for t in fig.data if t.name == "kept beams")
     assert len(kept.x) == len(step.controller["kept"])
     # every drafted node is drawn in its beam's colour
-    colours = {t.marker.color for t in fig.data if t.mode == "markers+text" and t.showlegend is False}
+    colours = {t.marker.color for t in fig.data if t.mode == "markers+text" and t.meta != "beam"}
     assert len(colours) == len({n.root for n in step.forest})
+    # each beam named beside its square, not in the legend: it keeps one row however many beams
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["kept beams"]
+    assert all(t.text[0] == t.name for t in fig.data if t.meta == "beam")
+
+
+@pytest.mark.parametrize("algo", ["dsbd", "beam"])
+def test_beam_figures_titles_and_legends_fit_the_narrowest_column(dsbd_trace, beam_trace, algo):
+    """The forest's and the widths' titles, subtitles and legends: whole, and the legend under the
+    title, at every step, in a column at phone width (and so at two columns and one)."""
+    trace = dsbd_trace if algo == "dsbd" else beam_trace
+    for k in range(len(trace.steps)):
+        for fig in (V.step_forest_figure(trace, k), V.width_figure(trace, k)):
+            assert cut_title_lines(fig) == [] and legend_problems(fig) == [], (k, fig.layout.title.text)
+        assert V.step_forest_figure(trace, k).layout.title.text == f"Beam forest · step {k + 1}"
+
+
+def test_the_width_chosen_for_each_layer_is_under_the_title(dsbd_trace):
+    j = next(i for i, s in enumerate(dsbd_trace.steps) if "p_accept" in s.controller["levels"][0])
+    fig = V.width_figure(dsbd_trace, j)
+    assert fig.layout.title.text == f"Beam widths · step {j + 1}"
+    levels = [lv for lv in dsbd_trace.steps[j].controller["levels"] if "p_accept" in lv]
+    sub = fig.layout.title.subtitle.text.replace("<br>", " · ")
+    assert sub == " · ".join(f"L{lv['layer']}: W_L = {lv['width']}" for lv in levels)
+    assert [t.name for t in fig.data if t.showlegend is not False] == [
+        n for lv in levels for n in (f"L{lv['layer']} P(m = k)", f"L{lv['layer']} P(m ≥ K)")]
 
 
 def test_width_view_shows_widths_law_and_threshold(dsbd_trace):
@@ -89,8 +115,7 @@ def test_app_column_shows_the_beam_panels(dsbd_trace):
     k = next(s.index for s in dsbd_trace.steps if len({n.root for n in s.forest}) > 1)
     view = slot_view(col, 0, k)
     assert view.tree.layout.title.text.startswith("Beam forest")
-    roots = [t for t in view.tree.data if t.name and t.name.startswith("beam ") and t.mode == "markers+text"
-             and t.showlegend is not False]
+    roots = [t for t in view.tree.data if t.meta == "beam"]
     assert len(roots) == len(dsbd_trace.steps[k - 1].controller["carried"]) > 1
     assert view.controller.layout.title.text.startswith("Beam widths") and "<table" in view.beams
     assert view.narrative is None     # the tree-walk narrative does not describe beam layers
@@ -103,3 +128,14 @@ def test_app_column_of_other_algorithms_has_no_beam_panel(pair):
     trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=6)
     view = slot_view(Column(label="sd", algorithm="sd", trace=trace, done=True), 0, 0)
     assert view.beams is None and not view.tree.layout.title.text.startswith("Beam forest")
+
+
+def test_the_heat_map_writes_a_width_only_in_cells_wide_enough(dsbd_trace, beam_trace):
+    """Up to CELL_TEXT_STEPS steps each cell says its width; more, and the cells of a narrow column are
+    too narrow for them (the numbers ran together), so the hover says it."""
+    shown = {}
+    for trace in (dsbd_trace, beam_trace):
+        heat = V.width_figure(trace, 0).data[0]
+        shown[len(trace.steps) <= V.CELL_TEXT_STEPS] = heat.texttemplate
+        assert "kept width %{z}" in heat.hovertemplate
+    assert shown == {True: "%{z}", False: None}

@@ -1,11 +1,13 @@
 """End to end: a ``dsbd`` run in the app (``python app.py`` driven by chromium, as in
 ``test_e2e_app.py``) shows a beam forest with more than one root, the beam-width view and the
-beams' texts. Skipped without chromium (failed under CI / SPECVIZ_REQUIRE_E2E)."""
+beams' texts; the forest and the widths show their whole title and legend, clear of each other, in
+one column, in two (``beam`` next to ``dsbd``) and at phone width. Skipped without chromium (failed
+under CI / SPECVIZ_REQUIRE_E2E)."""
 from __future__ import annotations
 
 import pytest
 from test_e2e_app import (ARTIFACTS, app_server, browser, choose, open_page, set_number,  # noqa: F401
-                          wait_plot_title, wait_status)
+                          to_phone_width, unreadable, wait_plot_title, wait_status)
 
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +40,38 @@ def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):  # noqa: F8
     assert roots > 1, "no step of the dsbd run had a forest of several beams"
     wait_plot_title(page, "sv-ctrl-0", f"Beam widths · step {k}")
     assert page.locator("#sv-beams-0 table tr").count() >= 2
+    assert unreadable(page, "sv-tree-0", "sv-ctrl-0") == {}  # one column
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "e2e-dsbd.png"), full_page=True)
+    # two columns, beam next to dsbd, on the same step: each forest and widths figure half as wide
+    choose(page, ["beam", "dsbd"])
+    set_number(page, "sv-pace", 0)
+    page.click("#sv-run")
+    page.wait_for_function("""() => [0, 1].every(i => / tokens in \\d+ calls/.test(
+                                  (document.querySelector('#sv-head-' + i) || {}).innerText || ''))""",
+                           timeout=180_000)  # both columns finished (the first run had one)
+    wait_status(page, "Done")
+    for step in (1, k):  # the box still holds k from the first run: 1 first, so that k is a change
+        box.fill(str(step))
+        box.press("Enter")
+        wait_plot_title(page, "sv-ctrl-0", f"Beam widths · step {step}", exact=True)
+    figs = [f"sv-{name}-{i}" for i in range(2) for name in ("tree", "ctrl")]
+    heads = [page.inner_text(f"#sv-head-{i}").splitlines() for i in range(2)]
+    dsbd = next((i for i in range(2) if "dsbd" in heads[i]), None)
+    assert dsbd is not None, heads
+    wait_plot_title(page, f"sv-tree-{dsbd}", f"Beam forest · step {k}", exact=True)
+    wait_plot_title(page, f"sv-ctrl-{dsbd}", f"Beam widths · step {k}", exact=True)
+    wait_plot_title(page, f"sv-ctrl-{1 - dsbd}", "Beam widths · step ")
+    assert page.locator("#sv-tree-1").bounding_box()["width"] < 800
+    for name in ("tree", "ctrl"):
+        page.locator(f"#sv-{name}-{dsbd}").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"e2e-dsbd-two-columns-{name}.png"))
+    assert unreadable(page, *figs) == {}
+    # phone width: the columns stacked, the figures narrower still
+    to_phone_width(page, *figs)
+    for name in ("tree", "ctrl"):
+        page.locator(f"#sv-{name}-{dsbd}").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"e2e-dsbd-phone-{name}.png"))
+    assert unreadable(page, *figs) == {}
     assert not page.errors, page.errors
     page.close()

@@ -113,11 +113,11 @@ def plot_info(page, elem_id: str) -> dict:
                            metas: el.data.map(t => t.meta || null)}; }""", elem_id)
 
 
-# Text and plot boxes of a Plotly figure that must not cover one another: annotations (panel titles),
-# legends, axis titles, x tick labels and plot areas, as the browser laid them out
+# Text and plot boxes of a Plotly figure that must not cover one another: the title with its subtitle,
+# annotations (panel titles), legends, axis titles, x tick labels and plot areas, as the browser laid them out
 OVERLAPS_JS = """id => {
   const el = document.querySelector('#' + id + ' .js-plotly-plot');
-  const sel = ['g.annotation', '.infolayer > g[class^=legend]', 'g[class^=g-x][class$=title]',
+  const sel = ['g.g-gtitle', 'g.annotation', '.infolayer > g[class^=legend]', 'g[class^=g-x][class$=title]',
                'g[class^=g-y][class$=title]', '.xaxislayer-above', '.nsewdrag'];
   const items = [];
   for (const s of sel) el.querySelectorAll(s).forEach((e, i) => {
@@ -138,12 +138,90 @@ def plot_overlaps(page, elem_id: str) -> list[str]:
     return page.evaluate(OVERLAPS_JS, elem_id)
 
 
-def wait_plot_title(page, elem_id: str, prefix: str) -> None:
+# Text of a Plotly figure that is cut off or covered, as the browser laid it out: a title or subtitle
+# line or an annotation (a message figure's text) reaching past the figure's edges, a point's label
+# past its plot area where the plot clips it (or past the figure), a legend entry's text past its
+# legend's box (clipped there) or running into another entry
+CLIPPED_JS = """id => {
+  const el = document.querySelector('#' + id + ' .js-plotly-plot');
+  const fig = el.querySelector('svg.main-svg').getBoundingClientRect();
+  const within = (r, q) => r.left >= q.left - 1 && r.right <= q.right + 1 &&
+                           r.top >= q.top - 1 && r.bottom <= q.bottom + 1;
+  const cross = (r, q) => Math.min(r.right, q.right) - Math.max(r.left, q.left) > 1 &&
+                          Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top) > 1;
+  const out = [];
+  el.querySelectorAll('.g-gtitle text').forEach(t => {
+    if (!within(t.getBoundingClientRect(), fig)) out.push('title: ' + t.textContent);
+  });
+  el.querySelectorAll('g.annotation text').forEach(t => {
+    if (!within(t.getBoundingClientRect(), fig)) out.push('annotation: ' + t.textContent);
+  });
+  const areas = [...el.querySelectorAll('.nsewdrag')].map(d => d.getBoundingClientRect());
+  el.querySelectorAll('.textpoint text').forEach(t => {
+    const r = t.getBoundingClientRect();
+    if (!r.width) return;
+    let clipped = false;  // a clip-path above it: the plot area cuts it off (cliponaxis)
+    for (let a = t.parentElement; a && a !== el; a = a.parentElement) clipped = clipped || a.hasAttribute('clip-path');
+    const cx = (r.left + r.right) / 2, cy = (r.top + r.bottom) / 2;
+    const area = areas.find(q => cx >= q.left && cx <= q.right && cy >= q.top && cy <= q.bottom);
+    if (!within(r, fig) || (clipped && area && !within(r, area))) out.push('point label cut off: ' + t.textContent);
+  });
+  el.querySelectorAll('.infolayer > g[class^=legend]').forEach(lg => {
+    const box = lg.querySelector('.bg').getBoundingClientRect();
+    const entries = [...lg.querySelectorAll('.traces')].map(e => ({
+      name: e.textContent, box: e.getBoundingClientRect(),
+      text: e.querySelector('.legendtext').getBoundingClientRect()}));
+    for (const a of entries) {
+      if (!within(a.text, box) || !within(a.text, fig)) out.push('legend entry cut off: ' + a.name);
+      for (const b of entries) if (a !== b && cross(a.text, b.box)) out.push(a.name + ' runs into ' + b.name);
+    }
+  });
+  return out; }"""
+
+
+def plot_clipped(page, elem_id: str) -> list[str]:
+    """A figure's title lines and legend entries that are cut off or run into another on screen."""
+    return page.evaluate(CLIPPED_JS, elem_id)
+
+
+def unreadable(page, *elem_ids: str) -> dict[str, list[str]]:
+    """The figures among ``elem_ids`` with text cut off or running into other text (``plot_clipped``)
+    or titles, legends, axis labels and plot areas that overlap (``plot_overlaps``), with what. A figure
+    that just got new data or a new width is redrawn by plotly over the next frames: what it shows
+    while being redrawn is not what a person reads, so this waits for every figure to be clear and
+    then reports what is left. The wait is long (60 s) because a loaded machine redraws slowly: on a
+    page that is right it returns as soon as plotly is done; only a wrong page waits it out."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(f"ids => ids.every(id => ({CLIPPED_JS})(id).length + ({OVERLAPS_JS})(id).length === 0)",
+                               arg=list(elem_ids), timeout=60_000)
+    except PlaywrightTimeout:
+        pass  # reported below, with what is wrong
+    found = {i: plot_clipped(page, i) + plot_overlaps(page, i) for i in elem_ids}
+    return {i: problems for i, problems in found.items() if problems}
+
+
+def to_phone_width(page, *elem_ids: str) -> None:
+    """The page at a phone's 400 px: the sidebar slid away, the columns stacked; waits until the
+    figures ``elem_ids`` are drawn at the narrower width."""
+    page.set_viewport_size({"width": 400, "height": 850})
+    if page.locator("#sv-sidebar.open").count():
+        page.click("#sv-sidebar.open .toggle-button")
+    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right <= 1",
+                           timeout=15_000)
+    page.wait_for_function("""ids => ids.every(id => {
+        const svg = document.querySelector('#' + id + ' svg.main-svg');
+        return svg && svg.getBoundingClientRect().width < 380; })""", arg=list(elem_ids), timeout=15_000)
+
+
+def wait_plot_title(page, elem_id: str, prefix: str, exact: bool = False) -> None:
+    """Wait until the figure's title starts with ``prefix`` (is ``prefix`` if ``exact``)."""
     page.wait_for_function(
-        """([id, prefix]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
-                              return !!(el && el.layout && el.layout.title &&
-                                        (el.layout.title.text || '').startsWith(prefix)); }""",
-        arg=[elem_id, prefix], timeout=30_000)
+        """([id, prefix, exact]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
+                                     const text = (el && el.layout && el.layout.title && el.layout.title.text) || '';
+                                     return exact ? text === prefix : text.startsWith(prefix); }""",
+        arg=[elem_id, prefix, exact], timeout=30_000)
 
 
 def test_app_in_a_browser(app_server, browser, tmp_path):
@@ -169,6 +247,7 @@ def test_clicking_a_tree_node_opens_its_distribution(app_server, browser):
     page.click("#sv-run")
     wait_status(page, "Done")
     wait_plot_title(page, "sv-tree-0", "step ")
+    assert unreadable(page, "sv-tree-0") == {}  # one column: title, subtitle and legend whole and apart
     page.locator("#sv-tree-0").scroll_into_view_if_needed()  # the mouse only reaches what is on screen
     # a drafted node's marker, clicked as a person would (plotly finds the point under the mouse)
     box = page.evaluate("""() => {
@@ -231,7 +310,7 @@ def wait_status(page, text, timeout=180_000):
 def tree_step(page, i):
     """The step number in column i's tree title, or None."""
     title = (plot_info(page, f"sv-tree-{i}") or {}).get("title", "")
-    m = re.match(r"step (\d+) ", title)
+    m = re.fullmatch(r"step (\d+)", title)
     return int(m.group(1)) if m else None
 
 
@@ -255,6 +334,7 @@ def side_by_side(url, browser):
         head = page.inner_text(f"#sv-head-{i}")
         assert re.search(rf"step {tree_step(page, i)}\b", head), (head, tree_step(page, i))
     assert not page.locator("#sv-col-2").is_visible()
+    assert unreadable(page, "sv-tree-0", "sv-tree-1") == {}  # two columns: each tree's title and legend whole
     rows = page.locator("#sv-table table.sv-table tbody tr")
     assert rows.count() == 2
     table = page.inner_text("#sv-table")
@@ -269,7 +349,7 @@ def side_by_side(url, browser):
     box.fill("1")
     box.press("Enter")
     page.wait_for_function("document.querySelector('#sv-head-1').innerText.includes('step 1/')", timeout=30_000)
-    wait_plot_title(page, "sv-tree-1", "step 1 ")
+    wait_plot_title(page, "sv-tree-1", "step 1", exact=True)
     assert "step 1 of" in page.inner_text("#sv-step-label")
     # moved in the browser: the comparison markers and the highlighted step of each text
     page.wait_for_function("""() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
@@ -288,6 +368,11 @@ def side_by_side(url, browser):
     page.wait_for_function("document.querySelector('#sv-measure').innerText.includes('measured ')",
                            timeout=180_000)
     assert page.locator("#sv-measure table.sv-table tbody tr").count() == 2
+    # phone width: the trees stacked, narrower still, their titles and legends still whole and apart
+    to_phone_width(page, "sv-tree-0", "sv-tree-1")
+    assert unreadable(page, "sv-tree-0", "sv-tree-1") == {}
+    page.locator("#sv-tree-1").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "e2e-tree-phone.png"))
     assert not page.errors, page.errors
     page.close()
 
@@ -350,7 +435,7 @@ def paced_live_run_and_stop(url, browser):
         shown, calls = re.search(r"step (\d+)", head), re.search(r"in (\d+) calls", head)
         assert shown and calls and shown.group(1) == calls.group(1) and "(stopped)" in head, head
         page.wait_for_function("([i, k]) => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');"
-                               " return !!(el && el.layout && (el.layout.title.text || '').startsWith('step ' + k + ' ')); }",
+                               " return !!(el && el.layout && el.layout.title.text === 'step ' + k); }",
                                arg=[i, shown.group(1)], timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "e2e-stopped.png"), full_page=True)
     assert not page.errors, page.errors
@@ -405,10 +490,28 @@ def replay(url, browser, target, draft, tmp_path):
     page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)
     page.set_input_files("#sv-upload input[type=file]", str(good))
     page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Replaying 1')", timeout=30_000)
-    wait_plot_title(page, "sv-tree-0", "step 1 ")
+    wait_plot_title(page, "sv-tree-0", "step 1", exact=True)
     assert "sd" in page.inner_text("#sv-head-0")
     assert page.locator("#sv-seed input[type=number]").input_value() == "1"  # the settings the trace used
     page.screenshot(path=str(ARTIFACTS / "e2e-replay.png"), full_page=True)
+    # a controller kind with no view and nothing to plot: the generic view says the state in words, on
+    # lines that one column and a phone's column show whole (a message sits on its empty plot area:
+    # plot_clipped, not plot_overlaps)
+    trace = specviz.RunTrace.from_json(good.read_text())
+    for i, s in enumerate(trace.steps):
+        s.controller = {"kind": "notes", "step": f"step {i + 1}", "note": " ".join(["a note the controller left"] * 8)}
+    notes = tmp_path / "notes-trace.json"
+    notes.write_text(trace.to_json())
+    page.reload()
+    page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)
+    page.set_input_files("#sv-upload input[type=file]", str(notes))
+    wait_plot_title(page, "sv-ctrl-0", "Controller: notes", exact=True)
+    assert plot_clipped(page, "sv-ctrl-0") == []
+    to_phone_width(page, "sv-ctrl-0")
+    page.locator("#sv-ctrl-0").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "e2e-generic-phone.png"))
+    assert plot_clipped(page, "sv-ctrl-0") == []
+    assert not page.errors, page.errors
     page.close()
 
 

@@ -14,11 +14,10 @@ def test_the_bundled_preset_brings_its_head_and_the_panel_follows_the_step():
     trace = specviz.decode(pair, "eesd", "def add(a, b):\n", max_new_tokens=24, temperature=0.8, seed=0)
     col = Column(label="eesd", algorithm="eesd", trace=trace, done=True)
     views = [render.slot_view(col, 0, k) for k in (1, 2)]
-    titles = [v.controller.layout.title.text for v in views]
-    assert all(t.startswith("Thompson sampling · round") for t in titles) and titles[0] != titles[1]
     for k, v in zip((1, 2), views):
         st = trace.steps[k].controller
-        assert f"round {k + 1} · Beta(α={st['alpha']:.1f}, β={st['beta']:.1f})" in v.controller.layout.title.text
+        assert v.controller.layout.title.text == f"Thompson sampling · round {k + 1}"
+        assert f"Beta(α={st['alpha']:.1f}, β={st['beta']:.1f})" in v.controller.layout.title.subtitle.text
 
 
 def test_a_thompson_column_also_shows_drafted_vs_accepted():

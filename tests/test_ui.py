@@ -87,7 +87,7 @@ def value(v):
 
 
 def tree_step(fig) -> int:
-    """The 1-based step a tree figure shows (its title starts "step k ")."""
+    """The 1-based step a tree figure shows (its title is "step k")."""
     return int(fig.layout.title.text.split()[1])
 
 

@@ -10,8 +10,9 @@ import pytest
 import specviz
 from specviz import viz
 from specviz.trace import RunTrace, StepRecord, TreeNode
-from specviz.viz.style import PATH_COLOR
-from specviz.viz.tree import CONTEXT_ID
+from specviz.viz.style import MESSAGE_CHARS, PATH_COLOR
+from specviz.viz.tree import CONTEXT_ID, LEGEND_NAMES
+from test_viz_controller import NARROWEST_PX, cut_title_lines, legend_problems
 from tiny import tiny_pair
 
 TREE_ALGOS = [a for a in ("mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS]
@@ -68,7 +69,12 @@ def test_tree_nodes_and_statuses_match_the_trace(traces):
             assert shown == {n.id: n.status for n in step.forest}, (algo, step.index)
             for status, t in by_status.items():  # colours and legend follow the status
                 assert t.marker.color == viz.STATUS_COLORS[status]
-                assert t.name.startswith(viz.STATUS_LABELS[status])
+                assert t.name == f"{LEGEND_NAMES[status]} ({len(t.customdata)})"
+            # the step on the title line, its numbers under it, the legend under them: whole and clear
+            # of each other in the narrowest column
+            assert fig.layout.title.text == f"step {step.index + 1}", (algo, step.index)
+            assert f"drafted {step.n_drafted} · accepted {step.n_accepted}" in fig.layout.title.subtitle.text
+            assert cut_title_lines(fig) == [] and legend_problems(fig) == [], (algo, step.index)
 
 
 def test_accepted_path_is_highlighted(traces):
@@ -231,6 +237,7 @@ def test_controller_view_is_chosen_by_kind(traces, kind):
     for step in (0, len(trace.steps) - 1, 10_000):
         fig = validated(viz.controller_figure(trace, step))
         assert TITLES[kind] in fig.layout.title.text
+        assert cut_title_lines(fig) == [], kind
         assert fig.data
     assert viz.controller_figure(traces[("sd", 1.0)], 0) is None  # no controller state, no view
 
@@ -239,6 +246,26 @@ def test_controller_view_falls_back_on_unexpected_state(traces):
     trace = _with_controller(traces[("sd", 1.0)], lambda i: {"kind": "beta_ts", "alpha": "oops", "n": i})
     fig = validated(viz.controller_figure(trace, 1))
     assert "Controller state: beta_ts" in fig.layout.title.text
+
+
+def test_a_state_with_nothing_to_plot_is_said_on_lines_that_fit_the_narrowest_column(traces):
+    """The generic view of a state with no numbers shows it as text: on lines a column at phone width
+    shows whole (a line centred on the plot, 13 px, about 7.2 px a character), the first 200
+    characters of it, the rest cut with "…"; a value with HTML in it is shown as text."""
+    words = " ".join(f"word{i}" for i in range(60))
+    trace = _with_controller(traces[("sd", 1.0)], lambda i: {"kind": "chatty", "note": words, "tag": "<b>x</b>",
+                                                             "path": "/a/very/long/path/with/no/spaces/in/it/at/all"})
+    fig = validated(viz.controller_figure(trace, 1))
+    text = fig.layout.annotations[0].text
+    lines = text.split("<br>")
+    assert len(lines) > 1
+    lay = fig.layout
+    centre = lay.margin.l + (NARROWEST_PX - lay.margin.l - lay.margin.r) / 2
+    assert all(7.2 * len(re.sub("&[a-z]+;", "x", line)) <= 2 * min(centre, NARROWEST_PX - centre) for line in lines)
+    assert all(len(line) <= MESSAGE_CHARS for line in lines)
+    flat = " ".join(lines)
+    assert flat.startswith("controller chatty: note=word0 word1") and flat.endswith("…")
+    assert "<b>" not in text and lay.height >= 100 + 18 * len(lines)
 
 
 def test_register_view_adds_a_view(traces):

@@ -27,9 +27,12 @@ import plotly.graph_objects as go
 
 from specviz.trace import RunTrace, StepRecord, TreeNode
 from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, axis, base_layout, figure, fmt,
-                               message_figure, series_color, visible_text)
+                               message_figure, series_color, title_lines, titled, visible_text)
 
 BEAM_KINDS = ("beam", "dsbd")
+# the widths heat map writes each cell's width in it up to this many steps (at phone width a cell is
+# then about 10 px wide); beyond, the hover says it
+CELL_TEXT_STEPS = 10
 
 
 def _state(step: StepRecord | None) -> dict[str, Any]:
@@ -45,7 +48,8 @@ def is_beam_trace(trace: RunTrace | None) -> bool:
 
 def beam_rows(trace: RunTrace, step: int) -> list[dict[str, Any]]:
     """The beams after step ``step``: ``text`` and ``tokens`` (generated so far), ``loglik``, ``mean_logprob`` (per
-    token), ``best`` and ``carried`` flags, ``parent`` (index in the previous step's beams)."""
+    token of that beam: a beam that finished early at EOS is shorter), ``best``, ``carried`` and
+    ``finished`` flags, ``parent`` (index in the previous step's beams)."""
     texts: list[str] = [""]
     toks: list[list[int]] = [[]]
     rows: list[dict[str, Any]] = []
@@ -58,8 +62,9 @@ def beam_rows(trace: RunTrace, step: int) -> list[dict[str, Any]]:
         length = max(int(st.get("length", 1)), 1)
         carried = set(st.get("carried", range(len(beams))))
         rows = [{"index": i, "parent": b["parent"], "text": t, "tokens": ids, "new": b["text"],
-                 "loglik": b["loglik"], "mean_logprob": b["loglik"] / length, "best": i == st.get("best"),
-                 "carried": i in carried} for i, (b, t, ids) in enumerate(zip(beams, texts, toks))]
+                 "loglik": b["loglik"], "mean_logprob": b["loglik"] / max(int(b.get("length", length)), 1),
+                 "best": i == st.get("best"), "carried": i in carried, "finished": bool(b.get("finished"))}
+                for i, (b, t, ids) in enumerate(zip(beams, texts, toks))]
     return rows
 
 
@@ -71,7 +76,8 @@ def beams_html(trace: RunTrace | None, step: int) -> str:
     body = []
     for r in sorted(beam_rows(trace, step), key=lambda r: -r["loglik"]):
         old = html.escape(r["text"][: len(r["text"]) - len(r["new"])])
-        flags = " ".join(f for f, on in (("best", r["best"]), ("carried", r["carried"])) if on)
+        flags = " ".join(f for f, on in (("best", r["best"]), ("carried", r["carried"]), ("finished (EOS)", r["finished"]))
+                         if on)
         body.append(
             f"<tr><td><span style='display:inline-block;width:10px;height:10px;border-radius:5px;"
             f"background:{series_color(r['index'] + 1)}'></span> {r['index']}</td>"
@@ -119,7 +125,8 @@ def forest_layout(forest: list[TreeNode], n_beams: int) -> tuple[dict[int, tuple
 
 def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, height: int | None = None) -> go.Figure:
     """The forest of a ``beam``/``dsbd`` step (see module docstring). ``beam_texts``: the input
-    beams' texts (hover), e.g. from ``beam_rows`` of the previous step."""
+    beams' texts (hover), e.g. from ``beam_rows`` of the previous step; ``height``: pixels under the
+    title and legend (by default from the number of rows)."""
     if step is None or not step.forest:
         return message_figure("No forest at this step.")
     st = _state(step)
@@ -138,8 +145,11 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
                  "line": {"color": EDGE_COLOR, "width": 1.2}})
     for b, y in enumerate(beam_y):
         text = beam_texts[b] if beam_texts and b < len(beam_texts) else ""
+        # named beside its square (and coloured as in the beams table): no legend entry, so the legend
+        # keeps one row however many beams there are
         data.append({"type": "scatter", "mode": "markers+text", "x": [0.0], "y": [y], "name": f"beam {b}",
-                     "text": [f"beam {b}"], "textposition": "middle left",
+                     "showlegend": False, "meta": "beam", "text": [f"beam {b}"], "textposition": "middle left",
+                     "cliponaxis": False,  # the label may reach into the left margin in a narrow column
                      "hovertext": [html.escape(visible_text(text[-60:], 60)) or f"beam {b}"], "hoverinfo": "text",
                      "marker": {"size": 14, "symbol": "square", "color": series_color(b + 1)}})
     for b in sorted({n.root for n in step.forest}):
@@ -160,9 +170,11 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
                      "x": [pos[n.id][0] + 0.18 for n in marks], "y": [pos[n.id][1] for n in marks],
                      "hoverinfo": "skip", "marker": {"symbol": "star", "size": 11, "color": CURRENT_COLOR}})
     rows = len({y for _, y in pos.values()}) + len(beam_y)
-    layout = base_layout(f"Beam forest · step {step.index + 1}", height=height or int(min(max(120 + 26 * rows, 240), 860)))
+    title = f"Beam forest · step {step.index + 1}"
+    layout = base_layout(title)
     layout["xaxis"] = axis("layer", dtick=1, range=[-0.9, max(x for x, _ in pos.values()) + 0.6], zeroline=False)
     layout["yaxis"] = axis(None, visible=False)
+    titled(layout, title_lines(title, []), data, height or int(min(max(76 + 26 * rows, 196), 816)))
     return figure(data, layout)
 
 
@@ -192,9 +204,10 @@ def width_matrix(trace: RunTrace) -> list[list[float | None]]:
     return [[c[i] if i < len(c) else None for c in cols] for i in range(depth)]
 
 
-def width_figure(trace: RunTrace | None, step: int, height: int = 320) -> go.Figure:
+def width_figure(trace: RunTrace | None, step: int, height: int = 246) -> go.Figure:
     """Heat map of widths per layer per step, and the P(m accepted) bars with the threshold line for
-    the selected step (see module docstring)."""
+    the selected step (see module docstring); the width W_L chosen for each layer is under the title.
+    ``height``: pixels under the title and legend."""
     if not is_beam_trace(trace):
         return message_figure("No beam widths: this run is not a beam algorithm.", height=height)
     step = max(0, min(step, len(trace.steps) - 1))
@@ -203,35 +216,43 @@ def width_figure(trace: RunTrace | None, step: int, height: int = 320) -> go.Fig
     data: list[dict[str, Any]] = [{
         "type": "heatmap", "z": z, "x": steps, "y": [f"L{i + 1}" for i in range(len(z))], "colorscale": "Blues", "reversescale": True,
         "showscale": False, "hovertemplate": "step %{x} · layer %{y}<br>kept width %{z}<extra></extra>",
-        "texttemplate": "%{z}", "name": "kept width"}]
+        "name": "kept width", "showlegend": False}]
+    if len(steps) <= CELL_TEXT_STEPS:  # more cells than that: too narrow for their numbers in a narrow column
+        data[0].update(texttemplate="%{z}", textfont={"size": 10})
     levels = [lv for lv in (_state(trace.steps[step]).get("levels") or []) if "p_accept" in lv]
     threshold = None
+    # legend names short enough for two a row at phone width; the chosen width on the lines under the title
     for i, lv in enumerate(levels):
         color = series_color(i + 1)
         ks = list(range(len(lv["p_accept"])))
-        data.append({"type": "bar", "x": ks, "y": lv["p_accept"], "name": f"L{lv['layer']}: P(m = k)",
+        data.append({"type": "bar", "x": ks, "y": lv["p_accept"], "name": f"L{lv['layer']} P(m = k)",
                      "xaxis": "x2", "yaxis": "y2", "marker": {"color": color, "opacity": 0.55}})
         data.append({"type": "scatter", "mode": "lines+markers", "x": ks, "y": lv.get("survival", []),
-                     "name": f"L{lv['layer']}: P(m ≥ K), W_L = {lv['width']}", "xaxis": "x2", "yaxis": "y2",
+                     "name": f"L{lv['layer']} P(m ≥ K)", "xaxis": "x2", "yaxis": "y2",
+                     "hovertemplate": f"P(m ≥ %{{x}}) = %{{y:.3f}}<extra>L{lv['layer']}: W_L = {lv['width']}</extra>",
                      "line": {"color": color, "shape": "hv", "width": 1.5}, "marker": {"size": 6}})
         threshold = lv.get("threshold", threshold)
-    layout = base_layout(f"Beam widths · step {step + 1}", height=height, barmode="group")
-    layout["xaxis"] = axis("step", domain=[0, 0.48])
+    title = f"Beam widths · step {step + 1}"
+    layout = base_layout(title, barmode="group")
+    # the gap between the panels holds the right panel's probability ticks and axis title (about 50 px,
+    # 22% of the plots' width at phone width)
+    layout["xaxis"] = axis("step", domain=[0, 0.42])
     layout["yaxis"] = axis("layer", autorange="reversed")
-    layout["xaxis2"] = axis("k accepted drafts (K)", domain=[0.58, 1], anchor="y2", dtick=1)
-    layout["yaxis2"] = axis("probability", anchor="x2", range=[0, 1.05])
+    if levels:
+        layout["xaxis2"] = axis("k accepted drafts (K)", domain=[0.64, 1], anchor="y2", dtick=1)
+        layout["yaxis2"] = axis("probability", anchor="x2", range=[0, 1.05])
     shapes = [{"type": "line", "x0": step + 0.5, "x1": step + 1.5, "y0": 0, "y1": 0, "xref": "x",
                "yref": "paper", "line": {"color": CURRENT_COLOR, "width": 3}}]
-    if threshold is not None:
+    if threshold is not None:  # the threshold's value labels its own line, at its right end
         shapes.append({"type": "line", "x0": 0, "x1": 1, "xref": "x2 domain", "y0": threshold, "y1": threshold,
-                       "yref": "y2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dash"}})
-        layout["annotations"] = [{"text": f"t = {threshold:g}", "x": 1, "xref": "x2 domain", "y": threshold,
-                                  "yref": "y2", "showarrow": False, "yanchor": "bottom", "xanchor": "right",
-                                  "font": {"size": 10, "color": CURRENT_COLOR}}]
-    elif not levels:
-        layout["annotations"] = [{"text": "no verified draft layer at this step", "x": 0.79, "y": 0.5,
+                       "yref": "y2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dash"},
+                       "label": {"text": f"t = {threshold:g}", "textposition": "end", "xanchor": "right",
+                                 "yanchor": "bottom", "font": {"size": 10, "color": CURRENT_COLOR}}})
+    elif not levels:  # no axes on the right, the note on three short lines (under 100 px wide at phone width)
+        layout["annotations"] = [{"text": "no verified<br>draft layer<br>at this step", "x": 0.81, "y": 0.5,
                                   "xref": "paper", "yref": "paper", "showarrow": False,
                                   "font": {"size": 12, "color": "#6b7280"}}]
     layout["shapes"] = shapes
-    layout["margin"]["t"] = 74
+    titled(layout, title_lines(title, [f"L{lv['layer']}: W_L = {lv['width']}" for lv in levels if "width" in lv]),
+           data, height)
     return figure(data, layout)

@@ -29,8 +29,8 @@ from typing import Any, Callable
 import plotly.graph_objects as go
 
 from specviz.trace import RunTrace
-from specviz.viz.style import (CURRENT_COLOR, STATUS_COLORS, axis, base_layout, figure, message_figure,
-                               series_color)
+from specviz.viz.style import (CURRENT_COLOR, MESSAGE_CHARS, STATUS_COLORS, axis, base_layout, figure,
+                               message_figure, series_color, title_lines, titled, wrap_html)
 
 View = Callable[[RunTrace, int], "go.Figure | None"]
 CONTROLLER_VIEWS: dict[str, View] = {}
@@ -110,9 +110,8 @@ def generic_view(trace: RunTrace, step: int) -> go.Figure:
                      "xaxis": "x2", "yaxis": "y2", "marker": {"color": series_color(i + 4)}})
     kind = cur.get("kind", controller_kind(trace))
     if not data:
-        text = ", ".join(f"{k}={v}" for k, v in cur.items() if k != "kind")[:200] or "no numeric state"
-        return message_figure(f"controller {kind}: {text}", height=240, title=f"Controller: {kind}")
-    layout = base_layout(f"Controller state: {kind}", height=280)
+        return _state_message(cur, kind)
+    layout = base_layout(f"Controller state: {kind}")
     if lists:
         _two_panels(layout, 0.55)
         layout["xaxis2"]["title"] = {"text": "index", "font": {"size": 11}}
@@ -122,8 +121,18 @@ def generic_view(trace: RunTrace, step: int) -> go.Figure:
     layout["xaxis"]["title"] = {"text": "step", "font": {"size": 11}}
     layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "paper",
                          "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
-    layout["margin"]["t"] = 70
+    titled(layout, title_lines(f"Controller state: {kind}", []), data, 210)
     return figure(data, layout)
+
+
+def _state_message(state: dict[str, Any], kind: Any, limit: int = 200) -> go.Figure:
+    """A state with nothing to plot, as text: its first ``limit`` characters of ``key=value`` items on
+    lines that fit the narrowest column (a word longer than a line is cut short with "…")."""
+    text = ", ".join(f"{k}={v}" for k, v in state.items() if k != "kind") or "no numeric state"
+    text = f"controller {kind}: " + (text if len(text) <= limit else text[: limit - 1] + "…")
+    words = [w if len(w) < MESSAGE_CHARS else w[: MESSAGE_CHARS - 2] + "…" for w in text.split(" ")]
+    lines = wrap_html(" ".join(words), MESSAGE_CHARS)
+    return message_figure(lines, height=max(240, 100 + 18 * (lines.count("<br>") + 1)), title=f"Controller: {kind}")
 
 
 # ---- EESD: Thompson sampling ---------------------------------------------------------------------
@@ -185,7 +194,7 @@ def _posterior_traces(states: list[dict[str, Any] | None], step: int, history: i
             continue
         alpha = 0.12 + 0.4 * (n + 1) / len(earlier)
         data.append({"type": "scatter", "mode": "lines", "x": GRID, "y": [d[0](x) for x in GRID], **axes,
-                     "name": "earlier rounds", "legendgroup": "earlier", "showlegend": n == len(earlier) - 1,
+                     "name": "past rounds", "legendgroup": "earlier", "showlegend": n == len(earlier) - 1,
                      "line": {"color": f"rgba(107,114,128,{alpha:.2f})", "width": 1.2},
                      "hovertemplate": f"round {i + 1}: {d[1]}<extra></extra>"})
     data.append({"type": "scatter", "mode": "lines", "x": GRID, "y": [dens(x) for x in GRID], **axes,
@@ -202,19 +211,50 @@ def _posterior_traces(states: list[dict[str, Any] | None], step: int, history: i
                          "x": [float(d["theta"]) for d in group],
                          "y": [dens(min(max(float(d["theta"]), 1e-3), 1 - 1e-3)) for d in group],
                          "marker": {"symbol": sym, "size": 11, "color": color, "line": {"width": 1, "color": "white"}},
-                         "customdata": [[d.get("i", j + 1), d.get("u"), d.get("stop") or ""] for j, d in enumerate(group)],
+                         "customdata": [[d.get("i", j + 1), d.get("u"), stop_hover(d.get("stop"))]
+                                        for j, d in enumerate(group)],
                          "hovertemplate": "draft token %{customdata[0]}: θ=%{x:.3f}  u=%{customdata[1]}"
                                           " %{customdata[2]}<extra>" + name + "</extra>"})
     return data
 
 
-def _round_title(st: dict[str, Any], step: int, label: str, mean: float) -> str:
-    title = f"Thompson sampling · round {step + 1} · {label} · mean {mean:.2f}"
+def _posterior_round(states: list[dict[str, Any] | None], step: int) -> int | None:
+    """The latest round up to ``step`` that carries a posterior: ``step`` itself, or for a round that
+    drafted nothing (Cali-TS records its Gaussian at the first draft step; the last step of a run may
+    have no room to draft) the round before it that did."""
+    return next((i for i in range(step, -1, -1) if states[i] and _density(states[i])), None)
+
+
+# Why a round stopped drafting, in words: the ``stop_reason`` codes of the EESD controllers
+# (``specviz.core.thompson.stop_reason``; ``fixed_length`` from the fixed baseline): ``chi0`` the coin
+# chi ~ Bernoulli(theta) drawn after a drafted token came up 0, ``k_cap`` the optional safety cap k_max
+# ended a round the coin would have continued, ``max_len`` no room left under max new tokens, ``eos`` an
+# end-of-text token drafted. The code itself is kept for the hover texts.
+STOP_WORDS = {"chi0": "a θ coin flip said stop", "k_cap": "hit the k_max cap", "max_len": "max new tokens reached",
+              "eos": "drafted the end of text", "fixed_length": "drafted its fixed length"}
+
+
+def stop_words(code: Any) -> str:
+    """``"stopped: "`` and why, in words, for a ``stop_reason`` code ("" for none; an unknown code as it is)."""
+    return f"stopped: {STOP_WORDS.get(str(code), str(code))}" if code else ""
+
+
+def stop_hover(code: Any) -> str:
+    """``stop_words`` with the raw code after it, for a hover text."""
+    return f"{stop_words(code)} ({code})" if code else ""
+
+
+def _round_title(st: dict[str, Any], step: int, label: str, mean: float, shown: int | None = None) -> list[str]:
+    """The round on the first line; the posterior (of round ``shown`` when not this one), drafted /
+    accepted and why it stopped under it."""
+    details = [label, f"mean {mean:.2f}"]
+    if shown is not None and shown != step:
+        details.insert(0, f"posterior of round {shown + 1} (none drafted)")
     if _is_num(st.get("drafted")):
-        title += f" · drafted {st['drafted']}, accepted {st.get('accepted', '?')}"
+        details.append(f"drafted {st['drafted']}, accepted {st.get('accepted', '?')}")
     if st.get("stop_reason"):
-        title += f" · stop: {st['stop_reason']}"
-    return title
+        details.append(stop_words(st["stop_reason"]))
+    return title_lines(f"Thompson sampling · round {step + 1}", details)
 
 
 def _mark(layout: dict[str, Any], step: int, xref: str, yref: str) -> None:
@@ -223,18 +263,20 @@ def _mark(layout: dict[str, Any], step: int, xref: str, yref: str) -> None:
          "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}})
 
 
-def posterior_figure(trace: RunTrace, step: int, history: int = 12, height: int = 300) -> go.Figure | None:
+def posterior_figure(trace: RunTrace, step: int, history: int = 12, height: int = 226) -> go.Figure | None:
     """The posterior over theta of round ``step`` with every theta sampled in it marked and the
-    ``history`` earlier rounds' densities faded behind it (EESD, arXiv 2406.03853, Algorithms 2-3)."""
+    ``history`` earlier rounds' densities faded behind it (EESD, arXiv 2406.03853, Algorithms 2-3);
+    ``height``: pixels under the title and legend."""
     states = _states(trace)
-    data = _posterior_traces(states, step, history, {})
+    shown = _posterior_round(states, step)
+    data = None if shown is None else _posterior_traces(states, shown, history, {})
     if data is None:
         return None
-    _, label, mean = _density(states[step])
-    layout = base_layout(_round_title(states[step], step, label, mean), height=height)
+    _, label, mean = _density(states[shown])
+    layout = base_layout("Thompson sampling")
     layout["xaxis"] = axis("θ = P(draft on)", range=[0, 1])
     layout["yaxis"] = axis("density")
-    layout["margin"]["t"] = 74
+    titled(layout, _round_title(states[step], step, label, mean, shown), data, height)
     return figure(data, layout)
 
 
@@ -254,17 +296,18 @@ def _over_rounds_traces(states: list[dict[str, Any] | None], axes: tuple[str, st
         a, b = _series(states, "alpha"), _series(states, "beta")
         mean = [ai / (ai + bi) if ai is not None and bi is not None and ai + bi > 0 else None for ai, bi in zip(a, b)]
         return [line("α", a, "#1f9d55", y_left), line("β", b, "#d64545", y_left),
-                line("posterior mean", mean, "#2563eb", y_right, "dot")]
+                line("mean α/(α+β)", mean, "#2563eb", y_right, "dot")]
     out = [line("θ_M (model)", _series(states, "theta_m"), "#e08a00", y_left),
            line("θ̂ (running)", _series(states, "theta_hat"), "#1f9d55", y_left),
            line("μ (blend)", _series(states, "mu"), "#2563eb", y_left),
-           line("w_M (model weight)", _series(states, "w_m"), "#9ca3af", y_left, "dot")]
+           line("w_M (weight)", _series(states, "w_m"), "#9ca3af", y_left, "dot")]
     return [t for t in out if any(v is not None for v in t["y"])]
 
 
-def parameters_figure(trace: RunTrace, step: int, height: int = 280) -> go.Figure | None:
+def parameters_figure(trace: RunTrace, step: int, height: int = 216) -> go.Figure | None:
     """Beta-TS: alpha, beta and the posterior mean over rounds; Cali-TS: theta_M, theta_hat, mu and w_M
-    over rounds (the values used in each round, before its update); round ``step`` marked."""
+    over rounds (the values used in each round, before its update); round ``step`` marked; ``height``:
+    pixels under the title and legend."""
     states = _states(trace)
     data = _over_rounds_traces(states, ("x", "y", "y2"))
     if not data:
@@ -272,37 +315,38 @@ def parameters_figure(trace: RunTrace, step: int, height: int = 280) -> go.Figur
     beta = any(t["name"] == "α" for t in data)
     title = "Posterior over rounds" if beta else "Cali-TS estimates over rounds"
     source = next((str(s["theta_m_source"]) for s in states if s and s.get("theta_m_source")), "")
-    if source.startswith("untrained"):
-        title += f" · θ_M from an {source}"
-    layout = base_layout(title, height=height)
+    layout = base_layout(title)
     layout["xaxis"] = axis("round")
     layout["yaxis"] = axis("α, β" if beta else "θ", **({} if beta else {"range": [0, 1.02]}))
     layout["yaxis2"] = axis("mean", overlaying="y", side="right", range=[0, 1], showgrid=False, tickvals=[0, 0.5, 1])
-    layout["margin"].update(t=64, r=48)
+    layout["margin"]["r"] = 48
+    titled(layout, title_lines(title, [f"θ_M from an {source}"] if source.startswith("untrained") else []),
+           data, height)
     _mark(layout, step, "x", "paper")
     return figure(data, layout)
 
 
-def draft_lengths_figure(trace: RunTrace, step: int, height: int = 260) -> go.Figure | None:
+def draft_lengths_figure(trace: RunTrace, step: int, height: int = 196) -> go.Figure | None:
     """Tokens drafted and accepted per round (the controller's ``drafted`` / ``accepted``), with the stop
-    reason of each round on hover; round ``step`` marked."""
+    reason of each round on hover; round ``step`` marked; ``height``: pixels under the title and legend."""
     states = _states(trace)
     if not any(_is_num((s or {}).get("drafted")) for s in states):
         return None
     xs = list(range(1, len(states) + 1))
     reasons = [str((s or {}).get("stop_reason") or "") for s in states]
     data = [{"type": "bar", "name": name, "x": xs, "y": _series(states, key), "marker": {"color": color},
-             "customdata": reasons, "hovertemplate": "round %{x}: %{y} " + name + " (stop: %{customdata})<extra></extra>"}
+             "customdata": [stop_hover(r) for r in reasons],
+             "hovertemplate": "round %{x}: %{y} " + name + "<br>%{customdata}<extra></extra>"}
             for name, key, color in (("drafted", "drafted", "#aab2bd"), ("accepted", "accepted", STATUS_COLORS["accepted"]))]
     capped = [x for x, r in zip(xs, reasons) if r == "k_cap"]
     if capped:
-        data.append({"type": "scatter", "mode": "markers", "name": "k_max cap bit", "x": capped,
+        data.append({"type": "scatter", "mode": "markers", "name": "hit k_max", "x": capped,
                      "y": [states[x - 1]["drafted"] for x in capped],
                      "marker": {"symbol": "line-ew-open", "size": 14, "color": STATUS_COLORS["rejected"]}})
-    layout = base_layout("Drafted vs accepted per round", height=height, barmode="overlay", bargap=0.25)
+    layout = base_layout("Drafted vs accepted per round", barmode="overlay", bargap=0.25)
     layout["xaxis"] = axis("round")
     layout["yaxis"] = axis("tokens")
-    layout["margin"]["t"] = 64
+    titled(layout, title_lines("Drafted vs accepted per round", []), data, height)
     _mark(layout, step, "x", "paper")
     return figure(data, layout)
 
@@ -322,22 +366,24 @@ def thompson_view(trace: RunTrace, step: int) -> go.Figure | None:
     """Left: the round's posterior with its sampled thetas and earlier rounds faded behind it. Right:
     alpha/beta and the posterior mean (Beta-TS) or theta_M / theta_hat / mu / w_M (Cali-TS) over rounds."""
     states = _states(trace)
-    data = _posterior_traces(states, step, 12, {"xaxis": "x", "yaxis": "y"})
+    shown = _posterior_round(states, step)
+    data = None if shown is None else _posterior_traces(states, shown, 12, {"xaxis": "x", "yaxis": "y"})
     if data is None:
         return None
-    _, label, mean = _density(states[step])
+    _, label, mean = _density(states[shown])
     data += _over_rounds_traces(states, ("x2", "y2", "y3"))
-    layout = base_layout(_round_title(states[step], step, label, mean), height=300)
+    layout = base_layout("Thompson sampling")
     _two_panels(layout, 0.55)
     layout["xaxis"].update(range=[0, 1], title={"text": "θ = P(draft on)", "font": {"size": 11}})
     layout["yaxis"]["title"] = {"text": "density", "font": {"size": 11}}
     layout["xaxis2"]["title"] = {"text": "round", "font": {"size": 11}}
+    # the right margin holds the three short ticks of the mean's axis; pushed wider by plotly, it would
+    # narrow the plots and the legend's columns
     layout["yaxis3"] = axis(None, overlaying="y2", side="right", range=[0, 1], showgrid=False, anchor="x2",
-                            tickvals=[0, 0.5, 1])
+                            tickvals=[0, 0.5, 1], automargin=False)
+    layout["margin"]["r"] = 30
     _mark(layout, step, "x2", "y2 domain")
-    rows = 1 + (len(data) - 1) // 4
-    layout["margin"]["t"] = 60 + 18 * rows
-    layout["height"] = 300 + 18 * rows
+    titled(layout, _round_title(states[step], step, label, mean, shown), data, 240)
     return figure(data, layout)
 
 
@@ -373,7 +419,7 @@ def dsbd_view(trace: RunTrace, step: int) -> go.Figure | None:
         means.append(sum(kept) / len(kept) if kept else None)
     data.append({"type": "scatter", "mode": "lines+markers", "name": "mean kept width", "x": list(range(1, len(states) + 1)),
                  "y": means, "xaxis": "x2", "yaxis": "y2", "line": {"color": "#4f46e5"}, "marker": {"size": 4}})
-    layout = base_layout(f"DSBD beam widths · step {step + 1}", height=280, barmode="group")
+    layout = base_layout("DSBD beam widths", barmode="group")
     _two_panels(layout, 0.55)
     layout["xaxis"]["title"] = {"text": "draft level", "font": {"size": 11}}
     layout["xaxis"]["dtick"] = 1
@@ -381,7 +427,7 @@ def dsbd_view(trace: RunTrace, step: int) -> go.Figure | None:
     layout["xaxis2"]["title"] = {"text": "step", "font": {"size": 11}}
     layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y2 domain",
                          "xref": "x2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
-    layout["margin"]["t"] = 74
+    titled(layout, title_lines(f"DSBD beam widths · step {step + 1}", []), data, 206)
     return figure(data, layout)
 
 
@@ -424,14 +470,14 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
             data.append({"type": "bar", "name": "acceptance vector p_k", "x": list(range(1, len(acc) + 1)), "y": acc,
                          "xaxis": "x2", "yaxis": "y2", "marker": {"color": "#db2777"}})
             right_title, right_y = "sibling rank k", "P(k-th child accepted)"
-    bits = [f"step {step + 1}"]
+    bits = []
     for key, name in (("n", "n"), ("d", "d")):
         if _is_num(st.get(key)):
             bits.append(f"{name}={int(st[key])}")
     bits.append(f"E[tokens/step]={float(st['expected_tokens']):.2f}")
     if _is_num(st.get("predicted_tokens")) and _is_num(st.get("measured_tokens")):
         bits.append(f"this step {float(st['predicted_tokens']):.2f} → {int(st['measured_tokens'])}")
-    layout = base_layout("Sequoia · " + " · ".join(bits), height=280)
+    layout = base_layout("Sequoia")
     _two_panels(layout, 0.58)
     layout["xaxis"]["title"] = {"text": "step", "font": {"size": 11}}
     layout["yaxis"]["title"] = {"text": "tokens per step", "font": {"size": 11}}
@@ -441,11 +487,11 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     layout["yaxis2"]["title"] = {"text": right_y, "font": {"size": 11}}
     layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y domain",
                          "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
-    layout["margin"]["t"] = 74
-    if _sequoia_tuning_panels(st, data, layout, with_acceptance=bool(widths)):
-        layout["height"] = 520
+    tuned = _sequoia_tuning_panels(st, data, layout, with_acceptance=bool(widths))
+    if tuned:
         for ax in ("yaxis", "yaxis2"):
             layout[ax]["domain"] = [0.6, 1.0]
+    titled(layout, title_lines(f"Sequoia · step {step + 1}", bits), data, 446 if tuned else 206)
     return figure(data, layout)
 
 

@@ -131,15 +131,71 @@ def wrap_html(text: str, width: int = 72) -> str:
             words[-1] += " " + word
         else:
             words.append(word)
+    return "<br>".join(pack_lines(words, " ", width))
+
+
+def pack_lines(items: list[str], sep: str, width: int) -> list[str]:
+    """``items`` joined with ``sep`` into as few lines of at most ``width`` characters as greedy packing
+    gives; an item is never split (one longer than ``width`` gets a line of its own)."""
     lines, cur = [], ""
-    for word in words:
-        if cur and len(cur) + 1 + len(word) > width:
+    for item in items:
+        if cur and len(cur) + len(sep) + len(item) > width:
             lines.append(cur)
-            cur = word
+            cur = item
         else:
-            cur = f"{cur} {word}" if cur else word
-    lines.append(cur)
-    return "<br>".join(lines)
+            cur = f"{cur}{sep}{item}" if cur else item
+    return lines + ([cur] if cur else [])
+
+
+# A title line fits the narrowest figure, a column at phone width (316 px): about 7.1 px a character
+# at 13 px, from 3 px in. Pixels a title takes, as plotly draws it from its top: the title line with
+# the gap under it, and each subtitle line (12 px).
+TITLE_CHARS, TITLE_PX, SUBTITLE_LINE_PX = 40, 20, 16
+# A line of a message figure, centred on the plot of that column (48 px margin left, 16 right), stays
+# inside the figure up to twice the 142 px right of its centre: 36 characters at 13 px, with room to spare.
+MESSAGE_CHARS = 36
+
+
+def title_lines(head: str, details: list[str], width: int = TITLE_CHARS) -> list[str]:
+    """``head`` on a line of its own, then ``details`` joined with " · " into lines of at most ``width``
+    characters; a detail is never split (one longer than ``width`` gets a line of its own)."""
+    return [head, *pack_lines(details, " · ", width)]
+
+
+def title_text(lines: list[str]) -> dict[str, Any]:
+    """Title ``lines`` (plain text) as a layout title's text: the first line the title, the others its
+    subtitle, smaller and grey (a multi-line plotly title would be drawn partly above its anchor)."""
+    out: dict[str, Any] = {"text": html_escape(lines[0])}
+    if lines[1:]:
+        out["subtitle"] = {"text": "<br>".join(html_escape(x) for x in lines[1:]),
+                           "font": {"size": 12, "color": CONTEXT_COLOR}}
+    return out
+
+
+# The top of a titled figure, in pixels: padding above the title, gap under it, a legend row and the
+# legend's own padding (as in ``theory.py``). LEGEND_COLUMNS entries a row at any width: at phone width
+# half the plots' width (about 230 px) holds a name of LEGEND_CHARS characters at 11 px; a figure whose
+# names are longer gets a row for each (a figure with a smaller legend font or narrower margins may say
+# how many characters its half-width holds: ``legend_chars``).
+TOP_PX, GAP_PX, LEGEND_ROW_PX, LEGEND_PAD_PX, LEGEND_COLUMNS, LEGEND_CHARS = 6, 6, 19, 12, 2, 12
+
+
+def titled(layout: dict[str, Any], lines: list[str], data: list[dict[str, Any]], body: int,
+           legend_chars: int = LEGEND_CHARS) -> None:
+    """Lay out a figure's top in pixels so nothing overlaps or is cut off at any width: the title
+    ``lines`` (``title_lines``: the first the title, the rest its subtitle) from the top, the legend of
+    ``data`` under them (a fixed number of entries a row, so its rows do not depend on the width), then
+    ``body`` pixels of plots and axes."""
+    layout["title"].update(**title_text(lines), y=1, yref="container", yanchor="top", pad={"t": TOP_PX})
+    names = [str(tr.get("name", "")) for tr in data if tr.get("showlegend", True)]
+    columns = LEGEND_COLUMNS if all(len(n) <= legend_chars for n in names) else 1
+    rows = -(-len(names) // columns)
+    layout["legend"].update(y=1, yanchor="bottom", entrywidth=1 / columns, entrywidthmode="fraction",
+                            traceorder="normal")
+    top = (TOP_PX + TITLE_PX + SUBTITLE_LINE_PX * (len(lines) - 1) + GAP_PX
+           + (rows * LEGEND_ROW_PX + LEGEND_PAD_PX if rows else 0))
+    layout["margin"]["t"] = top
+    layout["height"] = top + body
 
 
 def base_layout(title: str | None = None, height: int = 320, **extra: Any) -> dict[str, Any]:

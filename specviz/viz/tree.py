@@ -23,10 +23,16 @@ from specviz.trace import NODE_STATUSES, StepRecord, TreeNode
 from specviz.viz.explain import TESTED, StepIndex, is_greedy_step, node_decision
 from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, MONO, PATH_COLOR, STATUS_COLORS, STATUS_LABELS,
                                STATUS_SYMBOLS, base_layout, figure, fmt_prob, html_escape, message_figure,
-                               visible_text, wrap_html)
+                               title_lines, titled, visible_text, wrap_html)
 
 CONTEXT_ID = -1
 MAX_LABELLED_NODES = 96
+# The legend's names: a status in a word or two (the hover says it in full) and the count, so that two
+# fit a row of the narrowest tree, a column at phone width: half its plot (about 133 px) holds 16
+# characters at the legend's 10 px.
+LEGEND_NAMES = {"accepted": "accepted", "rejected": "rejected", "not_reached": "not reached",
+                "resampled": "resampled", "bonus": "bonus"}
+LEGEND_CHARS = 16
 
 
 def tree_layout(forest: list[TreeNode]) -> tuple[nx.DiGraph, dict[int, tuple[float, float]], int]:
@@ -105,7 +111,8 @@ def _elbow(xs: list[Any], ys: list[Any], a: tuple[float, float], b: tuple[float,
 def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None = None,
                 height: int | None = None) -> go.Figure:
     """The forest of ``step`` (see module docstring). ``context`` is the committed text before the
-    step (its tail is shown on the context node's hover)."""
+    step (its tail is shown on the context node's hover); ``height``: pixels under the title and legend
+    (by default from the number of leaves)."""
     if step is None:
         return message_figure("No step yet: run an algorithm or load a trace.", title=title)
     forest = step.forest
@@ -117,7 +124,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
     labelled = n_nodes <= MAX_LABELLED_NODES
     row_px = 34 if leaves <= 24 else 24
     if height is None:
-        height = int(min(max(96 + row_px * leaves, 230), 860))
+        height = int(min(max(32 + row_px * leaves, 166), 796))
     max_depth = max((p[0] for p in pos.values()), default=1)
 
     data: list[dict[str, Any]] = []
@@ -143,6 +150,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
                  + (f"<br>…{html_escape(repr(tail))}" if tail else ""))
     data.append({"type": "scatter", "x": [pos[CONTEXT_ID][0]], "y": [pos[CONTEXT_ID][1]],
                  "mode": "markers+text", "text": ["ctx"], "textposition": "middle left",
+                 "cliponaxis": False,  # the label may reach into the left margin in a narrow column
                  "textfont": {"size": 10, "color": CONTEXT_COLOR},
                  "marker": {"symbol": "square", "size": 14, "color": CONTEXT_COLOR},
                  "hovertext": [ctx_hover], "hoverinfo": "text", "showlegend": False, "meta": "context",
@@ -172,21 +180,21 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
                        "line": {"color": [PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
                                           for n in nodes],
                                 "width": [2.5 if n.id in on_path else 1.5 for n in nodes]}},
-            "name": f"{STATUS_LABELS[status]} ({len(nodes)})", "meta": status,
+            "name": f"{LEGEND_NAMES[status]} ({len(nodes)})", "meta": status,
             "customdata": [n.id for n in nodes],
         })
     if not forest:
         data.append({"type": "scatter", "x": [1], "y": [0], "mode": "text", "text": ["no draft tokens this step"],
                      "textposition": "middle right", "hoverinfo": "skip", "showlegend": False, "meta": "note"})
 
-    if title is None:
-        title = (f"step {step.index + 1} · drafted {step.n_drafted} · accepted {step.n_accepted} · "
-                 f"+{len(step.committed)} token{'s' if len(step.committed) != 1 else ''}")
-    legend_rows = -(-(1 + len(by_status)) // 3)  # about three entries fit on a row of a column-wide plot
-    layout = base_layout(title, height=height + 20 * (legend_rows - 1))
-    layout["margin"] = {"l": 30, "r": 20, "t": 44 + 20 * legend_rows, "b": 30}
-    layout["legend"] = {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
-                        "font": {"size": 10}, "itemsizing": "constant"}
+    # the step on the title line, what it drafted, accepted and committed on the line under it
+    lines = title_lines(title, []) if title is not None else title_lines(
+        f"step {step.index + 1}", [f"drafted {step.n_drafted}", f"accepted {step.n_accepted}",
+                                   f"+{len(step.committed)} token{'s' if len(step.committed) != 1 else ''}"])
+    layout = base_layout(lines[0])
+    layout["margin"] = {"l": 30, "r": 20, "b": 30}
+    layout["legend"] = {"orientation": "h", "xanchor": "left", "x": 0, "font": {"size": 10}, "itemsizing": "constant"}
+    titled(layout, lines, data, height, legend_chars=LEGEND_CHARS)
     layout["xaxis"] = {"range": [-0.6, max_depth + 0.7], "showgrid": False, "zeroline": False,
                        "tickmode": "array", "tickvals": list(range(1, int(max_depth) + 1)),
                        "ticktext": [f"+{d}" for d in range(1, int(max_depth) + 1)],
