@@ -62,6 +62,22 @@ def test_models_it_cannot_reproduce_keep_the_stock_forward():
     assert LeanForward.build(tiny_model("llama")) is not None
 
 
+def test_a_build_is_reused_while_the_model_stays_the_same():
+    """``LeanForward.build`` runs once per model (a decode makes two ``CachedLM`` a run), but a replaced
+    linear is read afresh and a hook added later still turns the lean path off."""
+    model = tiny_model("llama", vocab=32, hidden=32, layers=2, init_range=0.2)
+    first = LeanForward.build(model)
+    assert LeanForward.build(model) is first
+    model.model.layers[0].mlp.up_proj = torch.nn.Linear(*reversed(model.model.layers[0].mlp.up_proj.weight.shape),
+                                                        bias=False)
+    rebuilt = LeanForward.build(model)
+    assert rebuilt is not first and rebuilt.layers[0].up[0] is model.model.layers[0].mlp.up_proj.weight
+    lean, stock = CachedLM(model, lean=True), CachedLM(model, lean=False)
+    assert all(torch.equal(a, b) for a, b in zip(session(lean), session(stock), strict=True))
+    model.model.layers[1].self_attn.register_forward_pre_hook(lambda *args: None)
+    assert LeanForward.build(model) is None
+
+
 def test_bundled_pair_runs_lean():
     pair = specviz.load_pair(str(ASSETS / "target"), str(ASSETS / "draft"), device="cpu")
     assert CachedLM(pair.target).lean is not None and CachedLM(pair.draft).lean is not None

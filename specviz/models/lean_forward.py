@@ -65,17 +65,27 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
 
-def _eligible(model: nn.Module) -> bool:
+def _scan(model: nn.Module) -> tuple[int, ...] | None:
+    """None when ``model`` is not one ``LeanForward`` reproduces exactly; else the identities of its
+    parameters (a build made for the same parameters can be reused). One pass over the modules."""
     if type(model).__name__ not in SUPPORTED or getattr(model.config, "_attn_implementation", None) != "sdpa":
-        return False
+        return None
     if getattr(model.config, "pretraining_tp", 1) != 1 or getattr(model.config, "hidden_act", "silu") != "silu":
-        return False
+        return None
+    params: list[torch.Tensor] = []
     for module in model.modules():
-        if hasattr(module, "_hf_hook") or module._forward_hooks or module._forward_pre_hooks:
-            return False
+        if "_hf_hook" in vars(module) or module._forward_hooks or module._forward_pre_hooks:
+            return None
         if isinstance(module, nn.Linear) and type(module) is not nn.Linear:
-            return False
-    return len({p.device for p in model.parameters()}) == 1
+            return None
+        params += [p for p in module._parameters.values() if p is not None]
+    if len({p.device for p in params}) != 1:
+        return None
+    return tuple(id(p) for p in params)
+
+
+# model -> (its parameters' identities, the LeanForward built for them): a decode builds two per run
+_BUILT: "weakref.WeakKeyDictionary[nn.Module, tuple[tuple[int, ...], LeanForward]]" = weakref.WeakKeyDictionary()
 
 
 class LeanForward:
@@ -107,7 +117,15 @@ class LeanForward:
 
     @classmethod
     def build(cls, model: nn.Module) -> "LeanForward | None":
-        return cls(model) if _eligible(model) else None
+        """The lean forward of ``model``, or None (module docstring). Checked on every call (a hook added
+        later turns it off); built once per model while its parameters stay the same tensors."""
+        key = _scan(model)
+        if key is None:
+            return None
+        known = _BUILT.get(model)
+        if known is None or known[0] != key:
+            known = _BUILT[model] = (key, cls(model))
+        return known[1]
 
     @torch.inference_mode()
     def __call__(self, input_ids: torch.Tensor, position_ids: torch.Tensor, masks: dict[str, torch.Tensor],

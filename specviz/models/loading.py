@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,8 +119,14 @@ def _context_length(model) -> int:
     return 1 << 30
 
 
+_PARAM_COUNTS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
+
+
 def _n_params(model) -> int:
-    return sum(p.numel() for p in model.parameters())
+    """Parameters of ``model``, counted once per model (every trace's ``describe`` asks)."""
+    if model not in _PARAM_COUNTS:
+        _PARAM_COUNTS[model] = sum(p.numel() for p in model.parameters())
+    return _PARAM_COUNTS[model]
 
 
 def resolve_device_dtype(device: str, dtype: str | torch.dtype) -> tuple[str, torch.dtype]:
