@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 import specviz
 from specviz.bench import costs
@@ -151,3 +152,15 @@ def test_a_step_that_alternates_models_pays_the_switch_once_each_way():
     ar_step = StepRecord(2, 7, target_fed=[1], target_calls=1)
     assert costs.step_cost(sd_step, t_target, t_draft, switch=switch) == pytest.approx(4.0 + 0.75 + 0.3)
     assert costs.step_cost(ar_step, t_target, t_draft, switch=switch) == pytest.approx(1.0)
+
+
+def test_round_robin_times_each_call_after_its_untimed_predecessor():
+    """``costs.round_robin_ms``: every round runs each call once untimed (``before`` where given, else
+    itself) and then timed, in the same order; ``switch_ms`` relies on it to time one model's call
+    right after the other's."""
+    log: list[str] = []
+    call = {name: (lambda name=name: log.append(name)) for name in ("t", "d")}
+    ms = costs.round_robin_ms({"tt": call["t"], "dt": call["t"], "td": call["d"]}, torch.device("cpu"), 2,
+                              before={"dt": call["d"], "td": call["t"]})
+    assert set(ms) == {"tt", "dt", "td"} and all(v >= 0 for v in ms.values())
+    assert log == ["t", "t", "d", "t", "t", "d"] * 3  # a warm-up round, then two timed rounds

@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence
 import torch
 
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.positions import DIGITS, position_record
+from specviz.algorithms.positions import position_record, rounded
 from specviz.algorithms.registry import Param, register
 from specviz.core import beams as B
 from specviz.core.trees import ROOT
@@ -62,6 +62,17 @@ class Beam:
 
     def extend(self, tokens: Sequence[int], kinds: Sequence[str], loglik: float) -> "Beam":
         return Beam(self.tokens + list(tokens), self.kinds + list(kinds), loglik)
+
+
+def best_of(beams: Sequence[Beam]) -> int:
+    """Index of the best of ``beams`` by mean target log-probability per generated token
+    (``core.beams.best_beam``, ties to the first)."""
+    return B.best_beam([b.loglik for b in beams], [len(b.tokens) for b in beams])
+
+
+def ended(dec: Decoder, beam: Beam) -> bool:
+    """Whether ``beam`` finished: its last token is EOS."""
+    return bool(beam.tokens) and dec.is_eos(beam.tokens[-1])
 
 
 @dataclass
@@ -126,30 +137,34 @@ class Finished:
     def set_aside(self, dec: Decoder, new: Sequence[Beam]) -> list[int]:
         """Set aside the ``new`` beams that end with EOS, keep the best finished one (an earlier one
         first on ties, then in order) and return the indices of the beams that go on."""
-        ended = [i for i, b in enumerate(new) if b.tokens and dec.is_eos(b.tokens[-1])]
-        pool = ([self.beam] if self.beam is not None else []) + [new[i] for i in ended]
+        done = [i for i, b in enumerate(new) if ended(dec, b)]
+        pool = contenders([new[i] for i in done], self.beam)
         self.parent = None
         if pool:
-            k = B.best_beam([b.loglik for b in pool], [len(b.tokens) for b in pool])
+            k = best_of(pool)
             if self.beam is None or k > 0:
-                self.beam, self.row = pool[k], ended[k - (self.beam is not None)]
+                self.beam, self.row = pool[k], done[k - (self.beam is not None)]
             else:
                 self.parent, self.row = self.row, len(new)
-        return [i for i in range(len(new)) if i not in ended]
+        return [i for i in range(len(new)) if i not in done]
+
+
+def contenders(live: Sequence[Beam], done: Beam | None) -> list[Beam]:
+    """The beams that can still be the output: the best finished one first, then ``live``."""
+    return ([done] if done is not None else []) + list(live)
 
 
 def final_choice(live: Sequence[Beam], done: Beam | None) -> Beam:
-    """The output if the run stopped now: the best finished beam first, then the live ones, by mean
-    target log-probability per generated token (``core.beams.best_beam``, ties to the first)."""
-    cands = ([done] if done is not None else []) + list(live)
-    return cands[B.best_beam([b.loglik for b in cands], [len(b.tokens) for b in cands])]
+    """The output if the run stopped now: the best of ``contenders`` (``best_of``)."""
+    cands = contenders(live, done)
+    return cands[best_of(cands)]
 
 
 def settle(dec: Decoder, step: StepRecord, live: Sequence[Beam], done: Beam | None, settled: int) -> int:
     """Commit the tokens every live beam and the best finished one agree on past ``settled``, or,
     once no beam is live or the live ones are at the budget, the rest of ``final_choice``; returns
     the new number of settled tokens."""
-    cands = ([done] if done is not None else []) + list(live)
+    cands = contenders(live, done)
     at_end = not live or len(live[0].tokens) >= dec.max_new_tokens
     if at_end:
         best = final_choice(live, done)
@@ -173,7 +188,7 @@ def beam_state(dec: Decoder, new: Sequence[tuple[int, list[int]]], beams: Sequen
     beams the next step extends; ``length``: the live beams' length (the best's when none is live)."""
     rows = [{"parent": parent, "tokens": toks, "text": "".join(dec.text(t) for t in toks),
              "loglik": round(b.loglik, 6), "length": len(b.tokens),
-             "finished": bool(b.tokens) and dec.is_eos(b.tokens[-1])} for (parent, toks), b in zip(new, beams)]
+             "finished": ended(dec, b)} for (parent, toks), b in zip(new, beams)]
     listed = list(beams)
     if done.beam is not None and done.parent is not None:
         rows.append({"parent": done.parent, "tokens": [], "text": "", "loglik": round(done.beam.loglik, 6),
@@ -221,7 +236,7 @@ def layer_positions(dec: Decoder, scores: torch.Tensor, p_beam: torch.Tensor, q_
         rec = position_record(parent, p_rows[j], None if q_rows is None else q_rows[j], tested.get(j, []) + made[1:],
                               made[0] if made else None, None if final is None else final[j], k, root, dec.text)
         if first is not None:
-            rec.residual = [float(f"{v:.{DIGITS}g}") for v in first[j][torch.tensor(rec.ids)].tolist()]
+            rec.residual = rounded(first[j][torch.tensor(rec.ids)].tolist())
             rec.residual_mass = None
         out.append(rec)
     return out

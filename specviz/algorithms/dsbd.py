@@ -51,8 +51,8 @@ from typing import Any, Iterator
 
 import torch
 
-from specviz.algorithms.beam import (Beam, Finished, Slot, beam_state, by_row, feed, keep_slots, layer_positions,
-                                    logprobs_at, settle)
+from specviz.algorithms.beam import (Beam, Finished, Slot, beam_state, best_of, by_row, feed, keep_slots,
+                                    layer_positions, logprobs_at, settle)
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.forest import DraftForest, ForestDrafter
@@ -283,8 +283,7 @@ def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: 
                                             status="resampled" if _KIND[src] == "resampled" else "bonus", root=root))
         carried = done.set_aside(dec, new_beams)
         if single_beam and carried:
-            carried = [carried[B.best_beam([new_beams[i].loglik for i in carried],
-                                           [len(new_beams[i].tokens) for i in carried])]]
+            carried = [carried[best_of([new_beams[i] for i in carried])]]
         beams = [new_beams[i] for i in carried]
         if carried:
             tslots = keep_slots(dec.target, [chains[i][0] for i in carried])

@@ -17,8 +17,13 @@ from specviz.trace import PositionRecord
 DIGITS = 5
 
 
+def rounded(values: list[float]) -> list[float]:
+    """``values`` rounded to ``DIGITS`` significant digits, as the trace stores probabilities."""
+    return [float(f"{v:.{DIGITS}g}") for v in values]
+
+
 def _round(values: torch.Tensor) -> list[float]:
-    return [float(f"{v:.{DIGITS}g}") for v in values.tolist()]
+    return rounded(values.tolist())
 
 
 def _top(probs: torch.Tensor, k: int) -> list[int]:

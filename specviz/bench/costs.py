@@ -30,15 +30,17 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def round_robin_ms(calls: dict[Any, Callable[[], Any]], device: torch.device, rounds: int) -> dict[Any, float]:
+def round_robin_ms(calls: dict[Any, Callable[[], Any]], device: torch.device, rounds: int,
+                   before: dict[Any, Callable[[], Any]] | None = None) -> dict[Any, float]:
     """Median milliseconds of each call, timed round-robin (one of each per round, after a warm-up
     round) so that a machine's drift in speed hits every call alike and their ratios hold. Each timed
-    call follows an untimed one of the same call, so it finds its weights as warm in the caches as in
-    a run of calls, not evicted by the previous (different) call."""
+    call follows an untimed one: ``before[name]`` where given, else the same call, so that it finds
+    its weights as warm in the caches as in a run of calls, not evicted by the previous (different) call."""
     times: dict[Any, list[float]] = {name: [] for name in calls}
+    before = before or {}
     for round_ in range(rounds + 1):
         for name, fn in calls.items():
-            fn()
+            before.get(name, fn)()
             _sync(device)
             start = time.perf_counter()
             fn()
@@ -102,18 +104,9 @@ def switch_ms(pair, prefix: int = 32, rounds: int = 100) -> dict[str, float]:
     target, ids_t = _primed(pair.target, pair.vocab_size, prefix)
     draft, ids_d = _primed(pair.draft, pair.vocab_size, prefix)
     t, d = _chain_call(target, ids_t[:1]), _chain_call(draft, ids_d[:1])
-    orders = {"tt": (t, t), "dt": (d, t), "dd": (d, d), "td": (t, d)}  # (untimed, timed)
-    times: dict[str, list[float]] = {k: [] for k in orders}
-    for round_ in range(rounds + 1):
-        for key, (before, timed) in orders.items():
-            before()
-            _sync(target.device)
-            start = time.perf_counter()
-            timed()
-            _sync(target.device)
-            if round_:
-                times[key].append(1000 * (time.perf_counter() - start))
-    med = {k: statistics.median(v) for k, v in times.items()}
+    # timed call, and the untimed call before it: target after target, target after draft, ...
+    med = round_robin_ms({"tt": t, "dt": t, "dd": d, "td": d}, target.device, rounds,
+                         before={"tt": t, "dt": d, "dd": d, "td": t})
     return {"draft_after_target": max(0.0, med["td"] - med["dd"]), "target_after_draft": max(0.0, med["dt"] - med["tt"])}
 
 
