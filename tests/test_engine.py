@@ -3,6 +3,7 @@ the lossless flag, input validation, and old (v1) traces still loading."""
 import json
 
 import pytest
+import torch
 from counting import count_forwards
 from tiny import tiny_pair
 
@@ -158,6 +159,41 @@ def test_positions_explain_every_decision(pair):
     quiet = specviz.decode(pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=0.9, top_k=10, seed=1,
                            k_config="3x2", record_top_k=0)
     assert all(not s.positions for s in quiet.steps) and quiet.output_ids == trace.output_ids
+
+
+def test_a_position_record_is_its_definition_on_the_shown_ids():
+    """``position_record`` against the definition written with whole-vocabulary tensors: the ids are
+    the top-k of p and q, the tested candidates and the produced token, sorted by p (ties by id);
+    every value is the law at those ids, to 5 significant digits; the residual is max(0, p - q)
+    normalised by its whole-vocabulary mass, which is TV(p, q)."""
+    from specviz.algorithms.positions import position_record
+
+    def five(values):
+        return [float(f"{v:.5g}") for v in values]
+
+    gen = torch.Generator().manual_seed(3)
+    for case in range(40):
+        vocab = 50
+        p = torch.softmax(torch.randn(vocab, generator=gen, dtype=torch.float64) * 2, -1)
+        q = torch.softmax(torch.randn(vocab, generator=gen, dtype=torch.float64) * 2, -1)
+        if case % 4 == 0:
+            p[:10] = p[:10].mean()  # ties, broken by id
+        if case % 5 == 0:
+            q = p.clone()  # no residual mass: the residual shows p
+        final = torch.softmax(torch.randn(vocab, generator=gen, dtype=torch.float64), -1) if case % 3 else None
+        tested, produced = [int(t) for t in torch.randperm(vocab, generator=gen)[:2]], case % vocab
+        rec = position_record(7, p, q, tested, produced, final, 4, root=2, text=lambda t: f"<{t}>")
+        shown = set(tested) | {produced} | set(torch.topk(p, 4).indices.tolist()) | set(torch.topk(q, 4).indices.tolist())
+        ids = sorted(shown, key=lambda t: (-float(p[t]), t))
+        gap = torch.clamp(p - q, min=0.0)
+        mass = float(gap.sum())
+        assert rec.ids == ids and rec.texts == [f"<{t}>" for t in ids] and (rec.parent, rec.root) == (7, 2)
+        assert rec.p == five(p[ids].tolist()) and rec.q == five(q[ids].tolist())
+        assert rec.residual == five((gap[ids] / mass if mass > 0 else p[ids]).tolist())
+        assert rec.residual_mass == pytest.approx(mass, rel=1e-6)  # 7 significant digits
+        assert rec.final_residual == (five(final[ids].tolist()) if final is not None else None)
+    bare = position_record(None, p, None, [], 3, None, 2)
+    assert bare.q is bare.residual is bare.residual_mass is bare.texts is None and 3 in bare.ids
 
 
 def test_greedy_positions_show_only_what_matters(pair):

@@ -93,11 +93,11 @@ def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: VerifyRow
             extra, kind = dec.sample(sched.final_residual), "resampled"
             if k:
                 step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], extra,
-                                                      sched.final_residual, k, beam, dec.text))
+                                                      sched.final_residual, k, beam, dec.text, step.tv[-1]))
             break
         if k:
             step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], cands[hit], None, k, beam,
-                                                  dec.text))
+                                                  dec.text, step.tv[-1]))
         node = kids[hit]
         step.forest[node].status = "accepted"
         path.append(node)
