@@ -39,6 +39,9 @@ def test_report_structure(report, tmp_path):
                 "stock_draft_call_ms"):
         assert isinstance(report[key], float), key
     assert report["target_call_ms"] > 0 and report["bare_matmul_ms"] > 0
+    over = report["trace_overhead_detail"]  # 9 pairs of runs of the first category's one prompt
+    assert over["pairs"] == 9 and over["spread"][0] <= report["trace_overhead"] <= over["spread"][1]
+    assert over["recording_share"] > 0 and 0 <= over["gc_share"] < 1
     assert {r["category"] for r in report["rows"]} == {"code", "repetition"}
     assert len(report["goals"]) == 7 and all(g["met"] in (True, False, None) for g in report["goals"])
     for row in report["rows"]:

@@ -259,7 +259,7 @@ def _fmt(v: Any, f: str) -> str:
 
 
 def to_markdown(report: dict[str, Any]) -> str:
-    d, s = report["pair"], report["settings"]
+    d, s, over = report["pair"], report["settings"], report["trace_overhead_detail"]
     cats = ", ".join(f"{n} {c}" for c, n in s["categories"].items())
     lines = [f"## specviz bench: {d['target']} <- {d['draft']} on {d['device']} ({d['dtype']}), greedy, "
              f"{s['max_new_tokens']} new tokens per prompt, prompts: {cats}; median of {s['repeat']} "
@@ -277,8 +277,9 @@ def to_markdown(report: dict[str, Any]) -> str:
                 f"+{report['switch_ms']['draft_after_target']:.2f} ms, a target call after a draft call "
                 f"+{report['switch_ms']['target_after_draft']:.2f} ms"] if report.get("switch_ms") else []),
              f"- trace_overhead ({report['trace_overhead_algorithm']}, full recording vs record_top_k=0): "
-             f"{report['trace_overhead']:+.3f} (paired wall-time ratio); time inside the recording / rest of the run: "
-             f"{report['trace_overhead_detail']['recording_share']:.3f}", ""]
+             f"{report['trace_overhead']:+.3f} (median of {over['pairs']} paired runs, quartiles "
+             f"{over['spread'][0]:+.3f} to {over['spread'][1]:+.3f}); time inside the recording / rest of the run: "
+             f"{over['recording_share']:.3f}; garbage collection / run: {over['gc_share']:.4f}", ""]
     lines += ["| category | method | new tokens | target calls | draft calls | tau | accept | wall s (min-max) | "
               "tokens/s | speedup vs ar | predicted | efficiency | greedy = ar | target log p / token | greedy = beam |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|"]
