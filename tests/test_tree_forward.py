@@ -175,3 +175,17 @@ def test_keep_refuses_a_non_path():
         with pytest.raises(SpecvizError):
             lm.keep([[0, 2], bad])
     assert len(lm.tree) == len(TOKENS)  # a refused keep changes nothing
+
+
+def test_layer_windows_are_read_once_per_model_and_config():
+    """A decode wraps each model anew; its layer layout is read once, and afresh for a new config."""
+    import copy
+
+    from specviz.models.tree_forward import model_windows
+
+    model = model_of("mistral")
+    assert CachedLM(model).windows == {"sliding_attention": WINDOW}
+    wider = copy.deepcopy(model.config)
+    wider.sliding_window = 2 * WINDOW
+    model.config = wider
+    assert CachedLM(model).windows == {"sliding_attention": 2 * WINDOW} == model_windows(model)

@@ -73,12 +73,15 @@ def _scan(model: nn.Module) -> tuple[int, ...] | None:
     if getattr(model.config, "pretraining_tp", 1) != 1 or getattr(model.config, "hidden_act", "silu") != "silu":
         return None
     params: list[torch.Tensor] = []
-    for module in model.modules():
+    stack = [model]  # every module, by its ``_modules`` directly (``modules()``' generators cost 3x)
+    while stack:
+        module = stack.pop()
         if "_hf_hook" in vars(module) or module._forward_hooks or module._forward_pre_hooks:
             return None
         if isinstance(module, nn.Linear) and type(module) is not nn.Linear:
             return None
         params += [p for p in module._parameters.values() if p is not None]
+        stack += [m for m in module._modules.values() if m is not None]
     if len({p.device for p in params}) != 1:
         return None
     return tuple(id(p) for p in params)

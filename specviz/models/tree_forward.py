@@ -24,6 +24,7 @@ moves into the prefix); ``rollback()`` keeps none. A chain is the one-branch cas
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass, field
 
 import torch
@@ -88,6 +89,18 @@ def layer_windows(config) -> dict[str, int | None]:
     return out
 
 
+# model -> (its config, layer_windows(config)): a decode wraps each model anew, the layout is read once
+_WINDOWS: "weakref.WeakKeyDictionary[PreTrainedModel, tuple[object, dict[str, int | None]]]" = weakref.WeakKeyDictionary()
+
+
+def model_windows(model: PreTrainedModel) -> dict[str, int | None]:
+    """``layer_windows(model.config)``, read once per model and config object."""
+    known = _WINDOWS.get(model)
+    if known is None or known[0] is not model.config:
+        known = _WINDOWS[model] = (model.config, layer_windows(model.config))
+    return known[1]
+
+
 class CachedLM:
     """A causal LM plus its KV cache, fed as prefix + tree. Records how many tokens each forward call fed
     (``fed``; ``calls`` is its length): the engine's call counts and the cost model read it.
@@ -107,7 +120,7 @@ class CachedLM:
         self.lean = LeanForward.build(model) if (LEAN_DEFAULT if lean is None else lean) else None
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
-        self.windows = layer_windows(model.config)
+        self.windows = model_windows(model)
         self.reset()
 
     def reset(self) -> None:
