@@ -34,6 +34,7 @@ def pair():
     return tiny_pair("llama", vocab=8, draft="different")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling", [T1, WARPED], ids=["t1", "t07-topk-topp"])
 def test_first_two_tokens_follow_the_target(pair, sampling):
     law = exact_distribution(pair, STAT_PROMPT, 2, sampling)
@@ -41,6 +42,7 @@ def test_first_two_tokens_follow_the_target(pair, sampling):
     assert goodness_of_fit(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 def test_the_test_sees_the_literal_fallback(pair, monkeypatch):
     """Algorithm 4's printed line 28 read literally: after all M roots, one more residual (p^{M+2})."""
 

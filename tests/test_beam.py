@@ -147,12 +147,14 @@ def test_beam_search_matches_a_cache_free_reference(close_pair):
         assert trace.metrics["target_calls"] == 12 and all(s.target_calls == 1 for s in trace.steps)
 
 
+@pytest.mark.slow
 def test_width_one_is_ar_in_law(small_pair):
     law = exact_distribution(small_pair, PROMPT, 3, T1)
     counts = sample_counts(small_pair, "beam", PROMPT, 3, LAW_RUNS, T1, width=1)
     assert goodness_of_fit(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 def test_output_law_is_beam_sampling(small_pair):
     law = exact_output_law(small_pair, PROMPT, 2, 3, T1)
     counts = sample_counts(small_pair, "beam", PROMPT, 3, LAW_RUNS, T1, width=2)
@@ -223,6 +225,7 @@ def test_finished_beams_greedy_match_a_cache_free_reference(eos_pair):
     assert {("eos", True), ("length", True)} <= outcomes    # a finished beam won; one lost to a live beam
 
 
+@pytest.mark.slow
 def test_finished_beams_law(eos_small_pair):
     """At T = 1 the output law is that of beam sampling with finished beams set aside (enumerated
     exactly); the test tells it from EOS as an ordinary token (cut at the first EOS) with power

@@ -61,12 +61,14 @@ def test_eps_zero_opt_is_sd(pair, sampling):
         assert not b.lossless and a.lossless
 
 
+@pytest.mark.slow
 def test_eps_zero_opt_is_exact(pair):
     law = exact_distribution(pair, PROMPT, 2, T1)
     counts = sample_counts(pair, "biased_sd", PROMPT, 2, 2500, T1, budget=3, eps=0.0, residual="opt", gamma=2)
     assert goodness_of_fit(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["opt", "target"])
 @pytest.mark.parametrize("sampling", [T1, WARPED], ids=["t1", "t07-topk-topp"])
 def test_one_token_follows_b_q_plus_z_r(pair, sampling, kind):

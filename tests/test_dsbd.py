@@ -125,6 +125,7 @@ def run_counts(pair, runs: int, sampling: SamplingConfig = T1, **params) -> tupl
     return counts, ends
 
 
+@pytest.mark.slow
 def test_fixed_width_output_law_is_beam_sampling(small_pair):
     law = exact_output_law(small_pair, PROMPT, 2, 3, T1)
     counts, ends = run_counts(small_pair, LAW_RUNS, width=3, min_width=2, gamma=2, dynamic=False)
@@ -135,6 +136,7 @@ def test_fixed_width_output_law_is_beam_sampling(small_pair):
     assert any(not bonus and last == 1 for (_, last, bonus) in ends)   # the first layer failed
 
 
+@pytest.mark.slow
 def test_fixed_width_output_law_with_a_warp(small_pair):
     """Temperature 0.8 and a global top-k of 4 over the (beam x token) candidates, on the target's
     joint (as ``beam``) and on the draft's. The test tells this law from plain sampling's under the
@@ -145,6 +147,7 @@ def test_fixed_width_output_law_with_a_warp(small_pair):
     assert chi_square_pvalue(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 def test_printed_ratio_breaks_the_law(small_pair):
     """Algorithm 1's printed acceptance ratio min(1, q/p') is caught by the same test."""
     law = exact_output_law(small_pair, PROMPT, 2, 3, T1)
@@ -172,6 +175,7 @@ def finished_inside(step) -> bool:
     return any(b["finished"] and len(b["tokens"]) < c["l_last"] for b in c["beams"][:len(c["kept"])])
 
 
+@pytest.mark.slow
 def test_fixed_width_output_law_with_finished_beams(eos_small_pair):
     """At T = 1 the law of dsbd's output (fixed width) with finished beams set aside is that of beam
     sampling (``test_beam.test_finished_beams_law``), over runs where beams finish in a passed layer

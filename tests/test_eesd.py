@@ -60,6 +60,7 @@ def test_eesd_greedy_equals_ar(family, controller):
     assert all(s.target_calls == 1 for s in tr.steps) and tr.lossless
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling", SETTINGS, ids=["t1", "t07-topk-topp"])
 def test_eesd_first_two_tokens_follow_target(small, sampling):
     law = exact_distribution(small, PROMPT, 2, sampling)
@@ -67,6 +68,7 @@ def test_eesd_first_two_tokens_follow_target(small, sampling):
     assert goodness_of_fit(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling", SETTINGS, ids=["t1", "t07-topk-topp"])
 def test_sd_with_beta_ts_first_two_tokens_follow_target(sampling):
     pair = tiny_pair("llama", vocab=8)
@@ -75,6 +77,7 @@ def test_sd_with_beta_ts_first_two_tokens_follow_target(sampling):
     assert goodness_of_fit(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 def test_the_eesd_test_sees_a_small_bias(small, monkeypatch):
     over_accept(monkeypatch, 1.2)
     law = exact_distribution(small, PROMPT, 2, SETTINGS[0])

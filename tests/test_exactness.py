@@ -20,6 +20,7 @@ PROMPT = [1, 2, 3]
 SETTINGS = [SamplingConfig(1.0), SamplingConfig(0.7, top_k=5, top_p=0.9)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling", SETTINGS, ids=["t1", "t07-topk-topp"])
 def test_sd_first_two_tokens_follow_target(sampling):
     pair = tiny_pair("llama", vocab=8)
@@ -29,12 +30,14 @@ def test_sd_first_two_tokens_follow_target(sampling):
     assert goodness_of_fit(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 def test_ar_first_two_tokens_follow_target():
     pair = tiny_pair("gpt2", vocab=8)
     law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])
     assert goodness_of_fit(sample_counts(pair, "ar", PROMPT, 2, RUNS // 4, SETTINGS[0]), law) > 1e-3
 
 
+@pytest.mark.slow
 def test_the_exactness_test_sees_a_small_bias(monkeypatch):
     factor = 1.1 if RUNS < 20000 else 1.06
     over_accept(monkeypatch, factor)

@@ -92,6 +92,7 @@ def test_unknown_algorithm_lists_the_registry():
         specviz.decode(tiny_pair("llama", vocab=8), "nope", [1])
 
 
+@pytest.mark.slow
 def test_cli_runs_and_reports_errors(dirs, tmp_path):
     out = tmp_path / "trace.json"
     cmd = [sys.executable, "-m", "specviz", "run", "--target", dirs["target"], "--draft", dirs["draft"],

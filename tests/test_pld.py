@@ -35,6 +35,7 @@ def pair():
     return tiny_pair("llama", vocab=8, draft="different")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling", SETTINGS, ids=["t1", "t07-topk-topp"])
 def test_pld_first_two_tokens_follow_target(pair, sampling):
     law = exact_distribution(pair, PROMPT, 2, sampling)
@@ -42,6 +43,7 @@ def test_pld_first_two_tokens_follow_target(pair, sampling):
     assert goodness_of_fit(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 def test_the_pld_test_sees_a_small_bias(pair, monkeypatch):
     over_accept(monkeypatch, 1.2)
     law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])

@@ -41,6 +41,7 @@ def pair():
     return tiny_pair("llama", vocab=8, draft="different")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling", [T1, WARPED], ids=["t1", "t07-topk-topp"])
 @pytest.mark.parametrize("algorithm,params", CASES, ids=["mcsd", "mcsd-replacement", "specinfer", "sequoia"])
 def test_first_two_tokens_follow_the_target(pair, algorithm, params, sampling):
@@ -49,6 +50,7 @@ def test_first_two_tokens_follow_the_target(pair, algorithm, params, sampling):
     assert goodness_of_fit(counts, law) > 1e-3
 
 
+@pytest.mark.slow
 def test_the_test_sees_a_wrong_residual_order(pair, monkeypatch):
     """MCSD Algorithm 2 / Eq. 10: zeroing and renormalising q *before* taking the residual is biased."""
 

@@ -703,6 +703,7 @@ def test_param_values_convert():
     assert param_value(Param("f", 0.5, "float"), None) == 0.5
 
 
+@pytest.mark.slow
 def test_200_step_run_scrubs_without_lag(explorer, monkeypatch):
     """A scrub rebuilds only the selected step's views: at most one tree and one controller figure per
     column, for that step, and none of the whole-run figures (their step markers move in the browser). The

@@ -42,11 +42,13 @@ def mean_gap(pair, algorithm, key, **params):
 
 @pytest.mark.parametrize("algorithm,params", [("sd", {"gamma": 3}), ("batch_sd", {"num_drafts": 3, "gamma": 3})],
                          ids=["sd-thm1", "batch-thm3"])
+@pytest.mark.slow
 def test_expected_rejections_match_the_empirical_mean(pair, algorithm, params):
     mean, se = mean_gap(pair, algorithm, "expected", **params)
     assert abs(mean) < 3.3 * se, (mean, se)  # two-sided p ~ 1e-3
 
 
+@pytest.mark.slow
 def test_the_test_sees_a_missing_batch_improvement(pair):
     mean, se = mean_gap(pair, "batch_sd", "tv_sum", num_drafts=3, gamma=3)
     assert mean < -3.3 * se, (mean, se)
