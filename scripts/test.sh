@@ -9,4 +9,4 @@ if ! command -v chromium >/dev/null 2>&1; then      # the end-to-end tests drive
   else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
 fi
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-python -m pytest -n "${SPECVIZ_TEST_WORKERS:-2}" -p no:cacheprovider "$@"
+python -m pytest -n "${SPECVIZ_TEST_WORKERS:-2}" --dist worksteal -p no:cacheprovider "$@"

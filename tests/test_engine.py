@@ -196,6 +196,21 @@ def test_a_position_record_is_its_definition_on_the_shown_ids():
     assert bare.q is bare.residual is bare.residual_mass is bare.texts is None and 3 in bare.ids
 
 
+@pytest.mark.parametrize("algorithm", list(specviz.ALGORITHMS))
+def test_recording_never_changes_the_output(algorithm):
+    """Position records read the laws and draw nothing: every algorithm's sampled output is the same
+    with ``record_top_k`` 8 and 0 (so the statistical tests may run without them)."""
+    from specviz.models.loading import attach_early_exit
+
+    pair = attach_early_exit(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), 1)
+    for seed in range(3):
+        runs = [specviz.decode(pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed,
+                               record_top_k=k) for k in (8, 0)]
+        assert runs[0].output_ids == runs[1].output_ids
+        assert not any(s.positions for s in runs[1].steps)
+    assert algorithm == "ar" or any(s.positions for s in runs[0].steps)
+
+
 def test_greedy_positions_show_only_what_matters(pair):
     trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=20, temperature=0, gamma=3)
     for step in trace.steps:
