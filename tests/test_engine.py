@@ -162,16 +162,18 @@ def test_positions_explain_every_decision(pair):
 
 
 def test_a_position_record_is_its_definition_on_the_shown_ids():
-    """``position_record`` against the definition written with whole-vocabulary tensors: the ids are
+    """``position_records`` against the definition written with whole-vocabulary tensors: the ids are
     the top-k of p and q, the tested candidates and the produced token, sorted by p (ties by id);
     every value is the law at those ids, to 5 significant digits; the residual is max(0, p - q)
-    normalised by its whole-vocabulary mass, which is TV(p, q)."""
-    from specviz.algorithms.positions import position_record
+    normalised by its whole-vocabulary mass, which is TV(p, q). Recorded together (one step's
+    positions share their calls) or one by one, the records are the same."""
+    from specviz.algorithms.positions import Site, position_records
 
     def five(values):
         return [float(f"{v:.5g}") for v in values]
 
     gen = torch.Generator().manual_seed(3)
+    sites = []
     for case in range(40):
         vocab = 50
         p = torch.softmax(torch.randn(vocab, generator=gen, dtype=torch.float64) * 2, -1)
@@ -182,7 +184,8 @@ def test_a_position_record_is_its_definition_on_the_shown_ids():
             q = p.clone()  # no residual mass: the residual shows p
         final = torch.softmax(torch.randn(vocab, generator=gen, dtype=torch.float64), -1) if case % 3 else None
         tested, produced = [int(t) for t in torch.randperm(vocab, generator=gen)[:2]], case % vocab
-        rec = position_record(7, p, q, tested, produced, final, 4, root=2, text=lambda t: f"<{t}>")
+        sites.append(Site(7, p, q, tested, produced, final, root=2))
+        [rec] = position_records(sites[-1:], 4, text=lambda t: f"<{t}>")
         shown = set(tested) | {produced} | set(torch.topk(p, 4).indices.tolist()) | set(torch.topk(q, 4).indices.tolist())
         ids = sorted(shown, key=lambda t: (-float(p[t]), t))
         gap = torch.clamp(p - q, min=0.0)
@@ -192,7 +195,10 @@ def test_a_position_record_is_its_definition_on_the_shown_ids():
         assert rec.residual == five((gap[ids] / mass if mass > 0 else p[ids]).tolist())
         assert rec.residual_mass == pytest.approx(mass, rel=1e-6)  # 7 significant digits
         assert rec.final_residual == (five(final[ids].tolist()) if final is not None else None)
-    bare = position_record(None, p, None, [], 3, None, 2)
+    sites.insert(5, Site(None, p, None, [], 3))  # a bonus position: no q
+    together = position_records(sites, 4)
+    assert together == [position_records([s], 4)[0] for s in sites]
+    bare = together[5]
     assert bare.q is bare.residual is bare.residual_mass is bare.texts is None and 3 in bare.ids
 
 

@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence
 import torch
 
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.positions import position_record, rounded
+from specviz.algorithms.positions import Site, position_records, rounded
 from specviz.algorithms.registry import Param, register
 from specviz.core import beams as B
 from specviz.core.trees import ROOT
@@ -228,17 +228,15 @@ def layer_positions(dec: Decoder, scores: torch.Tensor, p_beam: torch.Tensor, q_
         gap = torch.clamp(p_beam.double() - q_beam.double(), min=0.0)
         mass = float(gap.sum())
         first = (gap / mass if mass > 0 else p_beam.double()).reshape(width, -1)
-    out = []
-    for j, (parent, root) in enumerate(rows):
-        if not (bool(live[j]) or tested.get(j)):
-            continue
-        made = produced.get(j, [])
-        rec = position_record(parent, p_rows[j], None if q_rows is None else q_rows[j], tested.get(j, []) + made[1:],
-                              made[0] if made else None, None if final is None else final[j], k, root, dec.text)
-        if first is not None:
+    shown = [j for j in range(width) if bool(live[j]) or tested.get(j)]
+    sites = [Site(rows[j][0], p_rows[j], None if q_rows is None else q_rows[j],
+                  tested.get(j, []) + produced.get(j, [])[1:], (produced.get(j) or [None])[0],
+                  None if final is None else final[j], rows[j][1]) for j in shown]
+    out = position_records(sites, k, dec.text)
+    if first is not None:
+        for j, rec in zip(shown, out):
             rec.residual = rounded(first[j][torch.tensor(rec.ids)].tolist())
             rec.residual_mass = None
-        out.append(rec)
     return out
 
 

@@ -1,4 +1,4 @@
-"""``position_record``: the distributions behind one verified position, for trace v2.
+"""``position_records``: the distributions behind each verified position of a step, for trace v2.
 
 Kept small on purpose: only the ``k`` likeliest tokens of p and of q, the candidates tested there and
 the token produced there are stored (sorted by p, descending), with every probability rounded to
@@ -8,7 +8,7 @@ before rounding.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -25,47 +25,67 @@ def rounded(values: list[float]) -> list[float]:
     return list(map(float, map(_FORMAT, values)))
 
 
-def _top(probs: torch.Tensor, k: int) -> list[int]:
-    """The ``k`` likeliest tokens with positive probability (fewer under a one-hot or truncated law)."""
-    values, ids = torch.topk(probs, min(k, probs.shape[-1]))
-    return [t for v, t in zip(values.tolist(), ids.tolist()) if v > 0]
+class Site(NamedTuple):
+    """One verified position to record: the target law ``p`` (warped), the draft law ``q`` (``None``
+    if nothing was drafted there), the candidates ``tested`` in draw order, the token ``produced``
+    there (accepted candidate or resampled/bonus draw, ``None`` if the step stopped before),
+    ``final_residual`` the law drawn from after every candidate was rejected, the tree / beam
+    ``root`` and ``mass`` = TV(p, q) when the caller has it already (else summed here)."""
+
+    parent: int | None
+    p: torch.Tensor
+    q: torch.Tensor | None
+    tested: list[int]
+    produced: int | None
+    final_residual: torch.Tensor | None = None
+    root: int = 0
+    mass: float | None = None
 
 
-def position_record(parent: int | None, p: torch.Tensor, q: torch.Tensor | None, tested: list[int],
-                    produced: int | None, final_residual: torch.Tensor | None, k: int,
-                    root: int = 0, text: Callable[[int], str] | None = None,
-                    mass: float | None = None) -> PositionRecord:
-    """The ``PositionRecord`` of a position whose target law is ``p`` (warped), draft law ``q``
-    (``None`` if nothing was drafted there), candidates ``tested`` in draw order, ``produced`` the
-    token this position produced (accepted candidate or resampled/bonus draw, ``None`` if the step
-    stopped before), and ``final_residual`` the law drawn from after every candidate was rejected.
-    ``mass``: TV(p, q) when the caller has it already (else summed here).
+def position_records(sites: list[Site], k: int, text: Callable[[int], str] | None = None) -> list[PositionRecord]:
+    """The ``PositionRecord`` of every site (module docstring), computed together: one ``topk`` over
+    all their laws and one gather of every value shown, then sorting, the residual on the shown ids
+    and the rounding on those few Python floats (the recording's cost is per-call overhead, not
+    arithmetic, so a step's positions share their calls)."""
+    if not sites:
+        return []
+    laws = [law for s in sites for law in (s.p, s.q) if law is not None]
+    vocab = laws[0].shape[-1]
+    top_values, top_ids = (t.tolist() for t in torch.topk(torch.stack(laws), min(k, vocab)))
+    tops = iter(zip(top_values, top_ids))
+    shown, rows, flat = [], [], []
+    for s in sites:
+        chosen = set(s.tested)
+        if s.produced is not None:
+            chosen.add(s.produced)
+        for law in (s.p, s.q):
+            if law is not None:
+                values, ids = next(tops)
+                chosen.update(t for v, t in zip(values, ids) if v > 0)  # fewer under a one-hot or truncated law
+        index = sorted(chosen)
+        shown.append(index)
+        for law in (s.p, s.q, s.final_residual):
+            if law is not None:
+                flat += [len(rows) * vocab + t for t in index]
+                rows.append(law)
+    values = iter(torch.stack(rows).reshape(-1)[torch.tensor(flat, device=rows[0].device)].tolist())
+    out = []
+    for s, index in zip(sites, shown):
+        at = {name: [next(values) for _ in index]  # in the order the rows were gathered
+              for name, law in (("p", s.p), ("q", s.q), ("final", s.final_residual)) if law is not None}
+        order = sorted(range(len(index)), key=lambda j: -at["p"][j])  # by p, descending; ties by id (stable)
+        ids = [index[j] for j in order]
+        p = [at["p"][j] for j in order]
+        record = PositionRecord(s.parent, ids, rounded(p), root=s.root,
+                                texts=[text(t) for t in ids] if text is not None else None)
+        if s.q is not None:
+            q = [at["q"][j] for j in order]
+            mass = float(torch.clamp(s.p - s.q, min=0.0).sum()) if s.mass is None else s.mass
+            record.q = rounded(q)
+            record.residual_mass = float(f"{mass:.{DIGITS + 2}g}")
+            record.residual = rounded([max(a - b, 0.0) / mass for a, b in zip(p, q)]) if mass > 0 else list(record.p)
+        if s.final_residual is not None:
+            record.final_residual = rounded([at["final"][j] for j in order])
+        out.append(record)
+    return out
 
-    Each law is read at the shown ids in one gather; sorting, the residual on the shown ids and the
-    rounding run on those few Python floats (the recording's cost is per-call overhead, not arithmetic)."""
-    chosen = set(tested)
-    if produced is not None:
-        chosen.add(produced)
-    chosen.update(_top(p, k))
-    if q is not None:
-        chosen.update(_top(q, k))
-    index = sorted(chosen)
-    at = torch.tensor(index, dtype=torch.long)
-    p_at = p[at].tolist()
-    order = sorted(range(len(index)), key=lambda j: -p_at[j])  # by p, descending; ties by id (stable)
-    ids = [index[j] for j in order]
-    p_shown = [p_at[j] for j in order]
-    record = PositionRecord(parent, ids, rounded(p_shown), root=root,
-                            texts=[text(t) for t in ids] if text is not None else None)
-    if q is not None:
-        q_at = q[at].tolist()
-        q_shown = [q_at[j] for j in order]
-        if mass is None:
-            mass = float(torch.clamp(p - q, min=0.0).sum())
-        record.q = rounded(q_shown)
-        record.residual_mass = float(f"{mass:.{DIGITS + 2}g}")
-        record.residual = rounded([max(a - b, 0.0) / mass for a, b in zip(p_shown, q_shown)]) if mass > 0 else list(record.p)
-    if final_residual is not None:
-        final_at = final_residual[at].tolist()
-        record.final_residual = rounded([final_at[j] for j in order])
-    return record

@@ -23,7 +23,7 @@ probability at draw time; at temperature 0 the draft's plain softmax), ``p`` (ta
 parent), ``accept_prob`` (given all earlier siblings were rejected), ``p_residual`` (the residual
 target probability that ``accept_prob`` was computed against), ``draw`` (the uniform, None when the
 outcome was certain) and ``root`` (the beam); per verified position a ``PositionRecord``
-(``positions.position_record``, top ``Decoder.record_top_k`` tokens; none when it is 0).
+(``positions.position_records``, top ``Decoder.record_top_k`` tokens; none when it is 0).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from specviz.algorithms.controllers import Controller, StaticShape
 from specviz.algorithms.decoder import Decoder, VerifyRows
 from specviz.algorithms.drafted_tree import DraftedTree
 from specviz.algorithms.drafters import Drafter, ModelDrafter
-from specviz.algorithms.positions import position_record
+from specviz.algorithms.positions import Site, position_records
 from specviz.core.acceptance import first_accepted
 from specviz.core.rules import AcceptanceRule, MultiCandidate, rule_for
 from specviz.core.sampling import tv_distance
@@ -67,7 +67,7 @@ def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: VerifyRow
     step.forest = [TreeNode(i, None if par == ROOT else par, tree.level(i) - 1, tok, dec.text(tok),
                             q=tree.q_draw[i], p=p_nodes[i], root=tree.root[i])
                    for i, (tok, par) in enumerate(zip(tree.tokens, tree.parents))]
-    step.tv, step.positions = [], []
+    step.tv, sites = [], []
     k = dec.record_top_k
     node, path = ROOT, []
     while True:
@@ -77,8 +77,7 @@ def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: VerifyRow
         kids = tree.children.get(node, [])
         if not kids:
             extra, kind = dec.sample(p), "bonus"
-            if k:
-                step.positions.append(position_record(parent_id, p, None, [], extra, None, k, beam, dec.text))
+            sites.append(Site(parent_id, p, None, [], extra, None, beam))
             break
         q = tree.parent_q[node]
         step.tv.append(tv_distance(p, q))
@@ -91,16 +90,13 @@ def verify_tree(dec: Decoder, step: StepRecord, tree: DraftedTree, ps: VerifyRow
             n.p_residual = float(sched.residuals[j][cands[j]]) if sched.residuals else n.p
         if hit is None:
             extra, kind = dec.sample(sched.final_residual), "resampled"
-            if k:
-                step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], extra,
-                                                      sched.final_residual, k, beam, dec.text, step.tv[-1]))
+            sites.append(Site(parent_id, p, q, cands[: len(draws)], extra, sched.final_residual, beam, step.tv[-1]))
             break
-        if k:
-            step.positions.append(position_record(parent_id, p, q, cands[: len(draws)], cands[hit], None, k, beam,
-                                                  dec.text, step.tv[-1]))
+        sites.append(Site(parent_id, p, q, cands[: len(draws)], cands[hit], None, beam, step.tv[-1]))
         node = kids[hit]
         step.forest[node].status = "accepted"
         path.append(node)
+    step.positions = position_records(sites, k, dec.text) if k else []
     extra_id = len(step.forest)
     step.forest.append(TreeNode(extra_id, None if node == ROOT else node, len(path), extra, dec.text(extra),
                                 p=float(p[extra]), status=kind, root=0 if node == ROOT else tree.root[node]))

@@ -6,7 +6,7 @@ the order alternating from pair to pair; ``trace_overhead`` is the median over a
 ``time(full) / time(off) - 1``, with its quartiles (``spread``). Pairing two runs a fraction of a
 second apart cancels most of a shared machine's drift, and the median of many short pairs is far
 steadier than a ratio of whole passes. Two direct estimates come with it, both from the full runs
-alone and free of drift: ``recording_share``, the seconds spent inside ``position_record`` over the
+alone and free of drift: ``recording_share``, the seconds spent inside ``position_records`` over the
 rest of the run, and ``gc_share``, the seconds the cyclic garbage collector ran over the whole run
 (an indirect cost the recording's allocations could cause)."""
 from __future__ import annotations
@@ -61,7 +61,7 @@ def trace_overhead(pair, algorithm: str, prompts: list[Any], max_new_tokens: int
     ratios, full, off, shares, gcs = [], [], [], [], []
     gc.callbacks.append(watch.gc_callback)
     try:
-        with mock.patch.object(tree_engine, "position_record", watch.timed(tree_engine.position_record)):
+        with mock.patch.object(tree_engine, "position_records", watch.timed(tree_engine.position_records)):
             for prompt in prompts:  # warm-up
                 run(record_top_k, prompt), run(0, prompt)
             for i in range(rounds):
