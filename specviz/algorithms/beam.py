@@ -229,9 +229,9 @@ def layer_positions(dec: Decoder, scores: torch.Tensor, p_beam: torch.Tensor, q_
         mass = float(gap.sum())
         first = (gap / mass if mass > 0 else p_beam.double()).reshape(width, -1)
     shown = [j for j in range(width) if bool(live[j]) or tested.get(j)]
-    sites = [Site(rows[j][0], p_rows[j], None if q_rows is None else q_rows[j],
-                  tested.get(j, []) + produced.get(j, [])[1:], (produced.get(j) or [None])[0],
-                  None if final is None else final[j], rows[j][1]) for j in shown]
+    made = {j: produced.get(j, []) for j in shown}  # the first kept token is "produced"; the rest count as tested
+    sites = [Site(rows[j][0], p_rows[j], None if q_rows is None else q_rows[j], tested.get(j, []) + made[j][1:],
+                  made[j][0] if made[j] else None, None if final is None else final[j], rows[j][1]) for j in shown]
     out = position_records(sites, k, dec.text)
     if first is not None:
         for j, rec in zip(shown, out):

@@ -42,6 +42,12 @@ class Site(NamedTuple):
     mass: float | None = None
 
 
+def _laws(site: Site) -> list[tuple[str, torch.Tensor]]:
+    """The site's laws that are present, in the order their values are gathered."""
+    named = (("p", site.p), ("q", site.q), ("final", site.final_residual))
+    return [(name, law) for name, law in named if law is not None]
+
+
 def position_records(sites: list[Site], k: int, text: Callable[[int], str] | None = None) -> list[PositionRecord]:
     """The ``PositionRecord`` of every site (module docstring), computed together: one ``topk`` over
     all their laws and one gather of every value shown, then sorting, the residual on the shown ids
@@ -64,28 +70,25 @@ def position_records(sites: list[Site], k: int, text: Callable[[int], str] | Non
                 chosen.update(t for v, t in zip(values, ids) if v > 0)  # fewer under a one-hot or truncated law
         index = sorted(chosen)
         shown.append(index)
-        for law in (s.p, s.q, s.final_residual):
-            if law is not None:
-                flat += [len(rows) * vocab + t for t in index]
-                rows.append(law)
+        for _, law in _laws(s):
+            flat += [len(rows) * vocab + t for t in index]
+            rows.append(law)
     values = iter(torch.stack(rows).reshape(-1)[torch.tensor(flat, device=rows[0].device)].tolist())
     out = []
     for s, index in zip(sites, shown):
-        at = {name: [next(values) for _ in index]  # in the order the rows were gathered
-              for name, law in (("p", s.p), ("q", s.q), ("final", s.final_residual)) if law is not None}
-        order = sorted(range(len(index)), key=lambda j: -at["p"][j])  # by p, descending; ties by id (stable)
+        read = {name: [next(values) for _ in index] for name, _ in _laws(s)}
+        order = sorted(range(len(index)), key=lambda j: -read["p"][j])  # by p, descending; ties by id (stable)
+        at = {name: [vals[j] for j in order] for name, vals in read.items()}
         ids = [index[j] for j in order]
-        p = [at["p"][j] for j in order]
-        record = PositionRecord(s.parent, ids, rounded(p), root=s.root,
+        record = PositionRecord(s.parent, ids, rounded(at["p"]), root=s.root,
                                 texts=[text(t) for t in ids] if text is not None else None)
         if s.q is not None:
-            q = [at["q"][j] for j in order]
             mass = float(torch.clamp(s.p - s.q, min=0.0).sum()) if s.mass is None else s.mass
-            record.q = rounded(q)
+            record.q = rounded(at["q"])
             record.residual_mass = float(f"{mass:.{DIGITS + 2}g}")
-            record.residual = rounded([max(a - b, 0.0) / mass for a, b in zip(p, q)]) if mass > 0 else list(record.p)
-        if s.final_residual is not None:
-            record.final_residual = rounded([at["final"][j] for j in order])
+            record.residual = (rounded([max(a - b, 0.0) / mass for a, b in zip(at["p"], at["q"])]) if mass > 0
+                               else list(record.p))
+        if "final" in at:
+            record.final_residual = rounded(at["final"])
         out.append(record)
     return out
-
