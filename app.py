@@ -1,4 +1,5 @@
-"""specviz explorer: `python app.py` serves the app (on the bundled pair by default); `--help` lists options.
+"""specviz explorer: `python app.py` serves the app (on SmolLM2-135M-Instruct and its trained draft by
+default); `--help` lists options.
 
 Host/port: --host / --port, or GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (Gradio's own variables;
 127.0.0.1:7860 by default). Public hosting: --public or SPECVIZ_PUBLIC=1. Other settings: see
@@ -19,7 +20,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--host", help="address to serve on (default: GRADIO_SERVER_NAME or 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: GRADIO_SERVER_PORT or 7860)")
     p.add_argument("--target", help="target model to load at start: hub id or local directory "
-                                    "(default: the bundled pair in assets/)")
+                                    "(default: the first preset, smollm2-135m-offline)")
     p.add_argument("--draft", help="draft model for --target")
     p.add_argument("--public", action="store_true", help="public-hosting limits (as SPECVIZ_PUBLIC=1)")
     return p.parse_args(argv)
@@ -34,8 +35,21 @@ def apply_args(args: argparse.Namespace) -> None:
             os.environ[name] = str(value)
 
 
+def show_progress() -> None:
+    """specviz's progress messages (loading, the first start's model conversion) on standard output."""
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("specviz: %(message)s"))
+    logger = logging.getLogger("specviz")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
 if __name__ == "__main__":
     apply_args(parse_args())
+    show_progress()
     from specviz.ui import build_app, launch
 
     launch(build_app())

@@ -39,9 +39,12 @@ def summary_line(trace: RunTrace) -> str:
 
 
 def add_pair_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", help="target model: hub id or local directory")
+    p.add_argument("--target", help="target model: hub id, local directory or package:DIST/FILE.gguf")
     p.add_argument("--draft", help="draft model: hub id or local directory")
-    p.add_argument("--preset", help="a pair from configs/presets.yaml instead of --target/--draft")
+    p.add_argument("--preset", help="a pair from configs/presets.yaml instead of --target/--draft "
+                                    "(default: the first, smollm2-135m-offline)")
+    p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
+                   help="format prompts with the pair's chat template (default: on when the pair has one)")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto")
     p.add_argument("--trust-remote-code", action="store_true")
@@ -79,24 +82,31 @@ def load_pair_from_args(args: argparse.Namespace):
     """The pair named by ``add_pair_args``' options: ``--preset``, else ``--target``/``--draft``."""
     from specviz.models.loading import load_pair
 
-    target, draft = args.target, args.draft
     early_exit = getattr(args, "early_exit", None)
-    if args.preset:
-        from specviz.presets import get_preset
-
-        preset = get_preset(args.preset)
-        target, draft, early_exit = preset.target, preset.draft, early_exit or preset.early_exit
-    if not target:
-        raise SpecvizError("Give --target (and usually --draft), or --preset.")
     if isinstance(early_exit, str) and early_exit.isdigit():
         early_exit = int(early_exit)
-    return load_pair(target, draft, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
-                     early_exit=early_exit)
+    if args.preset and (args.target or args.draft):
+        raise SpecvizError(f"--preset {args.preset} names its own target and draft: give --preset, or "
+                           "--target/--draft, not both.")
+    if not args.target:
+        if args.draft:
+            raise SpecvizError("--draft needs a --target.")
+        from specviz.presets import default_preset
+
+        preset = args.preset or default_preset().name
+        return load_pair(preset=preset, device=args.device, dtype=args.dtype, early_exit=early_exit)
+    return load_pair(args.target, args.draft, device=args.device, dtype=args.dtype,
+                     trust_remote_code=args.trust_remote_code, early_exit=early_exit)
 
 
-def _decode_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+def chat_on(args: argparse.Namespace, pair) -> bool:
+    """``--chat`` / ``--no-chat``, else on exactly when the pair has a chat template."""
+    return pair.has_chat_template if args.chat is None else bool(args.chat)
+
+
+def _decode_kwargs(args: argparse.Namespace, pair) -> dict[str, Any]:
     return dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-                top_k=args.top_k, seed=args.seed)
+                top_k=args.top_k, seed=args.seed, chat=chat_on(args, pair))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -105,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.algo not in ALGORITHMS:
         raise specviz.UnknownAlgorithmError(f"Unknown algorithm {args.algo!r}; registered: {', '.join(ALGORITHMS)}.")
     pair = load_pair_from_args(args)
-    trace = specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args), **_algo_params(args, args.algo))
+    trace = specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, args.algo))
     print(render_text(trace, color=not args.no_color and sys.stdout.isatty() or args.color))
     print(summary_line(trace))
     if args.out:
@@ -120,7 +130,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from specviz.metrics import speedup
 
     pair = load_pair_from_args(args)
-    traces = [specviz.decode(pair, a, args.prompt, **_decode_kwargs(args), **_algo_params(args, a)) for a in args.algos]
+    traces = [specviz.decode(pair, a, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, a))
+              for a in args.algos]
     base = next((t for t in traces if t.algorithm == "ar"), None)
     print(f"{'algorithm':<12} {'tokens':>6} {'calls':>6} {'tau':>5} {'accept':>7} {'tok/s':>8} {'speedup':>8}")
     for t in traces:

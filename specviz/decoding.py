@@ -12,6 +12,7 @@ from specviz.algorithms.decoder import Decoder
 from specviz.core.sampling import SamplingConfig
 from specviz.errors import InvalidParameterError, PromptError
 from specviz.metrics import summarize
+from specviz.models.chat import format_chat
 from specviz.models.device_errors import device_errors
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
@@ -25,7 +26,7 @@ class LiveRun:
 
     def __init__(self, pair: ModelPair, algorithm: str, prompt: str | list[int], max_new_tokens: int = 64,
                  temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-                 record_top_k: int = 8, **params: Any):
+                 record_top_k: int = 8, chat: bool = False, **params: Any):
         spec = get_algorithm(algorithm)
         self.params = spec.resolve(params)
         sampling = SamplingConfig(temperature, top_k, top_p)
@@ -39,7 +40,9 @@ class LiveRun:
                 f"got {record_top_k!r}.")
         if spec.needs_draft and pair.draft is None:
             raise InvalidParameterError(f"{algorithm} needs a draft model; this pair has only a target.")
-        prompt_ids, prompt_text = _prompt_ids(pair, prompt)
+        if not isinstance(chat, bool):
+            raise InvalidParameterError(f"chat must be true or false, got {chat!r}.")
+        prompt_ids, prompt_text = _prompt_ids(pair, prompt, chat)
         if len(prompt_ids) + max_new_tokens > pair.context_length:
             raise PromptError(
                 f"The prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({max_new_tokens}) exceeds the "
@@ -49,7 +52,7 @@ class LiveRun:
         self.decoder = Decoder(pair, prompt_ids, max_new_tokens, sampling, seed, record_top_k)
         self.trace = RunTrace(algorithm=algorithm, params=self.params, pair=pair.describe(),
                               sampling=sampling.as_dict(), seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text,
-                              lossless=spec.lossless)
+                              lossless=spec.lossless, chat=chat, user_text=prompt if chat else None)
 
     def __iter__(self) -> Iterator[StepRecord]:
         dec, trace = self.decoder, self.trace
@@ -76,14 +79,19 @@ class LiveRun:
         trace.metrics = summarize(trace, wall_time_s=time.perf_counter() - start)
 
 
-def _prompt_ids(pair: ModelPair, prompt: str | list[int]) -> tuple[list[int], str]:
+def _prompt_ids(pair: ModelPair, prompt: str | list[int], chat: bool = False) -> tuple[list[int], str]:
+    """The prompt's token ids and text; with ``chat``, the user's text formatted by the pair's chat
+    template (whose text carries its own special tokens, so the tokenizer adds none)."""
+    if chat and not isinstance(prompt, str):
+        raise PromptError("A chat prompt is text: turn chat off to pass token ids.")
     if isinstance(prompt, str):
         if not prompt.strip():
             raise PromptError("The prompt is empty: type some text to continue.")
-        ids = pair.encode(prompt)
+        text = format_chat(pair.tokenizer, prompt) if chat else prompt
+        ids = pair.encode(text, add_special_tokens=not chat)
         if not ids:
             raise PromptError("The prompt tokenized to no tokens.")
-        return ids, prompt
+        return ids, text
     ids = [int(i) for i in prompt]
     if not ids:
         raise PromptError("The prompt is empty: give at least one token id.")
@@ -101,7 +109,8 @@ def decode(pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: A
     """Run ``algorithm`` on ``prompt`` and return the full ``RunTrace``.
 
     kwargs: ``max_new_tokens``, ``temperature`` (0 = greedy), ``top_p``, ``top_k``, ``seed`` (an integer
-    in [0, 2**63 - 1]), ``record_top_k`` (tokens of p and q kept per verified position in
+    in [0, 2**63 - 1]), ``chat`` (format ``prompt`` as one user turn with the pair's chat template;
+    the trace keeps the user's text in ``user_text``), ``record_top_k`` (tokens of p and q kept per verified position in
     ``StepRecord.positions``, default 8, 0 for none) and the algorithm's own parameters (see
     ``specviz.ALGORITHMS[name].params``).
     """

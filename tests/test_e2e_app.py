@@ -43,9 +43,12 @@ def free_port() -> int:
 
 
 def start_app(tmp: Path, **env_extra: str) -> tuple[subprocess.Popen, str, Path]:
+    """`python app.py` on a free port; on the bundled code pair (fast) unless ``env_extra`` says otherwise
+    (``SPECVIZ_PRESETS``, ``SPECVIZ_TARGET``)."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "HF_HUB_OFFLINE": "1",
-           "GRADIO_ANALYTICS_ENABLED": "False", "SPECVIZ_TORCH_THREADS": "1", "PYTHONUNBUFFERED": "1", **env_extra}
+           "GRADIO_ANALYTICS_ENABLED": "False", "SPECVIZ_TORCH_THREADS": "1", "PYTHONUNBUFFERED": "1",
+           "SPECVIZ_PRESETS": "bundled-stdlib-pair", **env_extra}
     log = tmp / f"app-{port}.log"
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=open(log, "w"),
                             stderr=subprocess.STDOUT)
@@ -78,8 +81,8 @@ HAVE_BUNDLED = all((Path(d) / "config.json").exists() for d in BUNDLED)
 
 @pytest.fixture(scope="module")
 def app_server(tmp_path_factory):
-    """`python app.py` as a user starts it: on the bundled pair once it is built (this is the test
-    that the app starts on it), before that on a tiny random pair saved with a real tokenizer."""
+    """`python app.py` on the bundled code pair (the real default pair has its own test,
+    test_real_pair_e2e), or on a tiny random pair saved with a real tokenizer if it is not built."""
     tmp = tmp_path_factory.mktemp("e2e")
     if HAVE_BUNDLED:
         proc, url, log = start_app(tmp)
@@ -516,7 +519,7 @@ def replay(url, browser, target, draft, tmp_path):
 
 
 def check_bundled_pair(url):
-    """`python app.py` with no settings serves the bundled pair."""
+    """`python app.py` with the presets narrowed to it serves the bundled pair."""
     with urllib.request.urlopen(url + "config", timeout=10) as r:
         config = json.loads(r.read())
     status = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "sv-pair-status"][0]

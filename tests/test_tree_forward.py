@@ -41,7 +41,7 @@ def assert_cache_equals_direct(lm: CachedLM, model, ids: list[int]) -> None:
     assert lm.prefix_len == len(ids) and len(lm.tree) == 0
     direct = DynamicCache()  # full length in every layer, as CachedLM keeps it
     with torch.inference_mode():
-        model(torch.tensor([ids], device=model.device), past_key_values=direct, use_cache=True)
+        model(torch.tensor([ids], device=model.device), cache=direct, use_cache=True)
     for mine, ref in zip(lm.cache.layers, direct.layers, strict=True):
         torch.testing.assert_close(mine.keys, ref.keys, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(mine.values, ref.values, atol=1e-5, rtol=1e-4)

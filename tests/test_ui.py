@@ -68,7 +68,7 @@ def params_for(ex: Explorer, **overrides):
 
 def run_all(ex: Explorer, session: Session, algos, prompt="def fibonacci(n):\n", max_new=24, temperature=0.0,
             seed=0, delay=0.0, **overrides):
-    outs = list(ex.run(session, prompt, max_new, temperature, 1.0, 0, seed, algos, delay, *params_for(ex, **overrides)))
+    outs = list(ex.run(session, prompt, max_new, temperature, 1.0, 0, seed, algos, delay, False, *params_for(ex, **overrides)))
     assert outs
     return outs
 
@@ -104,7 +104,7 @@ def plot_title(v) -> str:
 
 
 def live(ex: Explorer, session: Session, algos, prompt="def f(x):\n", max_new=64, pace=0.0, seed=0, top_k=0):
-    return ex.run(session, prompt, max_new, 0.0, 1.0, top_k, seed, algos, pace, *params_for(ex))
+    return ex.run(session, prompt, max_new, 0.0, 1.0, top_k, seed, algos, pace, False, *params_for(ex))
 
 
 def test_app_builds_with_generated_settings_and_named_panels(explorer):
@@ -207,7 +207,7 @@ def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
 def test_runs_advance_together_and_stream(explorer):
     session = Session(pair_key=explorer.default_key)
     seen = []
-    gen = explorer.run(session, "import os\n", 12, 1.0, 1.0, 0, 1, ["ar", "sd"], 0.0, *params_for(explorer))
+    gen = explorer.run(session, "import os\n", 12, 1.0, 1.0, 0, 1, ["ar", "sd"], 0.0, False, *params_for(explorer))
     for out in gen:
         seen.append([c.n_steps for c in session.columns])
     assert len(seen) > 3  # streamed, not one final update
@@ -350,15 +350,15 @@ def test_load_a_preset(explorer):
 
 def test_refused_requests_are_messages(explorer):
     session = Session(pair_key=explorer.default_key)
-    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, [], 0.0, *params_for(explorer)))
+    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, [], 0.0, False, *params_for(explorer)))
     assert "Select at least one algorithm" in out["status"]
-    (out,) = list(explorer.run(session, "   ", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, *params_for(explorer)))
+    (out,) = list(explorer.run(session, "   ", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, False, *params_for(explorer)))
     assert "prompt is empty" in out["status"]
     too_many = list(specviz.ALGORITHMS) * 3
-    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, too_many[: explorer.n_slots + 1], 0.0,
+    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, too_many[: explorer.n_slots + 1], 0.0, False,
                                *params_for(explorer)))
     assert "At most" in out["status"]
-    (out,) = list(explorer.run(Session(pair_key=None), "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, *params_for(explorer)))
+    (out,) = list(explorer.run(Session(pair_key=None), "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, False, *params_for(explorer)))
     assert "No pair loaded" in out["status"]
 
 
@@ -491,7 +491,7 @@ def test_paced_run_waits_between_steps_and_marks_timings(pair_dirs):
         return control.stopped()
     ex = Explorer(AppConfig(max_columns=6), presets=[PairChoice("t", *pair_dirs)], clock=clock, pause=pause)
     session = Session(pair_key=ex.default_key)
-    outs = list(ex.run(session, "def f(x):\n", 6, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.5, *params_for(ex)))
+    outs = list(ex.run(session, "def f(x):\n", 6, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.5, False, *params_for(ex)))
     n = session.n_steps
     assert len(waits) == n - 1 or len(waits) == n  # one pause per round of steps
     assert all(0 < w <= 0.5 for w in waits)
@@ -516,7 +516,7 @@ def test_table_marks_wall_times_only_when_not_comparable(explorer, tmp_path):
 
 def test_measure_runs_one_after_another_and_reports_medians(explorer):
     session = Session(pair_key=explorer.default_key)
-    outs = list(explorer.measure(session, "def f(x):\n", 12, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.3, *params_for(explorer)))
+    outs = list(explorer.measure(session, "def f(x):\n", 12, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.3, False, *params_for(explorer)))
     assert outs[0]["measure_btn"].interactive is False and outs[-1]["measure_btn"].interactive is True
     html = outs[-1]["measurements"]
     assert "median wall s" in html and "one after another" in html

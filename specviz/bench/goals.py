@@ -31,16 +31,21 @@ def _goal(name: str, measured: dict[str, float | None], test: str, threshold: fl
 
 
 def goals(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every goal of the performance issue, per prompt category where it is a per-category quantity."""
+    """Every performance goal, per prompt category where it is a per-category quantity: those of the
+    real default pair (sd at least 1.25x ar and 1.3x Hugging Face assisted generation with the same
+    draft, a draft call at most 0.2 of a target call) and of the lean core (ar against plain
+    ``generate``, the call overhead, the cost model's efficiency, trees, the trace's overhead)."""
     rows = _rows(report)
     cats = sorted({c for c, _ in rows})
+    same_text = all(rows[c, m]["greedy_equal"] for c in cats for m in ("sd", "hf_assisted") if (c, m) in rows)
     out = [
+        _goal("sd tokens/s over ar (identical greedy text)", {c: _ratio(rows, c, "sd", "ar") for c in cats}, ">=", 1.25,
+              extra=same_text),
         _goal("sd tokens/s over HF assisted generation (identical greedy text)",
-              {c: _ratio(rows, c, "sd", "hf_assisted") for c in cats}, ">=", 1.5,
-              extra=all(rows[c, m]["greedy_equal"] for c in cats for m in ("sd", "hf_assisted") if (c, m) in rows)),
+              {c: _ratio(rows, c, "sd", "hf_assisted") for c in cats}, ">=", 1.3, extra=same_text),
         _goal("ar tokens/s over HF plain generate", {c: _ratio(rows, c, "ar", "hf_generate") for c in cats}, ">=", 1.0),
         _goal("one-token target call over bare matmuls", {"all": report.get("target_call_over_bare")}, "<=", 1.5),
-        _goal("one-token draft call over target call", {"all": report.get("draft_call_over_target")}, "<=", 0.25),
+        _goal("one-token draft call over target call", {"all": report.get("draft_call_over_target")}, "<=", 0.2),
         _goal("measured / predicted speedup, lowest lossless specviz row",
               {c: min((r["efficiency"] for (rc, _), r in rows.items()
                        if rc == c and r["kind"] == "specviz" and r["lossless"] and r.get("efficiency")),

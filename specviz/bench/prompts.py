@@ -1,7 +1,11 @@
 """Benchmark prompts by category, in the spirit of Spec-Bench's task split (Xia et al. 2024,
-"Unlocking Efficiency in Large Language Model Inference"). The bundled pair is trained on Python
-code, so "prose" is the English a code model sees: docstrings and comments; "repetition" prompts
-repeat their own structure, where copying drafters (prompt lookup) should shine."""
+"Unlocking Efficiency in Large Language Model Inference").
+
+``CHAT_PROMPTS`` are questions for a chat model (run through its chat template): facts,
+explanations, lists, code and arithmetic, written by hand so that none is one the default pair's
+draft was trained on. ``PROMPTS`` are for the code pair (``bundled-stdlib-pair``), trained on Python
+code: "prose" is the English a code model sees, docstrings and comments; "repetition" prompts repeat
+their own structure, where copying drafters (prompt lookup) should shine."""
 from __future__ import annotations
 
 PROMPTS: dict[str, list[str]] = {
@@ -26,12 +30,50 @@ PROMPTS: dict[str, list[str]] = {
 }
 
 
-def select(categories: list[str] | None = None, per_category: int | None = None) -> dict[str, list[str]]:
-    """The prompt sets of ``categories`` (default all), each cut to ``per_category`` prompts."""
-    names = categories or list(PROMPTS)
-    unknown = [c for c in names if c not in PROMPTS]
+CHAT_PROMPTS: dict[str, list[str]] = {
+    "facts": [
+        "What is the largest planet in our solar system?",
+        "Who was the first person to walk on the Moon?",
+        "What is the chemical symbol for gold?",
+        "Which ocean is the deepest?",
+    ],
+    "explain": [
+        "Why do we have seasons on Earth?",
+        "How does a refrigerator keep food cold?",
+        "What causes thunder during a storm?",
+        "Why do leaves change color in the fall?",
+    ],
+    "lists": [
+        "List four benefits of regular exercise.",
+        "Name five animals that live in the Arctic.",
+        "What are three ways to save water at home?",
+        "List the planets of the solar system in order.",
+    ],
+    "code": [
+        "Write a Python function that checks whether a list is sorted.",
+        "Write a Python function that counts the words in a sentence.",
+        "How do I open a file and read its lines in Python?",
+        "Write a Python class for a bank account with deposit and withdraw methods.",
+    ],
+    "arithmetic": [
+        "What is 45 plus 37?",
+        "What is 9 times 8?",
+        "If a train travels 60 miles per hour for 3 hours, how far does it go?",
+        "What is half of 250?",
+    ],
+}
+
+
+def select(categories: list[str] | None = None, per_category: int | None = None,
+           chat: bool = False) -> dict[str, list[str]]:
+    """The prompt sets of ``categories`` (default all) of the chat or the code prompts, each cut to
+    ``per_category`` prompts."""
+    table = CHAT_PROMPTS if chat else PROMPTS
+    names = categories or list(table)
+    unknown = [c for c in names if c not in table]
     if unknown:
         from specviz.errors import InvalidParameterError
 
-        raise InvalidParameterError(f"Unknown prompt categories {unknown}; known: {', '.join(PROMPTS)}.")
-    return {c: PROMPTS[c][:per_category] if per_category else list(PROMPTS[c]) for c in names}
+        raise InvalidParameterError(f"Unknown prompt categories {unknown} for {'chat' if chat else 'code'} "
+                                    f"prompts; known: {', '.join(table)}.")
+    return {c: table[c][:per_category] if per_category else list(table[c]) for c in names}

@@ -34,13 +34,13 @@ from specviz.bench.goals import goals, goals_markdown
 from specviz.bench.overhead import trace_overhead
 from specviz.bench.peers import peer_functions
 from specviz.bench.prompts import select
-from specviz.cli import add_pair_args, load_pair_from_args
+from specviz.cli import add_pair_args, chat_on, load_pair_from_args
 from specviz.errors import SpecvizError
-from specviz.presets import bundled_preset
+from specviz.models.chat import format_chat
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_pair_args(p)  # default pair: the bundled preset (assets/target and assets/draft); --device, --dtype
+    add_pair_args(p)  # default pair: the first preset (smollm2-135m-offline); --device, --dtype, --chat
     p.add_argument("--algos", nargs="+", default=None, help="specviz algorithms (default: every registered one)")
     p.add_argument("--categories", nargs="+", default=None, help="prompt categories (default: all)")
     p.add_argument("--prompts-per-category", type=int, default=None)
@@ -327,10 +327,12 @@ def main(args: argparse.Namespace) -> int:
         pair = random_pair(args.random_pair, args.device, args.dtype)
         prompts = random_prompts(pair, count=per_cat or 4)
     else:
-        if not (args.target or args.preset):
-            args.preset = bundled_preset().name
         pair = load_pair_from_args(args)
-        prompts = select(args.categories, per_cat)
+        chat = chat_on(args, pair)
+        prompts = select(args.categories, per_cat, chat)
+        if chat:  # token ids of the chat-formatted questions, the same for specviz and the peers
+            prompts = {c: [pair.encode(format_chat(pair.tokenizer, p), add_special_tokens=False) for p in plist]
+                       for c, plist in prompts.items()}
     report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width)
     write_report(report, args.out)
     print(to_markdown(report))

@@ -87,11 +87,13 @@ def _set_layer_idx(module: nn.Module, idx: int) -> None:
 
 
 class EarlyExitHead(nn.Module):
-    """Exit layer + final norm + untied LM head on top of the first ``exit_layer`` layers of ``base``.
+    """Exit layer + final norm + LM head on top of the first ``exit_layer`` layers of ``base``.
 
     Parameters (the only trainable ones, and all that is saved): ``layer`` (a copy of the base's last
     decoder layer), ``norm`` (a copy of its final norm), ``lm_head`` (a copy of its output embedding,
-    untied even when the base ties it to the input embedding).
+    untied even when the base ties it to the input embedding). With ``shared_head`` the LM head is the
+    base's own output embedding instead, shared and frozen (Eq. 1's W is then the target's): at a
+    large vocabulary (SmolLM2's 49,152 x 576 = 28M weights) a copy would dwarf the rest of the head.
 
     * ``exit_model``: the stock ``N + 1``-layer model sharing the trunk (``exit_model(input_ids)``).
     * ``logits_for(input_ids)``: draft logits of a whole sequence, no cache.
@@ -100,18 +102,22 @@ class EarlyExitHead(nn.Module):
       model's layer list, so do not call it from two threads at once).
     """
 
-    def __init__(self, base: nn.Module, exit_layer: int):
+    def __init__(self, base: nn.Module, exit_layer: int, shared_head: bool = False):
         super().__init__()
         layers = _layers(base)
         if not 1 <= exit_layer < len(layers):
             raise ValueError(f"exit_layer must be in [1, {len(layers) - 1}] for a {len(layers)}-layer model, "
                              f"got {exit_layer}")
         self.exit_layer = int(exit_layer)
+        self.shared_head = bool(shared_head)
         backbone, _, norm = layout(base)
         self.layer = copy.deepcopy(layers[-1])  # initialised from the LAST layer (EESD section 3.1)
         _set_layer_idx(self.layer, self.exit_layer)  # its slot in the exit model's cache
         self.norm = copy.deepcopy(getattr(backbone, norm))
-        self.lm_head = copy.deepcopy(base.get_output_embeddings())  # deepcopy clones a tied weight: untied
+        if self.shared_head:  # the base's own output embedding, frozen and not saved (not a submodule)
+            object.__setattr__(self, "lm_head", base.get_output_embeddings())
+        else:
+            self.lm_head = copy.deepcopy(base.get_output_embeddings())  # deepcopy clones a tied weight: untied
         self.requires_grad_(True)  # all trainable, even when copied from a frozen base
         object.__setattr__(self, "_base", base)  # not a submodule: kept out of parameters and state dict
         object.__setattr__(self, "_exit_model", None)
@@ -386,13 +392,14 @@ class CalibrationHead(nn.Module):
 # Files
 
 
-def save_early_exit(head: EarlyExitHead, path: str | os.PathLike, base: str = "../target", extra: dict | None = None) -> Path:
-    """Write ``early_exit.safetensors`` (head weights only, float32) and ``early_exit.json``."""
+def save_early_exit(head: EarlyExitHead, path: str | os.PathLike, base: str = "../target", extra: dict | None = None,
+                    dtype: torch.dtype = torch.float32) -> Path:
+    """Write ``early_exit.safetensors`` (head weights only, in ``dtype``) and ``early_exit.json``."""
     from safetensors.torch import save_file
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in head.state_dict().items()}
+    state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in head.state_dict().items()}
     save_file(state, str(path / HEAD_WEIGHTS), metadata={"format": FORMAT})
     out = head.lm_head.weight
     meta = {
@@ -406,7 +413,9 @@ def save_early_exit(head: EarlyExitHead, path: str | os.PathLike, base: str = ".
         "vocab_size": out.shape[0],
         "layer_init": "copy of the base model's last decoder layer",
         "norm_init": "copy of the base model's final norm",
-        "lm_head": "untied trainable copy of the base LM head",
+        "lm_head": ("the base model's own output embedding (shared, frozen, not saved)" if head.shared_head
+                    else "untied trainable copy of the base LM head"),
+        "shared_head": head.shared_head,
         "parameters": sum(v.numel() for v in state.values()),
     }
     meta.update(extra or {})
@@ -445,20 +454,20 @@ def load_early_exit(path: str | os.PathLike, base_model: nn.Module) -> EarlyExit
             f"hidden {meta.get('hidden_size')}, vocab {meta.get('vocab_size')}; this base has {n_layers} layers, "
             f"hidden {head_w.shape[1]}, vocab {head_w.shape[0]}"
         )
-    head = EarlyExitHead(base_model, int(meta["exit_layer"]))
+    head = EarlyExitHead(base_model, int(meta["exit_layer"]), shared_head=bool(meta.get("shared_head", False)))
     state = load_file(str(path / HEAD_WEIGHTS))
-    head.load_state_dict(state, strict=True)
+    head.load_state_dict({k: v.to(head_w.dtype) for k, v in state.items()}, strict=True)
     head.to(device=head_w.device, dtype=head_w.dtype)
     head.eval()
     return head
 
 
-def save_calibration(cal: CalibrationHead, path: str | os.PathLike) -> Path:
-    """Write a calibration head (float32) into an early-exit head directory."""
+def save_calibration(cal: CalibrationHead, path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> Path:
+    """Write a calibration head (in ``dtype``) into an early-exit head directory."""
     from safetensors.torch import save_file
 
     path = Path(path)
-    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in cal.state_dict().items()}
+    state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in cal.state_dict().items()}
     save_file(state, str(path / CALIBRATION_WEIGHTS), metadata={"format": FORMAT + "-calibration"})
     return path
 
@@ -472,7 +481,7 @@ def load_calibration(path: str | os.PathLike, like: torch.Tensor | None = None) 
     path = Path(path)
     if not (path / CALIBRATION_WEIGHTS).is_file():
         return None
-    state = load_file(str(path / CALIBRATION_WEIGHTS))
+    state = {k: v.float() for k, v in load_file(str(path / CALIBRATION_WEIGHTS)).items()}
     positions, hidden = state["w"].shape[:2]
     cal = CalibrationHead(hidden, positions)
     cal.load_state_dict(state, strict=True)

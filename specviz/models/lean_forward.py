@@ -93,7 +93,7 @@ _BUILT: "weakref.WeakKeyDictionary[nn.Module, tuple[tuple[int, ...], LeanForward
 
 class LeanForward:
     """``LeanForward.build(model)``: a callable ``(input_ids, position_ids, masks, cache) -> logits``
-    equal to ``model(input_ids=..., position_ids=..., attention_mask=..., past_key_values=cache).logits``,
+    equal to ``model(input_ids=..., position_ids=..., attention_mask=..., cache=cache).logits``,
     or None when ``model`` is not one it reproduces exactly. ``masks``: layer type -> additive 4D mask."""
 
     def __init__(self, model: nn.Module):

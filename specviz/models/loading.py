@@ -7,6 +7,7 @@ CPU and bfloat16 (or float16) on CUDA.
 """
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 import weakref
@@ -38,6 +39,13 @@ class ModelPair:
     def early_exit(self):
         """The attached ``EarlyExitHead`` (``load_pair(..., early_exit=...)``), or None."""
         return self.extras.get("early_exit")
+
+    @property
+    def has_chat_template(self) -> bool:
+        """Whether prompts can be formatted as a chat (``decode(..., chat=True)``)."""
+        from specviz.models.chat import has_chat_template
+
+        return self.tokenizer is not None and has_chat_template(self.tokenizer)
 
     @property
     def device(self) -> torch.device:
@@ -96,10 +104,10 @@ class ModelPair:
             return " ".join(f"<{i}>" for i in ids)
         return self.tokenizer.decode(ids)
 
-    def encode(self, text: str) -> list[int]:
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         if self.tokenizer is None:
             raise ModelLoadError("This pair has no tokenizer: pass the prompt as a list of token ids.")
-        ids = list(self.tokenizer(text)["input_ids"])
+        ids = list(self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"])
         unknown = sorted({i for i in ids if i >= self.vocab_size})
         if unknown:
             from specviz.errors import PromptError
@@ -198,9 +206,15 @@ def load_tokenizer(name: str, trust_remote_code: bool = False):
         raise ModelLoadError(f"Could not load the tokenizer of {name!r}: {one_line(exc)}") from exc
 
 
-def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype: str | torch.dtype = "auto",
-              trust_remote_code: bool = False, early_exit: str | int | None = None) -> ModelPair:
+def load_pair(target: str | None = None, draft: str | None = None, device: str = "auto",
+              dtype: str | torch.dtype = "auto", trust_remote_code: bool = False,
+              early_exit: str | int | None = None, preset: str | None = None) -> ModelPair:
     """Load a target and an optional draft, check they share a vocabulary, and return a ``ModelPair``.
+
+    ``target`` / ``draft``: hub ids, local directories, or packaged checkpoints
+    (``package:DIST/FILE.gguf``, converted once into the specviz cache by
+    ``specviz.models.packaged``). ``preset``: a name from ``configs/presets.yaml`` instead of them
+    (``load_pair(preset="smollm2-135m-offline")``), which brings its early-exit head too.
 
     The vocabulary check runs on the tokenizers before the draft's weights are loaded, so a
     mismatched pair is refused quickly and with the first differing token named.
@@ -210,16 +224,19 @@ def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype
     freshly initialised head after layer ``N`` (for tests and as the start of training). It can be
     given together with ``draft``.
     """
+    if preset is not None:
+        target, draft, early_exit = _from_preset(preset, target, draft, early_exit)
     if not isinstance(target, str) or not target.strip():
         raise ModelLoadError("A target model (hub id or local directory) is required.")
     device, torch_dtype = resolve_device_dtype(device, dtype)
     auto_map = device == "cuda" and torch.cuda.device_count() > 1
-    t_tok = load_tokenizer(target, trust_remote_code)
-    d_tok = load_tokenizer(draft, trust_remote_code) if draft else None
+    t_src, d_src = checkpoint_source(target), checkpoint_source(draft) if draft else None
+    t_tok = load_tokenizer(t_src, trust_remote_code)
+    d_tok = load_tokenizer(d_src, trust_remote_code) if draft else None
     if d_tok is not None:  # refuse a mismatched pair before loading any weights
         shared_vocab_size(t_tok, d_tok, len(t_tok), len(d_tok), target, draft)
-    t_model = load_model(target, device, torch_dtype, auto_map, trust_remote_code)
-    d_model = load_model(draft, device, torch_dtype, False, trust_remote_code) if draft else None
+    t_model = load_model(t_src, device, torch_dtype, auto_map, trust_remote_code)
+    d_model = load_model(d_src, device, torch_dtype, False, trust_remote_code) if draft else None
     if d_model is not None and auto_map:
         d_model.to(t_model.get_input_embeddings().weight.device)
     t_rows = t_model.config.get_text_config().vocab_size
@@ -238,6 +255,30 @@ def load_pair(target: str, draft: str | None = None, device: str = "auto", dtype
     if early_exit is not None:
         attach_early_exit(pair, early_exit)
     return pair
+
+
+def _from_preset(name: str, target, draft, early_exit) -> tuple[str, str | None, str | int | None]:
+    """The target, draft and early-exit head of the preset ``name`` (its packaged target, or the hub
+    id it names when the package is missing); giving a target or draft as well is refused."""
+    from specviz.presets import check_available, get_preset
+
+    if not isinstance(name, str):
+        raise ModelLoadError(f"preset must be a preset name, got {type(name).__name__}.")
+    if target is not None or draft is not None:
+        raise ModelLoadError(f"Give either preset={name!r} or target/draft, not both: a preset names its own models.")
+    chosen = get_preset(name)
+    check_available(chosen)
+    return chosen.target_ref(), chosen.draft, early_exit if early_exit is not None else chosen.early_exit
+
+
+def checkpoint_source(name: str) -> str:
+    """What ``from_pretrained`` reads for ``name``: the cached conversion of a packaged checkpoint
+    (``package:DIST/FILE.gguf``, converted on first use), else ``name`` itself."""
+    from specviz.models.packaged import convert_packaged, is_packaged
+
+    if not is_packaged(name):
+        return name
+    return str(convert_packaged(name, log=logging.getLogger("specviz").info))
 
 
 def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:

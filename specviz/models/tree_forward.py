@@ -167,7 +167,7 @@ class CachedLM:
             logits = self.lean(ids, positions, masks, self.cache, where[0] if n == 1 else None)[0].float()
         else:
             logits = self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
-                                position_ids=positions, past_key_values=self.cache, use_cache=True).logits[0].float()
+                                position_ids=positions, cache=self.cache, use_cache=True).logits[0].float()
         self.fed.append(n)
         return logits[:, : self.vocab_size] if self.vocab_size else logits
 

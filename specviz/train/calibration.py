@@ -69,13 +69,27 @@ def _theta(cal: CalibrationHead, h_t, h_d, idx) -> torch.Tensor:
 def train_calibration(target, head: EarlyExitHead, stream, heldout_stream, steps: int = 200, lr: float = 1e-3,
                       sequences: int = 64, prompt_len: int = 32, new_tokens: int = 64, batch_rows: int = 512,
                       seed: int = 0, device="cpu", log=print, progress: bool = False) -> tuple[CalibrationHead, dict]:
-    """A ``CalibrationHead`` fitted on greedy continuations; returns it with ``sigma_m`` and held-out accuracy."""
+    """A ``CalibrationHead`` fitted on greedy continuations of corpus prompts; returns it with its
+    held-out report (``fit_calibration``)."""
     train = greedy_sequences(target, stream, sequences, prompt_len, new_tokens, seed, device)
     if len(heldout_stream) < prompt_len + 2:  # a tiny held-out split: fresh prompts from the training text
         heldout_stream = stream
     held = greedy_sequences(target, heldout_stream, max(4, sequences // 8), prompt_len, new_tokens, seed + 1, device)
     feats = calibration_features(target, head, train, prompt_len, device)
     held_feats = calibration_features(target, head, held, prompt_len, device)
+    return fit_calibration(feats, held_feats, steps, lr, batch_rows, seed, device, log, progress)
+
+
+def concat_features(parts: list[tuple]) -> tuple:
+    """``calibration_features`` of several sequences as one set."""
+    return tuple(torch.cat([p[k] for p in parts]) for k in range(4))
+
+
+def fit_calibration(feats: tuple, held_feats: tuple, steps: int = 200, lr: float = 1e-3, batch_rows: int = 512,
+                    seed: int = 0, device="cpu", log=print, progress: bool = False) -> tuple[CalibrationHead, dict]:
+    """Fit theta_M by binary cross-entropy on ``feats`` and report it on ``held_feats``: ``sigma_m`` (RMS
+    error, Cali-TS's sigma_M) and accuracy, beside those of the constant predictor that always says
+    the majority label of the training samples (what theta_M must beat to be worth using)."""
     cal = CalibrationHead(feats[0].shape[1]).to(device)
     gen = torch.Generator().manual_seed(seed + 2)
     n = len(feats[3])
@@ -93,16 +107,22 @@ def train_calibration(target, head: EarlyExitHead, stream, heldout_stream, steps
     with torch.no_grad():
         theta = _theta(cal, *held_feats[:3])
         labels = held_feats[3]
+        rate = float(feats[3].mean())
+        constant = torch.full_like(labels, rate)
         report = {"sigma_m": round(float(((theta - labels) ** 2).mean().sqrt()), 4),
                   "heldout_accuracy": round(float(((theta > 0.5).float() == labels).float().mean()), 4),
                   "heldout_label_rate": round(float(labels.mean()), 4),
-                  "samples": n, "steps": steps, "final_loss": summary["final_loss"]}
+                  "constant_rms": round(float(((constant - labels) ** 2).mean().sqrt()), 4),
+                  "constant_accuracy": round(float(((constant > 0.5).float() == labels).float().mean()), 4),
+                  "heldout_samples": len(labels), "samples": n, "steps": steps,
+                  "final_loss": summary["final_loss"]}
+        report["beats_constant"] = report["sigma_m"] < report["constant_rms"]
     return cal.eval(), report
 
 
-def save_with_head(cal: CalibrationHead, head_dir: str | Path, report: dict) -> None:
+def save_with_head(cal: CalibrationHead, head_dir: str | Path, report: dict, dtype: torch.dtype = torch.float32) -> None:
     """Write the calibration head next to an early-exit head and record its report in ``early_exit.json``."""
-    save_calibration(cal, head_dir)
+    save_calibration(cal, head_dir, dtype)
     meta_path = Path(head_dir) / HEAD_CONFIG
     meta = json.loads(meta_path.read_text())
     meta["calibration"] = report

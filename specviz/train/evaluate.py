@@ -43,7 +43,7 @@ def top1_matches(target_fn: LogitsFn, draft_fn: LogitsFn, windows: torch.Tensor,
     return torch.cat(out)
 
 
-def greedy_sd_tau(matches: torch.Tensor, gamma: int) -> dict:
+def greedy_sd_tau(matches: torch.Tensor | list[list[bool]], gamma: int) -> dict:
     """Exact greedy chain-SD bookkeeping from teacher-forced matches on the target's greedy text.
 
     ``matches[b, j]`` says whether the draft, given the target's greedy prefix, proposes the target's
@@ -52,7 +52,7 @@ def greedy_sd_tau(matches: torch.Tensor, gamma: int) -> dict:
     the tokens per step (tau, counting the bonus) follow with no model call.
     """
     steps = tokens = accepted = drafted = 0
-    for row in matches.tolist():
+    for row in (matches.tolist() if isinstance(matches, torch.Tensor) else matches):
         j, n = 0, len(row)
         while j < n:
             k = 0
@@ -81,7 +81,7 @@ def generate(model, prompts: torch.Tensor, new_tokens: int, temperature: float =
     still greedy (the LLM-QAT hybrid used for EESD self-distillation). Returns prompt + continuation.
     """
     out = model(input_ids=prompts, use_cache=True)
-    cache, logits = out.past_key_values, out.logits[:, -1]
+    cache, logits = out.cache, out.logits[:, -1]
     pieces = [prompts]
     for i in range(new_tokens):
         if temperature <= 0 or i < greedy_prefix:
@@ -91,8 +91,8 @@ def generate(model, prompts: torch.Tensor, new_tokens: int, temperature: float =
             nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
         pieces.append(nxt[:, None])
         if i + 1 < new_tokens:
-            out = model(input_ids=nxt[:, None], past_key_values=cache, use_cache=True)
-            cache, logits = out.past_key_values, out.logits[:, -1]
+            out = model(input_ids=nxt[:, None], cache=cache, use_cache=True)
+            cache, logits = out.cache, out.logits[:, -1]
     return torch.cat(pieces, dim=1)
 
 
@@ -132,12 +132,14 @@ def _median(xs: list[float]) -> float | None:
     return round(statistics.median(xs), 3) if xs else None
 
 
-def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int = 4, max_new_tokens: int = 64) -> dict:
+def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int = 4, max_new_tokens: int = 64,
+                       chat: bool = False) -> dict:
     """Greedy ``sd`` with the real decoder (``specviz.decode``) on code prompts, pooled over prompts:
     tau = new tokens / target calls, acceptance rate = accepted / drafted, and the wall-time ratio to
     ``ar`` on the same prompts. Also checks that every output equals greedy ``ar`` token for token, and
     times one forward call of each model inside the decoder (medians): a draft call during ``sd``
-    against a one-token target call during ``ar`` (leaving out each run's first call, the prefill)."""
+    against a one-token target call during ``ar`` (leaving out each run's first call, the prefill).
+    ``chat``: the prompts are questions, run through the pair's chat template."""
     import specviz
 
     pair = specviz.load_pair(str(target_dir), str(draft_dir), device="cpu", dtype="float32")
@@ -145,8 +147,8 @@ def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int =
            "draft_ms": [], "target_ms": []}
     per_prompt, identical = [], True
     for p in prompts:
-        sd = specviz.decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, gamma=gamma)
-        ar = specviz.decode(pair, "ar", prompt=p, max_new_tokens=max_new_tokens, temperature=0)
+        sd = specviz.decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, gamma=gamma, chat=chat)
+        ar = specviz.decode(pair, "ar", prompt=p, max_new_tokens=max_new_tokens, temperature=0, chat=chat)
         identical &= sd.output_ids == ar.output_ids
         m = sd.metrics
         for k in ("new_tokens", "target_calls", "accepted", "drafted"):

@@ -31,12 +31,14 @@ def train_loop(
     eval_every: int = 0,
     log=print,
     progress: bool = False,
+    count_tokens: Callable[[object], int] | None = None,
 ) -> dict:
     """Run ``steps`` optimiser steps; ``loss_fn(batch)`` returns a scalar loss.
 
     Prints ``[name] step i/n loss lr tok/s elapsed eta`` every ``log_every`` steps, or with ``progress``
     draws a progress bar (stderr) with the loss and learning rate instead. Returns a summary
-    with the final smoothed loss, the tokens seen and the wall time.
+    with the final smoothed loss, the tokens seen and the wall time. ``count_tokens(batch)`` counts
+    the scored tokens of a batch (default: a ``[B, L]`` tensor of ids scores ``B * (L - 1)``).
     """
     params = [p for p in params if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
@@ -67,7 +69,7 @@ def train_loop(
         if grad_clip:
             torch.nn.utils.clip_grad_norm_(params, grad_clip)
         opt.step()
-        tokens += batch.shape[0] * (batch.shape[1] - 1)
+        tokens += count_tokens(batch) if count_tokens else batch.shape[0] * (batch.shape[1] - 1)
         value = float(loss.detach())
         smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
         if bar is not None:

@@ -22,6 +22,7 @@ from specviz.ui import render
 from specviz.ui.config import AppConfig, configure_torch_threads
 from specviz.ui.gpu import gpu
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
+from specviz.models.chat import format_chat
 from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
 from specviz.ui.measure import measure, measurements_html
@@ -38,27 +39,28 @@ COMPARE_INTERVAL_S = 2.0   # live comparison table and figures at most this ofte
 TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
 SHOWN_TIMEOUT_S = 3.0      # the longest a live run waits for the page to draw its previous update
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
-FALLBACK_PROMPTS = (
-    "def fibonacci(n):\n",
-    "import os\n\n\ndef list_python_files(root):\n",
-    "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):\n",
+CODE_PROMPTS = (
+    "def fibonacci(n):",
+    "import os\n\n\ndef list_python_files(root):",
+    "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):",
     "def parse_args(argv=None):\n    parser = argparse.ArgumentParser(",
-    "    for i in range(len(items)):\n",
+    "    for i in range(len(items)):",
+)
+# Questions for a chat pair (shown with chat on): facts and lists the draft mostly guesses, code it
+# partly guesses, arithmetic and a poem where it often fails.
+CHAT_PROMPTS = (
+    "Why is the sky blue?",
+    "What is the capital of Australia?",
+    "List the days of the week.",
+    "Write a Python function that reverses a string.",
+    "What is 17 times 23?",
+    "Write a short poem about the sea.",
 )
 
 
-def example_prompts() -> list[str]:
-    """Example prompts from ``assets/prompts.txt`` (blank-line separated) if present, else built-ins."""
-    root = Path(__file__).resolve().parents[2] / "assets"
-    for name in ("prompts.txt", "example_prompts.txt"):
-        p = root / name
-        if p.is_file():
-            text = p.read_text(encoding="utf-8")
-            prompts = [b.strip("\n") + "\n" for b in text.split("\n\n\n") if b.strip()] if "\n\n\n" in text else \
-                [line.replace("\\n", "\n") for line in text.splitlines() if line.strip()]
-            if prompts:
-                return prompts[:8]
-    return list(FALLBACK_PROMPTS)
+def example_prompts(chat: bool) -> list[str]:
+    """The example prompts: questions for a chat pair, code for a code pair."""
+    return list(CHAT_PROMPTS if chat else CODE_PROMPTS)
 
 
 def input_markdown(checked: Checked | None) -> str:
@@ -167,7 +169,9 @@ class Explorer:
         first = self.presets[0]
         try:
             first.check()
+            log.info("loading the default pair: %s", first.name)
             self.default_key = self.registry.load(first.target, first.draft)
+            log.info("loaded")
         except SpecvizError as exc:
             self.startup_message = f"The default pair could not be loaded: {exc}"
             log.warning(self.startup_message)
@@ -313,35 +317,43 @@ class Explorer:
             return None, "No pair loaded: choose one and press Load pair."
         return pair, None
 
-    def check_inputs(self, pair: ModelPair | None, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any) -> Checked:
-        """The sampling inputs checked against the app's cap and, with a pair, its context and the prompt."""
+    def check_inputs(self, pair: ModelPair | None, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any,
+                     chat: Any = False) -> Checked:
+        """The sampling inputs checked against the app's cap and, with a pair, its context and the prompt
+        (as the models will read it: in the chat template when ``chat``)."""
         prompt_tokens: int | None = None
         context = None
-        if pair is not None and prompt and str(prompt).strip():
+        if pair is not None and isinstance(prompt, str) and prompt.strip():
             try:
                 parsed = parse_prompt(pair, prompt)
-                prompt_tokens = len(parsed) if isinstance(parsed, list) else len(pair.encode(parsed))
+                prompt_tokens = len(parsed) if isinstance(parsed, list) else len(
+                    pair.encode(format_chat(pair.tokenizer, parsed), add_special_tokens=False) if chat is True
+                    else pair.encode(parsed))
                 context = pair.context_length
             except SpecvizError:
                 pass
         return check_inputs(max_new_tokens, top_k, seed, cap=self.config.max_new_tokens_cap,
                             context_length=context, prompt_tokens=prompt_tokens)
 
-    def input_message(self, session: Session, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any) -> View:
+    def input_message(self, session: Session, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any,
+                      chat: Any = False) -> View:
         """The message under the sampling inputs, updated as they are typed."""
         pair = self.registry.get(session.pair_key) if isinstance(session, Session) else None
-        checked = self.check_inputs(pair, prompt, max_new_tokens, top_k, seed)
+        checked = self.check_inputs(pair, prompt, max_new_tokens, top_k, seed, chat)
         return {"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)}
 
     def _request(self, session: Session, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any,
-                 algorithms: list[str] | None) -> tuple[ModelPair | None, Checked | None, list[str], str | None]:
+                 algorithms: list[str] | None, chat: Any = False
+                 ) -> tuple[ModelPair | None, Checked | None, list[str], str | None]:
         """(pair, checked inputs, algorithms, refusal): a refusal is a sentence for the status line."""
+        if not isinstance(chat, bool):
+            return None, None, [], f"chat must be on or off (true or false), got {type(chat).__name__}."
         algos = [a for a in (algorithms or []) if a in self.algorithms]
         if not algos:
             return None, None, algos, "Select at least one algorithm."
         if len(algos) > self.n_slots:
             return None, None, algos, f"At most {self.n_slots} algorithms at once; you selected {len(algos)}."
-        if prompt is None or not str(prompt).strip():
+        if not isinstance(prompt, str) or not prompt.strip():
             return None, None, algos, "The prompt is empty: type some text or pick an example."
         if len(prompt) > self.config.max_prompt_chars:
             return None, None, algos, (f"The prompt is {len(prompt)} characters; the limit here is "
@@ -349,21 +361,25 @@ class Explorer:
         pair, problem = self._pair(session)
         if pair is None:
             return None, None, algos, problem
-        checked = self.check_inputs(pair, prompt, max_new_tokens, top_k, seed)
+        if chat and not pair.has_chat_template:
+            return pair, None, algos, "This pair has no chat template: turn chat off to run the prompt as it is."
+        checked = self.check_inputs(pair, prompt, max_new_tokens, top_k, seed, chat)
         if not checked.ok:
             return pair, checked, algos, " ".join(checked.problems)
         return pair, checked, algos, None
 
     # ---- running ------------------------------------------------------------------------------------------
     def run(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
-            top_k: float, seed: float, algorithms: list[str], pace: float, *param_values: Any) -> Iterator[View]:
-        """Run the selected algorithms side by side, yielding the page as the steps come in.
+            top_k: float, seed: float, algorithms: list[str], pace: float, chat: bool,
+            *param_values: Any) -> Iterator[View]:
+        """Run the selected algorithms side by side, yielding the page as the steps come in. ``chat``
+        formats the prompt as a user turn in the pair's chat template.
 
         Paced (``pace`` seconds per step at least, for watching) or, unpaced, throttled to what the
         browser can draw. Stop sets this run's flag; the run notices between two steps and ends with
         its own update, marked "stopped". Its last update re-sends every panel in full."""
         session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
-        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms)
+        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms, chat)
         if refusal:
             yield {**self.message_view(session, refusal),
                    **({"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)} if checked else {})}
@@ -377,7 +393,7 @@ class Explorer:
         run_id = session.run_id
         session.columns = start_columns(pair, prompt, self.selected_params(algos, param_values),
                                         max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
-                                        top_p=float(top_p), top_k=checked.top_k, seed=checked.seed)
+                                        top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat)
         session.step, session.source, session.running, session.pace = None, "live", True, pace
         cols = session.columns
         throttle = Throttle(STREAM_INTERVAL_S, clock=self.clock)
@@ -438,10 +454,11 @@ class Explorer:
             control.report_shown(step)
 
     def measure(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
-                top_k: float, seed: float, algorithms: list[str], pace: float, *param_values: Any) -> Iterator[View]:
+                top_k: float, seed: float, algorithms: list[str], pace: float, chat: bool,
+                *param_values: Any) -> Iterator[View]:
         """Time the selected algorithms one after another, unpaced, with a warm-up and repeats (medians)."""
         session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
-        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms)
+        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms, chat)
         if refusal:
             yield self.message_view(session, refusal)
             return
@@ -455,7 +472,7 @@ class Explorer:
             for note, rows in measure(pair, parse_prompt(pair, prompt), self.selected_params(algos, param_values),
                                       repeats=self.config.measure_repeats, should_stop=control.stopped,
                                       max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
-                                      top_p=float(top_p), top_k=checked.top_k, seed=checked.seed):
+                                      top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat):
                 yield {"measurements": measurements_html(rows, note)}
             yield {"measurements": measurements_html(rows, note), **self.buttons(False)}
         except SpecvizError as exc:
@@ -570,6 +587,11 @@ class Explorer:
         return {k: v for k, v in out.items() if v is not None}
 
     # ---- small UI reactions --------------------------------------------------------------------------------
+    def chat_default(self, session: Session) -> Any:
+        """The chat toggle after a pair is loaded: on exactly when the pair has a chat template."""
+        pair = self.registry.get(session.pair_key) if isinstance(session, Session) else None
+        return gr.Checkbox(value=pair is not None and pair.has_chat_template)
+
     def toggle_custom(self, choice: str) -> list[Any]:
         custom = choice == CUSTOM
         note = next((p.note for p in self.presets if p.key == choice), "")
@@ -603,6 +625,7 @@ class Explorer:
             choices.append(("custom: any hub ids or local paths…", CUSTOM))
         default_choice = self.default_key or self.presets[0].key
         default_pair = self.registry.get(self.default_key)
+        chat_on = default_pair is not None and default_pair.has_chat_template
         limit = max_new_limit(default_pair.context_length if default_pair is not None else None, 0,
                               cfg.max_new_tokens_cap)
 
@@ -671,11 +694,16 @@ class Explorer:
             # ---- main area
             with gr.Row(equal_height=True, elem_id="sv-prompt-row"):
                 prompt = gr.Textbox(label="prompt", lines=3, max_lines=8, scale=6, elem_id="sv-prompt",
-                                    value=example_prompts()[0], max_length=cfg.max_prompt_chars)
+                                    value=example_prompts(chat_on)[0], max_length=cfg.max_prompt_chars)
                 with gr.Column(scale=1, min_width=130):
                     run_btn = gr.Button("Run ▶", variant="primary", elem_id="sv-run")
                     stop_btn = gr.Button("Stop ■", variant="stop", size="sm", interactive=False, elem_id="sv-stop")
-            gr.Examples(examples=[[p] for p in example_prompts()], inputs=[prompt], label="example prompts")
+                    chat = gr.Checkbox(chat_on, label="chat", elem_id="sv-chat",
+                                       info="as a user turn in the pair's chat template")
+            gr.Examples(examples=[[p, True] for p in CHAT_PROMPTS], inputs=[prompt, chat],
+                        label="questions (chat pairs, chat on)")
+            gr.Examples(examples=[[p, False] for p in CODE_PROMPTS], inputs=[prompt, chat],
+                        label="code (bundled-stdlib-pair, chat off)")
             status = gr.HTML(render.status_html(Session(), self.startup_message), elem_id="sv-status")
             with gr.Row(equal_height=True, elem_id="sv-scrub"):
                 prev_btn = gr.Button("◀ prev", size="sm", min_width=70, scale=0, elem_id="sv-prev")
@@ -723,14 +751,15 @@ class Explorer:
             pair_choice.change(self.toggle_custom, [pair_choice], [custom_group, pair_note], queue=False,
                                api_visibility="private")
             load_btn.click(gpu(self.load), [pair_choice, custom_target, custom_draft, trust, session],
-                           [pair_md, session], concurrency_limit=1, concurrency_id="load", api_name="load_pair")
+                           [pair_md, session], concurrency_limit=1, concurrency_id="load", api_name="load_pair"
+                           ).then(self.chat_default, [session], [chat], queue=False, api_visibility="private")
             algos.change(self.show_settings, [algos], accordions, queue=False, api_visibility="private")
-            checked_inputs = [session, prompt, max_new, top_k, seed]
-            for box in (max_new, top_k, seed):
+            checked_inputs = [session, prompt, max_new, top_k, seed, chat]
+            for box in (max_new, top_k, seed, chat):
                 box.change(page.wire(self.input_message), checked_inputs, outputs, queue=False,
                            api_visibility="private")
             prompt.blur(page.wire(self.input_message), checked_inputs, outputs, queue=False, api_visibility="private")
-            run_inputs = [session, prompt, max_new, temperature, top_p, top_k, seed, algos, pace, *param_inputs]
+            run_inputs = [session, prompt, max_new, temperature, top_p, top_k, seed, algos, pace, chat, *param_inputs]
             run_kw = dict(concurrency_limit=cfg.concurrency, concurrency_id="decode", show_progress="minimal",
                           show_progress_on=[status], time_limit=600 if cfg.public else None, trigger_mode="once")
             run_btn.click(gpu(page.wire(self.run)), run_inputs, outputs, api_name="run", **run_kw)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import specviz
+from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
 
 log = logging.getLogger(__name__)
@@ -79,9 +80,10 @@ def preset_choices() -> list[PairChoice]:
         from specviz.presets import load_presets  # owned by the training work; may not exist yet
 
         for p in load_presets():
-            target = getattr(p, "target", None)
-            if not target:
-                continue
+            try:  # a packaged target whose package is missing: its hub id, or the error at load time
+                target = p.target_ref()
+            except SpecvizError:
+                target = p.target
             label = p.label() if callable(getattr(p, "label", None)) else str(getattr(p, "name", target))
             bits = [getattr(p, k, "") for k in ("description", "memory")]
             if getattr(p, "gated", False):
@@ -170,6 +172,7 @@ def preset_early_exit(target: str, draft: str | None) -> str | None:
     from specviz.presets import load_presets
 
     try:
-        return next((p.early_exit for p in load_presets() if (p.target, p.draft) == (target, draft)), None)
+        return next((p.early_exit for p in load_presets() if p.draft == draft and target in (p.target, p.hub_target)),
+                    None)
     except specviz.SpecvizError:
         return None

@@ -121,7 +121,8 @@ def parse_prompt(pair: ModelPair, prompt: str) -> str | list[int]:
 
 
 def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict[str, Any]]], *,
-                  max_new_tokens: int, temperature: float, top_p: float, top_k: int, seed: int) -> list[Column]:
+                  max_new_tokens: int, temperature: float, top_p: float, top_k: int, seed: int,
+                  chat: bool = False) -> list[Column]:
     """One column per ``(algorithm, params)``; argument errors end up in the column's ``error``."""
     cols: list[Column] = []
     parsed: str | list[int] | None = None
@@ -137,7 +138,8 @@ def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict
         else:
             try:
                 live = specviz.stream(pair, algo, prompt=parsed, max_new_tokens=max_new_tokens,
-                                      temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, **params)
+                                      temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, chat=chat,
+                                      **params)
                 col.trace = live.trace
                 col.params = dict(live.params)
                 col.label = column_label(algo, live.params)

