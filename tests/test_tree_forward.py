@@ -189,3 +189,18 @@ def test_layer_windows_are_read_once_per_model_and_config():
     wider.sliding_window = 2 * WINDOW
     model.config = wider
     assert CachedLM(model).windows == {"sliding_attention": 2 * WINDOW} == model_windows(model)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_stock_forward_uses_no_deprecated_argument(family):
+    """transformers 5.24 deprecated ``past_key_values`` (removed in 5.40) for ``cache``: a call through
+    the stock forward (the lean forward off) warns of nothing, so the next release keeps decoding."""
+    import warnings
+
+    lm = CachedLM(model_of(family), lean=False)
+    assert lm.lean is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lm.extend(PROMPT, TOKENS[:2], PARENTS[:2])
+        lm.keep([[0]])
+        lm.forward([TOKENS[3]], [ROOT])

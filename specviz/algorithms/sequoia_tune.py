@@ -30,6 +30,7 @@ from specviz.algorithms.tree_engine import engine_step
 from specviz.core.rules import MultiCandidate
 from specviz.core.sampling import SamplingConfig
 from specviz.core.trees import ROOT, TreeShape
+from specviz.models.chat import format_chat
 from specviz.models.loading import ModelPair
 from specviz.models.tree_forward import CachedLM
 
@@ -42,6 +43,13 @@ CALIBRATION_TEXTS = (
     "# Copyright (c) Python Software Foundation.\n",
     "if __name__ == \"__main__\":\n",
     "Once upon a time, ",
+)
+# a chat pair is calibrated on what it is used for: questions in its chat template
+CALIBRATION_QUESTIONS = (
+    "What is the tallest mountain in Africa?",
+    "Explain how a rainbow forms.",
+    "Give me three tips for staying focused.",
+    "Write a Python function that returns the largest of three numbers.",
 )
 SIZE_GRID = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 
@@ -59,7 +67,11 @@ def _cache(pair: ModelPair) -> dict:
 
 
 def calibration_prompts(pair: ModelPair, count: int = 4) -> list[list[int]]:
-    """Fixed prompts: built-in texts through the pair's tokenizer, or seeded random ids without one."""
+    """Fixed prompts: built-in questions in the chat template of a chat pair, built-in texts through
+    the pair's tokenizer otherwise, or seeded random ids without one."""
+    if pair.has_chat_template:
+        return [pair.encode(format_chat(pair.tokenizer, q), add_special_tokens=False)
+                for q in CALIBRATION_QUESTIONS][:count]
     if pair.tokenizer is not None:
         prompts = [ids for ids in (pair.encode(t) for t in CALIBRATION_TEXTS) if ids]
         if prompts:

@@ -6,6 +6,9 @@ one-minute run with tiny models;
 ``--preset gpu`` is the larger recipe for a CUDA machine. ``--stages draft,early_exit,eval`` redoes
 some stages and loads the others' results from ``--out``.
 
+``python -m specviz train chat --out assets/smollm2`` is the recipe of the default pair's draft and
+early-exit head for SmolLM2-135M-Instruct (``specviz/train/chat_pair.py``).
+
 ``python -m specviz train early-exit --target DIR --exit-layer N [--text FILE] [--out DIR]`` trains an
 EESD early-exit head for any causal LM directory (see ``specviz/train/early_exit.py``).
 """
@@ -66,6 +69,10 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if argv[:1] == ["chat"]:  # the default pair's draft and head: python -m specviz train chat --out assets/smollm2
+        from .chat_pair import main as chat_main
+
+        return chat_main(argv[1:])
     if argv[:1] == ["early-exit"]:  # one head for any target: python -m specviz train early-exit --target DIR ...
         from .early_exit import main as early_exit_main
 
