@@ -360,6 +360,11 @@ def test_refused_requests_are_messages(explorer):
     assert "At most" in out["status"]
     (out,) = list(explorer.run(Session(pair_key=None), "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, False, *params_for(explorer)))
     assert "No pair loaded" in out["status"]
+    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, True, *params_for(explorer)))
+    assert "no chat template" in out["status"]  # the tiny pair has none
+    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, "on", *params_for(explorer)))
+    assert "chat must be on or off" in out["status"]
+    assert explorer.chat_default(session)["value"] is False  # the toggle follows the loaded pair
 
 
 @pytest.mark.parametrize("seed", [2**63, 99999999999999999999, 1e30, -1, 1.5, float("nan"), None])

@@ -590,7 +590,7 @@ class Explorer:
     def chat_default(self, session: Session) -> Any:
         """The chat toggle after a pair is loaded: on exactly when the pair has a chat template."""
         pair = self.registry.get(session.pair_key) if isinstance(session, Session) else None
-        return gr.Checkbox(value=pair is not None and pair.has_chat_template)
+        return gr.update(value=pair is not None and pair.has_chat_template)
 
     def toggle_custom(self, choice: str) -> list[Any]:
         custom = choice == CUSTOM
