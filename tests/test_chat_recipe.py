@@ -1,0 +1,106 @@
+"""The default pair's recipe (``python -m specviz train chat``) end to end in seconds, on a tiny random
+target saved with a chat template: the target's answers with their top-k laws, the distilled draft
+(a model directory ``load_pair`` takes, in bfloat16, with the target's tokenizer), the early-exit head
+on the target's shared output embedding, Cali-TS's calibration head reported against the constant
+predictor, the decode check, and the same weights again for the same seed."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from tiny import tiny_model, tiny_tokenizer
+
+import specviz
+from specviz.train.chat_data import answer_prompts
+from specviz.train.chat_distill import AnswerBatches, collate, topk_cross_entropy
+from specviz.train.chat_pair import REPORT, ChatRecipe, run_chat
+from specviz.train.chat_prompts import EVAL_PROMPTS, is_heldout, prompt_set, split
+
+TEMPLATE = ("{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
+            "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def target_dir(tmp_path_factory):
+    tok = tiny_tokenizer()
+    tok.chat_template = TEMPLATE
+    model = tiny_model("llama", vocab=len(tok), seed=0, hidden=32, layers=3, init_range=0.2, max_positions=512)
+    model.config.eos_token_id = model.generation_config.eos_token_id = tok.eos_token_id
+    path = tmp_path_factory.mktemp("chat-target")
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def recipe(out, target_dir, **kw) -> ChatRecipe:
+    settings = dict(out=str(out), target=str(target_dir), threads=1, cache_dir=str(out / "cache"), prompts=24,
+                    max_new_tokens=10, answer_batch=8, top_k=8, draft_layers=1, draft_hidden=16, draft_heads=2,
+                    draft_kv_heads=1, draft_intermediate=32, draft_steps=6, draft_batch=4, exit_layer=1, ee_steps=4,
+                    calibration_steps=5, eval_new_tokens=6, log_every=3, extra={"calibration_answers": 6})
+    return ChatRecipe(**{**settings, **kw})
+
+
+def test_prompts_are_varied_distinct_and_the_held_out_ones_never_trained_on():
+    prompts = prompt_set()
+    assert len(prompts) == len(set(prompts)) > 2000
+    train, held = split(prompts, 5.0)
+    assert not set(train) & set(held) and 0.03 < len(held) / len(prompts) < 0.07
+    assert all(not is_heldout(p, 5.0) for p in train)
+    assert prompt_set(50, seed=1) == prompt_set(50, seed=1) != prompt_set(50, seed=2)
+    assert not set(EVAL_PROMPTS) & set(prompts)  # the measured prompts are in no template's words
+    kinds = ("Write a Python function", "What is ", "List ", "Write a short poem", "times")
+    assert all(any(k in p for p in prompts) for k in kinds)
+
+
+def test_answers_record_the_targets_topk_law_and_end_at_eos(target_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(target_dir)
+    model = AutoModelForCausalLM.from_pretrained(target_dir).eval()
+    answers = answer_prompts(model, tok, ["def f", "import os please"], 0.0, 8, seed=0, batch_size=2, top_k=5,
+                             log=lambda s: None)
+    for a in answers:
+        assert a.top_ids.shape == (len(a.answer), 5) and a.top_logp.shape == (len(a.answer), 5)
+        assert a.answer[:-1].count(tok.eos_token_id) == 0
+        ids = torch.tensor([a.ids])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+        at = torch.arange(len(a.prompt_ids) - 1, len(a.ids) - 1)
+        assert a.top_ids[:, 0].tolist() == a.answer  # greedy: the recorded argmax is the answer
+        torch.testing.assert_close(a.top_logp.float(), logp[at].gather(-1, a.top_ids.long()), atol=2e-3, rtol=0)
+    batch = collate(answers, 64, tok.eos_token_id)
+    assert len(batch[1]) == sum(len(a.answer) for a in answers)
+    # the loss is the cross-entropy against the renormalised top-k law: lowest at that law itself
+    logits = torch.full((len(batch[1]), len(tok)), -30.0)
+    logits.scatter_(1, batch[2], batch[3])
+    assert topk_cross_entropy(logits, batch[2], batch[3]) < topk_cross_entropy(logits.roll(1, -1), batch[2], batch[3])
+    batches = AnswerBatches(answers, 1, 64, seed=0, pad_id=0)
+    seen = [tuple(batches.next()[0][0].tolist()) for _ in range(4)]
+    assert batches.epochs == 2 and len(set(seen)) == 2
+
+
+def test_the_recipe_end_to_end_and_again_for_the_same_seed(target_dir, tmp_path):
+    report = run_chat(recipe(tmp_path / "a", target_dir), log=lambda s: None)
+    assert set(report["timings_s"]) >= {"answers", "draft", "early_exit", "calibration", "eval", "total_this_run"}
+    assert json.loads((tmp_path / "a" / REPORT).read_text())["draft"]["parameters"] == report["draft"]["parameters"]
+    weights = load_file(str(tmp_path / "a" / "draft" / "model.safetensors"))
+    assert {t.dtype for t in weights.values()} == {torch.bfloat16}
+    pair = specviz.load_pair(str(target_dir), str(tmp_path / "a" / "draft"), early_exit=str(tmp_path / "a" / "early_exit"),
+                             device="cpu")
+    assert pair.has_chat_template and pair.early_exit.shared_head and pair.extras["calibration"] is not None
+    head_weights = load_file(str(tmp_path / "a" / "early_exit" / "early_exit.safetensors"))
+    assert not any("lm_head" in k for k in head_weights)  # the target's own head, not a copy
+    cal = report["calibration"]
+    assert {"sigma_m", "constant_rms", "heldout_accuracy", "constant_accuracy", "beats_constant"} <= set(cal)
+    assert report["eval"]["greedy_output_equals_ar"] is True and report["eval"]["prompts"] == len(EVAL_PROMPTS)
+    for algo in ("sd", "eesd"):
+        a = specviz.decode(pair, "ar", "def f", max_new_tokens=8, temperature=0, chat=True)
+        b = specviz.decode(pair, algo, "def f", max_new_tokens=8, temperature=0, chat=True)
+        assert a.output_ids == b.output_ids
+    again = run_chat(recipe(tmp_path / "b", target_dir, cache_dir=str(tmp_path / "a" / "cache"),
+                            stages=("draft",)), log=lambda s: None)
+    assert again["answers"]["seconds"] is None  # read from the cache
+    second = load_file(str(tmp_path / "b" / "draft" / "model.safetensors"))
+    assert all(torch.equal(weights[k], second[k]) for k in weights)  # deterministic for a seed
