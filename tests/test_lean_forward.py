@@ -81,3 +81,50 @@ def test_a_build_is_reused_while_the_model_stays_the_same():
 def test_bundled_pair_runs_lean():
     pair = specviz.load_pair(str(ASSETS / "target"), str(ASSETS / "draft"), device="cpu")
     assert CachedLM(pair.target).lean is not None and CachedLM(pair.draft).lean is not None
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mistral"])
+def test_weight_major_calls_equal_stock_to_rounding_and_one_token_calls_exactly(family, monkeypatch):
+    """Multi-token calls computed weight-major (as on a multi-threaded CPU) give the stock logits to
+    float32 rounding (and so do the calls that read the keys they cached); a run of one-token calls
+    stays bit for bit the stock kernels."""
+    from specviz.models import lean_forward
+
+    monkeypatch.setattr(lean_forward, "WEIGHT_MAJOR", "1")
+    calls = []
+    product = lean_forward._weight_major
+    monkeypatch.setattr(lean_forward, "_weight_major", lambda *a: calls.append(a[0].shape[1]) or product(*a))
+    model = tiny_model(family, vocab=32, hidden=32, layers=2, init_range=0.2, window=3)
+    for a, b in zip(session(CachedLM(model, lean=True)), session(CachedLM(model, lean=False)), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    assert calls and min(calls) > 1  # the multi-token calls went weight-major, and only they
+    lean, stock = CachedLM(model, lean=True), CachedLM(model, lean=False)
+    for lm in (lean, stock):
+        lm.extend([1])
+    for token in (2, 3, 4, 5, 6):
+        a, b = lean.forward([token], [ROOT]), stock.forward([token], [ROOT])
+        assert torch.equal(a, b)
+        lean.commit([0])
+        stock.commit([0])
+
+
+def test_the_weight_major_rule(monkeypatch):
+    from specviz.models import lean_forward
+    from specviz.models.lean_forward import WEIGHT_MAJOR_MAX, weight_major
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(lean_forward, "WEIGHT_MAJOR", "auto")
+    try:
+        torch.set_num_threads(2)
+        assert weight_major(2, cpu) and weight_major(WEIGHT_MAJOR_MAX, cpu)
+        assert not weight_major(1, cpu) and not weight_major(WEIGHT_MAJOR_MAX + 1, cpu) and not weight_major(4, gpu)
+        torch.set_num_threads(1)
+        assert not weight_major(4, cpu)  # one thread: MKL's own layout is as fast
+        monkeypatch.setattr(lean_forward, "WEIGHT_MAJOR", "1")
+        assert weight_major(4, cpu) and weight_major(4, gpu) and not weight_major(1, cpu)
+        torch.set_num_threads(2)
+        monkeypatch.setattr(lean_forward, "WEIGHT_MAJOR", "0")
+        assert not weight_major(4, cpu)
+    finally:
+        torch.set_num_threads(threads)

@@ -6,16 +6,30 @@ A one-token call on the bundled pair spends more time in per-call Python than in
 decoders whose layer is the Llama layer (Llama, Mistral, Qwen2: RMSNorm, rotary q/k, SDPA attention,
 gated MLP) this module reads the model's own weights and runs the layer as plain ``torch`` calls, in
 the spirit of gpt-fast's ``generate.py``. It computes what ``model(...)`` computes, kernel for
-kernel: the tests compare logits with the stock forward (bitwise equal on the CPU in float32), on
+kernel: the tests compare logits with the stock forward (bitwise equal on the CPU in float32, but for
+the weight-major calls below), on
 trees, after keep/rollback, and for grouped-query attention. Anything it does not know (another
 architecture, an attention implementation other than SDPA, hooks from ``accelerate`` offloading,
 quantised or tensor-parallel linears) keeps the stock forward: ``LeanForward.build`` returns None.
 
 The KV cache stays the ``transformers`` cache the rest of ``specviz`` manipulates (``CachedLM``'s
 keep/rollback, the early-exit drafter's shared trunk), updated through ``Cache.update``.
+
+**Weight-major products on a multi-threaded CPU.** A call on a few tokens is where speculative
+decoding gains: verifying n tokens should cost about what one does, since each call streams every
+weight from memory once. MKL's ``x @ W.T`` (what ``F.linear`` runs) does not deliver that for a few
+rows on a CPU: on the 2-core machine this project is built on, SmolLM2-135M's layer matmuls took
+42 ms for one token and 69 ms for two. The same product computed as ``(W @ x.T).T`` lets the
+library split the weight matrix's rows between the threads, and two tokens cost what one does
+(2 threads: 37 against 43 ms, four tokens 36 ms; ``docs/bench.md``). So on a CPU with more than one
+thread, calls on 2 to ``WEIGHT_MAJOR_MAX`` tokens use it (``SPECVIZ_WEIGHT_MAJOR=0`` turns it off,
+``=1`` forces it on any device and thread count). Its sums run in another order, so those calls'
+logits equal the stock forward's to float32 rounding (tested to 1e-5), not bit for bit; one-token
+calls, single-threaded runs and GPUs keep the stock kernels exactly.
 """
 from __future__ import annotations
 
+import os
 import weakref
 from dataclasses import dataclass
 
@@ -25,6 +39,8 @@ from torch import nn
 from transformers.cache_utils import get_layer_types_and_kwargs
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
+WEIGHT_MAJOR_MAX = 32  # the most tokens a call computes weight-major (module docstring)
+WEIGHT_MAJOR = os.environ.get("SPECVIZ_WEIGHT_MAJOR", "auto").strip().lower()  # auto, 0 or 1
 # rotary module -> {position: (cos, sin)} of one-token calls, kept across runs while the model lives
 _ROPE_MEMO: "weakref.WeakKeyDictionary[nn.Module, dict[int, tuple[torch.Tensor, torch.Tensor]]]" = (
     weakref.WeakKeyDictionary())
@@ -50,6 +66,19 @@ class _Layer:
 
 def _linear(module: nn.Module) -> tuple:
     return module.weight, module.bias
+
+
+def _weight_major(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``F.linear(x, weight, bias)`` for ``x`` of shape ``(1, n, k)``, computed as ``(weight @ x.T).T``."""
+    y = torch.mm(weight, x[0].t()).t()
+    return (y if bias is None else y + bias).unsqueeze(0)
+
+
+def weight_major(n: int, device: torch.device) -> bool:
+    """Whether a call on ``n`` tokens computes its products weight-major (module docstring)."""
+    if WEIGHT_MAJOR in ("0", "false", "off") or not 1 < n <= WEIGHT_MAJOR_MAX:
+        return False
+    return WEIGHT_MAJOR in ("1", "true", "on") or (device.type == "cpu" and torch.get_num_threads() > 1)
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -135,19 +164,24 @@ class LeanForward:
                  cache, position: int | None = None) -> torch.Tensor:
         """``position``: the position of a one-token call, as a Python int (its rotary cos/sin are memoised)."""
         n = input_ids.shape[1]
+        major = weight_major(n, input_ids.device)
+        linear = _weight_major if major else F.linear
         x = F.embedding(input_ids, self.embed)
         cos, sin = self._rope(x, position_ids, position)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         for layer in self.layers:
             h = _rms(x, layer.norm1, layer.eps)
-            q = F.linear(h, *layer.q).view(1, n, -1, self.head_dim).transpose(1, 2)
-            k = F.linear(h, *layer.k).view(1, n, -1, self.head_dim).transpose(1, 2)
-            v = F.linear(h, *layer.v).view(1, n, -1, self.head_dim).transpose(1, 2)
+            q = linear(h, *layer.q).reshape(1, n, -1, self.head_dim).transpose(1, 2)
+            k = linear(h, *layer.k).reshape(1, n, -1, self.head_dim).transpose(1, 2)
+            v = linear(h, *layer.v).reshape(1, n, -1, self.head_dim).transpose(1, 2)
             k, v = cache.update(_rotate(k, cos, sin), v, layer.index)
-            x = x + F.linear(self._attend(_rotate(q, cos, sin), k, v, masks[layer.kind]), *layer.o)
+            x = x + linear(self._attend(_rotate(q, cos, sin), k, v, masks[layer.kind]), *layer.o)
             h = _rms(x, layer.norm2, layer.eps)
-            x = x + F.linear(F.silu(F.linear(h, *layer.gate)) * F.linear(h, *layer.up), *layer.down)
-        return self.head(self.norm(x))
+            x = x + linear(F.silu(linear(h, *layer.gate)) * linear(h, *layer.up), *layer.down)
+        h = self.norm(x)
+        if major and not (self.head._forward_hooks or self.head._forward_pre_hooks):
+            return _weight_major(h, self.head.weight, self.head.bias)
+        return self.head(h)
 
     def _rope(self, x: torch.Tensor, position_ids: torch.Tensor, position: int | None) -> tuple[torch.Tensor, ...]:
         """The rotary module's (cos, sin); for a one-token call at ``position`` the module's own output for
