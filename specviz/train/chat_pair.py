@@ -60,17 +60,17 @@ class ChatRecipe:
     draft_heads: int = 4
     draft_kv_heads: int = 2
     draft_intermediate: int = 768
-    draft_steps: int = 3000
+    draft_steps: int = 800
     draft_batch: int = 16
     draft_seq: int = 256
     draft_lr: float = 2e-3
     # early-exit head
     exit_layer: int = 4
-    ee_steps: int = 600
+    ee_steps: int = 100
     ee_lr: float = 5e-4
     calibration_steps: int = 300
     # eval
-    eval_new_tokens: int = 96
+    eval_new_tokens: int = 64
     eval_gamma: int = 4
     log_every: int = 50
     extra: dict = field(default_factory=dict)
@@ -237,6 +237,8 @@ def train_calibration_head(cfg: ChatRecipe, target, head, answers: list, heldout
     def features(chosen: list):
         parts = []
         for a in chosen:
+            if len(a.answer) < 2:  # no anchor leaves room for a draft token
+                continue
             ids = torch.tensor([a.ids])
             parts.append(calibration_features(target, head, ids, len(a.prompt_ids), "cpu"))
         return concat_features(parts)
