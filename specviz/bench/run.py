@@ -47,6 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gamma", type=int, default=4, help="draft tokens per step of Hugging Face assisted generation")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--beam-width", type=int, default=4, help="beams of `beam` and of the fixed-width `dsbd` row")
+    p.add_argument("--sd-gammas", type=int, nargs="*", default=(),
+                   help="extra `sd` rows at these draft lengths (`sd_g2`, ...), beside `sd` at its default")
     p.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3, help="timed passes after a warm-up")
     p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face peers")
     p.add_argument("--quick", action="store_true",
@@ -82,11 +84,15 @@ def target_logp(pair, prompt_ids: list[int], output_ids: list[int]) -> tuple[flo
     return float(logp[rows, torch.tensor(output_ids, device=pair.device)].sum()), len(output_ids)
 
 
-def algorithm_variants(algos: list[str], beam_width: int) -> list[tuple[str, str, dict[str, Any]]]:
+def algorithm_variants(algos: list[str], beam_width: int, sd_gammas: tuple[int, ...] = ()
+                       ) -> list[tuple[str, str, dict[str, Any]]]:
     """``(row name, algorithm, params)``: each algorithm with its defaults; ``beam`` with
-    ``beam_width`` beams and ``dsbd`` both dynamic and with the width fixed at ``beam_width``."""
+    ``beam_width`` beams and ``dsbd`` both dynamic and with the width fixed at ``beam_width``; ``sd``
+    also at each draft length of ``sd_gammas`` (rows ``sd_g<k>``)."""
     out = []
     for algo in algos:
+        if algo == "sd":
+            out += [(f"sd_g{g}", "sd", {"gamma": g}) for g in sd_gammas]
         if algo == "beam":
             out.append((algo, algo, {"width": beam_width}))
         elif algo == "dsbd":
@@ -116,12 +122,13 @@ def _peer_method(fn, pair, max_new_tokens: int) -> Callable[[Any], Outcome]:
     return run
 
 
-def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_peers: bool, beam_width: int = 4):
+def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_peers: bool, beam_width: int = 4,
+                sd_gammas: tuple[int, ...] = ()):
     """``{name: (kind, lossless, fn)}`` for the specviz algorithms and the peers."""
     import specviz
 
     out: dict[str, tuple[str, bool, Callable[[Any], Outcome]]] = {}
-    for name, algo, params in algorithm_variants(algos, beam_width):
+    for name, algo, params in algorithm_variants(algos, beam_width, sd_gammas):
         out[name] = ("specviz", specviz.ALGORITHMS[algo].lossless, _specviz_method(pair, algo, max_new_tokens, params))
     if with_peers:
         for name, fn in peer_functions(pair, gamma).items():
@@ -132,13 +139,14 @@ def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_pe
 def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tokens: int, repeat: int,
               gamma: int = 4, with_peers: bool = True, t_target: dict[int, float] | None = None,
               t_drafts: dict[str, dict[int, float] | None] | None = None, beam_width: int = 4,
-              switch: dict[str, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+              switch: dict[str, float] | None = None, sd_gammas: tuple[int, ...] = ()
+              ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Rows (one per method and category) and the methods skipped with why (e.g. an algorithm that
     needs an early-exit head the pair lacks). ``t_target`` and ``t_drafts`` (t(n) per kind of drafter,
     ``AlgorithmSpec.drafter``: ``costs.forward_times``, ``costs.early_exit_times``) give each specviz
     row its ``predicted_speedup`` and ``efficiency``, with ``switch`` (``costs.switch_ms``) for
     the separate draft model."""
-    methods = methods_for(pair, algos, max_new_tokens, gamma, with_peers, beam_width)
+    methods = methods_for(pair, algos, max_new_tokens, gamma, with_peers, beam_width, sd_gammas)
     skipped: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     for category, plist in prompts.items():
@@ -232,8 +240,10 @@ def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200, 
 
 def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None, max_new_tokens: int = 64,
             repeat: int = 3, gamma: int = 4, with_peers: bool = True,
-            sizes: tuple[int, ...] = costs.FULL_SIZES, beam_width: int = 4) -> dict[str, Any]:
-    """The whole report as plain data (what ``bench.json`` holds)."""
+            sizes: tuple[int, ...] = costs.FULL_SIZES, beam_width: int = 4,
+            sd_gammas: tuple[int, ...] = (), chat: bool = False) -> dict[str, Any]:
+    """The whole report as plain data (what ``bench.json`` holds); ``chat`` records that the prompts
+    are chat-formatted questions."""
     import specviz
 
     algos = algos or list(specviz.ALGORITHMS)
@@ -241,11 +251,11 @@ def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None,
     calls = measure_calls(pair, sizes, repeat, prefix=round(statistics.mean(lengths)) + max_new_tokens // 2)
     rows, skipped = benchmark(pair, prompts, algos, max_new_tokens, repeat, gamma, with_peers,
                               calls["t_target_ms"], {"draft": calls["t_draft_ms"], "early_exit": calls["t_early_exit_ms"]},
-                              beam_width, calls["switch_ms"])
+                              beam_width, calls["switch_ms"], tuple(sd_gammas))
     probe = "sd" if "sd" in algos and pair.draft is not None else "ar"
     first = next(iter(prompts.values()))
     over = trace_overhead(pair, probe, first, max_new_tokens, rounds=max(9, repeat))
-    report = {"pair": pair.describe(), "settings": {"max_new_tokens": max_new_tokens, "repeat": repeat,
+    report = {"pair": pair.describe(), "settings": {"max_new_tokens": max_new_tokens, "repeat": repeat, "chat": chat,
                                                     "gamma": gamma, "greedy": True,
                                                     "categories": {c: len(p) for c, p in prompts.items()}},
               **calls, "trace_overhead": over["trace_overhead"], "trace_overhead_algorithm": probe,
@@ -262,7 +272,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     d, s, over = report["pair"], report["settings"], report["trace_overhead_detail"]
     cats = ", ".join(f"{n} {c}" for c, n in s["categories"].items())
     lines = [f"## specviz bench: {d['target']} <- {d['draft']} on {d['device']} ({d['dtype']}), greedy, "
-             f"{s['max_new_tokens']} new tokens per prompt, prompts: {cats}; median of {s['repeat']} "
+             f"{s['max_new_tokens']} new tokens per prompt, {'chat ' if s.get('chat') else ''}prompts: {cats}; "
+             f"median of {s['repeat']} "
              f"(min-max) after a warm-up", "",
              f"- one-token target call {report['target_call_ms']:.2f} ms (stock transformers forward "
              f"{report['stock_target_call_ms']:.2f} ms); the same weight matrices as bare matmuls "
@@ -321,6 +332,7 @@ def main(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     if args.quick:
         per_cat, new_tokens, repeat, sizes = per_cat or 2, min(new_tokens, 32), 1, costs.QUICK_SIZES
+    chat = False
     if args.random_pair:
         from specviz.bench.random_pair import random_pair, random_prompts
 
@@ -333,7 +345,8 @@ def main(args: argparse.Namespace) -> int:
         if chat:  # token ids of the chat-formatted questions, the same for specviz and the peers
             prompts = {c: [pair.encode(format_chat(pair.tokenizer, p), add_special_tokens=False) for p in plist]
                        for c, plist in prompts.items()}
-    report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width)
+    report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width,
+                     tuple(args.sd_gammas or ()), chat)
     write_report(report, args.out)
     print(to_markdown(report))
     print(f"written: {args.out}/bench.json, bench.md, bench.html")

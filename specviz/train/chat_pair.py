@@ -133,7 +133,7 @@ def build_answers(cfg: ChatRecipe, model, tokenizer, log=print) -> tuple[list, l
                "answer_tokens": sum(len(a.answer) for a in answers),
                "greedy_answers": sum(a.temperature == 0 for a in answers),
                "heldout_answer_tokens": sum(len(a.answer) for a in heldout),
-               "seconds": None if seconds is None else seconds + (held_seconds or 0)}
+               "seconds": seconds, "heldout_seconds": held_seconds}  # None: read from the cache
     return answers, heldout, summary
 
 
@@ -315,8 +315,9 @@ def _run(cfg: ChatRecipe, log) -> dict:
 
     answers, heldout, summary = build_answers(cfg, target, tokenizer, log)
     report["answers"] = summary
-    if summary["seconds"] is not None:
-        timings["answers"] = summary["seconds"]
+    for key, stage in (("seconds", "answers"), ("heldout_seconds", "heldout_answers")):
+        if summary[key] is not None:
+            timings[stage] = summary[key]
     if "draft" in cfg.stages:
         t0 = time.time()
         draft, draft_report = train_draft(cfg, target, answers, heldout, pad_id, log)
