@@ -4,9 +4,10 @@ the draft and early-exit head specviz trained for it, decoding chat prompts; eve
 algorithm that runs on it reproduces greedy ``ar`` token for token."""
 from __future__ import annotations
 
-import json
+import re
 
 import pytest
+import torch
 
 import specviz
 from real_pair import PRESET, TARGET_REF, converted
@@ -40,7 +41,7 @@ def test_a_chat_prompt_is_formatted_and_recorded(pair):
     assert trace.chat and trace.user_text == PROMPTS[0]
     assert trace.prompt_text.startswith("<|im_start|>system") and trace.prompt_text.endswith("<|im_start|>assistant\n")
     assert PROMPTS[0] in trace.prompt_text
-    assert "sky" in trace.output_text.lower() or "blue" in trace.output_text.lower(), trace.output_text
+    assert re.search(r"\b(light|sky|blue)\b", trace.output_text.lower()), trace.output_text  # English, on topic
     again = specviz.RunTrace.from_json(trace.to_json())
     assert (again.chat, again.user_text, again.prompt_text) == (True, PROMPTS[0], trace.prompt_text)
     plain = specviz.decode(pair, "ar", PROMPTS[0], max_new_tokens=4, temperature=0)
@@ -58,7 +59,14 @@ def test_greedy_equals_ar_token_for_token(pair, algorithm):
         assert other.metrics["target_calls"] <= ar.metrics["target_calls"]
 
 
-def test_the_trained_draft_agrees_with_the_target_on_a_chat_answer(pair):
-    """Not a speed claim: the draft was trained for this target, so greedy sd accepts many drafts."""
-    trace = specviz.decode(pair, "sd", PROMPTS[0], max_new_tokens=48, temperature=0, chat=True)
-    assert trace.metrics["tau"] > 1.5, json.dumps(trace.metrics)
+def test_the_trained_draft_is_accepted_far_more_than_an_untrained_one(pair):
+    """Not a speed claim: the draft was trained for this target, so greedy sd accepts many of its
+    tokens, where a draft of the same shape with random weights has almost none accepted."""
+    torch.manual_seed(0)
+    untrained = specviz.ModelPair(pair.target, type(pair.draft)(pair.draft.config).eval(), pair.tokenizer,
+                                  pair.vocab_size)
+    accepted = {}
+    for name, p in (("trained", pair), ("untrained", untrained)):
+        traces = [specviz.decode(p, "sd", q, max_new_tokens=32, temperature=0, chat=True) for q in PROMPTS]
+        accepted[name] = sum(t.metrics["accepted"] for t in traces)
+    assert accepted["trained"] >= 8 and accepted["trained"] >= 4 * max(1, accepted["untrained"]), accepted
