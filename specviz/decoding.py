@@ -12,7 +12,7 @@ from specviz.algorithms.decoder import Decoder
 from specviz.core.sampling import SamplingConfig
 from specviz.errors import InvalidParameterError, PromptError
 from specviz.metrics import summarize
-from specviz.models.chat import format_chat
+from specviz.models.chat import encode_prompt
 from specviz.models.device_errors import device_errors
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
@@ -42,7 +42,7 @@ class LiveRun:
             raise InvalidParameterError(f"{algorithm} needs a draft model; this pair has only a target.")
         if not isinstance(chat, bool):
             raise InvalidParameterError(f"chat must be true or false, got {chat!r}.")
-        prompt_ids, prompt_text = _prompt_ids(pair, prompt, chat)
+        prompt_ids, prompt_text = encode_prompt(pair, prompt, chat)
         if len(prompt_ids) + max_new_tokens > pair.context_length:
             raise PromptError(
                 f"The prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({max_new_tokens}) exceeds the "
@@ -77,27 +77,6 @@ class LiveRun:
         trace.output_text = dec.pair.decode(trace.output_ids)
         trace.finish_reason = dec.finish_reason
         trace.metrics = summarize(trace, wall_time_s=time.perf_counter() - start)
-
-
-def _prompt_ids(pair: ModelPair, prompt: str | list[int], chat: bool = False) -> tuple[list[int], str]:
-    """The prompt's token ids and text; with ``chat``, the user's text formatted by the pair's chat
-    template (whose text carries its own special tokens, so the tokenizer adds none)."""
-    if chat and not isinstance(prompt, str):
-        raise PromptError("A chat prompt is text: turn chat off to pass token ids.")
-    if isinstance(prompt, str):
-        if not prompt.strip():
-            raise PromptError("The prompt is empty: type some text to continue.")
-        text = format_chat(pair.tokenizer, prompt) if chat else prompt
-        ids = pair.encode(text, add_special_tokens=not chat)
-        if not ids:
-            raise PromptError("The prompt tokenized to no tokens.")
-        return ids, text
-    ids = [int(i) for i in prompt]
-    if not ids:
-        raise PromptError("The prompt is empty: give at least one token id.")
-    if min(ids) < 0 or max(ids) >= pair.vocab_size:
-        raise PromptError(f"Prompt token ids must be in [0, {pair.vocab_size}).")
-    return ids, pair.decode(ids)
 
 
 def stream(pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: Any) -> LiveRun:

@@ -172,3 +172,13 @@ def test_round_robin_times_each_call_after_its_untimed_predecessor():
                               before={"dt": call["d"], "td": call["t"]})
     assert set(ms) == {"tt", "dt", "td"} and all(v >= 0 for v in ms.values())
     assert log == ["t", "t", "d", "t", "t", "d"] * 3  # a warm-up round, then two timed rounds
+
+
+def test_the_ceiling_is_a_draft_always_right_at_its_best_length():
+    flat = {n: 10.0 for n in range(1, 20)}
+    assert costs.chain_speedup(flat, {1: 1.0}, 4, 5) == pytest.approx(5 * 10 / (4 + 10))
+    top = costs.ceiling(flat, {1: 1.0}, gammas=range(1, 9))
+    assert top["gamma"] == 8 and top["speedup"] == pytest.approx(90 / 18)
+    assert costs.chain_speedup(flat, {1: 1.0}, 4, 5, {"a": 0.5, "b": 0.5}) == pytest.approx(50 / 15)
+    linear = {n: 10.0 * n for n in range(1, 20)}  # verifying n tokens costs n decodes: nothing to gain
+    assert costs.ceiling(linear, {1: 1.0})["gamma"] == 1 and costs.ceiling(linear, {1: 1.0})["speedup"] < 1

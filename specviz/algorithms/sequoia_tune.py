@@ -30,7 +30,7 @@ from specviz.algorithms.tree_engine import engine_step
 from specviz.core.rules import MultiCandidate
 from specviz.core.sampling import SamplingConfig
 from specviz.core.trees import ROOT, TreeShape
-from specviz.models.chat import format_chat
+from specviz.models.chat import encode_prompt
 from specviz.models.loading import ModelPair
 from specviz.models.tree_forward import CachedLM
 
@@ -70,8 +70,7 @@ def calibration_prompts(pair: ModelPair, count: int = 4) -> list[list[int]]:
     """Fixed prompts: built-in questions in the chat template of a chat pair, built-in texts through
     the pair's tokenizer otherwise, or seeded random ids without one."""
     if pair.has_chat_template:
-        return [pair.encode(format_chat(pair.tokenizer, q), add_special_tokens=False)
-                for q in CALIBRATION_QUESTIONS][:count]
+        return [encode_prompt(pair, q, chat=True)[0] for q in CALIBRATION_QUESTIONS][:count]
     if pair.tokenizer is not None:
         prompts = [ids for ids in (pair.encode(t) for t in CALIBRATION_TEXTS) if ids]
         if prompts:

@@ -189,3 +189,21 @@ def predicted_speedup(traces: list[RunTrace], t_target: dict[int, float], t_draf
             cost += step_cost(step, t_target, t_draft, len(trace.prompt_ids) - 1 if step.n_before == 0 else 0,
                               switch)
     return tokens * interpolate(t_target, 1) / cost if cost else 0.0
+
+
+def chain_speedup(t_target: dict[int, float], t_draft: dict[int, float] | None, gamma: int, tau: float,
+                  switch: dict[str, float] | None = None) -> float:
+    """Chain SD's modelled speedup at draft length ``gamma`` for ``tau`` tokens a step (Leviathan et
+    al. 2023, Sec. 3.3): ``tau * t_target(1)`` over ``gamma`` one-token draft calls, one verify of
+    ``gamma + 1`` tokens and, for a separate draft model, the cost of switching models."""
+    step = gamma * interpolate(t_draft, 1) if t_draft else 0.0
+    step += interpolate(t_target, gamma + 1) + (sum(switch.values()) if switch else 0.0)
+    return tau * interpolate(t_target, 1) / step
+
+
+def ceiling(t_target: dict[int, float], t_draft: dict[int, float] | None, gammas=range(1, 17),
+            switch: dict[str, float] | None = None) -> dict[str, float]:
+    """The cost model's limit for chain SD with this pair on this machine: a draft that is always
+    right (tau = gamma + 1), at the draft length where that pays most."""
+    best = max(gammas, key=lambda g: chain_speedup(t_target, t_draft, g, g + 1, switch))
+    return {"gamma": best, "speedup": chain_speedup(t_target, t_draft, best, best + 1, switch)}

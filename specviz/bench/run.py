@@ -36,7 +36,7 @@ from specviz.bench.peers import peer_functions
 from specviz.bench.prompts import select
 from specviz.cli import add_pair_args, chat_on, load_pair_from_args
 from specviz.errors import SpecvizError
-from specviz.models.chat import format_chat
+from specviz.models.chat import encode_prompt
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -234,6 +234,7 @@ def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200, 
     out.update(t_target_ms=t_target, t_draft_ms=t_draft, t_early_exit_ms=t_exit, switch_ms=switch, t_prefix=prefix,
                threads=torch.get_num_threads())
     out["target_call_over_bare"] = out["target_call_ms"] / out["bare_matmul_ms"]
+    out["sd_ceiling"] = costs.ceiling(t_target, t_draft, switch=switch) if t_draft else None
     out["draft_call_over_target"] = out["draft_call_ms"] / out["target_call_ms"] if t_draft else None
     return out
 
@@ -284,6 +285,9 @@ def to_markdown(report: dict[str, Any]) -> str:
              f"{_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
              *([f"- cost model: t(n) timed after {report['t_prefix']} cached tokens (the runs' mean context)"]
                if report.get("t_prefix") else []),
+             *([f"- the cost model's ceiling for chain sd here (a draft always right): "
+                f"{report['sd_ceiling']['speedup']:.2f}x at gamma {report['sd_ceiling']['gamma']}"]
+               if report.get("sd_ceiling") else []),
              *([f"- alternating the models (cost model): a draft call after a target call "
                 f"+{report['switch_ms']['draft_after_target']:.2f} ms, a target call after a draft call "
                 f"+{report['switch_ms']['target_after_draft']:.2f} ms"] if report.get("switch_ms") else []),
@@ -343,8 +347,7 @@ def main(args: argparse.Namespace) -> int:
         chat = chat_on(args, pair)
         prompts = select(args.categories, per_cat, chat)
         if chat:  # token ids of the chat-formatted questions, the same for specviz and the peers
-            prompts = {c: [pair.encode(format_chat(pair.tokenizer, p), add_special_tokens=False) for p in plist]
-                       for c, plist in prompts.items()}
+            prompts = {c: [encode_prompt(pair, p, chat=True)[0] for p in plist] for c, plist in prompts.items()}
     report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width,
                      tuple(args.sd_gammas or ()), chat)
     write_report(report, args.out)

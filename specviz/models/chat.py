@@ -4,11 +4,17 @@ An instruction-tuned model answers well only inside the conversation format it w
 (SmolLM2-Instruct: ``<|im_start|>user ... <|im_end|>`` with a default system turn). The template is
 the tokenizer's (``tokenizer.chat_template``, saved with every model directory), applied by
 transformers' ``apply_chat_template`` with the assistant's turn opened
-(``add_generation_prompt=True``), so the model's next token starts the answer.
+(``add_generation_prompt=True``), so the model's next token starts the answer. ``encode_prompt`` is
+the one place a prompt (text, chat text or token ids) becomes the ids the models read.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from specviz.errors import PromptError
+
+if TYPE_CHECKING:
+    from specviz.models.loading import ModelPair
 
 
 def has_chat_template(tokenizer) -> bool:
@@ -21,3 +27,24 @@ def format_chat(tokenizer, user_text: str) -> str:
         raise PromptError("This pair's tokenizer has no chat template: turn chat off to use the prompt as it is.")
     return tokenizer.apply_chat_template([{"role": "user", "content": user_text}], tokenize=False,
                                          add_generation_prompt=True)
+
+
+def encode_prompt(pair: ModelPair, prompt: str | list[int], chat: bool = False) -> tuple[list[int], str]:
+    """The prompt's token ids and text; with ``chat``, the user's text formatted by the pair's chat
+    template (whose text carries its own special tokens, so the tokenizer adds none)."""
+    if chat and not isinstance(prompt, str):
+        raise PromptError("A chat prompt is text: turn chat off to pass token ids.")
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise PromptError("The prompt is empty: type some text to continue.")
+        text = format_chat(pair.tokenizer, prompt) if chat else prompt
+        ids = pair.encode(text, add_special_tokens=not chat)
+        if not ids:
+            raise PromptError("The prompt tokenized to no tokens.")
+        return ids, text
+    ids = [int(i) for i in prompt]
+    if not ids:
+        raise PromptError("The prompt is empty: give at least one token id.")
+    if min(ids) < 0 or max(ids) >= pair.vocab_size:
+        raise PromptError(f"Prompt token ids must be in [0, {pair.vocab_size}).")
+    return ids, pair.decode(ids)

@@ -10,13 +10,15 @@ the answers, the cache) so one can be redone without the others:
 2. ``draft``: a narrow Llama (``draft_layers`` x ``draft_hidden``, tied embeddings over the target's
    whole vocabulary) whose embedding starts as a PCA projection of the target's, distilled on the
    answers with cross-entropy against the target's top-k law (renormalised) on answer tokens.
-3. ``early_exit``: EESD's exit layer after the target's first ``exit_layer`` layers, reading out
-   through the target's own (tied) norm-free head, trained on the same answers (KL to the top-k law).
-4. ``calibration``: Cali-TS's theta_M head on held-out answers, reported against the constant
-   predictor.
+3. ``early_exit``: EESD's exit layer (arXiv 2406.03853, Eq. 1) after the target's first
+   ``exit_layer`` layers, with its own norm, reading out through the target's own tied output
+   embedding, trained on the same answers with the same loss.
+4. ``calibration``: Cali-TS's theta_M head (Eq. 5) fitted on greedy training answers and reported on
+   the held-out answers against the constant predictor.
 5. ``eval``: greedy ``sd`` against ``ar`` through ``specviz.decode`` on ``EVAL_PROMPTS``.
 
 Everything is seeded; the report (settings, losses, agreement, timings) is ``out/smollm2_pair.json``.
+The ``answers`` stage always runs (from its cache when it can): the later stages read its output.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from specviz.ui import render
 from specviz.ui.config import AppConfig, configure_torch_threads
 from specviz.ui.gpu import gpu
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
-from specviz.models.chat import format_chat
+from specviz.models.chat import encode_prompt
 from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
 from specviz.ui.measure import measure, measurements_html
@@ -325,10 +325,7 @@ class Explorer:
         context = None
         if pair is not None and isinstance(prompt, str) and prompt.strip():
             try:
-                parsed = parse_prompt(pair, prompt)
-                prompt_tokens = len(parsed) if isinstance(parsed, list) else len(
-                    pair.encode(format_chat(pair.tokenizer, parsed), add_special_tokens=False) if chat is True
-                    else pair.encode(parsed))
+                prompt_tokens = len(encode_prompt(pair, parse_prompt(pair, prompt), chat is True)[0])
                 context = pair.context_length
             except SpecvizError:
                 pass
