@@ -319,10 +319,10 @@ def test_bad_pair_gives_a_message_and_keeps_the_previous_pair(explorer, monkeypa
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     session = Session(pair_key=explorer.default_key)
     for target in ("/no/such/model/dir", "no-such-org/no-such-model-xyz"):
-        md, s = explorer.load(CUSTOM, target, "", False, session, progress=lambda *a, **k: None)
+        md, s = explorer.load(CUSTOM, target, "", session, progress=lambda *a, **k: None)
         assert "Could not load" in md and "Still using" in md
         assert s.pair_key == explorer.default_key
-    md, s = explorer.load(CUSTOM, "", "", False, session, progress=lambda *a, **k: None)
+    md, s = explorer.load(CUSTOM, "", "", session, progress=lambda *a, **k: None)
     assert "Type a target" in md
     # the app still runs on the previous pair
     final = run_all(explorer, session, ["sd"], max_new=4)[-1]
@@ -337,14 +337,14 @@ def test_mismatched_tokenizers_are_refused(explorer, tmp_path):
     tok = build_tokenizer(vocab_size=300)
     tiny_model("llama", len(tok), 5).save_pretrained(other)
     tok.save_pretrained(other)
-    md, _ = explorer.load(CUSTOM, target, str(other), False, Session(pair_key=explorer.default_key),
+    md, _ = explorer.load(CUSTOM, target, str(other), Session(pair_key=explorer.default_key),
                           progress=lambda *a, **k: None)
     assert "Could not load" in md and "vocabular" in md
 
 
 def test_load_a_preset(explorer):
     session = Session(pair_key=None)
-    md, s = explorer.load(explorer.presets[0].key, "", "", False, session, progress=lambda *a, **k: None)
+    md, s = explorer.load(explorer.presets[0].key, "", "", session, progress=lambda *a, **k: None)
     assert md.startswith("✅") and s.pair_key == explorer.presets[0].key
 
 
@@ -635,23 +635,19 @@ def test_oversized_upload_is_refused(pair_dirs, tmp_path):
     assert "accepts traces up to" in out["status"]
 
 
-def test_public_mode_limits(pair_dirs, monkeypatch):
+def test_public_mode_limits(pair_dirs):
     env = {"SPECVIZ_PUBLIC": "1"}
     cfg = AppConfig.from_env(env)
     assert cfg.public and not cfg.allow_custom_pairs and not cfg.allow_remote_code
     assert cfg.max_new_tokens_cap <= 128 and cfg.max_upload_bytes <= 5 * 1024 * 1024
     assert AppConfig.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_MAX_NEW_TOKENS": "32"}).max_new_tokens_cap == 32
     assert AppConfig.from_env({"SPACE_ID": "me/specviz"}).public  # a Space is public unless told otherwise
-    assert not AppConfig.from_env({"SPACE_ID": "me/specviz", "SPECVIZ_PUBLIC": "0"}).public
+    assert AppConfig.from_env({"SPACE_ID": "me/specviz", "SPECVIZ_PUBLIC": "0"}).public  # tests/test_hosting.py
     assert not AppConfig.from_env({}).public
     ex = Explorer(cfg, presets=[PairChoice("tiny", *pair_dirs)], clock=Clock(), pause=no_wait)
     session = Session(pair_key=ex.default_key)
-    md, _ = ex.load(CUSTOM, "/some/path", "", True, session, progress=lambda *a, **k: None)
+    md, _ = ex.load(CUSTOM, "/some/path", "", session, progress=lambda *a, **k: None)
     assert "preset pairs only" in md
-    seen = {}
-    monkeypatch.setattr(ex.registry, "load", lambda t, d, trust_remote_code=False: seen.setdefault("trust", trust_remote_code) or ex.default_key)
-    ex.load(ex.presets[0].key, "", "", True, session, progress=lambda *a, **k: None)
-    assert seen["trust"] is False  # remote code stays off whatever the checkbox says
     (out,) = run_all(ex, session, ["ar"], max_new=10_000)
     assert f"this app allows at most {cfg.max_new_tokens_cap}" in out["status"]  # refused in words, not clamped
     final = run_all(ex, session, ["ar"], max_new=cfg.max_new_tokens_cap)[-1]

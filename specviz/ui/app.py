@@ -19,9 +19,10 @@ import specviz
 from specviz.algorithms.registry import AlgorithmSpec, Param
 from specviz.errors import SpecvizError
 from specviz.ui import render
-from specviz.ui.config import AppConfig, configure_torch_threads
+from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir
 from specviz.ui.gpu import gpu
-from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
+from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, pair_key, preset_choices
+from specviz.ui.safe_text import display_name, hide_paths, md_text
 from specviz.models.chat import encode_prompt
 from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
@@ -46,8 +47,10 @@ CODE_PROMPTS = (
     "def parse_args(argv=None):\n    parser = argparse.ArgumentParser(",
     "    for i in range(len(items)):",
 )
-# Questions for a chat pair (shown with chat on): facts and lists the draft mostly guesses, code it
-# partly guesses, arithmetic and a poem where it often fails.
+# Questions for a chat pair (shown with chat on), where the default pair's draft succeeds and fails.
+# Greedy `sd`, gamma 4, 48 tokens, tau: the capital and the code 2.67, the arithmetic 2.22, the poem
+# 1.85, the days of the week 1.66 (it lists them in another form), the sky 1.33 (the facts of an
+# explanation are the target's).
 CHAT_PROMPTS = (
     "Why is the sky blue?",
     "What is the capital of Australia?",
@@ -153,7 +156,8 @@ class Explorer:
             self.presets = [p for p in self.presets if not p.needs_network] or self.presets[:1]
         if self.config.default_target:
             default = PairChoice("from SPECVIZ_TARGET", self.config.default_target, self.config.default_draft)
-            self.presets = [default, *[p for p in self.presets if p.key != default.key]]
+            self.presets = [default, *[p for p in self.presets
+                                       if (p.target, p.draft) != (default.target, default.draft)]]
         self.algorithms = dict(specviz.ALGORITHMS)
         self.n_slots = self.config.max_columns
         self.param_index: list[tuple[str, Param]] = [(name, p) for name, spec in self.algorithms.items()
@@ -170,51 +174,76 @@ class Explorer:
         try:
             first.check()
             log.info("loading the default pair: %s", first.name)
-            self.default_key = self.registry.load(first.target, first.draft)
+            self.default_key = self.registry.load(first.target, first.draft, key=first.key)
             log.info("loaded")
         except SpecvizError as exc:
-            self.startup_message = f"The default pair could not be loaded: {exc}"
-            log.warning(self.startup_message)
+            log.warning("The default pair could not be loaded: %s", exc)
+            self.startup_message = f"The default pair could not be loaded: {hide_paths(str(exc))}"
 
     def pair_markdown(self, key: str | None) -> str:
         pair = self.registry.get(key)
         if pair is None:
-            return self.startup_message or "No pair loaded yet: choose one above and press **Load pair**."
+            if self.startup_message:
+                return md_text(self.startup_message)
+            return "No pair loaded yet: choose one above and press **Load pair**."
         return describe_pair(pair)
 
-    def resolve_choice(self, choice: str, target: str, draft: str) -> tuple[str, str | None]:
+    def resolve_choice(self, choice: str, target: str, draft: str) -> tuple[str, str | None, str]:
+        """(target, draft, registry key) of a dropdown choice and the custom boxes."""
         if choice == CUSTOM:
             if not self.config.allow_custom_pairs:
                 raise specviz.ModelLoadError("This public app serves the preset pairs only.")
-            target = (target or "").strip()
+            if not isinstance(target, str) or not isinstance(draft, (str, type(None))):
+                raise specviz.ModelLoadError("The target and the draft must be text: hub ids or local directories.")
+            target, draft = target.strip(), (draft or "").strip() or None
             if not target:
                 raise specviz.ModelLoadError("Type a target model: a hub id (owner/name) or a local directory.")
-            return target, (draft or "").strip() or None
+            return target, draft, pair_key(target, draft)
         for p in self.presets:
             if p.key == choice:
                 p.check()
-                return p.target, p.draft
-        raise specviz.ModelLoadError(f"Unknown preset {choice!r}.")
+                return p.target, p.draft, p.key
+        raise specviz.ModelLoadError("Unknown preset: choose one from the list.")
 
-    def load(self, choice: str, target: str, draft: str, trust: bool, session: Session,
+    def load(self, choice: str, target: str, draft: str, session: Session,
              progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[str, Session]:
-        """Load a pair for this session. On failure the message is shown and the previous pair kept."""
+        """Load a pair for this session. On failure the message is shown and the previous pair kept.
+        Never runs a model's own code: ``trust_remote_code`` is not reachable from the page or the API."""
         session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
         previous = self.pair_markdown(session.pair_key)
         try:
-            t, d = self.resolve_choice(choice, target, draft)
-            progress(0.05, desc=f"Loading {t}" + (f" and {d}" if d else "") + "…")
-            key = self.registry.load(t, d, trust_remote_code=bool(trust) and self.config.allow_remote_code)
+            t, d, key = self.resolve_choice(choice, target, draft)
         except SpecvizError as exc:
             return self._load_failed(str(exc), previous), session
-        except Exception as exc:  # noqa: BLE001 - e.g. an out-of-memory error from a huge model
-            return self._load_failed(f"{type(exc).__name__}: {exc}", previous), session
+        try:
+            progress(0.05, desc=f"Loading {display_name(t)}" + (f" and {display_name(d)}" if d else "") + "…")
+            key = self.registry.load(t, d, key=key)
+        except specviz.ModelLoadError as exc:
+            if choice != CUSTOM:
+                return self._load_failed(str(exc), previous), session
+            log.info("custom pair %r / %r not loaded: %s", t, d, exc)
+            return self._load_failed(self.custom_load_failure(t, d), previous), session
+        except SpecvizError as exc:
+            return self._load_failed(str(exc), previous), session
+        except Exception:  # noqa: BLE001 - e.g. an out-of-memory error from a huge model
+            log.exception("loading a pair failed")
+            return self._load_failed("Loading failed unexpectedly; the server's log has the details.", previous), session
         session.pair_key = key
         return "✅ " + self.pair_markdown(key), session
 
     @staticmethod
+    def custom_load_failure(target: str, draft: str | None) -> str:
+        """One message for every custom pair that did not load, whatever the reason (a missing
+        directory, one without a model, a model that needs its own code), so a visitor cannot probe
+        the server's file system through it."""
+        names = f"{target!r}" + (f" and {draft!r}" if draft else "")
+        return (f"{names} could not be loaded as a hub model this server can download or a model directory "
+                "it can read (config.json, weights and tokenizer files, as save_pretrained writes them). Models "
+                "that need their own code (trust_remote_code) load only from the command line or the Python API.")
+
+    @staticmethod
     def _load_failed(message: str, previous: str) -> str:
-        return f"⚠️ **Could not load that pair.** {message}\n\nStill using: {previous}"
+        return f"⚠️ **Could not load that pair.** {md_text(hide_paths(message))}\n\nStill using: {previous}"
 
     # ---- views (see ui.layout: {name: value}; a name left out stays as it is) ------------------------------
     def _slot_views(self, session: Session, step: int, *, full: bool, force: bool = False,
@@ -307,12 +336,11 @@ class Explorer:
     def _pair(self, session: Session) -> tuple[ModelPair | None, str | None]:
         pair = self.registry.get(session.pair_key)
         if pair is None and session.pair_key:
-            target, _, draft = session.pair_key.partition("|")
             try:  # evicted by another visitor's load: bring it back
-                self.registry.load(target, draft or None)
+                self.registry.reload(session.pair_key)
                 pair = self.registry.get(session.pair_key)
             except SpecvizError as exc:
-                return None, f"The pair could not be reloaded: {exc}"
+                return None, f"The pair could not be reloaded: {hide_paths(str(exc))}"
         if pair is None:
             return None, "No pair loaded: choose one and press Load pair."
         return pair, None
@@ -615,6 +643,7 @@ class Explorer:
 
     # ---- layout --------------------------------------------------------------------------------------------
     def build(self) -> gr.Blocks:
+        private_temp_dir()  # before any component: each reads GRADIO_TEMP_DIR when it is made
         cfg = self.config
         default_algos = self.default_algorithms()
         choices = [(p.name, p.key) for p in self.presets]
@@ -641,8 +670,6 @@ class Explorer:
                                                placeholder="e.g. HuggingFaceTB/SmolLM2-1.7B", elem_id="sv-target")
                     custom_draft = gr.Textbox(label="draft (same tokenizer)",
                                               placeholder="e.g. HuggingFaceTB/SmolLM2-135M", elem_id="sv-draft")
-                    trust = gr.Checkbox(False, label="trust remote code (runs code from the model repo)",
-                                        visible=cfg.allow_remote_code)
                 load_btn = gr.Button("Load pair", size="sm", elem_id="sv-load")
                 pair_md = gr.Markdown(self.pair_markdown(self.default_key), elem_id="sv-pair-status",
                                       elem_classes=["sv-note"])
@@ -701,7 +728,7 @@ class Explorer:
                         label="questions (chat pairs, chat on)")
             gr.Examples(examples=[[p, False] for p in CODE_PROMPTS], inputs=[prompt, chat],
                         label="code (bundled-stdlib-pair, chat off)")
-            status = gr.HTML(render.status_html(Session(), self.startup_message), elem_id="sv-status")
+            status = gr.HTML(render.status_html(Session(), html.escape(self.startup_message)), elem_id="sv-status")
             with gr.Row(equal_height=True, elem_id="sv-scrub"):
                 prev_btn = gr.Button("◀ prev", size="sm", min_width=70, scale=0, elem_id="sv-prev")
                 slider = gr.Slider(1, 2, value=1, step=1, label="step", interactive=False, scale=8, elem_id="sv-step")
@@ -747,7 +774,7 @@ class Explorer:
             # ---- events
             pair_choice.change(self.toggle_custom, [pair_choice], [custom_group, pair_note], queue=False,
                                api_visibility="private")
-            load_btn.click(gpu(self.load), [pair_choice, custom_target, custom_draft, trust, session],
+            load_btn.click(gpu(self.load), [pair_choice, custom_target, custom_draft, session],
                            [pair_md, session], concurrency_limit=1, concurrency_id="load", api_name="load_pair"
                            ).then(self.chat_default, [session], [chat], queue=False, api_visibility="private")
             algos.change(self.show_settings, [algos], accordions, queue=False, api_visibility="private")
@@ -810,6 +837,9 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
 
 
 def launch(demo: gr.Blocks | None = None, **kwargs: Any) -> Any:
+    """Serve the app; refuses an app without public mode on an address other machines can reach
+    (``config.check_exposure``)."""
     demo = demo or build_app()
     config = getattr(demo, "explorer", None).config if hasattr(demo, "explorer") else AppConfig.from_env()
+    check_exposure(config, kwargs.get("server_name"), bool(kwargs.get("share")))
     return demo.launch(**{**launch_kwargs(config), **kwargs})

@@ -2,9 +2,12 @@
 
 ``preset_choices()`` reads the presets (``specviz.presets``, the bundled offline pair first) and
 falls back to the bundled pair alone if the presets cannot be read. ``PairRegistry`` keeps a few
-loaded pairs shared by every visitor (read-only: each run has its own caches), keyed by
-``"target|draft"``; a failed load raises and leaves the registry as it was, so a session keeps its
-previous pair.
+loaded pairs shared by every visitor (read-only: each run has its own caches), keyed by an opaque
+key (``"pair:NAME"`` for a preset, ``"custom:target|draft"`` for a custom pair: the page never sees a
+server path); a failed load raises and leaves the registry as it was, so a session keeps its
+previous pair. The app never loads remote code (``trust_remote_code`` is for the CLI and the Python
+API only), and a loaded pair carries display names (``safe_text.display_name``), which the page and
+every exported trace show instead of the server's absolute paths.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any
 import specviz
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
+from specviz.ui.safe_text import display_name, md_text
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +55,8 @@ class PairChoice:
 
     @property
     def key(self) -> str:
-        return pair_key(self.target, self.draft)
+        """The dropdown's value for this choice: its name, never its paths."""
+        return f"pair:{self.name}"
 
 
 BUNDLED = PairChoice("bundled offline pair", "assets/target", "assets/draft",
@@ -59,7 +64,8 @@ BUNDLED = PairChoice("bundled offline pair", "assets/target", "assets/draft",
 
 
 def pair_key(target: str, draft: str | None) -> str:
-    return f"{target}|{draft or ''}"
+    """The key of a custom pair (as the visitor typed it)."""
+    return f"custom:{target}|{draft or ''}"
 
 
 def resolve_model_path(name: str) -> str:
@@ -113,12 +119,19 @@ def describe_pair(pair: ModelPair) -> str:
 
 
 def _short(name: str | None) -> str:
-    if not name:
-        return "?"
-    try:
-        return str(Path(name).relative_to(ROOT)) if Path(name).is_absolute() else name
-    except ValueError:
-        return name
+    """A model name as literal Markdown, never an absolute path."""
+    return md_text(display_name(name)) if name else "?"
+
+
+def name_pair(pair: ModelPair, target: str, draft: str | None) -> ModelPair:
+    """Give a loaded pair the names the page and its traces show (``display_name``), not the paths
+    it was loaded from."""
+    pair.target_name = display_name(target) or "target"
+    pair.draft_name = display_name(draft) if draft else None
+    source = pair.extras.get("early_exit_source")
+    if isinstance(source, str):
+        pair.extras["early_exit_source"] = display_name(source)
+    return pair
 
 
 class PairRegistry:
@@ -129,6 +142,7 @@ class PairRegistry:
         self.device = device
         self.dtype = dtype
         self._pairs: OrderedDict[str, ModelPair] = OrderedDict()
+        self._sources: OrderedDict[str, tuple[str, str | None]] = OrderedDict()  # key -> (target, draft)
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
 
@@ -153,18 +167,36 @@ class PairRegistry:
         with self._lock:
             return list(self._pairs)
 
-    def load(self, target: str, draft: str | None, trust_remote_code: bool = False) -> str:
-        """Load (or reuse) a pair and return its key. Raises ``specviz.SpecvizError`` subclasses."""
-        key = pair_key(target, draft)
+    def load(self, target: str, draft: str | None, key: str | None = None) -> str:
+        """Load (or reuse) a pair under ``key`` (default ``pair_key(target, draft)``) and return the key.
+        Never runs a model's own code (no ``trust_remote_code``). Raises ``specviz.SpecvizError``
+        subclasses."""
+        key = key or pair_key(target, draft)
         if self.get(key) is not None:
             return key
         with self._load_lock:  # one load at a time: two 7B loads at once would not fit
             if self.get(key) is not None:
                 return key
             pair = specviz.load_pair(resolve_model_path(target), resolve_model_path(draft) if draft else None,
-                                     device=self.device, dtype=self.dtype, trust_remote_code=trust_remote_code,
+                                     device=self.device, dtype=self.dtype, trust_remote_code=False,
                                      early_exit=preset_early_exit(target, draft))
-            return self.put(key, pair)
+            self._remember(key, target, draft)
+            return self.put(key, name_pair(pair, target, draft))
+
+    def reload(self, key: str) -> str:
+        """Load again a pair loaded before under ``key`` (evicted by another visitor's load)."""
+        with self._lock:
+            source = self._sources.get(key)
+        if source is None:
+            raise specviz.ModelLoadError("That pair is not loaded any more: choose it again and press Load pair.")
+        return self.load(*source, key=key)
+
+    def _remember(self, key: str, target: str, draft: str | None, limit: int = 256) -> None:
+        with self._lock:
+            self._sources[key] = (target, draft)
+            self._sources.move_to_end(key)
+            while len(self._sources) > limit:
+                self._sources.popitem(last=False)
 
 
 def preset_early_exit(target: str, draft: str | None) -> str | None:
