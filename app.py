@@ -60,9 +60,19 @@ def show_progress() -> None:
     logger.setLevel(logging.INFO)
 
 
+def exit_on_sigterm() -> None:
+    """``docker stop`` and process managers send SIGTERM: exit normally, so the app's private temp
+    directory is removed (atexit does not run on Python's default SIGTERM)."""
+    import signal
+    import sys
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+
+
 if __name__ == "__main__":
     apply_args(parse_args())
     show_progress()
+    exit_on_sigterm()
     from specviz.ui import build_app, launch
 
     launch(build_app())

@@ -142,7 +142,7 @@ def public_mode(env: Mapping[str, str]) -> bool:
         return False
     if env.get(UNSAFE_VAR, "").strip().lower() in TRUE:
         log.warning("public mode is OFF although %s (%s=1): every visitor can load any model directory or hub "
-                    "repository this server can reach, with no caps on tokens, prompts or uploads. "
+                    "repository this server can reach, under the private limits, not the public ones. "
                     "See docs/hosting.md.", reason, UNSAFE_VAR)
         return False
     if flag:
