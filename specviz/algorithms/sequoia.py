@@ -45,7 +45,7 @@ from typing import Any, Iterator
 
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.registry import Param, register
-from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times
+from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times, pair_cache
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.tree_engine import TreeStep, run_engine
@@ -86,11 +86,7 @@ def parse_acceptance(text: str) -> tuple[float, ...] | None:
 
 
 def _dp(dec: Decoder, acceptance: tuple[float, ...], n: int, d: int) -> SequoiaDP:
-    cache = dec.pair.extras.setdefault("sequoia", {})
-    key = ("dp", acceptance, n, d)
-    if key not in cache:
-        cache[key] = solve(acceptance, n, d)
-    return cache[key]
+    return pair_cache(dec.pair).get_or_make(("dp", acceptance, n, d), lambda: solve(acceptance, n, d))
 
 
 def _tree_info(shape: TreeShape, acceptance: tuple[float, ...]) -> dict[str, Any]:

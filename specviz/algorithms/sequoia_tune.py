@@ -12,14 +12,20 @@
   keeps its fastest reading (other work only ever adds time) and the curve is fitted non-decreasing
   in n (a call on more tokens is never cheaper), so one noisy reading cannot pick the size.
 
-Both are cached on the pair (``pair.extras["sequoia"]``) per sampling settings / size grid, so they
-are paid once per loaded pair. ``measure_times`` is wall-clock and therefore not reproducible across
+Both, and the DP tables built from them (``sequoia._dp``), are cached on the pair
+(``pair.extras["sequoia"]``, a ``PairCache``) per sampling settings / size grid, so they are paid once per
+loaded pair. The cache is shared by every caller of the pair (all visitors of the app), so it is
+bounded: the least recently used entries of a kind go first, at most ``CACHE_CAPS`` of each (a DP
+table for n = 512, d = 32 and a 64-entry vector is about 18 MB; issue #21). ``measure_times`` is wall-clock and therefore not reproducible across
 processes; everything else is.
 """
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any, Callable, Hashable
 
 import torch
 
@@ -62,8 +68,82 @@ class AcceptanceEstimate:
     prompts: int
 
 
-def _cache(pair: ModelPair) -> dict:
-    return pair.extras.setdefault("sequoia", {})
+# entries kept per kind (a key's first element): DP tables, acceptance estimates, verify-time curves
+CACHE_CAPS = {"dp": 8, "acceptance": 16, "times": 4}
+OTHER_CAP = 8  # any other kind
+
+
+class PairCache:
+    """A thread-safe LRU map with a cap per kind of entry (``key[0]``: ``CACHE_CAPS``), so a pair
+    shared by many callers keeps a bounded number of DP tables whatever vectors they ask for."""
+
+    def __init__(self, caps: dict[str, int] | None = None, other: int = OTHER_CAP):
+        self.caps = dict(CACHE_CAPS if caps is None else caps)
+        self.other = other
+        self._kinds: dict[Any, OrderedDict] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _kind(key: Hashable) -> Any:
+        return key[0] if isinstance(key, tuple) and key else None
+
+    def cap(self, kind: Any) -> int:
+        return self.caps.get(kind, self.other)
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        with self._lock:
+            entries = self._kinds.get(self._kind(key))
+            if entries is None or key not in entries:
+                return default
+            entries.move_to_end(key)
+            return entries[key]
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._kinds.get(self._kind(key), ())
+
+    def __getitem__(self, key: Hashable) -> Any:
+        missing = object()
+        value = self.get(key, missing)
+        if value is missing:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: Hashable, value: Any) -> None:
+        kind = self._kind(key)
+        with self._lock:
+            entries = self._kinds.setdefault(kind, OrderedDict())
+            entries[key] = value
+            entries.move_to_end(key)
+            while len(entries) > max(1, self.cap(kind)):
+                entries.popitem(last=False)
+
+    def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The cached value of ``key``, made (outside the lock) and cached if absent."""
+        missing = object()
+        value = self.get(key, missing)
+        if value is missing:
+            value = make()
+            self[key] = value
+        return value
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(e) for e in self._kinds.values())
+
+    def count(self, kind: Any) -> int:
+        with self._lock:
+            return len(self._kinds.get(kind, ()))
+
+
+def pair_cache(pair: ModelPair) -> PairCache:
+    """The pair's bounded Sequoia cache (``pair.extras["sequoia"]``), made on first use; a plain dict
+    left there by older code is replaced."""
+    cache = pair.extras.get("sequoia")
+    if not isinstance(cache, PairCache):
+        cache = pair.extras["sequoia"] = PairCache()
+    return cache
+
 
 
 def calibration_prompts(pair: ModelPair, count: int = 4) -> list[list[int]]:
@@ -85,9 +165,10 @@ def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, s
     width = min(width, pair.vocab_size)
     prompts = prompts if prompts is not None else calibration_prompts(pair)
     key = ("acceptance", sampling, width, steps, tuple(map(tuple, prompts)), seed)
-    cache = _cache(pair)
-    if key in cache:
-        return cache[key]
+    cache = pair_cache(pair)
+    found = cache.get(key)
+    if found is not None:
+        return found
     shape = TreeShape((ROOT,) * width)
     counts = [0] * (width + 1)
     per_prompt = -(-steps // len(prompts))
@@ -145,9 +226,10 @@ def measure_times(pair: ModelPair, max_size: int, repeats: int = 5,
     warm-up round, each keeps its fastest reading, and the curve is fitted non-decreasing."""
     sizes = tuple(sorted({k for k in SIZE_GRID if k <= max_size} | {max(1, max_size)}))
     key = ("times", sizes, repeats, prefix, str(pair.device))
-    cache = _cache(pair)
-    if key in cache:
-        return cache[key]
+    cache = pair_cache(pair)
+    found = cache.get(key)
+    if found is not None:
+        return found
     gen = torch.Generator().manual_seed(0)
     prefix = max(1, min(prefix, pair.context_length - 1))
     context = torch.randint(pair.vocab_size, (prefix,), generator=gen).tolist()
