@@ -5,9 +5,11 @@ over-accepting rule is lossy except at temperature 0, where every rule is exact 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Iterator
 
-from specviz.algorithms import get_algorithm
+from specviz import validation
+from specviz.algorithms import AlgorithmSpec, get_algorithm
 from specviz.algorithms.decoder import Decoder
 from specviz.core.sampling import SamplingConfig
 from specviz.errors import InvalidParameterError, PromptError
@@ -17,42 +19,70 @@ from specviz.models.device_errors import device_errors
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
 
-MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed takes a signed 64-bit integer
+MAX_SEED = validation.MAX_SEED  # torch.Generator.manual_seed takes a signed 64-bit integer
+
+
+@dataclass(frozen=True)
+class Request:
+    """A decode request's arguments that need no pair, checked: the algorithm, its resolved
+    parameters, the sampling settings, and the run's own integers and switches."""
+
+    spec: AlgorithmSpec
+    params: dict[str, Any]
+    sampling: SamplingConfig
+    max_new_tokens: int
+    seed: int
+    record_top_k: int
+    chat: bool
+
+
+def check_request(algorithm: str, max_new_tokens: int = 64, temperature: float = 1.0, top_p: float = 1.0,
+                  top_k: int = 0, seed: int = 0, record_top_k: int = 8, chat: bool = False,
+                  **params: Any) -> Request:
+    """Every argument of ``decode`` except the pair and the prompt, checked by ``specviz.validation``
+    (the CLI calls it before loading a pair); a bad one raises a ``SpecvizError`` naming it."""
+    spec = get_algorithm(algorithm)
+    return Request(
+        spec=spec, params=spec.resolve(params), sampling=SamplingConfig(temperature, top_k, top_p),
+        max_new_tokens=validation.integer("max_new_tokens", max_new_tokens, 1),
+        seed=validation.integer("seed", seed, 0, MAX_SEED, hi_text="2**63 - 1"),
+        record_top_k=validation.integer("record_top_k (0 records no per-position distributions)", record_top_k, 0,
+                                        validation.MAX_RECORD_TOP_K),
+        chat=validation.flag("chat", chat))
+
+
+def check_pair(pair: Any, spec: AlgorithmSpec) -> ModelPair:
+    """``pair`` if it is a ``ModelPair`` with the models ``spec`` drafts with."""
+    if not isinstance(pair, ModelPair):
+        raise InvalidParameterError(f"pair must be a ModelPair from specviz.load_pair, got {validation.shown(pair)}.")
+    if spec.needs_draft and pair.draft is None:
+        raise InvalidParameterError(f"{spec.name} needs a draft model; this pair has only a target.")
+    if spec.drafter == "early_exit" and pair.early_exit is None:
+        raise InvalidParameterError(
+            f"{spec.name} needs an early-exit head on the target: load_pair(target, early_exit=DIR) for a trained "
+            "head (the bundled pair's is assets/early_exit) or early_exit=N for a fresh head after layer N.")
+    return pair
 
 
 class LiveRun:
     """Iterate to get each ``StepRecord`` as it happens; ``trace`` grows with the run and is complete
     (output, finish reason, metrics) once iteration ends."""
 
-    def __init__(self, pair: ModelPair, algorithm: str, prompt: str | list[int], max_new_tokens: int = 64,
-                 temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-                 record_top_k: int = 8, chat: bool = False, **params: Any):
-        spec = get_algorithm(algorithm)
-        self.params = spec.resolve(params)
-        sampling = SamplingConfig(temperature, top_k, top_p)
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise InvalidParameterError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}.")
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-            raise InvalidParameterError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}.")
-        if isinstance(record_top_k, bool) or not isinstance(record_top_k, int) or record_top_k < 0:
-            raise InvalidParameterError(
-                f"record_top_k must be an integer >= 0 (0 records no per-position distributions), "
-                f"got {record_top_k!r}.")
-        if spec.needs_draft and pair.draft is None:
-            raise InvalidParameterError(f"{algorithm} needs a draft model; this pair has only a target.")
-        if not isinstance(chat, bool):
-            raise InvalidParameterError(f"chat must be true or false, got {chat!r}.")
-        prompt_ids, prompt_text = encode_prompt(pair, prompt, chat)
-        if len(prompt_ids) + max_new_tokens > pair.context_length:
+    def __init__(self, pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: Any):
+        req = check_request(algorithm, **kwargs)
+        check_pair(pair, req.spec)
+        prompt_ids, prompt_text = encode_prompt(pair, prompt, req.chat)
+        if len(prompt_ids) + req.max_new_tokens > pair.context_length:
             raise PromptError(
-                f"The prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({max_new_tokens}) exceeds the "
+                f"The prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({req.max_new_tokens}) exceeds the "
                 f"models' context of {pair.context_length} tokens: shorten the prompt or ask for fewer tokens."
             )
-        self.spec = spec
-        self.decoder = Decoder(pair, prompt_ids, max_new_tokens, sampling, seed, record_top_k)
-        self.trace = RunTrace(algorithm=algorithm, params=self.params, pair=pair.describe(),
-                              sampling=sampling.as_dict(), seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text,
-                              lossless=spec.lossless, chat=chat, user_text=prompt if chat else None)
+        self.spec, self.params = req.spec, req.params
+        self.decoder = Decoder(pair, prompt_ids, req.max_new_tokens, req.sampling, req.seed, req.record_top_k)
+        self.trace = RunTrace(algorithm=req.spec.name, params=self.params, pair=pair.describe(),
+                              sampling=req.sampling.as_dict(), seed=req.seed, prompt_ids=prompt_ids,
+                              prompt_text=prompt_text, lossless=req.spec.lossless, chat=req.chat,
+                              user_text=prompt if req.chat else None)
 
     def __iter__(self) -> Iterator[StepRecord]:
         dec, trace = self.decoder, self.trace

@@ -72,6 +72,15 @@ PARAMS = (
     Param("literal_ratio", False, "bool", help="Algorithm 1's printed ratio min(1, q/p') (wrong; for comparison)"),
 )
 
+
+
+def check_widths(params: dict[str, Any]) -> None:
+    """``min_width`` is the width's floor, so it may not exceed ``width``."""
+    if params["min_width"] > params["width"]:
+        raise InvalidParameterError(f"dsbd: parameter 'min_width' must be in [1, width = {params['width']}], "
+                                    f"got {params['min_width']}.")
+
+
 _DIGITS = 6
 _KIND = {"accepted": "draft", "residual": "resampled", "target": "resampled", "fresh": "bonus", "bonus": "bonus"}
 
@@ -210,11 +219,9 @@ def verify_forest(dec: Decoder, control: WidthController, rule: LayerRule, fores
 @register("dsbd", description="Dynamic-width speculative beam decoding: a drafted beam forest, verified "
                                "layer by layer in one target call.",
           paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Algorithm 1, Eqs 1-7",
-          params=PARAMS, lossless=False, controller="dsbd")
+          params=PARAMS, lossless=False, controller="dsbd", check=check_widths)
 def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: int, dynamic: bool,
              single_beam: bool, literal_ratio: bool) -> Iterator[StepRecord]:
-    if min_width > width:
-        raise InvalidParameterError(f"dsbd: min_width ({min_width}) must not exceed width ({width}).")
     rule = LayerRule(literal_ratio)
     dec.lossless = rule.lossless
     control = WidthController(width, min_width, threshold, gamma, dynamic)

@@ -19,7 +19,6 @@ from specviz.algorithms.registry import register
 from specviz.algorithms.tree_engine import run_engine
 from specviz.algorithms.ts_controllers import TS_CONTROLLERS, controller_params, make_controller
 from specviz.core.rules import MultiCandidate
-from specviz.errors import InvalidParameterError
 from specviz.trace import StepRecord
 
 
@@ -28,11 +27,7 @@ from specviz.trace import StepRecord
           paper="Liu et al. 2024, arXiv 2406.03853, Algorithms 1-3", params=controller_params("beta_ts", TS_CONTROLLERS),
           needs_draft=False, controller="thompson", drafter="early_exit")
 def run_eesd(dec: Decoder, **params: Any) -> Iterator[StepRecord]:
-    head = dec.pair.early_exit
-    if head is None:
-        raise InvalidParameterError("eesd needs an early-exit head on the target: load_pair(target, early_exit=DIR) "
-                                    "for a trained head (the bundled pair's is assets/early_exit) or early_exit=N "
-                                    "for a fresh head after layer N.")
+    head = dec.pair.early_exit  # present: ``decoding.LiveRun`` refuses a pair without one
     drafter = EarlyExitDrafter(head, dec)
     saved = dec.pair.extras.get("calibration")
     model = None

@@ -31,7 +31,7 @@ K_CONFIG_HELP = "children per node at each level, e.g. 4x2x2 (4 under the root, 
 @register("mcsd", description="Multi-candidate SD: a k1xk2x... draft tree, siblings verified in turn "
           "against the residual (with or without replacement).",
           paper="Yang et al. 2024, Multi-Candidate Speculative Decoding, Algorithms 1-2",
-          params=(Param("k_config", "4x2x2", "str", help=K_CONFIG_HELP),
+          params=(Param("k_config", "4x2x2", "str", help=K_CONFIG_HELP, check=parse_k_config),
                   Param("replacement", False, "bool",
                         help="draw siblings i.i.d. (Algorithm 1) instead of without replacement (Algorithm 2)")))
 def run_mcsd(dec: Decoder, k_config: str, replacement: bool) -> Iterator[StepRecord]:

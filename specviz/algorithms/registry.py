@@ -8,12 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
+from specviz import validation
 from specviz.errors import InvalidParameterError, UnknownAlgorithmError
 
 
 @dataclass(frozen=True)
 class Param:
-    """One algorithm parameter: ``kind`` is ``int``, ``float``, ``bool``, ``choice`` or ``str``.
+    """One algorithm parameter: ``kind`` is ``int``, ``float``, ``bool``, ``choice`` or ``str``; ``check``
+    parses a ``str`` value further (``k_config``'s tree, Sequoia's acceptance vector) when it is resolved.
 
     ``applies_when = (other, values)``: the parameter has an effect only while parameter ``other`` of
     the same algorithm is one of ``values`` (the app shows its control only then); ``None``: always.
@@ -27,6 +29,8 @@ class Param:
     choices: tuple[Any, ...] = ()
     help: str = ""
     applies_when: tuple[str, tuple[Any, ...]] | None = None
+    max_len: int = validation.MAX_TEXT  # the longest text a ``str`` parameter takes
+    check: Callable[[Any], Any] | None = None  # raises InvalidParameterError for a value of the right kind
 
     def applies(self, values: Mapping[str, Any]) -> bool:
         """Whether this parameter has an effect given the other parameters' ``values`` (a missing
@@ -37,27 +41,23 @@ class Param:
         return other not in values or values[other] in allowed
 
     def validate(self, value: Any, algorithm: str) -> Any:
+        """``value`` checked against the declared kind and range (``specviz.validation``: an int is an
+        int, a float is finite, text at most ``max_len`` characters), then by ``check`` if declared."""
         where = f"{algorithm}: parameter {self.name!r}"
         if self.kind == "int":
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                else:
-                    raise InvalidParameterError(f"{where} must be an integer, got {value!r}.")
+            value = validation.integer(where, value, self.min, self.max)
         elif self.kind == "float":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InvalidParameterError(f"{where} must be a number, got {value!r}.")
-            value = float(value)
+            value = validation.number(where, value, self.min, self.max)
         elif self.kind == "bool":
-            if not isinstance(value, bool):
-                raise InvalidParameterError(f"{where} must be true or false, got {value!r}.")
+            value = validation.flag(where, value)
         elif self.kind == "choice":
-            if value not in self.choices:
-                raise InvalidParameterError(f"{where} must be one of {list(self.choices)}, got {value!r}.")
-        elif self.kind == "str" and not isinstance(value, str):
-            raise InvalidParameterError(f"{where} must be text, got {value!r}.")
-        if self.min is not None and value < self.min or self.max is not None and value > self.max:
-            raise InvalidParameterError(f"{where} must be in [{self.min}, {self.max}], got {value!r}.")
+            value = validation.choice(where, value, self.choices)
+        elif self.kind == "str":
+            value = validation.text(where, value, self.max_len)
+        else:
+            raise TypeError(f"{where}: unknown kind {self.kind!r}")  # a registration bug, not a user's
+        if self.check is not None:
+            self.check(value)
         return value
 
 
@@ -75,6 +75,7 @@ class AlgorithmSpec:
     controller: str | None = None  # kind of controller state its steps carry, if any
     drafter: str = "draft"  # what makes its draft calls: "draft" (the draft model) or "early_exit"
     extra: dict[str, Any] = field(default_factory=dict)
+    check: Callable[[dict[str, Any]], None] | None = None  # the resolved parameters together (min <= max)
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -86,8 +87,12 @@ class AlgorithmSpec:
         unknown = sorted(set(given) - set(known))
         if unknown:
             valid = ", ".join(known) or "none"
-            raise InvalidParameterError(f"{self.name}: unknown parameter(s) {unknown}; valid: {valid}.")
-        return {name: p.validate(given.get(name, p.default), self.name) for name, p in known.items()}
+            names = ", ".join(validation.shown(u, 40) for u in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+            raise InvalidParameterError(f"{self.name}: unknown parameter(s) {names}; valid: {valid}.")
+        resolved = {name: p.validate(given.get(name, p.default), self.name) for name, p in known.items()}
+        if self.check is not None:
+            self.check(resolved)
+        return resolved
 
     def effective(self, params: dict[str, Any]) -> dict[str, Any]:
         """The entries of ``params`` that have an effect (``Param.applies``: e.g. no Thompson-sampling
@@ -100,18 +105,21 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {}
 
 
 def register(name: str, *, description: str, paper: str, params: tuple[Param, ...] = (),
-             needs_draft: bool = True, lossless: bool = True, controller: str | None = None, drafter: str = "draft"):
-    """Decorator registering a step generator under ``name``."""
+             needs_draft: bool = True, lossless: bool = True, controller: str | None = None, drafter: str = "draft",
+             check: Callable[[dict[str, Any]], None] | None = None):
+    """Decorator registering a step generator under ``name``; ``check`` refuses parameter combinations."""
 
     def wrap(fn):
         ALGORITHMS[name] = AlgorithmSpec(name, fn, description, paper, params, needs_draft, lossless, controller,
-                                         drafter)
+                                         drafter, check=check)
         return fn
 
     return wrap
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
-    if name not in ALGORITHMS:
-        raise UnknownAlgorithmError(f"Unknown algorithm {name!r}; registered: {', '.join(ALGORITHMS)}.")
+    """The registered algorithm ``name``; anything else (a list, None, an unknown name) is refused."""
+    if not isinstance(name, str) or name not in ALGORITHMS:
+        raise UnknownAlgorithmError(f"Unknown algorithm {validation.shown(name)}: algorithm must be the name of a "
+                                    f"registered algorithm; registered: {', '.join(ALGORITHMS)}.")
     return ALGORITHMS[name]

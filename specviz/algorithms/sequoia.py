@@ -40,9 +40,11 @@ yields at most d tokens.
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Iterator
 
+from specviz import validation
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times, pair_cache
@@ -55,6 +57,29 @@ from specviz.core.trees import TreeShape, expected_tokens, path_weights
 from specviz.errors import InvalidParameterError
 from specviz.trace import StepRecord
 
+MAX_ACCEPTANCE = 64  # entries in a given acceptance vector: the widest calibration tree (``width``'s maximum)
+
+
+def parse_acceptance(text: str) -> tuple[float, ...] | None:
+    """``"auto"`` -> None; ``"0.5,0.2,0.1"`` -> the vector, checked to be a joint law (each finite and
+    >= 0, sum <= 1, at most ``MAX_ACCEPTANCE`` entries)."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        vec = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
+    except ValueError:
+        raise InvalidParameterError(f"acceptance must be 'auto' or numbers like 0.5,0.2,0.1; got "
+                                    f"{validation.shown(text)}.") from None
+    if len(vec) > MAX_ACCEPTANCE:
+        raise InvalidParameterError(f"acceptance has {len(vec)} entries; at most {MAX_ACCEPTANCE} (one per child "
+                                    f"of a node, the widest tree).")
+    if not vec or not all(math.isfinite(x) and x >= 0 for x in vec) or sum(vec) > 1 + 1e-9:
+        raise InvalidParameterError(
+            f"acceptance {validation.shown(text)}: p_k is the probability that the k-th drafted child is the "
+            "accepted one, so each must be a number >= 0 (not NaN or infinity) and they must sum to at most 1.")
+    return vec
+
+
 PARAMS = (
     Param("size", 32, "int", 1, 512, help="tree size n including the root (n - 1 drafted tokens); "
           "the largest size considered when hardware_aware"),
@@ -62,27 +87,13 @@ PARAMS = (
           "the largest considered when hardware_aware"),
     Param("hardware_aware", False, "bool", help="measure verify times t(n) here and pick (n, d) maximising speedup"),
     Param("width", 16, "int", 1, 64, help="children per node the acceptance vector covers (calibration tree width)"),
-    Param("acceptance", "auto", "str", help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)"),
+    Param("acceptance", "auto", "str", help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)",
+          max_len=1600, check=parse_acceptance),
     Param("calibration_steps", 64, "int", 8, 4096, help="verification steps used to estimate the acceptance vector"),
     Param("calibration", "builtin", "choice", choices=("builtin", "prompt"),
           help="estimate the acceptance vector on built-in prompts (one tree per pair and sampling) "
                "or on this run's prompt (a tree fitted to the text at hand)"),
 )
-
-
-def parse_acceptance(text: str) -> tuple[float, ...] | None:
-    """``"auto"`` -> None; ``"0.5,0.2,0.1"`` -> the vector, checked to be a joint law (each >= 0, sum <= 1)."""
-    if text.strip().lower() == "auto":
-        return None
-    try:
-        vec = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
-    except ValueError:
-        raise InvalidParameterError(f"acceptance must be 'auto' or numbers like 0.5,0.2,0.1; got {text!r}.")
-    if not vec or any(x < 0 for x in vec) or sum(vec) > 1 + 1e-9:
-        raise InvalidParameterError(
-            f"acceptance {text!r}: p_k is the probability that the k-th drafted child is the accepted one, "
-            "so each must be >= 0 and they must sum to at most 1.")
-    return vec
 
 
 def _dp(dec: Decoder, acceptance: tuple[float, ...], n: int, d: int) -> SequoiaDP:

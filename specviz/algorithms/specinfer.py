@@ -24,7 +24,7 @@ from specviz.trace import StepRecord
 @register("specinfer", description="SpecInfer: a draft tree sampled with replacement, verified by "
           "residual rejection sampling (default: 4 independent chains of 4).",
           paper="Miao et al. 2024 (SpecInfer); Sequoia paper App. B.2, Algorithm 3",
-          params=(Param("k_config", "4x1x1x1", "str", help=K_CONFIG_HELP),))
+          params=(Param("k_config", "4x1x1x1", "str", help=K_CONFIG_HELP, check=parse_k_config),))
 def run_specinfer(dec: Decoder, k_config: str) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
     yield from run_tree(dec, shape, replacement=True)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from specviz.errors import InvalidParameterError
+from specviz import validation
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,11 @@ class SamplingConfig:
     top_p: float = 1.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.temperature, (int, float)) or self.temperature < 0:
-            raise InvalidParameterError(f"temperature must be >= 0 (0 means greedy), got {self.temperature!r}.")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            raise InvalidParameterError(f"top_k must be an integer >= 0 (0 disables it), got {self.top_k!r}.")
-        if not isinstance(self.top_p, (int, float)) or not 0.0 < self.top_p <= 1.0:
-            raise InvalidParameterError(f"top_p must be in (0, 1] (1 disables it), got {self.top_p!r}.")
+        """Checked by ``specviz.validation`` (0 or [1e-3, 100]; an int >= 0; (0, 1]) and stored as exact types."""
+        object.__setattr__(self, "temperature", validation.temperature(self.temperature))
+        object.__setattr__(self, "top_k", validation.integer("top_k (0 disables it)", self.top_k, 0))
+        object.__setattr__(self, "top_p", validation.number("top_p (1 disables it)", self.top_p, 0.0, 1.0,
+                                                            lo_open=True))
 
     @property
     def greedy(self) -> bool:

@@ -105,7 +105,8 @@ def parse_k_config(text: str) -> tuple[int, ...]:
     try:
         ks = tuple(int(p) for p in parts)
     except ValueError:
-        raise InvalidParameterError(f"k_config {text!r} is not of the form '4x2x2' (positive integers joined by x).")
+        raise InvalidParameterError(f"k_config {text!r} is not of the form '4x2x2' (positive integers joined by x, "
+                                    f"at most {MAX_K_CONFIG_DEPTH} levels and {MAX_K_CONFIG_NODES} nodes).") from None
     if any(k < 1 for k in ks):
         raise InvalidParameterError(f"k_config {text!r}: every level needs at least one child per node.")
     if len(ks) > MAX_K_CONFIG_DEPTH:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from specviz import validation
 from specviz.errors import PromptError
 
 if TYPE_CHECKING:
@@ -31,7 +32,9 @@ def format_chat(tokenizer, user_text: str) -> str:
 
 def encode_prompt(pair: ModelPair, prompt: str | list[int], chat: bool = False) -> tuple[list[int], str]:
     """The prompt's token ids and text; with ``chat``, the user's text formatted by the pair's chat
-    template (whose text carries its own special tokens, so the tokenizer adds none)."""
+    template (whose text carries its own special tokens, so the tokenizer adds none). ``prompt`` is
+    text or a list of int token ids (``validation.prompt``: bytes, numbers and None are refused)."""
+    prompt = validation.prompt(prompt)
     if chat and not isinstance(prompt, str):
         raise PromptError("A chat prompt is text: turn chat off to pass token ids.")
     if isinstance(prompt, str):
@@ -42,9 +45,10 @@ def encode_prompt(pair: ModelPair, prompt: str | list[int], chat: bool = False) 
         if not ids:
             raise PromptError("The prompt tokenized to no tokens.")
         return ids, text
-    ids = [int(i) for i in prompt]
+    ids = prompt
     if not ids:
         raise PromptError("The prompt is empty: give at least one token id.")
     if min(ids) < 0 or max(ids) >= pair.vocab_size:
-        raise PromptError(f"Prompt token ids must be in [0, {pair.vocab_size}).")
+        bad = min(ids) if min(ids) < 0 else max(ids)
+        raise PromptError(f"prompt token ids must be in [0, {pair.vocab_size - 1}], got {validation.shown(bad)}.")
     return ids, pair.decode(ids)

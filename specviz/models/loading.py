@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from specviz import validation
 from specviz.errors import ModelLoadError
 from specviz.models.vocab import shared_vocab_size, unmodelled_special_ids
 
@@ -138,19 +139,24 @@ def _n_params(model) -> int:
 
 
 def resolve_device_dtype(device: str, dtype: str | torch.dtype) -> tuple[str, torch.dtype]:
-    """``auto`` -> (``cuda`` if available else ``cpu``), and float32 on CPU / bf16 or fp16 on CUDA."""
+    """``auto`` -> (``cuda`` if available else ``cpu``), and float32 on CPU / bf16 or fp16 on CUDA.
+    ``device``: auto, cpu, cuda or cuda:N; ``dtype``: auto, a name in ``DTYPES`` or a ``torch.dtype``."""
+    device = validation.device(device)
+    if not isinstance(dtype, torch.dtype):
+        dtype = validation.choice("dtype", dtype, ("auto", *DTYPES), error=ModelLoadError)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ModelLoadError(f"device={device!r} was asked for but CUDA is not available on this machine.")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise ModelLoadError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}.")
     if isinstance(dtype, torch.dtype):
         return device, dtype
     if dtype == "auto":
         if device.startswith("cuda"):
             return device, torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return device, torch.float32
-    if dtype not in DTYPES:
-        raise ModelLoadError(f"dtype must be one of auto, {', '.join(DTYPES)}; got {dtype!r}.")
     return device, DTYPES[dtype]
 
 
@@ -227,7 +233,12 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     if preset is not None:
         target, draft, early_exit = _from_preset(preset, target, draft, early_exit)
     if not isinstance(target, str) or not target.strip():
-        raise ModelLoadError("A target model (hub id or local directory) is required.")
+        raise ModelLoadError(f"target must be a model (hub id, local directory or package:DIST/FILE), "
+                             f"got {validation.shown(target)}.")
+    if draft is not None and (not isinstance(draft, str) or not draft.strip()):
+        raise ModelLoadError(f"draft must be a model (hub id, local directory or package:DIST/FILE) or None, "
+                             f"got {validation.shown(draft)}.")
+    validation.flag("trust_remote_code", trust_remote_code, error=ModelLoadError)
     device, torch_dtype = resolve_device_dtype(device, dtype)
     auto_map = device == "cuda" and torch.cuda.device_count() > 1
     t_src, d_src = checkpoint_source(target), checkpoint_source(draft) if draft else None

@@ -1,0 +1,153 @@
+"""The public API's error contract: each check takes a value as a caller gave it and returns it as
+the exact type, or raises a specviz error that names the parameter, what is allowed and what it got.
+
+Nothing is rounded, clamped or read as something else: 1.5 and 2.0 are not integers, ``True`` is not
+a number, NaN and infinity are no number's value, bytes are not token ids, a string is capped in
+length. ``decode``/``stream`` (``decoding.check_request``), the algorithm registry
+(``Param.validate``), ``load_pair`` and the CLI all check through these functions.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import numbers
+import re
+from typing import Any, Callable, Sequence
+
+from specviz.errors import InvalidParameterError, ModelLoadError, PromptError, SpecvizError
+
+MAX_SEED = 2**63 - 1           # torch.Generator.manual_seed takes a signed 64-bit integer
+MIN_TEMPERATURE = 1e-3         # below it logits / T overflows float32 (1e-45 gave inf, then NaN laws)
+MAX_TEMPERATURE = 100.0        # above it every law is uniform noise to float32 precision
+MAX_RECORD_TOP_K = 256         # tokens of p and q kept per verified position
+MAX_TEXT = 100                 # characters in a text parameter unless its Param says otherwise
+DEVICES = "auto, cpu, cuda or cuda:N"
+_DEVICE = re.compile(r"(auto|cpu|cuda(:\d{1,3})?)")
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``value`` as a message quotes it: its repr, cut to ``limit`` characters (a huge int by its size)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {len(str(abs(value))) if value.bit_length() < 13000 else 'over 4000'} digits"
+    try:
+        text = repr(value)
+    except Exception:  # a repr that fails is still a value we can name by its type
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _refuse(error: type[SpecvizError], name: str, allowed: str, value: Any) -> SpecvizError:
+    return error(f"{name} must be {allowed}, got {shown(value)}.")
+
+
+def _num(x: float) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def _span(lo: float | None, hi: float | None, hi_text: str | None = None) -> str:
+    if lo is not None and hi is not None:
+        return f" in [{_num(lo)}, {hi_text or _num(hi)}]"
+    if lo is not None:
+        return f" >= {_num(lo)}"
+    return f" <= {hi_text or _num(hi)}" if hi is not None else ""
+
+
+def integer(name: str, value: Any, lo: int | None = None, hi: int | None = None, *, hi_text: str | None = None,
+            error: type[SpecvizError] = InvalidParameterError) -> int:
+    """``value`` if it is an integer (a Python or NumPy int, never a bool or a float) in [lo, hi]."""
+    allowed = "an integer" + _span(lo, hi, hi_text)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _refuse(error, name, allowed, value)
+    value = int(value)
+    if lo is not None and value < lo or hi is not None and value > hi:
+        raise _refuse(error, name, allowed, value)
+    return value
+
+
+def number(name: str, value: Any, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+           error: type[SpecvizError] = InvalidParameterError) -> float:
+    """``value`` as a float if it is a finite real number (not a bool) in [lo, hi] (``(lo, hi]`` with ``lo_open``)."""
+    if lo_open and lo is not None:
+        allowed = f"a number in ({_num(lo)}, {_num(hi)}]" if hi is not None else f"a number > {_num(lo)}"
+    else:
+        allowed = "a finite number" + _span(lo, hi)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _refuse(error, name, allowed, value)
+    try:
+        x = float(value)
+    except (OverflowError, ValueError):  # an int too large for a float
+        raise _refuse(error, name, allowed, value) from None
+    if not math.isfinite(x) or lo is not None and (x <= lo if lo_open else x < lo) or hi is not None and x > hi:
+        raise _refuse(error, name, allowed, value)
+    return x
+
+
+def flag(name: str, value: Any, *, error: type[SpecvizError] = InvalidParameterError) -> bool:
+    """``value`` if it is ``True`` or ``False`` (not 1, not "yes")."""
+    if not isinstance(value, bool):
+        raise _refuse(error, name, "true or false", value)
+    return value
+
+
+def text(name: str, value: Any, max_len: int = MAX_TEXT, *, error: type[SpecvizError] = InvalidParameterError) -> str:
+    """``value`` if it is a string of at most ``max_len`` characters."""
+    allowed = f"text of at most {max_len} characters"
+    if not isinstance(value, str):
+        raise _refuse(error, name, allowed, value)
+    if len(value) > max_len:
+        raise error(f"{name} must be {allowed}, got {len(value)} characters ({shown(value, 30)}).")
+    return value
+
+
+def choice(name: str, value: Any, choices: Sequence[Any], *, error: type[SpecvizError] = InvalidParameterError) -> Any:
+    """``value`` if it is one of ``choices``, of the same type (``True`` is not ``1``)."""
+    if not any(type(value) is type(c) and value == c for c in choices):
+        raise _refuse(error, name, f"one of {', '.join(map(str, choices))}", value)
+    return value
+
+
+def temperature(value: Any) -> float:
+    """0 (greedy) or a finite temperature in [MIN_TEMPERATURE, MAX_TEMPERATURE]."""
+    allowed = f"0 (greedy) or a number in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _refuse(InvalidParameterError, "temperature", allowed, value)
+    try:
+        t = float(value)
+    except (OverflowError, ValueError):
+        raise _refuse(InvalidParameterError, "temperature", allowed, value) from None
+    if not (t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE):  # NaN fails both
+        raise _refuse(InvalidParameterError, "temperature", allowed, value)
+    return t
+
+
+def prompt(value: Any) -> str | list[int]:
+    """The prompt as text or as a list of token ids (ints); bytes, numbers, None and mixed lists are refused."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        bad = [i for i in value if isinstance(i, bool) or not isinstance(i, numbers.Integral)]
+        if not bad:
+            return [int(i) for i in value]
+        raise PromptError(f"prompt must be text or a list of token ids (integers); the list holds {shown(bad[0])}.")
+    hint = " (decode bytes to text first)" if isinstance(value, (bytes, bytearray)) else ""
+    raise PromptError(f"prompt must be text or a list of token ids (integers), got {shown(value)}{hint}.")
+
+
+def device(value: Any) -> str:
+    """A device name specviz can load onto: auto, cpu, cuda or cuda:N (refused with ``ModelLoadError``)."""
+    if not isinstance(value, str) or not _DEVICE.fullmatch(value):
+        raise _refuse(ModelLoadError, "device", DEVICES, value)
+    return value
+
+
+def whole(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: the option's text as an integer in [lo, hi]; anything else is argparse's
+    one-line refusal with the range (``--repeat 0``: "expected an integer >= 1, got '0'")."""
+    def parse(raw: str) -> int:
+        try:
+            return integer("value", int(raw), lo, hi)
+        except (ValueError, InvalidParameterError):
+            raise argparse.ArgumentTypeError(f"expected an integer{_span(lo, hi)}, got {shown(raw)}") from None
+
+    parse.__name__ = "int"
+    return parse
