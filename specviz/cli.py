@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
-from specviz.algorithms import ALGORITHMS
+from specviz.algorithms import ALGORITHMS, get_algorithm
 from specviz.errors import SpecvizError
 from specviz.trace import RunTrace
 
@@ -51,6 +52,22 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--early-exit", help="EESD early-exit head: a head directory, or an exit layer N for a fresh head")
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose refusals are one line (``error: ...``) and exit code 2, without the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def true_or_false(text: str) -> bool:
+    """A boolean option's value: true/false, yes/no, on/off, 1/0; anything else is refused, not read as false."""
+    value = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+             "off": False}.get(text.strip().lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return value
+
+
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", required=True)
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -66,15 +83,14 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
             seen[prm.name] = prm
             flag = "--" + prm.name.replace("_", "-")
             if prm.kind == "bool":
-                p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes", "on"), default=None,
-                               help=f"{prm.help} (true/false)")
+                p.add_argument(flag, type=true_or_false, default=None, help=f"{prm.help} (true/false)")
             else:
                 conv = {"int": int, "float": float}.get(prm.kind, str)
                 p.add_argument(flag, type=conv, default=None, help=prm.help)
 
 
 def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:
-    names = {prm.name for prm in ALGORITHMS[algo].params}
+    names = {prm.name for prm in get_algorithm(algo).params}
     return {k: v for k, v in vars(args).items() if k in names and v is not None}
 
 
@@ -109,18 +125,46 @@ def _decode_kwargs(args: argparse.Namespace, pair) -> dict[str, Any]:
                 top_k=args.top_k, seed=args.seed, chat=chat_on(args, pair))
 
 
+def check_decode_args(args: argparse.Namespace, algorithms: list[str]) -> None:
+    """Refuse bad decoding options before any model is loaded: the same checks as ``decode``
+    (``decoding.check_request``) for each algorithm, and ``--out``'s directory."""
+    from specviz.decoding import check_request
+
+    given = {prm.name for spec in ALGORITHMS.values() for prm in spec.params if getattr(args, prm.name, None) is not None}
+    taken = {prm.name for algo in algorithms for prm in get_algorithm(algo).params}
+    if given - taken:
+        flags = ", ".join("--" + n.replace("_", "-") for n in sorted(given - taken))
+        raise SpecvizError(f"{flags}: not a parameter of {', '.join(algorithms)} (see python -m specviz algorithms).")
+    for algo in algorithms:
+        check_request(algo, max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
+                      top_k=args.top_k, seed=args.seed, **_algo_params(args, algo))
+    out = getattr(args, "out", None)
+    if out is not None:
+        folder = os.path.dirname(os.path.abspath(out))
+        if not out.strip() or os.path.isdir(out):
+            raise SpecvizError(f"--out must name a file to write the trace to, got {out!r}.")
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise SpecvizError(f"--out {out}: the directory {folder} does not exist or is not writable.")
+
+
+def write_trace(trace: RunTrace, out: str) -> None:
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(trace.to_json())
+    except OSError as exc:
+        raise SpecvizError(f"--out {out}: could not write the trace ({exc.strerror or exc}).") from exc
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import specviz
 
-    if args.algo not in ALGORITHMS:
-        raise specviz.UnknownAlgorithmError(f"Unknown algorithm {args.algo!r}; registered: {', '.join(ALGORITHMS)}.")
+    check_decode_args(args, [args.algo])
     pair = load_pair_from_args(args)
     trace = specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, args.algo))
     print(render_text(trace, color=not args.no_color and sys.stdout.isatty() or args.color))
     print(summary_line(trace))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(trace.to_json())
+        write_trace(trace, args.out)
         print(f"trace written to {args.out}")
     return 0
 
@@ -129,6 +173,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import specviz
     from specviz.metrics import speedup
 
+    check_decode_args(args, args.algos)
     pair = load_pair_from_args(args)
     traces = [specviz.decode(pair, a, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, a))
               for a in args.algos]
@@ -140,6 +185,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         sp = speedup(t, base) if base else None
         print(f"{t.algorithm:<12} {m['new_tokens']:>6} {m['target_calls']:>6} {m['tau']:>5.2f} {rate:>7} "
               f"{m['tokens_per_s']:>8.1f} {'-' if sp is None else f'{sp:.2f}x':>8}")
+    print("tok/s and speedup come from one run each, the first of them cold; python -m specviz bench times "
+          "repeated runs.")
     beam = next((t for t in traces if t.algorithm == "beam"), None)
     if base is not None and args.temperature == 0:
         for t in traces:
@@ -170,7 +217,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m specviz", description=__doc__)
+    parser = Parser(prog="python -m specviz", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="decode one prompt with one algorithm and print the marked text")
     add_pair_args(run)
@@ -210,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except SpecvizError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line, whatever the message holds
         return 2
     except KeyboardInterrupt:
         return 130

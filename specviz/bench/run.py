@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import torch
 
+from specviz.algorithms import get_algorithm
 from specviz.bench import costs
 from specviz.bench.goals import goals, goals_markdown
 from specviz.bench.overhead import trace_overhead
@@ -37,19 +38,21 @@ from specviz.bench.prompts import select
 from specviz.cli import add_pair_args, chat_on, load_pair_from_args
 from specviz.errors import SpecvizError
 from specviz.models.chat import encode_prompt
+from specviz.validation import whole
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_pair_args(p)  # default pair: the first preset (smollm2-135m-offline); --device, --dtype, --chat
     p.add_argument("--algos", nargs="+", default=None, help="specviz algorithms (default: every registered one)")
     p.add_argument("--categories", nargs="+", default=None, help="prompt categories (default: all)")
-    p.add_argument("--prompts-per-category", type=int, default=None)
-    p.add_argument("--gamma", type=int, default=4, help="draft tokens per step of Hugging Face assisted generation")
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--beam-width", type=int, default=4, help="beams of `beam` and of the fixed-width `dsbd` row")
-    p.add_argument("--sd-gammas", type=int, nargs="*", default=(),
+    p.add_argument("--prompts-per-category", type=whole(1), default=None)
+    p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft tokens per step of Hugging Face assisted generation")
+    p.add_argument("--max-new-tokens", type=whole(1), default=64)
+    p.add_argument("--beam-width", type=whole(1, 8), default=4,
+                   help="beams of `beam` and of the fixed-width `dsbd` row (whose width is twice this, at most 16)")
+    p.add_argument("--sd-gammas", type=whole(1, 32), nargs="*", default=(),
                    help="extra `sd` rows at these draft lengths (`sd_g2`, ...), beside `sd` at its default")
-    p.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3, help="timed passes after a warm-up")
+    p.add_argument("--repeat", "--repeats", dest="repeat", type=whole(1), default=3, help="timed passes after a warm-up")
     p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face peers")
     p.add_argument("--quick", action="store_true",
                    help="about a minute on the bundled pair: 2 prompts per category, 32 tokens, 1 timed pass, "
@@ -57,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--random-pair", choices=("llama-1b", "tiny"), default=None,
                    help="time randomly initialised models of real shapes instead of a real pair (t(n), overhead, "
                         "cost model; tau between random models means nothing)")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=whole(1), default=None,
                    help="torch intra-op threads (default: torch's own choice); reported in bench.json")
     p.add_argument("--out", default="bench-out")
 
@@ -331,6 +334,8 @@ def write_report(report: dict[str, Any], out: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    for algo in args.algos or ():
+        get_algorithm(algo)  # an unknown name is refused before any model loads
     per_cat, new_tokens, repeat, sizes = args.prompts_per_category, args.max_new_tokens, args.repeat, costs.FULL_SIZES
     if args.threads:
         torch.set_num_threads(args.threads)
