@@ -38,3 +38,268 @@ def test_sequoia_keeps_a_bounded_number_of_dp_tables_per_pair():
     # the oldest vectors went first; the newest is still there (no recompute for a repeated request)
     assert not any(k[1][0] == 0.5 for k in cache._kinds["dp"])
     assert any(abs(k[1][0] - (0.5 - (cap + 3) / 100)) < 1e-12 for k in cache._kinds["dp"])
+
+
+# ---- the app: helpers ---------------------------------------------------------------------------------
+import dataclasses  # noqa: E402
+import os  # noqa: E402
+import stat  # noqa: E402
+
+import pytest  # noqa: E402
+
+from specviz.ui import AppConfig, Explorer, Session  # noqa: E402
+from specviz.ui import app as app_module  # noqa: E402
+from specviz.ui import measure as measure_module  # noqa: E402
+from specviz.ui import runner  # noqa: E402
+from specviz.ui.budget import cost_refusal, run_cost  # noqa: E402
+from specviz.ui.pairs import PairChoice  # noqa: E402
+from test_ui_support import save_tiny_pair  # noqa: E402
+
+PUBLIC = AppConfig.public_defaults()
+
+
+class FakeTime:
+    """The run's time, moved only by the waits (compute takes no time) or by ``tick`` per reading."""
+
+    def __init__(self, tick: float = 0.0):
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+    def pause(self, control, seconds):
+        self.now += max(0.0, seconds)
+        return control.stopped()
+
+    def wait_page(self, control, step, timeout):
+        """What ``RunControl.wait_shown`` does, in this time: the whole timeout if the page has reported
+        but not this step."""
+        if control.page_reports and control.shown_step < step and not control.stopped():
+            self.now += max(0.0, timeout)
+
+
+@pytest.fixture(scope="module")
+def pair_dirs(tmp_path_factory):
+    return save_tiny_pair(tmp_path_factory.mktemp("budget-pair"))
+
+
+@pytest.fixture(scope="module")
+def shared_registry(pair_dirs):
+    """One loaded tiny pair for every Explorer here (loading it is the slow part)."""
+    ex = Explorer(AppConfig(), presets=[PairChoice("tiny", *pair_dirs)])
+    return ex.registry
+
+
+def make(pair_dirs, shared_registry, config=PUBLIC, time=None, **changes):
+    time = time or FakeTime()
+    cfg = dataclasses.replace(config, **changes)
+    return Explorer(cfg, shared_registry, presets=[PairChoice("tiny", *pair_dirs)], clock=time,
+                    pause=time.pause, wait_page=time.wait_page)
+
+
+def params_for(ex: Explorer, **overrides):
+    vals = []
+    for algo, p in ex.param_index:
+        v = overrides.get(f"{algo}.{p.name}", p.default)
+        if p.kind == "choice":
+            v = list(p.choices).index(v)
+        vals.append(v)
+    return vals
+
+
+def run(ex, session, algos, max_new=16, pace=0.0, **overrides):
+    return ex.run(session, "def f(x):\n", max_new, 0.0, 1.0, 0, 0, algos, pace, False, *params_for(ex, **overrides))
+
+
+def do_measure(ex, session, algos, max_new=8, **overrides):
+    return ex.measure(session, "def f(x):\n", max_new, 0.0, 1.0, 0, 0, algos, 0.0, False,
+                      *params_for(ex, **overrides))
+
+
+# ---- (b) a cost cap on algorithm parameters -----------------------------------------------------------
+def test_every_algorithm_fits_the_public_cap_at_its_defaults():
+    for name in specviz.ALGORITHMS:
+        cost = run_cost(name, {}, PUBLIC.max_new_tokens_cap)
+        assert cost.positions <= PUBLIC.max_run_cost, (name, cost)
+
+
+@pytest.mark.parametrize("algorithm,params,named", [
+    ("mcsd", {"k_config": "16x16"}, "k_config"),
+    ("specinfer", {"k_config": "1024"}, "k_config"),
+    ("sequoia", {"size": 512, "depth": 32}, "size"),
+    ("sequoia", {"calibration_steps": 4096, "width": 64}, "calibration_steps"),
+    ("dsbd", {"width": 16, "gamma": 16}, "width x gamma"),
+    ("batch_sd", {"num_drafts": 16, "gamma": 32}, "num_drafts x gamma"),
+])
+def test_costly_parameters_are_named_with_the_cap(algorithm, params, named):
+    message = cost_refusal(algorithm, params, 128, PUBLIC.max_run_cost)
+    assert message is not None and named in message and f"{PUBLIC.max_run_cost:,}" in message
+    assert cost_refusal(algorithm, params, 128, None) is None  # private: no cap
+
+
+def test_a_run_over_the_cap_is_refused_before_it_starts(pair_dirs, shared_registry):
+    ex = make(pair_dirs, shared_registry)
+    session = Session(pair_key=ex.default_key)
+    outs = list(run(ex, session, ["ar", "mcsd"], max_new=64, **{"mcsd.k_config": "16x16"}))
+    assert len(outs) == 1 and "k_config" in outs[0]["status"] and "16,384" in outs[0]["status"]
+    assert session.columns == [] and ex.runs.get(id(session)) is None
+    outs = list(do_measure(ex, session, ["ar", "mcsd"], max_new=64, **{"mcsd.k_config": "16x16"}))
+    assert len(outs) == 1 and "k_config" in outs[0]["status"]
+
+
+def test_measure_takes_a_bounded_number_of_algorithms(pair_dirs, shared_registry):
+    ex = make(pair_dirs, shared_registry)
+    outs = list(do_measure(ex, Session(pair_key=ex.default_key), ["ar", "sd", "pld", "specinfer"]))
+    assert len(outs) == 1 and f"at most {PUBLIC.max_measure_columns} algorithms" in outs[0]["status"]
+
+
+# ---- (c) the deadline, pacing and the page's reports ---------------------------------------------------
+def test_a_run_stops_at_its_deadline_with_a_message(pair_dirs, shared_registry):
+    time = FakeTime(tick=1.0)  # every reading of the clock is a second later: the run's compute
+    ex = make(pair_dirs, shared_registry, time=time, run_deadline_s=20)
+    session = Session(pair_key=ex.default_key)
+    outs = list(run(ex, session, ["ar", "sd"], max_new=64))
+    assert "a run may take 20 s" in outs[-1]["status"] and "Stopped" in outs[-1]["status"]
+    assert 0 < session.n_steps < 64
+    assert all(c.trace.finish_reason == "stopped" for c in session.columns)
+    assert ex.runs.get(id(session)) is None and not session.running
+
+
+def test_pacing_and_a_hostile_page_report_hold_the_slot_at_most_the_wait_budget(pair_dirs, shared_registry):
+    """The reproduction of issue #21: a client reports step 0 once, so every later update would wait
+    3 s for a report that never comes, and pace 0.5 adds half a second a step. Compute takes no time
+    here, so the run's whole time is waiting: at most ``max_wait_s``."""
+    time = FakeTime()
+    ex = make(pair_dirs, shared_registry, time=time)
+    session = Session(pair_key=ex.default_key)
+    gen = run(ex, session, ["ar"], max_new=64, pace=0.5)
+    next(gen)
+    ex.page_shown(session, "0:x")
+    assert ex.runs.get(id(session)).page_reports
+    outs = list(gen)
+    assert session.columns[0].trace.finish_reason == "length" and session.n_steps == 64  # it ran to the end
+    assert time.now <= PUBLIC.max_wait_s + 1e-9
+    assert "Done" in outs[-1]["status"]
+
+
+def test_without_a_wait_budget_the_same_run_waits_much_longer(pair_dirs, shared_registry):
+    """The control for the test above: the budget is what bounds it."""
+    time = FakeTime()
+    ex = make(pair_dirs, shared_registry, time=time, max_wait_s=None, run_deadline_s=None)
+    session = Session(pair_key=ex.default_key)
+    gen = run(ex, session, ["ar"], max_new=64, pace=0.5)
+    next(gen)
+    ex.page_shown(session, "0:x")
+    list(gen)
+    assert time.now > 10 * PUBLIC.max_wait_s
+
+
+@pytest.mark.parametrize("report", ["-1:x", "-5", "x:1", "", "²:x", "1" * 70, None, 3, ["1:x"], "1e3:x",
+                                    " -1:x", "１:x"])
+def test_the_page_report_ignores_anything_but_a_step_number(pair_dirs, shared_registry, report):
+    ex = make(pair_dirs, shared_registry)
+    session = Session(pair_key=ex.default_key)
+    gen = run(ex, session, ["ar"], max_new=4)
+    next(gen)
+    ex.page_shown(session, report)
+    ex.page_shown(None, report)
+    control = ex.runs.get(id(session))
+    assert not control.page_reports and control.shown_step == -1
+    ex.page_shown(session, "2:1700000000")
+    assert control.page_reports and control.shown_step == 2
+    gen.close()
+
+
+# ---- (d) Measure hands control back, stops with its client and at the deadline --------------------------
+def test_measure_yields_between_steps_so_a_gone_client_ends_it(pair_dirs, shared_registry):
+    time = FakeTime(tick=1.0)
+    ex = make(pair_dirs, shared_registry, time=time, run_deadline_s=None)
+    session = Session(pair_key=ex.default_key)
+    gen = do_measure(ex, session, ["ar"], max_new=16)
+    outs = [next(gen) for _ in range(4)]  # start, "measuring ar", then ticks inside its warm-up decode
+    assert all("measuring ar" in o["measurements"] for o in outs[1:])
+    assert ex.runs.get(id(session)) is not None
+    gen.close()  # what Gradio does at a yield when the client has gone
+    assert ex.runs.get(id(session)) is None
+
+
+def test_measure_stops_at_the_deadline(pair_dirs, shared_registry):
+    time = FakeTime(tick=1.0)
+    ex = make(pair_dirs, shared_registry, time=time, run_deadline_s=10)
+    outs = list(do_measure(ex, Session(pair_key=ex.default_key), ["ar", "sd"], max_new=16))
+    assert "stopped after 0 of 2" in outs[-1]["measurements"] and "may take 10 s" in outs[-1]["measurements"]
+    assert outs[-1]["measure_btn"].interactive is True
+
+
+def test_measure_without_ticks_still_measures_medians(pair_dirs, shared_registry):
+    pair = shared_registry.get(make(pair_dirs, shared_registry).default_key)
+    *_, (note, rows) = measure_module.measure(pair, "def f(x):\n", [("ar", {})], repeats=2, max_new_tokens=4,
+                                              temperature=0.0, seed=0)
+    assert "measured 1 algorithm" in note and rows[0].new_tokens == 4 and rows[0].wall_s > 0
+
+
+# ---- (e) bounded state, exports and replay --------------------------------------------------------------
+def test_session_state_expires_and_a_dropped_state_stops_its_run(pair_dirs, shared_registry):
+    import gradio as gr
+    ex = make(pair_dirs, shared_registry)
+    demo = ex.build()
+    states = [b for b in demo.blocks.values() if isinstance(b, gr.State)]
+    assert [s.time_to_live for s in states] == [PUBLIC.session_ttl_s]
+    assert app_module.launch_kwargs(PUBLIC)["state_session_capacity"] == PUBLIC.session_capacity
+    session = Session(pair_key=ex.default_key)
+    gen = run(ex, session, ["ar"], max_new=32)
+    next(gen)
+    states[0].delete_callback(session)
+    outs = list(gen)
+    assert "Stopped" in outs[-1]["status"] and session.n_steps < 32
+    ex.session_deleted(session)
+    assert session.columns == []
+
+
+def test_exports_go_to_a_private_directory_with_a_quota(tmp_path):
+    root = runner.export_root()
+    assert root.startswith(os.path.realpath(os.path.dirname(root)))
+    assert stat.S_IMODE(os.stat(root).st_mode) == 0o700 and "specviz-traces-" in os.path.basename(root)
+    pair = tiny_pair("llama", vocab=16)
+    trace = specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=4)
+    size = len(trace.to_json().encode())
+    cols = [runner.Column("ar (k_config=" + "0" * 400 + "4)", "ar", trace=trace) for _ in range(4)]
+    for i, c in enumerate(cols):
+        assert runner.export(c, str(tmp_path), quota=2 * size + size // 2) is not None
+        os.utime(os.path.dirname(c.path), (1000 + i, 1000 + i))
+    left = sorted(os.listdir(tmp_path))
+    assert len(left) == 2 and all(os.path.exists(c.path) for c in cols[2:])  # the newest two
+    assert all(len(os.path.basename(c.path)) < 120 for c in cols)
+    big = runner.Column("ar", "ar", trace=trace)
+    assert runner.export(big, str(tmp_path / "other"), quota=size - 1) is None and big.path is None
+
+
+def test_replay_reads_only_the_files_it_shows(pair_dirs, shared_registry, tmp_path, monkeypatch):
+    ex = make(pair_dirs, shared_registry)
+    pair = shared_registry.get(ex.default_key)
+    trace = specviz.decode(pair, "ar", "def f(x):\n", max_new_tokens=3)
+    paths = []
+    for i in range(ex.n_slots + 3):
+        p = tmp_path / f"t{i}.json"
+        p.write_text(trace.to_json())
+        paths.append(str(p))
+    read = []
+    real = app_module.load_trace_file
+    monkeypatch.setattr(app_module, "load_trace_file", lambda path, cap: read.append(path) or real(path, cap))
+    session = Session()
+    out = ex.upload(paths, session)
+    assert read == paths[: ex.n_slots] and len(session.columns) == ex.n_slots
+    assert f"first {ex.n_slots} of {len(paths)}" in out["status"]
+    assert "expected uploaded trace files" in ex.upload([None], Session())["status"]
+
+
+def test_an_oversized_trace_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    p = tmp_path / "big.json"
+    p.write_bytes(b"x" * 2048)
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
+    with pytest.raises(specviz.TraceFormatError, match="MB"):
+        runner.load_trace_file(str(p), 1024)
+    assert str(p) not in opened

@@ -533,7 +533,7 @@ def test_measure_runs_one_after_another_and_reports_medians(explorer):
 def test_measure_rows_come_from_median_times(explorer, monkeypatch):
     from specviz.ui import measure as m
     times = iter([2.0, 1.0])
-    monkeypatch.setattr(m, "median_time", lambda fn, repeats: (next(times), fn()))
+    monkeypatch.setattr(m, "median", lambda seconds: next(times) if len(seconds) == 3 else 0.0)
     pair = explorer.registry.get(explorer.default_key)
     *_, (note, rows) = m.measure(pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, max_new_tokens=8,
                                  temperature=0.0, seed=0)
@@ -644,7 +644,8 @@ def test_public_mode_limits(pair_dirs):
     assert AppConfig.from_env({"SPACE_ID": "me/specviz"}).public  # a Space is public unless told otherwise
     assert AppConfig.from_env({"SPACE_ID": "me/specviz", "SPECVIZ_PUBLIC": "0"}).public  # tests/test_hosting.py
     assert not AppConfig.from_env({}).public
-    ex = Explorer(cfg, presets=[PairChoice("tiny", *pair_dirs)], clock=Clock(), pause=no_wait)
+    # a clock slow enough that a full 128-token run stays within the public deadline (tests/test_budgets.py)
+    ex = Explorer(cfg, presets=[PairChoice("tiny", *pair_dirs)], clock=Clock(tick=0.01), pause=no_wait)
     session = Session(pair_key=ex.default_key)
     md, _ = ex.load(CUSTOM, "/some/path", "", session, progress=lambda *a, **k: None)
     assert "preset pairs only" in md

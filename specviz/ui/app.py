@@ -20,6 +20,7 @@ from specviz.algorithms.registry import AlgorithmSpec, Param
 from specviz.errors import SpecvizError
 from specviz.ui import render
 from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir
+from specviz.ui.budget import cost_refusal
 from specviz.ui.gpu import gpu
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, pair_key, preset_choices
 from specviz.ui.safe_text import display_name, hide_paths, md_text
@@ -39,6 +40,7 @@ STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and
 COMPARE_INTERVAL_S = 2.0   # live comparison table and figures at most this often
 TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
 SHOWN_TIMEOUT_S = 3.0      # the longest a live run waits for the page to draw its previous update
+MEASURE_TICK_S = 1.0       # Measure hands control back to Gradio at least this often (client gone? stop)
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
 CODE_PROMPTS = (
     "def fibonacci(n):",
@@ -138,12 +140,15 @@ class Explorer:
     def __init__(self, config: AppConfig | None = None, registry: PairRegistry | None = None, *,
                  presets: list[PairChoice] | None = None, preload: bool = True,
                  clock: Callable[[], float] = time.monotonic,
-                 pause: Callable[[RunControl, float], bool] = RunControl.pause):
-        """``clock`` (throttling, pacing) and ``pause`` (waits up to the given seconds for the run's Stop,
-        returns whether it came) are injectable so tests drive a live run's time explicitly."""
+                 pause: Callable[[RunControl, float], bool] = RunControl.pause,
+                 wait_page: Callable[[RunControl, int, float], None] = RunControl.wait_shown):
+        """``clock`` (throttling, pacing, deadlines), ``pause`` (waits up to the given seconds for the
+        run's Stop, returns whether it came) and ``wait_page`` (waits up to the given seconds for the
+        page to report a step drawn) are injectable so tests drive a live run's time explicitly."""
         self.config = config or AppConfig.from_env()
         self.clock = clock
         self.pause = pause
+        self.wait_page = wait_page
         self.runs = RunRegistry()
         self.page: Page | None = None
         configure_torch_threads(self.config)
@@ -393,6 +398,27 @@ class Explorer:
             return pair, checked, algos, " ".join(checked.problems)
         return pair, checked, algos, None
 
+    def over_budget(self, chosen: list[tuple[str, dict[str, Any]]], max_new_tokens: int,
+                    measure: bool = False) -> str | None:
+        """The sentence refusing a request over this app's cost cap (``AppConfig.max_run_cost``) or,
+        for Measure, over ``max_measure_columns``; None if it fits."""
+        if measure and len(chosen) > self.config.max_measure_columns:
+            return (f"Measure times at most {self.config.max_measure_columns} algorithms here (each a warm-up and "
+                    f"{self.config.measure_repeats} timed runs); you selected {len(chosen)}.")
+        for algo, params in chosen:
+            refusal = cost_refusal(algo, params, max_new_tokens, self.config.max_run_cost)
+            if refusal:
+                return refusal
+        return None
+
+    def deadline(self) -> Callable[[], bool]:
+        """Whether this run's time (``AppConfig.run_deadline_s``, by ``clock``) is up; never without one."""
+        limit = self.config.run_deadline_s
+        if limit is None:
+            return lambda: False
+        end = self.clock() + limit
+        return lambda: self.clock() >= end
+
     # ---- running ------------------------------------------------------------------------------------------
     def run(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
             top_k: float, seed: float, algorithms: list[str], pace: float, chat: bool,
@@ -409,14 +435,42 @@ class Explorer:
             yield {**self.message_view(session, refusal),
                    **({"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)} if checked else {})}
             return
+        chosen = self.selected_params(algos, param_values)
+        refusal = self.over_budget(chosen, checked.max_new_tokens)
+        if refusal:
+            yield self.message_view(session, refusal)
+            return
         control = self.runs.begin(id(session))
         if control is None:
             yield self.message_view(session, "A run is already going in this page: press Stop first.")
             return
-        pace = min(max(float(pace or 0.0), 0.0), self.config.max_step_delay_s)
+        try:
+            pace = min(max(float(pace or 0.0), 0.0), self.config.max_step_delay_s)
+        except (TypeError, ValueError):
+            pace = 0.0
+        if pace != pace:  # NaN
+            pace = 0.0
+        expired = self.deadline()
+        wait_left = [float("inf") if self.config.max_wait_s is None else float(self.config.max_wait_s)]
+
+        def waited(wait: Callable[[float], Any], seconds: float) -> Any:
+            """Wait (pace, page) at most ``seconds``, what is left of the run's waiting budget; it counts
+            against that budget and, like everything, against the deadline (both by ``clock``)."""
+            seconds = min(seconds, wait_left[0])
+            if seconds <= 0:
+                return control.stopped()
+            t0 = self.clock()
+            try:
+                return wait(seconds)
+            finally:
+                wait_left[0] -= max(0.0, self.clock() - t0)
+
+        def should_stop() -> bool:
+            return control.stopped() or expired()
+
         session.run_id += 1
         run_id = session.run_id
-        session.columns = start_columns(pair, prompt, self.selected_params(algos, param_values),
+        session.columns = start_columns(pair, prompt, chosen,
                                         max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
                                         top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat)
         session.step, session.source, session.running, session.pace = None, "live", True, pace
@@ -430,29 +484,35 @@ class Explorer:
             throttle(force=True)
             last = self.clock()
             shown = session.n_steps
-            while advance(cols, control.stopped) and not control.stopped():
-                if pace > 0:
-                    if self.pause(control, pace - (self.clock() - last)):
+            while advance(cols, should_stop) and not should_stop():
+                if pace > 0 and wait_left[0] > 0:
+                    if waited(lambda s: self.pause(control, s), pace - (self.clock() - last)):
                         break  # stopped while pausing
                     last = self.clock()
                 elif not throttle():
                     continue
+                if expired():
+                    break
                 t0 = time.perf_counter()
                 out = self.full_view(session, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
-                control.wait_shown(shown, SHOWN_TIMEOUT_S)  # a slow browser sets the pace
+                # a slow browser sets the pace, within the run's waiting budget
+                waited(lambda s: self.wait_page(control, shown, s), SHOWN_TIMEOUT_S)
                 shown = session.n_steps
                 yield out
-            stopped = control.stopped()
+            timed_out = expired() and not control.stopped() and any(not c.done for c in cols)
+            stopped = control.stopped() or timed_out
             if stopped:
                 stop_columns(cols)
             else:
                 for c in cols:
                     if c.trace is not None and c.trace.steps and not c.error:
                         c.pin = render.opening_step(c.trace)
-            export_finished(cols)
+            export_finished(cols, self.config.max_export_bytes)
             session.running = False
-            yield {**self.full_view(session, force=True), **self.buttons(False)}
+            note = (f'<span class="sv-bad">⚠ stopped: a run may take {self.config.run_deadline_s} s on this app '
+                    "(ask for fewer tokens or algorithms)</span>") if timed_out else ""
+            yield {**self.full_view(session, note, force=True), **self.buttons(False)}
         finally:
             self.runs.end(id(session), control)
             if session.run_id == run_id:
@@ -468,15 +528,28 @@ class Explorer:
         control.stop()
         return {"stop_btn": gr.Button(interactive=False)}
 
-    def page_shown(self, session: Session, report: str) -> None:
-        """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update."""
-        control = self.runs.get(id(session)) if isinstance(session, Session) else None
-        try:
-            step = int(str(report).split(":")[0])
-        except ValueError:
+    def session_deleted(self, session: Any) -> None:
+        """Gradio dropped a visitor's state (expired, over capacity, or the tab closed): stop its run,
+        if one is going, and let its traces go."""
+        if not isinstance(session, Session):
             return
+        control = self.runs.get(id(session))
         if control is not None:
-            control.report_shown(step)
+            control.stop()
+        if not session.running:
+            session.columns = []
+
+    def page_shown(self, session: Session, report: str) -> None:
+        """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update. Anything
+        else (not text, a sign, over 64 characters) is ignored. A report can only end a wait: what a
+        run waits for the page is bounded by ``SHOWN_TIMEOUT_S`` a step and ``max_wait_s`` in all."""
+        control = self.runs.get(id(session)) if isinstance(session, Session) else None
+        if control is None or not isinstance(report, str) or len(report) > 64:
+            return
+        head = report.split(":")[0].strip()
+        if not (head.isascii() and head.isdigit()) or len(head) > 9:  # digits only: no sign, no "1_000", no unicode digits
+            return
+        control.report_shown(int(head))
 
     def measure(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
                 top_k: float, seed: float, algorithms: list[str], pace: float, chat: bool,
@@ -487,18 +560,30 @@ class Explorer:
         if refusal:
             yield self.message_view(session, refusal)
             return
+        chosen = self.selected_params(algos, param_values)
+        refusal = self.over_budget(chosen, checked.max_new_tokens, measure=True)
+        if refusal:
+            yield self.message_view(session, refusal)
+            return
         control = self.runs.begin(id(session))
         if control is None:
             yield self.message_view(session, "A run is already going in this page: press Stop first.")
             return
+        expired = self.deadline()
         try:
             yield {"measurements": measurements_html([], "starting…"), **self.buttons(True)}
             rows, note = [], ""
-            for note, rows in measure(pair, parse_prompt(pair, prompt), self.selected_params(algos, param_values),
-                                      repeats=self.config.measure_repeats, should_stop=control.stopped,
+            # it yields at least every MEASURE_TICK_S of decoding, so Gradio can end it when its client
+            # has gone (a generator is only dropped at a yield) and Stop and the deadline act between steps
+            for note, rows in measure(pair, parse_prompt(pair, prompt), chosen,
+                                      repeats=self.config.measure_repeats,
+                                      should_stop=lambda: control.stopped() or expired(),
+                                      clock=self.clock, tick_s=MEASURE_TICK_S,
                                       max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
                                       top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat):
                 yield {"measurements": measurements_html(rows, note)}
+            if expired() and not control.stopped() and note.startswith("stopped"):
+                note += f": a Measure may take {self.config.run_deadline_s} s on this app"
             yield {"measurements": measurements_html(rows, note), **self.buttons(False)}
         except SpecvizError as exc:
             yield {"measurements": measurements_html([], f"Could not measure: {exc}"), **self.buttons(False)}
@@ -576,7 +661,14 @@ class Explorer:
             return self.message_view(session, "No file received.")
         if self.runs.get(id(session)) is not None:
             return self.message_view(session, "A run is going in this page: press Stop before replaying a trace.")
-        paths = [f if isinstance(f, str) else getattr(f, "name", str(f)) for f in (files if isinstance(files, list) else [files])]
+        given = files if isinstance(files, list) else [files]
+        paths = [f if isinstance(f, str) else getattr(f, "name", None) for f in given]
+        if not all(isinstance(p, str) and p for p in paths):
+            return self.message_view(session, "Could not replay: expected uploaded trace files.")
+        note = ""
+        if len(paths) > self.n_slots:  # only the files shown are read at all
+            note = f"showing the first {self.n_slots} of {len(paths)} files (the others were not read)"
+            paths = paths[: self.n_slots]
         traces, problems = [], []
         for path in paths:
             try:
@@ -587,16 +679,12 @@ class Explorer:
                 problems.append(f"{Path(path).name}: could not be read ({exc}).")
         if not traces:
             return self.message_view(session, "Could not replay: " + " ".join(problems))
-        note = ""
-        if len(traces) > self.n_slots:
-            note = f"showing the first {self.n_slots} of {len(traces)} traces"
-            traces = traces[: self.n_slots]
         if problems:
             note = (note + " · " if note else "") + "skipped: " + " ".join(html.escape(p) for p in problems)
         session.run_id += 1
         session.columns = columns_from_traces(traces)
         for c in session.columns:
-            export(c)
+            export(c, quota=self.config.max_export_bytes)
         session.step, session.source, session.running, session.pace = 0, "replay", False, 0.0
         view = self.full_view(session, note, force=True)
         view.update(self.replayed_settings(traces[0]))
@@ -658,7 +746,10 @@ class Explorer:
         # delete_cache: Gradio's copies of served files (trace downloads) older than an hour go hourly
         with gr.Blocks(title="specviz · speculative decoding explorer", fill_width=True,
                        delete_cache=(3600, 3600)) as demo:
-            session = gr.State(Session(pair_key=self.default_key))
+            # a visitor's state expires (public: session_ttl_s after its last change) and Gradio keeps at
+            # most session_capacity of them (launch_kwargs); a dropped state stops its run, if any
+            session = gr.State(Session(pair_key=self.default_key), time_to_live=cfg.session_ttl_s,
+                               delete_callback=self.session_deleted)
             gr.HTML(HEADER_HTML, elem_id="sv-header")
             with gr.Sidebar(width=370, open=True, label="Settings", elem_id="sv-sidebar"):
                 gr.Markdown("### Model pair")
@@ -833,7 +924,8 @@ def launch_kwargs(config: AppConfig) -> dict[str, Any]:
     no run history (a run's outputs are dozens of figures; the trace download is the record).
     Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as gradio reads them itself."""
     return {"css": APP_CSS, "theme": theme(), "js": PAGE_JS, "max_file_size": config.max_upload_bytes,
-            "footer_links": ["api", "gradio", "settings"], "run_history": False}
+            "footer_links": ["api", "gradio", "settings"], "run_history": False,
+            "state_session_capacity": config.session_capacity}
 
 
 def launch(demo: gr.Blocks | None = None, **kwargs: Any) -> Any:

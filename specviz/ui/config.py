@@ -60,6 +60,14 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ValueError(f"Environment variable {name} must be an integer, got {raw!r}.") from exc
 
 
+def _opt_int(env: Mapping[str, str], name: str, default: int | None) -> int | None:
+    """An optional limit: unset keeps ``default``, 0 (or less) turns it off."""
+    if not env.get(name, "").strip():
+        return default
+    value = _int(env, name, 0)
+    return value if value > 0 else None
+
+
 @dataclass(frozen=True)
 class AppConfig:
     """What the app allows. Build with ``AppConfig.from_env()``; tests pass their own."""
@@ -76,6 +84,13 @@ class AppConfig:
     max_step_delay_s: float = 1.0         # the "pace" slider's maximum
     default_pace_s: float = 0.3           # a live run's minimum time per step, so its steps can be watched
     measure_repeats: int = 3              # timed runs per algorithm in Measure (after a warm-up)
+    max_measure_columns: int = 6          # algorithms one Measure times
+    max_run_cost: int | None = None       # token positions one algorithm's run may cost (ui.budget); None: no cap
+    run_deadline_s: int | None = None     # wall seconds a run or a Measure may take; None: no deadline
+    max_wait_s: int | None = None         # seconds a run may spend pacing and waiting for the page, in all
+    session_ttl_s: int | None = None      # a visitor's state is dropped this long after its last change
+    session_capacity: int = 10_000        # visitors' states kept at once (Gradio's state_session_capacity)
+    max_export_bytes: int = 1024 * 1024 * 1024  # exported traces kept on disk, all visitors (oldest go first)
     device: str = "auto"
     dtype: str = "auto"
     torch_threads: int = 0                # 0 = the CPU cores shared out between concurrent runs
@@ -115,6 +130,14 @@ class AppConfig:
             queue_max_size=_int(env, "SPECVIZ_QUEUE_SIZE", base.queue_max_size or 0) or None,
             max_pairs=max(1, _int(env, "SPECVIZ_MAX_PAIRS", base.max_pairs)),
             max_step_delay_s=base.max_step_delay_s,
+            measure_repeats=max(1, _int(env, "SPECVIZ_MEASURE_REPEATS", base.measure_repeats)),
+            max_measure_columns=max(1, _int(env, "SPECVIZ_MAX_MEASURE_COLUMNS", base.max_measure_columns)),
+            max_run_cost=_opt_int(env, "SPECVIZ_MAX_RUN_COST", base.max_run_cost),
+            run_deadline_s=_opt_int(env, "SPECVIZ_RUN_DEADLINE_S", base.run_deadline_s),
+            max_wait_s=_opt_int(env, "SPECVIZ_MAX_WAIT_S", base.max_wait_s),
+            session_ttl_s=_opt_int(env, "SPECVIZ_SESSION_TTL_S", base.session_ttl_s),
+            session_capacity=max(1, _int(env, "SPECVIZ_SESSION_CAPACITY", base.session_capacity)),
+            max_export_bytes=_int(env, "SPECVIZ_MAX_EXPORT_MB", base.max_export_bytes // (1024 * 1024)) * 1024 * 1024,
             device=env.get("SPECVIZ_DEVICE", "auto") or "auto",
             dtype=env.get("SPECVIZ_DTYPE", "auto") or "auto",
             torch_threads=max(0, _int(env, "SPECVIZ_TORCH_THREADS", 0)),
@@ -129,7 +152,9 @@ class AppConfig:
         """Public mode's limits (docs/hosting.md lists them; each variable above overrides its own)."""
         return cls(public=True, max_new_tokens_cap=128, default_max_new_tokens=64, max_prompt_chars=2_000,
                    max_upload_bytes=5 * 1024 * 1024, max_columns=4, concurrency=2, queue_max_size=32,
-                   max_pairs=1, max_step_delay_s=0.5)
+                   max_pairs=1, max_step_delay_s=0.5, measure_repeats=2, max_measure_columns=3,
+                   max_run_cost=16_384, run_deadline_s=120, max_wait_s=10, session_ttl_s=1800,
+                   session_capacity=64, max_export_bytes=256 * 1024 * 1024)
 
 
 def public_mode(env: Mapping[str, str]) -> bool:

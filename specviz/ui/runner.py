@@ -25,7 +25,21 @@ from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
 
-EXPORT_DIR = os.path.join(tempfile.gettempdir(), "specviz-traces")
+_export_root: list[str] = []
+_export_lock = threading.Lock()
+
+
+def export_root() -> str:
+    """This process's directory for exported traces: its own, private (mode 0700, made on first use in
+    the system temp directory, removed at exit), not a name shared with other processes or users."""
+    with _export_lock:
+        if not _export_root or not os.path.isdir(_export_root[0]):
+            import atexit
+
+            path = tempfile.mkdtemp(prefix="specviz-traces-")
+            atexit.register(shutil.rmtree, path, ignore_errors=True)
+            _export_root[:] = [path]
+        return _export_root[0]
 
 
 @dataclass
@@ -191,9 +205,10 @@ EXPORT_MAX_AGE_S = 3600.0
 _last_sweep = [0.0]
 
 
-def sweep_exports(root: str = EXPORT_DIR, max_age_s: float = EXPORT_MAX_AGE_S, every_s: float = 600.0) -> int:
+def sweep_exports(root: str | None = None, max_age_s: float = EXPORT_MAX_AGE_S, every_s: float = 600.0) -> int:
     """Delete exported traces older than ``max_age_s`` (at most once every ``every_s``), so a
     long-running public app does not fill its disk. Returns how many exports were removed."""
+    root = root or export_root()
     now = time.time()
     if now - _last_sweep[0] < every_s:
         return 0
@@ -216,26 +231,66 @@ def stop_columns(cols: list[Column]) -> None:
                 c.trace.finish_reason = c.trace.finish_reason or "stopped"
 
 
-def export_finished(cols: list[Column]) -> None:
+def export_finished(cols: list[Column], quota: int | None = None) -> None:
     """Export every column that produced steps without an error and is not exported yet."""
     for c in cols:
         if c.trace is not None and c.trace.steps and not c.error and c.path is None:
-            export(c)
+            export(c, quota=quota)
 
 
-def export(col: Column, directory: str | None = None) -> str | None:
-    """Write the column's trace as JSON; returns the path."""
+def _dir_bytes(path: str) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(dirpath, f))
+            except OSError:
+                pass
+    return total
+
+
+def enforce_quota(root: str, max_bytes: int, keep: str | None = None) -> int:
+    """Delete the oldest exports under ``root`` until they take at most ``max_bytes`` (``keep``, the
+    export just written, goes last). Returns how many were removed."""
+    try:
+        dirs = [(d.stat().st_mtime, d.path) for d in os.scandir(root) if d.is_dir()]
+    except OSError:
+        return 0
+    sizes = {path: _dir_bytes(path) for _, path in dirs}
+    total = sum(sizes.values())
+    removed = 0
+    for _, path in sorted(dirs, key=lambda d: (d[1] == keep, d[0])):
+        if total <= max_bytes:
+            break
+        shutil.rmtree(path, ignore_errors=True)
+        total -= sizes[path]
+        removed += 1
+    return removed
+
+
+EXPORT_NAME_CHARS = 80  # the file name's label part (a label can be any length: "k_config=000…4")
+
+
+def export(col: Column, directory: str | None = None, quota: int | None = None) -> str | None:
+    """Write the column's trace as JSON; returns the path. With ``quota`` (bytes, all exports in the
+    directory together), a trace larger than the quota is not written, and older exports go first."""
     if col.trace is None:
         return None
+    root = directory or export_root()
     if directory is None:
-        sweep_exports()
-    directory = os.path.join(directory or EXPORT_DIR, uuid.uuid4().hex[:12])
-    os.makedirs(directory, exist_ok=True)
-    safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", col.label).strip("_") or col.algorithm
-    path = os.path.join(directory, f"specviz-{safe}.json")
+        sweep_exports(root)
+    text = col.trace.to_json()
+    if quota is not None and len(text.encode("utf-8")) > quota:
+        return None
+    folder = os.path.join(root, uuid.uuid4().hex[:12])
+    os.makedirs(folder, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", col.label).strip("_")[:EXPORT_NAME_CHARS] or col.algorithm
+    path = os.path.join(folder, f"specviz-{safe}.json")
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(col.trace.to_json())
+        fh.write(text)
     col.path = path
+    if quota is not None:
+        enforce_quota(root, quota, keep=folder)
     return path
 
 
