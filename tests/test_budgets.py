@@ -246,6 +246,8 @@ def test_session_state_expires_and_a_dropped_state_stops_its_run(pair_dirs, shar
     demo = ex.build()
     states = [b for b in demo.blocks.values() if isinstance(b, gr.State)]
     assert [s.time_to_live for s in states] == [PUBLIC.session_ttl_s]
+    pace = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "sv-pace")
+    assert f"at most {PUBLIC.max_wait_s} s" in pace.info  # the page says pacing is bounded
     assert app_module.launch_kwargs(PUBLIC)["state_session_capacity"] == PUBLIC.session_capacity
     session = Session(pair_key=ex.default_key)
     gen = run(ex, session, ["ar"], max_new=32)

@@ -485,7 +485,8 @@ class Explorer:
             last = self.clock()
             shown = session.n_steps
             while advance(cols, should_stop) and not should_stop():
-                if pace > 0 and wait_left[0] > 0:
+                paced = pace > 0 and wait_left[0] > 0
+                if paced:
                     if waited(lambda s: self.pause(control, s), pace - (self.clock() - last)):
                         break  # stopped while pausing
                     last = self.clock()
@@ -493,6 +494,7 @@ class Explorer:
                     continue
                 if expired():
                     break
+                t_out, budget = self.clock(), wait_left[0]
                 t0 = time.perf_counter()
                 out = self.full_view(session, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
@@ -500,6 +502,8 @@ class Explorer:
                 waited(lambda s: self.wait_page(control, shown, s), SHOWN_TIMEOUT_S)
                 shown = session.n_steps
                 yield out
+                if paced:  # a paced run draws every step: that drawing (and sending) is pacing too
+                    wait_left[0] = min(wait_left[0], budget - (self.clock() - t_out))
             timed_out = expired() and not control.stopped() and any(not c.done for c in cols)
             stopped = control.stopped() or timed_out
             if stopped:
@@ -787,7 +791,10 @@ class Explorer:
                 pace = gr.Slider(0, cfg.max_step_delay_s, value=min(cfg.default_pace_s, cfg.max_step_delay_s),
                                  step=0.05, label="pace (seconds per step, live)",
                                  info="a live run takes at least this long per step so you can watch it; "
-                                      "0 = as fast as it goes. Measure is never paced.", elem_id="sv-pace")
+                                      "0 = as fast as it goes. Measure is never paced."
+                                      + (f" Here a run is paced for at most {cfg.max_wait_s} s in all, then goes "
+                                         "at full speed." if cfg.max_wait_s is not None else ""),
+                                 elem_id="sv-pace")
                 gr.Markdown("### Algorithm settings")
                 param_inputs: list[gr.components.Component] = []
                 accordions = []
