@@ -305,3 +305,21 @@ def test_an_oversized_trace_is_refused_before_it_is_read(tmp_path, monkeypatch):
     with pytest.raises(specviz.TraceFormatError, match="MB"):
         runner.load_trace_file(str(p), 1024)
     assert str(p) not in opened
+
+
+def test_the_deadline_reaches_inside_sequoias_calibration(pair_dirs, shared_registry):
+    from specviz import interrupt
+    time = FakeTime(tick=1.0)
+    ex = make(pair_dirs, shared_registry, config=AppConfig(), time=time, run_deadline_s=30)
+    session = Session(pair_key=ex.default_key)
+    # 512 calibration steps; each reads the clock once (a second) between two of them
+    outs = list(run(ex, session, ["sequoia"], max_new=8, **{"sequoia.calibration_steps": 512,
+                                                              "sequoia.calibration": "prompt"}))
+    col = session.columns[0]
+    assert col.error and "Stopped during Sequoia's calibration" in col.error
+    assert time.now < 100 and ex.runs.get(id(session)) is None and outs[-1]["run_btn"].interactive
+    interrupt.check("nothing")  # outside a run's step it never stops anything
+    with interrupt.checking(lambda: True):
+        with pytest.raises(interrupt.RunInterrupted):
+            interrupt.check("a step")
+    interrupt.check("nothing")  # and the flag went with the step

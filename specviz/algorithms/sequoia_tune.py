@@ -29,6 +29,7 @@ from typing import Any, Callable, Hashable
 
 import torch
 
+from specviz import interrupt
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.controllers import StaticShape
 from specviz.algorithms.drafters import ModelDrafter
@@ -179,6 +180,7 @@ def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, s
         dec = Decoder(pair, list(prompt), budget, sampling, seed + i, record_top_k=0)
         drafter, controller = ModelDrafter(dec.draft, fallback=True), StaticShape(shape)
         for index in range(per_prompt):
+            interrupt.check("Sequoia's calibration")
             if dec.finished or dec.remaining < 2:
                 break
             ts = engine_step(dec, index, shape, drafter, controller, MultiCandidate(replacement=False))
@@ -243,6 +245,7 @@ def measure_times(pair: ModelPair, max_size: int, repeats: int = 5,
     best = {n: float("inf") for n in sizes}
     draft_ms = float("inf") if draft is not None else 0.0
     for r in range(repeats + 1):
+        interrupt.check("Sequoia's timing of the target")
         for n in sizes:
             t = _time_call(target, batches[n])
             if r:

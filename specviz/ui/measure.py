@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import specviz
+from specviz import interrupt
 from specviz.models.loading import ModelPair
 
 median = statistics.median  # of the timed runs (a module name, so tests can check the rows use it)
@@ -46,7 +47,15 @@ def _timed_decode(pair: ModelPair, algo: str, prompt: str | list[int], params: d
     elapsed, last_tick = 0.0, clock()
     start = time.perf_counter()
     live = specviz.stream(pair, algo, prompt=prompt, **sampling, **params)
-    for _ in live:
+    steps = iter(live)
+    while True:
+        try:
+            with interrupt.checking(should_stop):  # Sequoia's calibration checks it between its steps
+                next(steps)
+        except StopIteration:
+            break
+        except interrupt.RunInterrupted:
+            return
         if should_stop is not None and should_stop():
             return
         if clock() - last_tick >= tick_s:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import specviz
-from specviz import metrics
+from specviz import interrupt, metrics
 from specviz.algorithms.registry import ALGORITHMS
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
@@ -193,7 +193,8 @@ def advance(cols: list[Column], should_stop: Callable[[], bool] | None = None) -
         if should_stop is not None and should_stop():
             break
         try:
-            next(col._it)
+            with interrupt.checking(should_stop):  # long setup (Sequoia's calibration) checks it too
+                next(col._it)
         except StopIteration:
             finish(col)
         except Exception as exc:  # noqa: BLE001 - shown in the column, the other runs continue
