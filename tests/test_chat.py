@@ -4,7 +4,6 @@ both texts, and every way of asking for chat on a pair without a template, or wi
 sentence."""
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
@@ -59,11 +58,19 @@ def test_a_v2_trace_without_chat_fields_still_replays():
     assert not again.chat and again.user_text is None and again.output_ids == trace.output_ids
 
 
-def test_the_cli_refuses_chat_on_the_code_pair_in_one_line():
-    cmd = [sys.executable, "-m", "specviz", "run", "--preset", "bundled-stdlib-pair", "--prompt", "def f():",
-           "--max-new-tokens", "2", "--chat"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and "no chat template" in done.stderr and "Traceback" not in done.stderr
-    both = subprocess.run([sys.executable, "-m", "specviz", "run", "--preset", "bundled-stdlib-pair",
-                           "--target", "x", "--prompt", "a"], capture_output=True, text=True, timeout=300)
-    assert both.returncode == 2 and "not both" in both.stderr and "Traceback" not in both.stderr
+def test_the_cli_refuses_chat_on_the_code_pair_in_one_line(capsys):
+    """In process (the CLI's ``main``), so the test pays for one model load, not two interpreters."""
+    from specviz.cli import main
+
+    def cli(argv: list[str]) -> tuple[int, str]:
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own refusals
+            code = exc.code
+        return code, capsys.readouterr().err
+
+    code, err = cli(["run", "--preset", "bundled-stdlib-pair", "--prompt", "def f():", "--max-new-tokens", "2",
+                     "--chat"])
+    assert code == 2 and "no chat template" in err and "Traceback" not in err
+    code, err = cli(["run", "--preset", "bundled-stdlib-pair", "--target", "x", "--prompt", "a"])
+    assert code == 2 and "not both" in err and "Traceback" not in err

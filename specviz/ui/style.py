@@ -144,5 +144,24 @@ PAGE_JS = r"""
       });
     });
   }, 300);
+  // Plotly's responsive figures follow window resizes only: a column that narrows or widens without
+  // one (the sidebar sliding away, columns restacking) would keep its figures at the old width, so a
+  // change of a figure's box is passed on as a window resize (once per animation frame).
+  let queued = false;
+  const relayout = new ResizeObserver((entries) => {
+    if (queued || !entries.some((e) => {
+      const svg = e.target.querySelector("svg.main-svg");
+      return svg && Math.abs(svg.getBoundingClientRect().width - e.contentRect.width) > 1;
+    })) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; window.dispatchEvent(new Event("resize")); });
+  });
+  setInterval(() => {
+    document.querySelectorAll(".js-plotly-plot").forEach((el) => {
+      if (el.__svSized) return;
+      el.__svSized = true;
+      relayout.observe(el);
+    });
+  }, 300);
 }
 """
