@@ -44,6 +44,7 @@ def test_sequoia_keeps_a_bounded_number_of_dp_tables_per_pair():
 import dataclasses  # noqa: E402
 import os  # noqa: E402
 import stat  # noqa: E402
+from time import time as os_time  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -323,3 +324,45 @@ def test_the_deadline_reaches_inside_sequoias_calibration(pair_dirs, shared_regi
         with pytest.raises(interrupt.RunInterrupted):
             interrupt.check("a step")
     interrupt.check("nothing")  # and the flag went with the step
+
+
+def test_gradios_private_directory_is_kept_under_its_quota(tmp_path):
+    """Uploads reach Gradio's directory without any event of ours; a sweeper keeps it under the quota,
+    oldest first, sparing what was written in the last seconds (it may be in use)."""
+    for i, age in enumerate((300, 200, 100, 0)):
+        d = tmp_path / f"upload{i}"
+        d.mkdir()
+        (d / "f.json").write_bytes(b"x" * 1000)
+        os.utime(d, (os_time() - age, os_time() - age))
+    assert runner.enforce_quota(str(tmp_path), 1500, min_age_s=50) == 3
+    assert sorted(os.listdir(tmp_path)) == ["upload3"]  # the young one stays even over the quota
+    (tmp_path / "upload3" / "g.json").write_bytes(b"y" * 1000)
+    os.utime(tmp_path / "upload3", (os_time() - 100, os_time() - 100))
+    done = runner.start_quota_sweeper(str(tmp_path), 500, every_s=0.01, min_age_s=0)
+    try:
+        deadline = os_time() + 30
+        while os.listdir(tmp_path) and os_time() < deadline:
+            done.wait(0.05)
+        assert os.listdir(tmp_path) == []
+    finally:
+        done.set()
+
+
+def test_launch_starts_the_sweeper_on_its_own_directory_only(pair_dirs, shared_registry, monkeypatch, tmp_path):
+    started = []
+    monkeypatch.setattr(app_module, "start_quota_sweeper", lambda root, cap: started.append((root, cap)))
+    ours = tmp_path / "specviz-gradio-abc"
+    ours.mkdir()
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(ours))
+    monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
+    monkeypatch.delenv("GRADIO_SHARE", raising=False)
+    ex = make(pair_dirs, shared_registry)
+    demo = ex.build()
+    demo.explorer = ex
+    monkeypatch.setattr(demo, "launch", lambda **kw: kw)
+    assert app_module.launch(demo)["state_session_capacity"] == PUBLIC.session_capacity
+    assert started == [(str(ours), PUBLIC.max_temp_bytes)]
+    started.clear()
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))  # an operator's directory: not ours to prune
+    app_module.launch(demo)
+    assert started == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -29,7 +30,8 @@ from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
 from specviz.ui.measure import measure, measurements_html
 from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, columns_from_traces, export,
-                               export_finished, load_trace_file, parse_prompt, start_columns, stop_columns)
+                               export_finished, load_trace_file, parse_prompt, start_columns, start_quota_sweeper,
+                               stop_columns)
 from specviz.ui.style import APP_CSS, HEADER_HTML, PAGE_JS, STEP_JS, theme
 from specviz.ui.validate import Checked, check_inputs, max_new_limit
 from specviz.viz import legend_html
@@ -941,4 +943,7 @@ def launch(demo: gr.Blocks | None = None, **kwargs: Any) -> Any:
     demo = demo or build_app()
     config = getattr(demo, "explorer", None).config if hasattr(demo, "explorer") else AppConfig.from_env()
     check_exposure(config, kwargs.get("server_name"), bool(kwargs.get("share")))
+    temp = os.environ.get("GRADIO_TEMP_DIR", "")
+    if os.path.basename(temp.rstrip(os.sep)).startswith("specviz-gradio-"):  # ours, not an operator's directory
+        start_quota_sweeper(temp, config.max_temp_bytes)
     return demo.launch(**{**launch_kwargs(config), **kwargs})

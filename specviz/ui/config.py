@@ -91,6 +91,7 @@ class AppConfig:
     session_ttl_s: int | None = None      # a visitor's state is dropped this long after its last change
     session_capacity: int = 10_000        # visitors' states kept at once (Gradio's state_session_capacity)
     max_export_bytes: int = 1024 * 1024 * 1024  # exported traces kept on disk, all visitors (oldest go first)
+    max_temp_bytes: int = 4096 * 1024 * 1024    # Gradio's private file directory (uploads, served copies)
     device: str = "auto"
     dtype: str = "auto"
     torch_threads: int = 0                # 0 = the CPU cores shared out between concurrent runs
@@ -138,6 +139,7 @@ class AppConfig:
             session_ttl_s=_opt_int(env, "SPECVIZ_SESSION_TTL_S", base.session_ttl_s),
             session_capacity=max(1, _int(env, "SPECVIZ_SESSION_CAPACITY", base.session_capacity)),
             max_export_bytes=_int(env, "SPECVIZ_MAX_EXPORT_MB", base.max_export_bytes // (1024 * 1024)) * 1024 * 1024,
+            max_temp_bytes=_int(env, "SPECVIZ_MAX_TEMP_MB", base.max_temp_bytes // (1024 * 1024)) * 1024 * 1024,
             device=env.get("SPECVIZ_DEVICE", "auto") or "auto",
             dtype=env.get("SPECVIZ_DTYPE", "auto") or "auto",
             torch_threads=max(0, _int(env, "SPECVIZ_TORCH_THREADS", 0)),
@@ -154,7 +156,7 @@ class AppConfig:
                    max_upload_bytes=5 * 1024 * 1024, max_columns=4, concurrency=2, queue_max_size=32,
                    max_pairs=1, max_step_delay_s=0.5, measure_repeats=2, max_measure_columns=3,
                    max_run_cost=16_384, run_deadline_s=120, max_wait_s=10, session_ttl_s=1800,
-                   session_capacity=64, max_export_bytes=256 * 1024 * 1024)
+                   session_capacity=64, max_export_bytes=256 * 1024 * 1024, max_temp_bytes=512 * 1024 * 1024)
 
 
 def public_mode(env: Mapping[str, str]) -> bool:

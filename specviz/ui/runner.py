@@ -250,23 +250,46 @@ def _dir_bytes(path: str) -> int:
     return total
 
 
-def enforce_quota(root: str, max_bytes: int, keep: str | None = None) -> int:
-    """Delete the oldest exports under ``root`` until they take at most ``max_bytes`` (``keep``, the
-    export just written, goes last). Returns how many were removed."""
+def enforce_quota(root: str, max_bytes: int, keep: str | None = None, min_age_s: float = 0.0) -> int:
+    """Delete the oldest folders under ``root`` (one export, or one Gradio upload, each) until they
+    take at most ``max_bytes`` (``keep``, the export just written, goes last; folders younger than
+    ``min_age_s`` stay, they may be in use). Returns how many were removed."""
+    now = time.time()
     try:
         dirs = [(d.stat().st_mtime, d.path) for d in os.scandir(root) if d.is_dir()]
     except OSError:
         return 0
+    young = {path for mtime, path in dirs if now - mtime < min_age_s}
     sizes = {path: _dir_bytes(path) for _, path in dirs}
     total = sum(sizes.values())
     removed = 0
     for _, path in sorted(dirs, key=lambda d: (d[1] == keep, d[0])):
         if total <= max_bytes:
             break
+        if path in young:
+            continue
         shutil.rmtree(path, ignore_errors=True)
         total -= sizes[path]
         removed += 1
     return removed
+
+
+def start_quota_sweeper(root: str, max_bytes: int, every_s: float = 15.0, min_age_s: float = 5.0
+                        ) -> threading.Event:
+    """Keep ``root`` (the app's private Gradio directory: uploads, which Gradio takes without any event,
+    and copies of served files) under ``max_bytes``, oldest first, every ``every_s`` seconds, in a
+    daemon thread. Set the returned event to end it."""
+    done = threading.Event()
+
+    def loop() -> None:
+        while not done.wait(every_s):
+            try:
+                enforce_quota(root, max_bytes, min_age_s=min_age_s)
+            except Exception:  # noqa: BLE001 - a sweep that failed is tried again next time
+                pass
+
+    threading.Thread(target=loop, name="specviz-temp-quota", daemon=True).start()
+    return done
 
 
 EXPORT_NAME_CHARS = 80  # the file name's label part (a label can be any length: "k_config=000…4")
