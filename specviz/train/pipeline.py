@@ -22,7 +22,7 @@ from .corpus import build_corpus
 from .data import MixedSampler, WindowSampler, sequential_windows
 from .distill import build_generated_bank, init_draft_from_target, kl_to_teacher
 from .evaluate import agreement_report, generate, hf_logits, measured_sd_report, perplexity
-from .loop import train_loop
+from .loop import torch_threads, train_loop
 from .tokenizer import encode_stream, train_tokenizer
 
 STAGES = ("tokenizer", "target", "draft", "early_exit", "eval")
@@ -117,13 +117,8 @@ def _prompt_ids(tokenizer, texts, device) -> torch.Tensor:
 
 def run(cfg: TrainConfig, log=print) -> dict:
     """Run the stages of ``cfg``; returns the report also written to ``out/bundled_pair.json``."""
-    threads = torch.get_num_threads()
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-    try:
+    with torch_threads(cfg.threads):
         return _run(cfg, log)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run(cfg: TrainConfig, log) -> dict:
