@@ -18,6 +18,7 @@ import gradio as gr
 
 import specviz
 from specviz.algorithms.registry import AlgorithmSpec, Param
+from specviz.core.sampling import SamplingConfig
 from specviz.errors import SpecvizError
 from specviz.ui import render
 from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir
@@ -75,7 +76,7 @@ def input_markdown(checked: Checked | None) -> str:
     if checked is None:
         return ""
     if checked.problems:
-        return "\n".join(f"⚠️ **{p}**" for p in checked.problems)
+        return "\n".join(f"⚠️ **{md_text(p)}**" for p in checked.problems)  # they quote the visitor's input
     if checked.prompt_tokens is None:
         return ""
     return (f"prompt: {checked.prompt_tokens} tokens · max new tokens can be up to {checked.max_new_limit} "
@@ -375,11 +376,14 @@ class Explorer:
         return {"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)}
 
     def _request(self, session: Session, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any,
-                 algorithms: list[str] | None, chat: Any = False
+                 algorithms: list[str] | None, chat: Any = False, temperature: Any = 0.0, top_p: Any = 1.0
                  ) -> tuple[ModelPair | None, Checked | None, list[str], str | None]:
         """(pair, checked inputs, algorithms, refusal): a refusal is a sentence for the status line."""
         if not isinstance(chat, bool):
             return None, None, [], f"chat must be on or off (true or false), got {type(chat).__name__}."
+        if algorithms is not None and not (isinstance(algorithms, (list, tuple))
+                                           and all(isinstance(a, str) for a in algorithms)):
+            return None, None, [], "The algorithms must be a list of algorithm names."
         algos = [a for a in (algorithms or []) if a in self.algorithms]
         if not algos:
             return None, None, algos, "Select at least one algorithm."
@@ -390,6 +394,10 @@ class Explorer:
         if len(prompt) > self.config.max_prompt_chars:
             return None, None, algos, (f"The prompt is {len(prompt)} characters; the limit here is "
                                        f"{self.config.max_prompt_chars}.")
+        try:  # the sampling settings, as decode will check them (NaN, inf, text: a sentence, not torch's error)
+            SamplingConfig(temperature, 0, top_p)
+        except SpecvizError as exc:
+            return None, None, algos, str(exc)
         pair, problem = self._pair(session)
         if pair is None:
             return None, None, algos, problem
@@ -432,7 +440,8 @@ class Explorer:
         browser can draw. Stop sets this run's flag; the run notices between two steps and ends with
         its own update, marked "stopped". Its last update re-sends every panel in full."""
         session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
-        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms, chat)
+        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms, chat,
+                                                        temperature, top_p)
         if refusal:
             yield {**self.message_view(session, refusal),
                    **({"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)} if checked else {})}
@@ -562,7 +571,8 @@ class Explorer:
                 *param_values: Any) -> Iterator[View]:
         """Time the selected algorithms one after another, unpaced, with a warm-up and repeats (medians)."""
         session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
-        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms, chat)
+        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms, chat,
+                                                        temperature, top_p)
         if refusal:
             yield self.message_view(session, refusal)
             return
@@ -725,7 +735,8 @@ class Explorer:
         return [gr.update(visible=p.applies(value)) for p in dependent_params(spec).get(name, [])]
 
     def show_settings(self, algorithms: list[str]) -> list[Any]:
-        return [gr.Accordion(visible=name in (algorithms or [])) for name in self.settings_algorithms]
+        chosen = set(a for a in algorithms if isinstance(a, str)) if isinstance(algorithms, (list, tuple)) else set()
+        return [gr.Accordion(visible=name in chosen) for name in self.settings_algorithms]
 
     @property
     def settings_algorithms(self) -> list[str]:

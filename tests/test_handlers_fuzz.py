@@ -1,0 +1,236 @@
+"""Every registered event handler checks its inputs on the server (issue #21, point 2).
+
+Each ``fn_index`` of the built Blocks, listed in the API or not, is called in-process through Gradio's
+own ``Blocks.process_api`` (preprocessing, the call, postprocessing, a generator driven to its end) with
+hostile values in every input, and its function is also called directly (bypassing Gradio's component
+preprocessing, as a changed Gradio or a future component might) with the same values and with
+session state of the wrong type. Expected: a normal return or a ``gr.Error``, never another exception;
+no traceback, exception text or server path in anything returned; no pair loaded or dropped, no run
+left holding a slot, no file written in the working directory.
+
+Bounded: the public configuration with two new tokens at most, an explicit clock that never moves (no
+throttled intermediate views, no waiting), one fixed list of values; a handler registered several
+times (the prompt's Enter and the Run button) gets the full grid once and one value per input after.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import dataclasses
+import math
+import os
+import re
+from typing import Any, Iterator
+
+import gradio as gr
+import pytest
+from gradio.state_holder import SessionState
+
+from specviz.ui import AppConfig, Explorer, Session
+from specviz.ui.pairs import PairChoice
+from test_ui_support import save_tiny_pair
+
+HOSTILE: list[Any] = [None, math.nan, math.inf, -1, 2**70, True, "", "x" * 100_000, [1, 2], ["sd", "ar"],
+                      {"a": 1}, "-1:x", "../../etc/passwd", "<img src=x onerror=alert(1)>"]
+WRONG_STATES: list[Any] = [None, "", 0, {"pair_key": "x"}, ["a"], "../../etc/passwd"]
+
+# what must never reach a visitor: a traceback, a raw exception's text, a path on the server
+LEAKS = re.compile(r"Traceback|File \"|site-packages|/work/|/tmp/|\b[A-Z]\w*(Error|Exception): "
+                   r"|<img src=x onerror")
+
+
+class Still:
+    """A clock that never moves, with waits that return at once: a run's time is the test's."""
+
+    def __call__(self) -> float:
+        return 0.0
+
+    @staticmethod
+    def pause(control, seconds):
+        return control.stopped()
+
+    @staticmethod
+    def wait_page(control, step, timeout):
+        return None
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    dirs = save_tiny_pair(tmp_path_factory.mktemp("fuzz-pair"))
+    cfg = dataclasses.replace(AppConfig.public_defaults(), max_new_tokens_cap=2, default_max_new_tokens=2,
+                              max_columns=2, measure_repeats=1)
+    clock = Still()
+    ex = Explorer(cfg, presets=[PairChoice("tiny", *dirs)], clock=clock, pause=clock.pause,
+                  wait_page=clock.wait_page)
+    assert ex.default_key is not None
+    demo = ex.build()
+    return demo, ex
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string inside a returned value (dicts, lists, component updates)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k not in ("path", "url"):  # a served file's own location (Gradio serves it by URL)
+                yield from strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from strings(v)
+    elif isinstance(value, gr.blocks.Block):  # a component update, as a handler returns it: what it shows
+        for name in (("label",) if isinstance(value, (gr.File, gr.DownloadButton)) else ("value", "label", "info")):
+            yield from strings(getattr(value, name, None))
+
+
+def assert_clean(outputs: list[Any], what: str) -> None:
+    for s in strings(outputs):
+        leak = LEAKS.search(s)
+        assert leak is None, f"{what} returned {leak.group(0)!r} in {s[max(0, leak.start() - 80):leak.end() + 80]!r}"
+
+
+def through_gradio(demo: gr.Blocks, fn_index: int, inputs: list[Any]) -> list[Any]:
+    """What Gradio's routes do with one event: ``process_api``, then its iterator until the end."""
+    async def go() -> list[Any]:
+        state = SessionState(demo)
+        res = await demo.process_api(fn_index, list(inputs), state, session_hash="fuzz", event_id="e")
+        outs = [res["data"]]
+        while res.get("is_generating"):
+            res = await demo.process_api(fn_index, [], state, iterator=res["iterator"], session_hash="fuzz",
+                                         event_id="e")
+            outs.append(res["data"])
+        return outs
+    return asyncio.run(go())
+
+
+def preprocessed(demo: gr.Blocks, fn_index: int, inputs: list[Any]) -> bool:
+    """Whether Gradio's own preprocessing accepts these inputs (if not, the handler is never called and
+    the client gets Gradio's refusal)."""
+    try:
+        asyncio.run(demo.preprocess_data(demo.fns[fn_index], list(inputs), SessionState(demo)))
+    except Exception:  # noqa: BLE001 - any refusal of Gradio's
+        return False
+    return True
+
+
+def directly(fn: Any, args: list[Any]) -> list[Any]:
+    out = fn(*args)
+    return list(out) if isinstance(out, Iterator) else [out]
+
+
+def base_inputs(ex: Explorer, block_fn: Any) -> list[Any]:
+    """Valid values for every input: the components' own, and for a run a short one of ``ar``."""
+    base = [getattr(b, "value", None) for b in block_fn.inputs]
+    if block_fn.name in ("run", "measure"):
+        base[1], base[2], base[7] = "def f(x):\n", 2, ["ar"]
+    return base
+
+
+def ours(demo: gr.Blocks) -> Iterator[tuple[int, Any]]:
+    """(fn_index, block_fn) of every handler with a Python function of the app's (not gr.Examples' own
+    ``load_example``, which Gradio writes and checks)."""
+    for i, block_fn in demo.fns.items():
+        fn = inspect.unwrap(block_fn.fn) if block_fn.fn is not None else None
+        if fn is not None and not getattr(fn, "__module__", "").startswith("gradio"):
+            yield i, block_fn
+
+
+def grid(ex: Explorer, demo: gr.Blocks) -> Iterator[tuple[int, Any, int, Any, list[Any], bool]]:
+    """(fn_index, block_fn, input index, hostile value, inputs, through Gradio too) for every handler
+    with a function. Directly, each distinct handler gets every value in every input (one value per
+    input where it is registered again); through Gradio (about 0.3 s a call for the 59-input run),
+    a handler of few inputs gets every value, a larger one a different value in each of its first ten
+    inputs and every fourth parameter (the Enter key's copy of Run: its first ten)."""
+    seen: set[tuple[str, int]] = set()
+    for i, block_fn in ours(demo):
+        base = base_inputs(ex, block_fn)
+        full = (block_fn.name, len(block_fn.inputs)) not in seen
+        seen.add((block_fn.name, len(block_fn.inputs)))
+        few = len(block_fn.inputs) <= 6
+        for j, block in enumerate(block_fn.inputs):
+            if block.stateful:
+                continue
+            rotated = HOSTILE[(i + j) % len(HOSTILE)]
+            param = block_fn.name in ("run", "measure") and j >= 10  # test_api_contract fuzzes parameters
+            for v in (HOSTILE if full and not param else [rotated]):
+                args = list(base)
+                args[j] = v
+                if param:  # an algorithm's parameter: select its algorithm
+                    args[7] = [ex.param_index[j - 10][0]]
+                yield i, block_fn, j, v, args, few or v is rotated and (j < 10 or full and j % 4 == 0)
+
+
+def snapshot(ex: Explorer) -> list[tuple[str, int]]:
+    """The shared pair registry: which pairs are loaded, as which objects (a reload would show)."""
+    return sorted((key, id(pair)) for key, pair in ex.registry._pairs.items())
+
+
+def test_every_handler_is_called(app):
+    demo, ex = app
+    named = {f.name for f in demo.fns.values() if f.fn is not None}
+    for needed in ("load", "run", "measure", "stop", "scrub", "select_node", "page_shown", "play", "upload",
+                   "input_message", "toggle_custom", "show_settings", "chat_default"):
+        assert needed in named
+    assert {i for i, *_, gradio in grid(ex, demo) if gradio} == {i for i, f in ours(demo)
+                                                                 if any(not b.stateful for b in f.inputs)}
+    skipped = {f.name for i, f in demo.fns.items() if f.fn is not None} - {f.name for i, f in ours(demo)}
+    assert skipped <= {"load_example"}
+
+
+def test_hostile_values_through_gradio_and_directly(app, tmp_path, monkeypatch):
+    demo, ex = app
+    monkeypatch.chdir(tmp_path)
+    pairs = snapshot(ex)
+    refused_by_gradio = 0
+    failures = []
+    for i, block_fn, j, v, args, gradio in grid(ex, demo):
+        what = f"fn_index {i} ({block_fn.name}) input {j} = {repr(v)[:40]}"
+        if not gradio:
+            pass
+        elif preprocessed(demo, i, args):
+            try:
+                assert_clean(through_gradio(demo, i, args), what)
+            except gr.Error as exc:
+                assert_clean([exc.message], what)
+            except AssertionError as exc:
+                failures.append(str(exc))
+            except Exception as exc:  # noqa: BLE001 - the finding
+                failures.append(f"{what}: {type(exc).__name__}: {str(exc)[:200]}")
+        else:
+            refused_by_gradio += 1
+        # the handler itself, given the raw value with a fresh valid session
+        raw = [Session(pair_key=ex.default_key) if b.stateful else a for b, a in zip(block_fn.inputs, args)]
+        try:
+            assert_clean(directly(block_fn.fn, raw), what + " (direct)")
+        except gr.Error as exc:
+            assert_clean([exc.message], what)
+        except AssertionError as exc:
+            failures.append(str(exc))
+        except Exception as exc:  # noqa: BLE001
+            failures.append(f"{what} (direct): {type(exc).__name__}: {str(exc)[:200]}")
+        assert snapshot(ex) == pairs, what
+        assert not ex.runs._runs, what  # no run left holding a slot
+    assert not failures, "\n".join(failures[:30]) + f"\n({len(failures)} in all)"
+    assert refused_by_gradio > 0  # Gradio refuses some (a NaN in a Number) before any handler runs
+    assert os.listdir(tmp_path) == []
+
+
+def test_session_state_of_the_wrong_type(app):
+    demo, ex = app
+    pairs = snapshot(ex)
+    failures = []
+    for i, block_fn in ours(demo):
+        if not any(b.stateful for b in block_fn.inputs):
+            continue
+        base = base_inputs(ex, block_fn)
+        for bad in WRONG_STATES:
+            args = [bad if b.stateful else a for b, a in zip(block_fn.inputs, base)]
+            what = f"fn_index {i} ({block_fn.name}) with state {bad!r}"
+            try:
+                assert_clean(directly(block_fn.fn, args), what)
+            except gr.Error as exc:
+                assert_clean([exc.message], what)
+            except Exception as exc:  # noqa: BLE001
+                failures.append(f"{what}: {type(exc).__name__}: {str(exc)[:200]}")
+        assert snapshot(ex) == pairs
+    assert not failures, "\n".join(failures)
