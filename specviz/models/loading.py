@@ -18,6 +18,7 @@ import torch
 
 from specviz import validation
 from specviz.errors import ModelLoadError
+from specviz.models.memory import check_fits, config_of
 from specviz.models.vocab import shared_vocab_size, unmodelled_special_ids
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -187,8 +188,12 @@ def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust
     kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": trust_remote_code}
     if auto_map:
         kwargs["device_map"] = "auto"
+    source = resolve_source(name)
+    config = config_of(source, trust_remote_code)
+    if config is not None:  # refuse a model too large for this machine before allocating it
+        check_fits(name, config, dtype, device)
     try:
-        model = AutoModelForCausalLM.from_pretrained(resolve_source(name), **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     except torch.cuda.OutOfMemoryError as exc:
         raise ModelLoadError(f"Out of GPU memory while loading {name!r}: pick a smaller pair or dtype.") from exc
     except (OSError, ValueError, KeyError) as exc:

@@ -1,0 +1,58 @@
+"""A model whose config would not fit in memory is refused before anything is allocated (issue #21,
+point 4), with the parameter count, the bytes needed and the bytes available."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from tiny import save_checkpoint, tiny_model, tiny_tokenizer
+from transformers import AutoModelForCausalLM, LlamaConfig
+
+import specviz
+from specviz.errors import ModelLoadError
+from specviz.models import memory
+from specviz.models.loading import load_model
+
+
+@pytest.mark.parametrize("kv_heads,tied", [(4, True), (2, False)])
+def test_the_estimate_counts_every_weight_but_the_norms(kv_heads, tied):
+    config = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
+                         num_attention_heads=4, num_key_value_heads=kv_heads, tie_word_embeddings=tied)
+    model = AutoModelForCausalLM.from_config(config)
+    actual = sum(p.numel() for p in model.parameters())
+    norms = (2 * 3 + 1) * 32
+    assert memory.estimate_params(config) == actual - norms
+    assert memory.estimate_params(tiny_model("llama", 16, hidden=16, layers=1).config) > 0
+    assert memory.estimate_params(object()) is None  # no sizes: no guess
+
+
+def test_a_4000_layer_config_is_refused_before_allocation(tmp_path, monkeypatch):
+    LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=4000,
+                num_attention_heads=32, num_key_value_heads=8).save_pretrained(tmp_path / "huge")
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was instantiated")
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", never)
+    with pytest.raises(ModelLoadError) as info:
+        load_model(str(tmp_path / "huge"), "cpu", torch.float32, False)
+    message = str(info.value)
+    params = memory.estimate_params(LlamaConfig.from_pretrained(tmp_path / "huge"))
+    assert params > 500_000_000_000
+    assert f"{params:,} parameters" in message and f"{params * 4:,} bytes" in message
+    assert re.search(r"only .*\([\d,]+ bytes\) of memory is available", message)
+
+
+def test_a_model_is_refused_when_the_memory_left_is_smaller(tmp_path, monkeypatch):
+    tok = tiny_tokenizer()
+    path = save_checkpoint(tmp_path / "small", "llama", tok, seed=0, hidden=32, layers=2)
+    monkeypatch.setattr(memory, "available_bytes", lambda device: 1000)
+    with pytest.raises(ModelLoadError, match=r"1,000 bytes of memory is available"):
+        specviz.load_pair(path, device="cpu")
+    monkeypatch.setattr(memory, "available_bytes", lambda device: None)  # unknown: not refused
+    assert specviz.load_pair(path, device="cpu").target is not None
+
+
+def test_available_memory_is_read_from_the_host():
+    free = memory.available_bytes("cpu")
+    assert free is None or free > 0
