@@ -366,3 +366,49 @@ def test_launch_starts_the_sweeper_on_its_own_directory_only(pair_dirs, shared_r
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))  # an operator's directory: not ours to prune
     app_module.launch(demo)
     assert started == []
+
+
+# ---- (g) a per-visitor limit on runs ----------------------------------------------------------------------
+from specviz.ui.ratelimit import RunLimiter, visitor_key  # noqa: E402
+
+
+def test_run_limiter_is_a_sliding_minute_per_visitor():
+    now = [0.0]
+    limiter = RunLimiter(3, clock=lambda: now[0])
+    for t in (0.0, 10.0, 20.0):
+        now[0] = t
+        assert limiter.allow("a") is None
+    now[0] = 30.0
+    refusal = limiter.allow("a")
+    assert refusal == "This app allows 3 runs a minute per visitor; try again in 30 s."
+    assert limiter.allow("b") is None  # another visitor has its own minute
+    now[0] = 60.5  # the run at 0 s has left the window, those at 10 and 20 s have not
+    assert limiter.allow("a") is None and limiter.allow("a") is not None
+    assert RunLimiter(None, clock=lambda: 0.0).allow("a") is None  # private mode: no limit
+
+
+def test_visitors_are_told_apart_by_gradio_session_hash():
+    from gradio.context import LocalContext
+
+    first, second = Session(), Session()
+    assert visitor_key(first) != visitor_key(second)  # outside a request: the state itself
+    token = LocalContext.request.set(type("Request", (), {"session_hash": "page-1"})())
+    try:  # one page whose state was replaced (expired, or sent afresh) is still one visitor
+        assert visitor_key(first) == visitor_key(second) == ("session", "page-1")
+    finally:
+        LocalContext.request.reset(token)
+
+
+def test_public_app_refuses_a_visitors_runs_over_the_limit(pair_dirs, shared_registry):
+    assert PUBLIC.max_runs_per_minute == 10
+    time = FakeTime()
+    ex = make(pair_dirs, shared_registry, time=time, max_runs_per_minute=2)
+    session, other = Session(pair_key=ex.default_key), Session(pair_key=ex.default_key)
+    for _ in range(2):
+        outs = list(run(ex, session, ["ar"], max_new=2))
+        assert len(outs) > 1  # it ran
+    outs = list(do_measure(ex, session, ["ar"], max_new=2))  # Measure counts too
+    assert len(outs) == 1 and "2 runs a minute per visitor" in outs[0]["status"]
+    assert len(list(run(ex, other, ["ar"], max_new=2))) > 1
+    time.now += 61
+    assert len(list(run(ex, session, ["ar"], max_new=2))) > 1

@@ -58,7 +58,7 @@ class Still:
 def app(tmp_path_factory):
     dirs = save_tiny_pair(tmp_path_factory.mktemp("fuzz-pair"))
     cfg = dataclasses.replace(AppConfig.public_defaults(), max_new_tokens_cap=2, default_max_new_tokens=2,
-                              max_columns=2, measure_repeats=1)
+                              max_columns=2, measure_repeats=1, max_runs_per_minute=None)
     clock = Still()
     ex = Explorer(cfg, presets=[PairChoice("tiny", *dirs)], clock=clock, pause=clock.pause,
                   wait_page=clock.wait_page)

@@ -24,6 +24,7 @@ from specviz.ui import render
 from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir
 from specviz.ui.budget import cost_refusal
 from specviz.ui.gpu import gpu
+from specviz.ui.ratelimit import RunLimiter, visitor_key
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, pair_key, preset_choices
 from specviz.ui.safe_text import display_name, hide_paths, md_text
 from specviz.models.chat import encode_prompt
@@ -153,6 +154,7 @@ class Explorer:
         self.pause = pause
         self.wait_page = wait_page
         self.runs = RunRegistry()
+        self.run_limiter = RunLimiter(self.config.max_runs_per_minute, clock)
         self.page: Page | None = None
         configure_torch_threads(self.config)
         self.registry = registry or PairRegistry(self.config.max_pairs, self.config.device, self.config.dtype)
@@ -447,7 +449,7 @@ class Explorer:
                    **({"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)} if checked else {})}
             return
         chosen = self.selected_params(algos, param_values)
-        refusal = self.over_budget(chosen, checked.max_new_tokens)
+        refusal = self.over_budget(chosen, checked.max_new_tokens) or self.run_limiter.allow(visitor_key(session))
         if refusal:
             yield self.message_view(session, refusal)
             return
@@ -577,7 +579,8 @@ class Explorer:
             yield self.message_view(session, refusal)
             return
         chosen = self.selected_params(algos, param_values)
-        refusal = self.over_budget(chosen, checked.max_new_tokens, measure=True)
+        refusal = (self.over_budget(chosen, checked.max_new_tokens, measure=True)
+                   or self.run_limiter.allow(visitor_key(session)))
         if refusal:
             yield self.message_view(session, refusal)
             return
