@@ -160,9 +160,10 @@ def test_every_prompt_is_read_as_given_or_refused_by_name(text_pair, prompt, cha
         event("refused")
         return
     event("ran")
-    assert isinstance(prompt, str) or type(prompt) is list and all(type(i) is int for i in prompt)
+    # text, or token ids as a list or tuple of ints (never bools, floats or bytes)
+    assert isinstance(prompt, str) or type(prompt) in (list, tuple) and all(type(i) is int for i in prompt)
     if not isinstance(prompt, str):
-        assert trace.prompt_ids == prompt
+        assert trace.prompt_ids == list(prompt)
 
 
 @settings(FUZZ, max_examples=25)
