@@ -6,9 +6,24 @@ In-process and fast: time is driven by the Explorer's injected ``clock`` and ``p
 machine's speed."""
 from __future__ import annotations
 
+import dataclasses
+import os
+import stat
+from time import time as os_time
+
+import pytest
+from test_ui import params_for
+from test_ui_support import save_tiny_pair
+from tiny import tiny_pair
+
 import specviz
 from specviz.algorithms.sequoia_tune import CACHE_CAPS, PairCache, pair_cache
-from tiny import tiny_pair
+from specviz.ui import AppConfig, Explorer, Session
+from specviz.ui import app as app_module
+from specviz.ui import measure as measure_module
+from specviz.ui import runner
+from specviz.ui.budget import cost_refusal, run_cost
+from specviz.ui.pairs import PairChoice
 
 
 # ---- (a) Sequoia's per-pair cache is a bounded LRU -------------------------------------------------------
@@ -41,20 +56,6 @@ def test_sequoia_keeps_a_bounded_number_of_dp_tables_per_pair():
 
 
 # ---- the app: helpers ---------------------------------------------------------------------------------
-import dataclasses  # noqa: E402
-import os  # noqa: E402
-import stat  # noqa: E402
-from time import time as os_time  # noqa: E402
-
-import pytest  # noqa: E402
-
-from specviz.ui import AppConfig, Explorer, Session  # noqa: E402
-from specviz.ui import app as app_module  # noqa: E402
-from specviz.ui import measure as measure_module  # noqa: E402
-from specviz.ui import runner  # noqa: E402
-from specviz.ui.budget import cost_refusal, run_cost  # noqa: E402
-from specviz.ui.pairs import PairChoice  # noqa: E402
-from test_ui_support import save_tiny_pair  # noqa: E402
 
 PUBLIC = AppConfig.public_defaults()
 
@@ -97,16 +98,6 @@ def make(pair_dirs, shared_registry, config=PUBLIC, time=None, **changes):
     cfg = dataclasses.replace(config, **changes)
     return Explorer(cfg, shared_registry, presets=[PairChoice("tiny", *pair_dirs)], clock=time,
                     pause=time.pause, wait_page=time.wait_page)
-
-
-def params_for(ex: Explorer, **overrides):
-    vals = []
-    for algo, p in ex.param_index:
-        v = overrides.get(f"{algo}.{p.name}", p.default)
-        if p.kind == "choice":
-            v = list(p.choices).index(v)
-        vals.append(v)
-    return vals
 
 
 def run(ex, session, algos, max_new=16, pace=0.0, **overrides):
