@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-SEED_MAX = 2**63 - 1   # torch.Generator.manual_seed takes a signed 64-bit integer
+from specviz.validation import MAX_SEED as SEED_MAX  # the API's range: one number for both
 
 
 @dataclass
