@@ -719,6 +719,22 @@ class Explorer:
         return {k: v for k, v in out.items() if v is not None}
 
     # ---- small UI reactions --------------------------------------------------------------------------------
+    def chat_example(self, index: Any) -> list[Any]:
+        """A click on a question of the chat examples: its prompt, with chat on."""
+        return self.example(CHAT_PROMPTS, True, index)
+
+    def code_example(self, index: Any) -> list[Any]:
+        """A click on a code example: its prompt, with chat off."""
+        return self.example(CODE_PROMPTS, False, index)
+
+    @staticmethod
+    def example(prompts: Sequence[str], chat: bool, index: Any) -> list[Any]:
+        """(prompt, chat) of example ``index``; anything but the index of one (the page sends nothing
+        else) changes nothing."""
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(prompts):
+            return [gr.skip(), gr.skip()]
+        return [prompts[index], chat]
+
     def chat_default(self, session: Session) -> Any:
         """The chat toggle after a pair is loaded: on exactly when the pair has a chat template."""
         pair = self.registry.get(session.pair_key) if isinstance(session, Session) else None
@@ -838,10 +854,14 @@ class Explorer:
                     stop_btn = gr.Button("Stop ■", variant="stop", size="sm", interactive=False, elem_id="sv-stop")
                     chat = gr.Checkbox(chat_on, label="chat", elem_id="sv-chat",
                                        info="as a user turn in the pair's chat template")
-            gr.Examples(examples=[[p, True] for p in CHAT_PROMPTS], inputs=[prompt, chat],
-                        label="questions (chat pairs, chat on)")
-            gr.Examples(examples=[[p, False] for p in CODE_PROMPTS], inputs=[prompt, chat],
-                        label="code (bundled-stdlib-pair, chat off)")
+            # example pickers: gr.Dataset as gr.Examples draws it, with a handler of ours that checks the index
+            # (gr.Examples' own load_example raised a raw TypeError on a hostile one)
+            chat_examples = gr.Dataset(components=[prompt, chat], samples=[[p, True] for p in CHAT_PROMPTS],
+                                       type="index", label="questions (chat pairs, chat on)",
+                                       elem_id="sv-examples-chat")
+            code_examples = gr.Dataset(components=[prompt, chat], samples=[[p, False] for p in CODE_PROMPTS],
+                                       type="index", label="code (bundled-stdlib-pair, chat off)",
+                                       elem_id="sv-examples-code")
             status = gr.HTML(render.status_html(Session(), html.escape(self.startup_message)), elem_id="sv-status")
             with gr.Row(equal_height=True, elem_id="sv-scrub"):
                 prev_btn = gr.Button("◀ prev", size="sm", min_width=70, scale=0, elem_id="sv-prev")
@@ -888,6 +908,9 @@ class Explorer:
             # ---- events
             pair_choice.change(self.toggle_custom, [pair_choice], [custom_group, pair_note], queue=False,
                                api_visibility="private")
+            for picker, pick in ((chat_examples, self.chat_example), (code_examples, self.code_example)):
+                picker.click(pick, [picker], [prompt, chat], queue=False, show_progress="hidden",
+                             api_visibility="private")
             load_btn.click(gpu(self.load), [pair_choice, custom_target, custom_draft, session],
                            [pair_md, session], concurrency_limit=1, concurrency_id="load", api_name="load_pair"
                            ).then(self.chat_default, [session], [chat], queue=False, api_visibility="private")
