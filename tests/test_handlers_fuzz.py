@@ -27,6 +27,7 @@ import pytest
 from gradio.state_holder import SessionState
 
 from specviz.ui import AppConfig, Explorer, Session
+from specviz.ui.numberbox import NumberBox
 from specviz.ui.pairs import PairChoice
 from test_ui_support import save_tiny_pair
 
@@ -211,7 +212,7 @@ def test_hostile_values_through_gradio_and_directly(app, tmp_path, monkeypatch):
         assert snapshot(ex) == pairs, what
         assert not ex.runs._runs, what  # no run left holding a slot
     assert not failures, "\n".join(failures[:30]) + f"\n({len(failures)} in all)"
-    assert refused_by_gradio > 0  # Gradio refuses some (a NaN in a Number) before any handler runs
+    assert refused_by_gradio > 0  # Gradio refuses some (a value not among a Dropdown's choices) before any handler
     assert os.listdir(tmp_path) == []
 
 
@@ -234,3 +235,39 @@ def test_session_state_of_the_wrong_type(app):
                 failures.append(f"{what}: {type(exc).__name__}: {str(exc)[:200]}")
         assert snapshot(ex) == pairs
     assert not failures, "\n".join(failures)
+
+
+NOT_NUMBERS: list[Any] = ["abc", "", math.nan, math.inf, -math.inf, 2.5, None, [3]]
+
+
+def test_number_boxes_answer_with_the_boxs_name(app):
+    """Text, NaN, infinity or a fraction in a Number box (what an API client may send; an emptied box
+    sends None) reaches the app's own check through Gradio, and the page shows a sentence naming the
+    box: gr.Number's own preprocessing raised (TypeError, ValueError), which the page shows as a bare
+    "Error"."""
+    demo, ex = app
+    page = ex.page
+    message = next(i for i, f in demo.fns.items() if f.name == "input_message")
+    run = next(i for i, f in demo.fns.items() if f.name == "run")
+    for box, name in ((page.max_new, "max new tokens"), (page.top_k, "top-k"), (page.seed, "seed")):
+        assert isinstance(box, NumberBox) and box.get_block_name() == "number"  # drawn as Gradio's Number
+        for fn_index in (message, run):
+            block_fn = demo.fns[fn_index]
+            j = next(j for j, b in enumerate(block_fn.inputs) if b is box)
+            for v in (NOT_NUMBERS if fn_index == message else NOT_NUMBERS[:3]):
+                args = base_inputs(ex, block_fn)
+                args[j] = v
+                shown = " ".join(strings(through_gradio(demo, fn_index, args)))
+                assert f"{name} must be" in shown, (block_fn.name, name, v, shown[:300])
+                assert_clean([shown], f"{block_fn.name} with {name} = {v!r}")
+    # an algorithm's parameter in a Number box (a range over 1000): its column names it
+    block_fn = demo.fns[run]
+    j = next(j for j, b in enumerate(block_fn.inputs)
+             if getattr(b, "elem_id", "") == "sv-param-sequoia-calibration_steps")
+    assert isinstance(block_fn.inputs[j], NumberBox)
+    for v in ("abc", math.nan, 2.5):
+        args = base_inputs(ex, block_fn)
+        args[7], args[j] = ["sequoia"], v
+        shown = " ".join(strings(through_gradio(demo, run, args)))
+        assert "parameter &#x27;calibration_steps&#x27; must be an integer in [8, 4096]" in shown, (v, shown[:300])
+    assert not ex.runs._runs

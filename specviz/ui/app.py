@@ -30,6 +30,7 @@ from specviz.ui.safe_text import display_name, hide_paths, md_text
 from specviz.models.chat import encode_prompt
 from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
+from specviz.ui.numberbox import NumberBox
 from specviz.ui.measure import measure, measurements_html
 from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, columns_from_traces, export,
                                export_finished, load_trace_file, parse_prompt, start_columns, start_quota_sweeper,
@@ -118,7 +119,7 @@ def param_component(spec: AlgorithmSpec, p: Param) -> gr.components.Component:
     if p.kind in ("int", "float") and p.min is not None and p.max is not None and (p.max - p.min) <= 1000:
         step = 1 if p.kind == "int" else (p.max - p.min) / 100
         return gr.Slider(p.min, p.max, value=p.default, step=step, **kw)
-    return gr.Number(value=p.default, precision=0 if p.kind == "int" else None, minimum=p.min, maximum=p.max,
+    return NumberBox(value=p.default, precision=0 if p.kind == "int" else None, minimum=p.min, maximum=p.max,
                      **kw)
 
 
@@ -807,18 +808,18 @@ class Explorer:
                 with gr.Accordion("What each algorithm does", open=False):
                     gr.Markdown(self._algorithm_guide())
                 gr.Markdown("### Sampling")
-                # Numbers without Gradio's own bounds: every value reaches check_inputs, whose message
-                # says what is allowed (Gradio's bound check only shows a generic error)
+                # NumberBox: every value, text and NaN included, reaches check_inputs, whose message names
+                # the box and says what is allowed (Gradio's own checks show a bare "Error")
                 with gr.Row():
-                    max_new = gr.Number(min(cfg.default_max_new_tokens, limit), label="max new tokens",
+                    max_new = NumberBox(min(cfg.default_max_new_tokens, limit), label="max new tokens",
                                         precision=0, info=f"at most {limit} minus the prompt's tokens",
                                         elem_id="sv-max-new")
-                    seed = gr.Number(0, label="seed", precision=0, info="0 to 2^63 − 1", elem_id="sv-seed")
+                    seed = NumberBox(0, label="seed", precision=0, info="0 to 2^63 − 1", elem_id="sv-seed")
                 with gr.Row():
                     temperature = gr.Slider(0, 2, value=0.0, step=0.05, label="temperature",
                                             info="0 = greedy", elem_id="sv-temperature")
                     top_p = gr.Slider(0.01, 1.0, value=1.0, step=0.01, label="top-p", elem_id="sv-top-p")
-                top_k = gr.Number(0, label="top-k", info="0 = off", precision=0, elem_id="sv-top-k")
+                top_k = NumberBox(0, label="top-k", info="0 = off", precision=0, elem_id="sv-top-k")
                 input_msg = gr.Markdown("", elem_id="sv-input-msg", elem_classes=["sv-note"])
                 pace = gr.Slider(0, cfg.max_step_delay_s, value=min(cfg.default_pace_s, cfg.max_step_delay_s),
                                  step=0.05, label="pace (seconds per step, live)",
