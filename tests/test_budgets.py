@@ -403,3 +403,100 @@ def test_public_app_refuses_a_visitors_runs_over_the_limit(pair_dirs, shared_reg
     assert len(list(run(ex, other, ["ar"], max_new=2))) > 1
     time.now += 61
     assert len(list(run(ex, session, ["ar"], max_new=2))) > 1
+
+
+# ---- (h) a per-visitor limit on uploads -------------------------------------------------------------------
+import types  # noqa: E402
+
+import gradio as gr  # noqa: E402
+from starlette.middleware import Middleware  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
+
+from specviz.ui.ratelimit import SlidingWindow  # noqa: E402
+from specviz.ui.uploadlimit import UploadLimiter, UploadLimitMiddleware  # noqa: E402
+
+MB = 1024 * 1024
+
+
+def test_sliding_window_checks_every_limit_and_counts_only_what_it_lets_through():
+    now = [0.0]
+    window = SlidingWindow([3, 100], clock=lambda: now[0])
+    assert window.charge("a", [1, 60]) is None
+    now[0] = 20.0
+    assert window.charge("a", [1, 50]) == 40.0  # 110 bytes: wait until the charge at 0 s leaves
+    assert window.charge("a", [1, 40]) is None  # the refused one was not counted
+    assert window.charge("a", [1, 101]) == float("inf")  # never fits
+    now[0] = 30.0
+    assert window.charge("a", [1, 0]) is None and window.charge("a", [1, 0]) == 30.0  # the fourth in a minute
+    assert window.charge("b", [1, 100]) is None
+    assert SlidingWindow([None, None], clock=lambda: 0.0).charge("a", [10**9, 10**12]) is None
+
+
+def test_upload_limiter_counts_each_addresss_uploads_and_bytes_over_a_sliding_minute():
+    now = [0.0]
+    limiter = UploadLimiter(3, 10 * MB, clock=lambda: now[0])
+    assert limiter.allow("10.0.0.1", 4 * MB) is None
+    now[0] = 10.0
+    assert limiter.allow("10.0.0.1", 4 * MB) is None
+    now[0] = 20.0
+    assert limiter.allow("10.0.0.1", 4 * MB) == (
+        "This app takes at most 3 uploads and 10 MB a minute from one address; try again in 40 s.", 40)
+    assert limiter.allow("10.0.0.2", 4 * MB) is None  # another address has its own minute
+    assert limiter.allow("10.0.0.1", 1000) is None  # the third upload, 8 MB and a bit
+    assert limiter.allow("10.0.0.1", 1000)[1] == 40  # the fourth: over the count
+    now[0] = 60.5  # the upload at 0 s has left the window
+    assert limiter.allow("10.0.0.1", 2 * MB) is None
+    text, wait = limiter.allow("10.0.0.1", 11 * MB)
+    assert wait is None and text.startswith("This upload is 11.0 MB; this app takes at most 3 uploads and 10 MB")
+    assert not UploadLimiter(None, None).active
+
+
+def test_public_launch_installs_the_upload_limit(monkeypatch, tmp_path):
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))  # not ours: no sweeper
+    for name in ("GRADIO_SERVER_NAME", "GRADIO_SHARE", "SPACE_ID"):
+        monkeypatch.delenv(name, raising=False)
+    assert (PUBLIC.max_uploads_per_minute, PUBLIC.max_upload_bytes_per_minute) == (10, 32 * MB)
+    launched = []
+    demo = types.SimpleNamespace(explorer=types.SimpleNamespace(config=PUBLIC), launch=lambda **kw: launched.append(kw))
+    app_module.launch(demo, app_kwargs={"docs_url": "/docs", "middleware": [Middleware(TestClient)]})
+    app_kwargs = launched[0]["app_kwargs"]
+    assert app_kwargs["docs_url"] == "/docs"  # the caller's FastAPI arguments are kept, with our middleware
+    ours = app_kwargs["middleware"][-1]
+    assert ours.cls is UploadLimitMiddleware and len(app_kwargs["middleware"]) == 2
+    assert (ours.kwargs["limiter"].per_minute, ours.kwargs["limiter"].bytes_per_minute) == (10, 32 * MB)
+    assert "app_kwargs" not in app_module.launch_kwargs(AppConfig())  # private: no limit
+    env = {"SPECVIZ_PUBLIC": "1", "SPECVIZ_MAX_UPLOADS_PER_MIN": "3", "SPECVIZ_MAX_UPLOAD_MB_PER_MIN": "7"}
+    cfg = AppConfig.from_env(env)
+    assert (cfg.max_uploads_per_minute, cfg.max_upload_bytes_per_minute) == (3, 7 * MB)
+    cfg = AppConfig.from_env({**env, "SPECVIZ_MAX_UPLOADS_PER_MIN": "0", "SPECVIZ_MAX_UPLOAD_MB_PER_MIN": "0"})
+    assert (cfg.max_uploads_per_minute, cfg.max_upload_bytes_per_minute) == (None, None)
+
+
+def test_gradios_upload_route_answers_429_over_the_limit(monkeypatch, tmp_path):
+    """The middleware on the app Gradio makes (``App.create_app`` with launch's ``app_kwargs``), with an
+    injected clock: the upload route gets 429 with the sentence and a Retry-After, other addresses and
+    other routes are untouched, a minute later it takes uploads again."""
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))
+    now = [0.0]
+    with gr.Blocks() as demo:
+        gr.File()
+    demo.max_file_size = 5 * MB  # as launch sets it
+    limiter = UploadLimiter(2, 3 * MB, clock=lambda: now[0])
+    app = gr.routes.App.create_app(demo, app_kwargs={"middleware": [Middleware(UploadLimitMiddleware, limiter=limiter)]})
+    first, second = TestClient(app, client=("10.0.0.1", 5000)), TestClient(app, client=("10.0.0.2", 5000))
+
+    def upload(client, size=2, fill=b"x"):
+        return client.post("/gradio_api/upload", files={"files": ("t.json", fill * size)})
+
+    assert [upload(first).status_code for _ in range(2)] == [200, 200]
+    refused = upload(first, fill=b"r")
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "60"
+    assert refused.text == "This app takes at most 2 uploads and 3 MB a minute from one address; try again in 60 s."
+    assert first.get("/config").status_code == 200
+    assert upload(second, 2 * MB).status_code == 200
+    assert upload(second, 2 * MB, b"r").status_code == 429  # 4 MB in the minute
+    assert upload(second, 4 * MB, b"r").text.startswith("This upload is 4.0 MB")
+    now[0] = 61.0
+    assert upload(first, fill=b"y").status_code == 200
+    kept = sorted(f.read_bytes()[:1] for f in tmp_path.rglob("t.json"))
+    assert kept == [b"x", b"x", b"y"]  # what was let through (two distinct contents from the first), nothing refused

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 import specviz
 from specviz.algorithms.registry import AlgorithmSpec, Param
@@ -25,6 +26,7 @@ from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads
 from specviz.ui.budget import cost_refusal
 from specviz.ui.gpu import gpu
 from specviz.ui.ratelimit import RunLimiter, visitor_key
+from specviz.ui.uploadlimit import UploadLimiter, UploadLimitMiddleware
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, pair_key, preset_choices
 from specviz.ui.safe_text import display_name, hide_paths, md_text
 from specviz.models.chat import encode_prompt
@@ -967,12 +969,17 @@ def build_app(config: AppConfig | None = None, *, preload: bool = True, **kwargs
 
 
 def launch_kwargs(config: AppConfig) -> dict[str, Any]:
-    """Arguments for ``Blocks.launch``: styling (gradio 6 takes css/theme here), the upload cap, and
-    no run history (a run's outputs are dozens of figures; the trace download is the record).
+    """Arguments for ``Blocks.launch``: styling (gradio 6 takes css/theme here), the upload cap, no run
+    history (a run's outputs are dozens of figures; the trace download is the record) and, with upload
+    limits, the middleware that enforces them on the app Gradio creates (``ui.uploadlimit``).
     Host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as gradio reads them itself."""
-    return {"css": APP_CSS, "theme": theme(), "js": PAGE_JS, "max_file_size": config.max_upload_bytes,
-            "footer_links": ["api", "gradio", "settings"], "run_history": False,
-            "state_session_capacity": config.session_capacity}
+    kwargs = {"css": APP_CSS, "theme": theme(), "js": PAGE_JS, "max_file_size": config.max_upload_bytes,
+              "footer_links": ["api", "gradio", "settings"], "run_history": False,
+              "state_session_capacity": config.session_capacity}
+    limiter = UploadLimiter(config.max_uploads_per_minute, config.max_upload_bytes_per_minute)
+    if limiter.active:
+        kwargs["app_kwargs"] = {"middleware": [Middleware(UploadLimitMiddleware, limiter=limiter)]}
+    return kwargs
 
 
 def launch(demo: gr.Blocks | None = None, **kwargs: Any) -> Any:
@@ -984,4 +991,9 @@ def launch(demo: gr.Blocks | None = None, **kwargs: Any) -> Any:
     temp = os.environ.get("GRADIO_TEMP_DIR", "")
     if os.path.basename(temp.rstrip(os.sep)).startswith("specviz-gradio-"):  # ours, not an operator's directory
         start_quota_sweeper(temp, config.max_temp_bytes)
-    return demo.launch(**{**launch_kwargs(config), **kwargs})
+    ours = launch_kwargs(config)
+    if "app_kwargs" in ours and "app_kwargs" in kwargs:  # the caller's FastAPI arguments, and our middleware
+        given = dict(kwargs["app_kwargs"] or {})
+        given["middleware"] = [*given.get("middleware", []), *ours["app_kwargs"]["middleware"]]
+        kwargs = {**kwargs, "app_kwargs": given}
+    return demo.launch(**{**ours, **kwargs})

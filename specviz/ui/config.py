@@ -68,6 +68,12 @@ def _opt_int(env: Mapping[str, str], name: str, default: int | None) -> int | No
     return value if value > 0 else None
 
 
+def _opt_mb(env: Mapping[str, str], name: str, default: int | None) -> int | None:
+    """An optional limit in bytes, given in MB: unset keeps ``default``, 0 (or less) turns it off."""
+    mb = _opt_int(env, name, None if default is None else max(1, default // (1024 * 1024)))
+    return None if mb is None else mb * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class AppConfig:
     """What the app allows. Build with ``AppConfig.from_env()``; tests pass their own."""
@@ -89,6 +95,8 @@ class AppConfig:
     run_deadline_s: int | None = None     # wall seconds a run or a Measure may take; None: no deadline
     max_wait_s: int | None = None         # seconds a run may spend pacing and waiting for the page, in all
     max_runs_per_minute: int | None = None  # runs and Measures one visitor (page) may start in a minute
+    max_uploads_per_minute: int | None = None        # upload requests one client address may make in a minute
+    max_upload_bytes_per_minute: int | None = None   # bytes one client address may upload in a minute
     session_ttl_s: int | None = None      # a visitor's state is dropped this long after its last change
     session_capacity: int = 10_000        # visitors' states kept at once (Gradio's state_session_capacity)
     max_export_bytes: int = 1024 * 1024 * 1024  # exported traces kept on disk, all visitors (oldest go first)
@@ -138,6 +146,8 @@ class AppConfig:
             run_deadline_s=_opt_int(env, "SPECVIZ_RUN_DEADLINE_S", base.run_deadline_s),
             max_wait_s=_opt_int(env, "SPECVIZ_MAX_WAIT_S", base.max_wait_s),
             max_runs_per_minute=_opt_int(env, "SPECVIZ_MAX_RUNS_PER_MIN", base.max_runs_per_minute),
+            max_uploads_per_minute=_opt_int(env, "SPECVIZ_MAX_UPLOADS_PER_MIN", base.max_uploads_per_minute),
+            max_upload_bytes_per_minute=_opt_mb(env, "SPECVIZ_MAX_UPLOAD_MB_PER_MIN", base.max_upload_bytes_per_minute),
             session_ttl_s=_opt_int(env, "SPECVIZ_SESSION_TTL_S", base.session_ttl_s),
             session_capacity=max(1, _int(env, "SPECVIZ_SESSION_CAPACITY", base.session_capacity)),
             max_export_bytes=_int(env, "SPECVIZ_MAX_EXPORT_MB", base.max_export_bytes // (1024 * 1024)) * 1024 * 1024,
@@ -158,6 +168,7 @@ class AppConfig:
                    max_upload_bytes=5 * 1024 * 1024, max_columns=4, concurrency=2, queue_max_size=32,
                    max_pairs=1, max_step_delay_s=0.5, measure_repeats=2, max_measure_columns=3,
                    max_run_cost=16_384, run_deadline_s=120, max_wait_s=10, max_runs_per_minute=10,
+                   max_uploads_per_minute=10, max_upload_bytes_per_minute=32 * 1024 * 1024,
                    session_ttl_s=1800,
                    session_capacity=64, max_export_bytes=256 * 1024 * 1024, max_temp_bytes=512 * 1024 * 1024)
 
