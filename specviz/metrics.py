@@ -111,7 +111,8 @@ def acceptance_histogram(trace: RunTrace) -> dict[int, int]:
 def speedup(trace: RunTrace, baseline: RunTrace) -> float | None:
     """tokens/s of ``trace`` over tokens/s of ``baseline`` (normally ``ar``)."""
     base = baseline.metrics.get("tokens_per_s") or 0.0  # both read from RunTrace.metrics (``summarize``)
-    return trace.metrics.get("tokens_per_s", 0.0) / base if base else None
+    own = trace.metrics.get("tokens_per_s", 0.0)
+    return own / base if base and own is not None else None  # None: a replayed trace without step times
 
 
 def expected_tau_iid(alpha: float, gamma: int) -> float:

@@ -7,7 +7,6 @@ others go on.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -24,6 +23,7 @@ from specviz.algorithms.registry import ALGORITHMS
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
+from specviz.trace_check import check_trace
 
 _export_root: list[str] = []
 _export_lock = threading.Lock()
@@ -55,6 +55,7 @@ class Column:
     path: str | None = None            # exported JSON, once finished
     pin: int | None = None             # the step this column shows regardless of the slider (after a run)
     selected: int | None = None        # the tree node whose distribution is shown (at the step shown)
+    replayed: bool = False             # read from an uploaded file (``load_trace_file``): not run here
     shown: dict[str, tuple] = field(default_factory=dict)  # what each panel group on screen shows (ui.app)
     _it: Iterator[StepRecord] | None = field(default=None, repr=False)
 
@@ -319,7 +320,8 @@ def export(col: Column, directory: str | None = None, quota: int | None = None) 
 
 
 def load_trace_file(path: str, max_bytes: int) -> RunTrace:
-    """Read one uploaded trace, refusing it with a clear message if it is too large or malformed."""
+    """Read one uploaded trace, refusing it with a clear message if it is too large, malformed or
+    incoherent (``specviz.trace_check``); its metrics are recomputed from its steps (``replay_metrics``)."""
     size = os.path.getsize(path)
     name = os.path.basename(path)
     if size > max_bytes:
@@ -333,36 +335,29 @@ def load_trace_file(path: str, max_bytes: int) -> RunTrace:
         raise specviz.TraceFormatError(f"{name} is not a text (UTF-8 JSON) file.") from exc
     try:
         trace = RunTrace.from_json(text)
+        check_trace(trace)
     except specviz.TraceFormatError as exc:
         raise specviz.TraceFormatError(f"{name}: {exc}") from exc
-    _check_trace(trace, name)
+    trace.metrics = replay_metrics(trace)
     return trace
 
 
-def _check_trace(trace: RunTrace, name: str) -> None:
-    """Structural checks a replay relies on (types that ``from_json`` does not enforce)."""
-    try:
-        if not isinstance(trace.algorithm, str) or not isinstance(trace.steps, list):
-            raise TypeError("algorithm/steps")
-        for s in trace.steps:
-            int(s.index)
-            for n in s.forest:
-                int(n.id)
-                str(n.token_text)
-            for c in s.committed:
-                str(c.text)
-        json.dumps(trace.metrics)
-        if not trace.metrics:
-            trace.metrics = metrics.summarize(trace)
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise specviz.TraceFormatError(f"{name}: the trace's steps are malformed ({exc}).") from exc
+def replay_metrics(trace: RunTrace) -> dict[str, Any]:
+    """A replayed trace's metrics, never the file's: ``metrics.summarize`` of its (checked) steps, the
+    wall time being the sum of the steps' ``total_ms``, as for a live column (``finish``); unknown
+    (``None``, shown as "–") when no step recorded it."""
+    out = metrics.summarize(trace)
+    if not any("total_ms" in s.timings for s in trace.steps):
+        out["wall_time_s"] = out["tokens_per_s"] = None
+    return out
 
 
 def columns_from_traces(traces: list[RunTrace]) -> list[Column]:
+    """One finished column per replayed trace, marked ``replayed`` (its heading says it came from a file)."""
     cols = []
     for t in traces:
         col = Column(column_label(t.algorithm, dict(t.params or {})), t.algorithm, dict(t.params or {}), trace=t,
-                     done=True)
+                     done=True, replayed=True)
         cols.append(col)
     return cols
 

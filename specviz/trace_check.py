@@ -1,0 +1,420 @@
+"""Is an uploaded trace's content coherent? The value checks a replay runs after ``RunTrace.from_json``
+has checked the schema's types (issue #21 point 5, issue #23).
+
+``check_trace(trace)`` raises ``TraceFormatError`` with a sentence naming the field path
+(``steps[3].forest[2].parent``) and what is allowed there; it returns ``None`` for a trace every
+view can draw. What it holds a trace to is what the engine writes (``specviz.algorithms``):
+
+* probabilities (node ``q``/``p``/``accept_prob``/``draw``/``p_residual``, a position's ``p``/``q``/
+  ``final_residual``/``residual_mass``, ``tv``) are finite and in [0, 1] (up to ``PROB_SLACK`` above 1
+  for float32 rounding); a position's ``residual`` finite and >= 0 (``residual_values`` says why);
+* token ids are whole numbers >= 0, below ``pair.shared_vocab_size`` when the trace gives it;
+* node ids are unique within a step; a parent is a node of the same step or null; a root (no parent)
+  has depth 0 and a child its parent's depth + 1 (so no cycles); a committed token's node, if any,
+  is a node of the step with the same token; positions' lists have one entry per id;
+* steps are in order, each ``n_before`` counts the tokens committed before it, ``output_ids`` is
+  the steps' committed tokens end to end, calls match the per-call logs when those were recorded;
+* timings are finite numbers >= 0, sampling settings and the seed are in their ranges, a registered
+  algorithm's parameters pass its own checks, and the controller keys the views read unguarded
+  (beams, theory probes, Sequoia's predicted tokens) have the kinds they read.
+
+The work is one pass, linear in the trace's size, and bounded: at most ``MAX_STEPS`` steps and
+``MAX_ITEMS`` nodes, committed tokens or positions a step. An algorithm name this specviz does not
+register is allowed (the replayed column says so): a trace is data, and a newer specviz may write one.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Iterable
+
+from specviz import validation
+from specviz.algorithms.registry import ALGORITHMS
+from specviz.errors import SpecvizError, TraceFormatError
+from specviz.trace import NODE_STATUSES, TOKEN_KINDS, RunTrace, StepRecord
+
+MAX_STEPS = 100_000       # a 64 MB trace of 1-token steps has about this many
+MAX_ITEMS = 20_000        # nodes / committed tokens / positions a step (mcsd drafts at most 1024 + 1)
+MAX_POSITION_IDS = 8_192  # ids a position records (top-k of p and q <= 2 x 256, plus the candidates)
+MAX_ROOT = 4_096          # tree / beam index (beam width <= 32, dsbd <= 16, batch_sd <= 16 drafts)
+MAX_BEAM_DEPTH = 64       # a beam / dsbd forest's depth (dsbd gamma <= 16); viz.beams lays it out recursively
+PROB_SLACK = 1e-3         # float32 sums over a vocabulary may land just above 1
+MAX_MS = 1e12             # a step time (ms; about 30 years): sums over MAX_STEPS steps stay finite
+MAX_INT = 2**31 - 1       # node ids, call counts, token ids of an unknown vocabulary: sums stay in 64 bits
+MAX_JSON_INT = 2**53      # a whole number in a settings / controller object: what the page's JavaScript holds
+BEAM_KINDS = ("beam", "dsbd")
+
+
+def _refuse(path: str, allowed: str, value: Any) -> TraceFormatError:
+    return TraceFormatError(f"Malformed trace: {path} must be {allowed}, got {validation.shown(value)}.")
+
+
+def _is_whole(x: Any) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _is_real(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _finite_ok(x: Any) -> bool:
+    try:
+        return _is_real(x) and math.isfinite(x)
+    except OverflowError:  # an integer past a float's range
+        return False
+
+
+def whole(path: str, x: Any, lo: int = 0, hi: int | None = None) -> int:
+    """``x`` if it is a whole number in [lo, hi) (``hi`` exclusive; None: no bound)."""
+    if not _is_whole(x) or x < lo or hi is not None and x >= hi:
+        span = f"in [{lo}, {hi - 1}]" if hi is not None else f">= {lo}"
+        raise _refuse(path, f"a whole number {span}", x)
+    return int(x)
+
+
+def finite(path: str, x: Any, lo: float | None = 0.0, hi: float | None = None) -> float:
+    """``x`` if it is a finite number in [lo, hi] (None: no bound that side)."""
+    ok = _finite_ok(x) and (lo is None or x >= lo) and (hi is None or x <= hi)
+    if not ok:
+        span = f" in [{lo:g}, {hi:g}]" if lo is not None and hi is not None else \
+            f" >= {lo:g}" if lo is not None else f" <= {hi:g}" if hi is not None else ""
+        raise _refuse(path, f"a finite number{span}", x)
+    return float(x)
+
+
+def _prob_ok(x: Any) -> bool:
+    return _is_real(x) and 0.0 <= x <= 1.0 + PROB_SLACK  # NaN fails both comparisons
+
+
+def prob(path: str, x: Any, optional: bool = True) -> None:
+    """A probability: a finite number in [0, 1] (null allowed when ``optional``)."""
+    if x is None and optional:
+        return
+    if not _prob_ok(x):
+        raise _refuse(path, "a probability (a finite number in [0, 1])" + (" or null" if optional else ""), x)
+
+
+def probs(path: str, xs: Any, n: int | None = None, optional: bool = True) -> None:
+    """A list of probabilities (of length ``n`` when given), or null when ``optional``."""
+    if xs is None and optional:
+        return
+    if not isinstance(xs, list):
+        raise _refuse(path, "a list of probabilities" + (" or null" if optional else ""), xs)
+    if n is not None and len(xs) != n:
+        raise TraceFormatError(f"Malformed trace: {path} has {len(xs)} entries; it must have one per id ({n}).")
+    if not all(map(_prob_ok, xs)):
+        i = next(i for i, x in enumerate(xs) if not _prob_ok(x))
+        prob(f"{path}[{i}]", xs[i], optional=False)
+
+
+def _mass_ok(x: Any) -> bool:
+    return _is_real(x) and 0.0 <= x <= 2.0 + PROB_SLACK
+
+
+def residual_values(path: str, xs: Any, n: int) -> None:
+    """A position's ``residual`` (or null): ``n`` numbers in [0, 2]. Not [0, 1]: the tree engine divides
+    ``max(0, p - q)`` by the step's TV, ``0.5 * sum |p - q|``, which is at least half of any one
+    difference but, when p and q differ only by float noise (eesd's draft), not always all of it;
+    genuine exports hold 1.54 there."""
+    if xs is None:
+        return
+    if not isinstance(xs, list) or len(xs) != n or not all(map(_mass_ok, xs)):
+        bad = next((i for i, x in enumerate(xs) if not _mass_ok(x)), None) if isinstance(xs, list) else None
+        if bad is not None:
+            raise _refuse(f"{path}[{bad}]", "a number in [0, 2]", xs[bad])
+        raise _refuse(path, f"a list of {n} numbers in [0, 2] (one per id) or null", xs)
+
+
+def token_ids(path: str, ids: Any, vocab: int | None) -> None:
+    """A list of token ids: whole numbers >= 0 (below ``vocab`` when known)."""
+    if not isinstance(ids, list):
+        raise _refuse(path, "a list of token ids", ids)
+    hi = vocab if vocab is not None else MAX_INT + 1
+    if not all(_is_whole(i) and 0 <= i < hi for i in ids):
+        j = next(j for j, i in enumerate(ids) if not (_is_whole(i) and 0 <= i < hi))
+        whole(f"{path}[{j}]", ids[j], 0, hi)
+
+
+def text(path: str, s: Any, optional: bool = False) -> None:
+    """A string that encodes as UTF-8 (JSON allows lone surrogates like \\ud800; no page can show them)."""
+    if s is None and optional:
+        return
+    if not isinstance(s, str):
+        raise _refuse(path, "a string" + (" or null" if optional else ""), s)
+    if not s.isascii():
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TraceFormatError(f"Malformed trace: {path} holds an unpaired surrogate (\\ud800-\\udfff), "
+                                   "which is no character.") from None
+
+
+def plain_json(path: str, value: Any) -> None:
+    """Inside a free-form object (settings, controller state): every string (keys included) encodes as
+    UTF-8 and every whole number is within +-2**53 (a figure's JSON refuses integers past 64 bits, the
+    page's JavaScript holds 53 exactly). Iterative, any depth."""
+    stack = [(path, value)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, str):
+            text(where, v)
+        elif _is_whole(v):
+            if abs(v) > MAX_JSON_INT:
+                raise _refuse(where, "a whole number within +-2**53", v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(k, str):
+                    text(f"{where} (a key)", k)
+                stack.append((f"{where}.{k}", x))
+        elif isinstance(v, list):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+
+
+def _count(path: str, items: list, limit: int, what: str) -> None:
+    if len(items) > limit:
+        raise TraceFormatError(f"Malformed trace: {path} has {len(items)} {what}; a replay reads at most {limit}.")
+
+
+# ---- run-level settings ------------------------------------------------------------------------------
+
+def vocab_size(pair: dict[str, Any]) -> int | None:
+    """The shared vocabulary size the trace's ``pair`` records (``ModelPair.describe``), if it does."""
+    v = pair.get("shared_vocab_size")
+    return None if v is None else whole("pair.shared_vocab_size", v, 1)
+
+
+def check_sampling(sampling: dict[str, Any]) -> None:
+    """``temperature`` 0 or in [1e-3, 100], ``top_k`` a whole number >= 0, ``top_p`` in (0, 1], where given."""
+    if "temperature" in sampling:
+        t = sampling["temperature"]
+        if not (_is_real(t) and (t == 0 or validation.MIN_TEMPERATURE <= t <= validation.MAX_TEMPERATURE)):
+            raise _refuse("sampling.temperature", f"0 (greedy) or a number in [{validation.MIN_TEMPERATURE:g}, "
+                                                  f"{validation.MAX_TEMPERATURE:g}]", t)
+    if "top_k" in sampling:
+        whole("sampling.top_k", sampling["top_k"], 0, MAX_INT + 1)
+    if "top_p" in sampling:
+        p = sampling["top_p"]
+        if not (_is_real(p) and 0 < p <= 1):
+            raise _refuse("sampling.top_p", "a number in (0, 1]", p)
+
+
+def check_params(algorithm: str, params: dict[str, Any]) -> None:
+    """A registered algorithm's declared parameters pass its own ``Param.validate``; other names are shown as
+    they are (a parameter of a newer specviz), so they need only be plain values."""
+    spec = ALGORITHMS.get(algorithm)
+    declared = {p.name: p for p in spec.params} if spec is not None else {}
+    for name, value in params.items():
+        path = f"params.{name}"
+        if name in declared:
+            try:
+                declared[name].validate(value, algorithm)
+            except SpecvizError as exc:
+                raise TraceFormatError(f"Malformed trace: {path}: {exc}") from None
+        elif not (value is None or isinstance(value, (str, bool)) or _is_whole(value) or _finite_ok(value)):
+            raise _refuse(path, "a plain value (text, a finite number, true/false or null)", value)
+
+
+# ---- controller keys read outside the guarded controller views -------------------------------------
+
+def _int_list(path: str, xs: Any) -> None:
+    if not isinstance(xs, list) or not all(_is_whole(x) for x in xs):
+        raise _refuse(path, "a list of whole numbers", xs)
+
+
+def check_controller(path: str, c: dict[str, Any]) -> None:
+    """The keys of a step's controller state that views read without a fallback: ``kind`` text; beams
+    (kinds beam and dsbd, ``viz.beams``); theory probes (``metrics.drafted_positions``); Sequoia's
+    ``predicted_tokens`` / ``measured_tokens`` (``metrics.predicted_vs_measured_tokens``)."""
+    kind = c.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise _refuse(f"{path}.kind", "text", kind)
+    if "predicted_tokens" in c:
+        finite(f"{path}.predicted_tokens", c["predicted_tokens"])
+        finite(f"{path}.measured_tokens", c.get("measured_tokens"))
+    if kind in BEAM_KINDS:
+        _check_beams(path, c)
+    elif kind == "theory":
+        probes = c.get("positions") or []
+        if not isinstance(probes, list):
+            raise _refuse(f"{path}.positions", "a list", probes)
+        for i, probe in enumerate(probes):
+            at = f"{path}.positions[{i}]"
+            if not probe:
+                continue
+            if not isinstance(probe, dict):
+                raise _refuse(at, "an object or null", probe)
+            prob(f"{at}.tv", probe.get("tv"), optional=False)
+            prob(f"{at}.reject", probe.get("reject"), optional=False)
+            if "bias_opt" in probe:
+                for key in ("bias_opt", "bias_uno", "reject_b"):
+                    finite(f"{at}.{key}", probe.get(key), None)
+
+
+def _check_beams(path: str, c: dict[str, Any]) -> None:
+    beams = c.get("beams", [])
+    if not isinstance(beams, list):
+        raise _refuse(f"{path}.beams", "a list", beams)
+    for i, b in enumerate(beams):
+        at = f"{path}.beams[{i}]"
+        if not isinstance(b, dict):
+            raise _refuse(at, "an object", b)
+        if not _is_whole(b.get("parent")):
+            raise _refuse(f"{at}.parent", "a whole number (an index into the step before's beams)", b.get("parent"))
+        text(f"{at}.text", b.get("text"))
+        _int_list(f"{at}.tokens", b.get("tokens"))
+        ll = b.get("loglik")
+        if not _is_real(ll) or ll != ll:  # NaN; -inf is a beam of probability 0
+            raise _refuse(f"{at}.loglik", "a number", ll)
+        if "length" in b:
+            whole(f"{at}.length", b["length"], 0)
+    if "length" in c:
+        whole(f"{path}.length", c["length"], 0)
+    for key in ("carried", "kept"):
+        if key in c:
+            _int_list(f"{path}.{key}", c[key])
+    levels = c.get("levels") or []
+    if not isinstance(levels, list):
+        raise _refuse(f"{path}.levels", "a list", levels)
+    for i, lv in enumerate(levels):
+        at = f"{path}.levels[{i}]"
+        if not isinstance(lv, dict):
+            raise _refuse(at, "an object", lv)
+        for key in ("kept", "width"):
+            if key in lv:
+                whole(f"{at}.{key}", lv[key], 0)
+        if "p_accept" in lv:
+            probs(f"{at}.p_accept", lv["p_accept"], optional=False)
+            probs(f"{at}.survival", lv.get("survival", []), optional=False)
+            whole(f"{at}.width", lv.get("width"), 0)
+            if "threshold" in lv:
+                prob(f"{at}.threshold", lv["threshold"], optional=False)
+
+
+# ---- steps ---------------------------------------------------------------------------------------------
+
+def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | None) -> None:
+    """One step's forest, committed tokens, positions, calls, timings and controller."""
+    for name, limit in (("forest", MAX_ITEMS), ("committed", MAX_ITEMS), ("positions", MAX_ITEMS)):
+        _count(f"{at}.{name}", getattr(step, name), limit, name if name != "forest" else "nodes")
+    nodes: dict[int, int] = {}  # id -> index in the forest
+    for j, n in enumerate(step.forest):
+        where = f"{at}.forest[{j}]"
+        whole(f"{where}.id", n.id, 0, MAX_INT + 1)
+        if n.id in nodes:
+            raise TraceFormatError(f"Malformed trace: {where}.id is {n.id}, the id of {at}.forest[{nodes[n.id]}] "
+                                   "too; node ids must be unique within a step.")
+        nodes[n.id] = j
+    for j, n in enumerate(step.forest):
+        where = f"{at}.forest[{j}]"
+        if n.parent is None:
+            if n.depth != 0:
+                raise _refuse(f"{where}.depth", "0 for a root (a node without parent)", n.depth)
+        else:
+            if not _is_whole(n.parent) or n.parent not in nodes:
+                raise _refuse(f"{where}.parent", "the id of a node of the same step, or null", n.parent)
+            want = step.forest[nodes[n.parent]].depth + 1
+            if n.depth != want:
+                raise _refuse(f"{where}.depth", f"its parent's depth + 1 ({want})", n.depth)
+        if max_depth is not None and n.depth > max_depth:
+            raise _refuse(f"{where}.depth", f"at most {max_depth} in a beam forest", n.depth)
+        whole(f"{where}.token_id", n.token_id, 0, vocab)
+        text(f"{where}.token_text", n.token_text)
+        for key in ("q", "p", "accept_prob", "draw", "p_residual"):
+            prob(f"{where}.{key}", getattr(n, key))
+        if n.status not in NODE_STATUSES:
+            raise _refuse(f"{where}.status", f"one of {', '.join(NODE_STATUSES)}", n.status)
+        whole(f"{where}.root", n.root, 0, MAX_ROOT)
+    for j, c in enumerate(step.committed):
+        where = f"{at}.committed[{j}]"
+        whole(f"{where}.token_id", c.token_id, 0, vocab)
+        text(f"{where}.text", c.text)
+        if c.kind not in TOKEN_KINDS:
+            raise _refuse(f"{where}.kind", f"one of {', '.join(TOKEN_KINDS)}", c.kind)
+        if c.node_id is not None:
+            if not _is_whole(c.node_id) or c.node_id not in nodes:
+                raise _refuse(f"{where}.node_id", "the id of a node of the same step, or null", c.node_id)
+            node = step.forest[nodes[c.node_id]]
+            if node.token_id != c.token_id:
+                raise _refuse(f"{where}.token_id", f"the token of node {c.node_id} ({node.token_id})", c.token_id)
+    for j, r in enumerate(step.positions):
+        where = f"{at}.positions[{j}]"
+        if r.parent is not None and (not _is_whole(r.parent) or r.parent not in nodes):
+            raise _refuse(f"{where}.parent", "the id of a node of the same step, or null", r.parent)
+        whole(f"{where}.root", r.root, 0, MAX_ROOT)
+        _count(f"{where}.ids", r.ids if isinstance(r.ids, list) else [], MAX_POSITION_IDS, "ids")
+        token_ids(f"{where}.ids", r.ids, vocab)
+        n = len(r.ids)
+        probs(f"{where}.p", r.p, n, optional=False)
+        for key in ("q", "final_residual"):
+            probs(f"{where}.{key}", getattr(r, key), n)
+        residual_values(f"{where}.residual", r.residual, n)
+        prob(f"{where}.residual_mass", r.residual_mass)
+        if r.texts is not None:
+            if not isinstance(r.texts, list) or len(r.texts) != n:
+                raise _refuse(f"{where}.texts", f"a list of {n} strings (one per id) or null", r.texts)
+            for i, t in enumerate(r.texts):
+                text(f"{where}.texts[{i}]", t)
+    probs(f"{at}.tv", step.tv)
+    for key, v in step.timings.items():
+        text(f"{at}.timings (a key)", key)
+        finite(f"{at}.timings.{key}", v, 0.0, MAX_MS)
+    whole(f"{at}.target_calls", step.target_calls, 0, MAX_INT + 1)
+    whole(f"{at}.draft_calls", step.draft_calls, 0, MAX_INT + 1)
+    for name in ("target_fed", "draft_fed"):
+        fed = getattr(step, name)
+        if not isinstance(fed, list) or not all(_is_whole(x) and 0 <= x <= MAX_INT for x in fed):
+            raise _refuse(f"{at}.{name}", f"a list of token counts (whole numbers in [0, {MAX_INT}])", fed)
+    if step.target_fed:  # recorded since schema 3: one entry per call
+        for name in ("target", "draft"):
+            calls, fed = getattr(step, f"{name}_calls"), getattr(step, f"{name}_fed")
+            if calls != len(fed):
+                raise _refuse(f"{at}.{name}_calls", f"the number of entries of {at}.{name}_fed ({len(fed)})", calls)
+    if step.controller is not None:
+        plain_json(f"{at}.controller", step.controller)
+        check_controller(f"{at}.controller", step.controller)
+
+
+def check_trace(trace: RunTrace) -> None:
+    """Raise ``TraceFormatError`` (field path and allowed range) unless ``trace`` is coherent (module docstring)."""
+    if not isinstance(trace, RunTrace):
+        raise TraceFormatError(f"Not a trace: {type(trace).__name__}.")
+    text("algorithm", trace.algorithm)
+    if not 0 < len(trace.algorithm) <= validation.MAX_TEXT:
+        raise _refuse("algorithm", f"a name of 1 to {validation.MAX_TEXT} characters", trace.algorithm)
+    for name in ("params", "pair", "sampling"):
+        plain_json(name, getattr(trace, name))
+    check_params(trace.algorithm, trace.params)
+    vocab = vocab_size(trace.pair)
+    check_sampling(trace.sampling)
+    whole("seed", trace.seed, 0, validation.MAX_SEED + 1)
+    rows = trace.pair.get("target_vocab_rows")
+    token_ids("prompt_ids", trace.prompt_ids, max(rows, vocab or 0) if _is_whole(rows) else vocab)
+    token_ids("output_ids", trace.output_ids, vocab)
+    for name in ("prompt_text", "output_text", "finish_reason"):
+        text(name, getattr(trace, name))
+    text("user_text", trace.user_text, optional=True)
+    _count("steps", trace.steps, MAX_STEPS, "steps")
+    first = trace.steps[0].controller if trace.steps else None
+    beam = isinstance(first, dict) and first.get("kind") in BEAM_KINDS  # drawn by viz.beams (is_beam_trace)
+    produced = 0
+    for i, step in enumerate(trace.steps):
+        at = f"steps[{i}]"
+        if step.index != i:
+            raise _refuse(f"{at}.index", f"{i} (steps in order from 0)", step.index)
+        if step.n_before != produced:
+            raise _refuse(f"{at}.n_before", f"the tokens committed by the steps before it ({produced})", step.n_before)
+        check_step(step, at, vocab, MAX_BEAM_DEPTH if beam else None)
+        produced += len(step.committed)
+    _check_output(trace.output_ids, (c.token_id for s in trace.steps for c in s.committed), produced)
+
+
+def _check_output(output: list[int], committed: Iterable[int], n: int) -> None:
+    if len(output) != n:
+        raise TraceFormatError(f"Malformed trace: output_ids has {len(output)} tokens but the steps committed {n}; "
+                               "it must be their committed tokens end to end.")
+    for k, (a, b) in enumerate(zip(output, committed)):
+        if a != b:
+            raise _refuse(f"output_ids[{k}]", f"committed token number {k + 1} of the steps ({b})", a)
+
+
+__all__ = ["MAX_ITEMS", "MAX_POSITION_IDS", "MAX_STEPS", "check_trace"]
