@@ -13,6 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from specviz import viz
+from specviz.algorithms.registry import ALGORITHMS
 from specviz.trace import RunTrace
 from specviz.ui.runner import Column, Session, effective_params
 from specviz.viz import beams as viz_beams
@@ -57,6 +58,8 @@ def column_header(col: Column, i: int, step: int, running: bool) -> str:
     if params:
         head += f' <span class="sv-params">{params}</span>'
     head += "</div>"
+    if col.replayed:
+        head += f'<div class="sv-replayed">{replay_note(col.algorithm)}</div>'
     if col.error:
         return head + f'<div class="sv-error">⚠ {html.escape(col.error)}</div>'
     t = col.trace
@@ -84,6 +87,15 @@ def column_header(col: Column, i: int, step: int, running: bool) -> str:
     else:
         bits.append('<span class="sv-running">stopped</span>')
     return head + f'<div class="sv-stepinfo">{" · ".join(bits)}</div>'
+
+
+def replay_note(algorithm: str) -> str:
+    """What a replayed column's heading says: it was read from a file (its content checked, its metrics
+    recomputed, nothing run here), and whether this specviz knows its algorithm."""
+    note = "↺ replayed from file · not run here; metrics recomputed from its steps"
+    if algorithm not in ALGORITHMS:
+        note += " · unknown algorithm (not registered in this specviz)"
+    return note
 
 
 def greedy_baseline(session: Session) -> RunTrace | None:

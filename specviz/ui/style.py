@@ -35,6 +35,7 @@ APP_CSS = VIZ_CSS + """
 .sv-colhead { font-size: 15px; display: flex; align-items: center; gap: 6px; }
 .sv-chip { display: inline-block; width: 11px; height: 11px; border-radius: 3px; }
 .sv-params { font-size: 12px; color: #6b7280; font-weight: 400; }
+.sv-replayed { font-size: 12px; color: #92400e; }
 .sv-stepinfo { font-size: 12px; color: #4b5563; margin: 2px 0 4px 0; }
 .sv-done { color: #065f46; }
 .sv-error { color: #991b1b; background: #fef2f2; border: 1px solid #fecaca; border-radius: 6px; padding: 6px 8px;
