@@ -6,8 +6,8 @@ under CI / SPECVIZ_REQUIRE_E2E)."""
 from __future__ import annotations
 
 import pytest
-from test_e2e_app import (ARTIFACTS, app_server, browser, choose, open_page, set_number,  # noqa: F401
-                          to_phone_width, unreadable, wait_plot_title, wait_status)
+from e2e_support import (ARTIFACTS, choose, open_page, set_number, to_phone_width, unreadable, wait_plot_title,
+                         wait_status)
 
 
 pytestmark = pytest.mark.e2e
@@ -17,12 +17,13 @@ ROOTS_JS = """id => { const el = document.querySelector('#' + id + ' .js-plotly-
                       return el.data.filter(t => t.marker && t.marker.symbol === 'square').length; }"""
 
 
-def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):  # noqa: F811
+def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url, height=1100)
     choose(page, ["dsbd"])
     page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
     set_number(page, "sv-max-new", 24)
+    set_number(page, "sv-pace", 0)  # watched step by step below; pacing is test_e2e_app's
     page.click("#sv-run")
     wait_status(page, "Done")
     wait_plot_title(page, "sv-tree-0", "Beam forest")
@@ -45,7 +46,6 @@ def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):  # noqa: F8
     page.screenshot(path=str(ARTIFACTS / "e2e-dsbd.png"), full_page=True)
     # two columns, beam next to dsbd, on the same step: each forest and widths figure half as wide
     choose(page, ["beam", "dsbd"])
-    set_number(page, "sv-pace", 0)
     page.click("#sv-run")
     page.wait_for_function("""() => [0, 1].every(i => / tokens in \\d+ calls/.test(
                                   (document.querySelector('#sv-head-' + i) || {}).innerText || ''))""",

@@ -7,224 +7,23 @@ a speed: waits have generous limits and look at what the page shows.
 
 Needs: the `playwright` Python package (no browser download: it drives the system `chromium`) and a
 `chromium` binary on PATH (`apt-get install chromium`). Without chromium the browser test is skipped,
-unless CI or SPECVIZ_REQUIRE_E2E is set, where it fails. Screenshots go to test-artifacts/.
+unless CI or SPECVIZ_REQUIRE_E2E is set, where it fails. Screenshots go to test-artifacts/. The app
+and the browser are the session's (``app_server`` and ``browser`` in conftest.py).
 """
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
+from e2e_support import (ARTIFACTS, HAVE_BUNDLED, choose, open_page, plot_clipped, plot_info, plot_overlaps,
+                         set_number, to_phone_width, tree_step, unreadable, wait_plot_title, wait_status)
+from e2e_support import start_app, stop  # noqa: F401  (other test files imported them from here)
 
 import specviz
-from test_ui_support import save_tiny_pair
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
-REQUIRED = bool(os.environ.get("CI") or os.environ.get("SPECVIZ_REQUIRE_E2E"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_app(tmp: Path, **env_extra: str) -> tuple[subprocess.Popen, str, Path]:
-    """`python app.py` on a free port; on the bundled code pair (fast) unless ``env_extra`` says otherwise
-    (``SPECVIZ_PRESETS``, ``SPECVIZ_TARGET``)."""
-    port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "HF_HUB_OFFLINE": "1",
-           "GRADIO_ANALYTICS_ENABLED": "False", "SPECVIZ_TORCH_THREADS": "1", "PYTHONUNBUFFERED": "1",
-           "SPECVIZ_PRESETS": "bundled-stdlib-pair", **env_extra}
-    log = tmp / f"app-{port}.log"
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=open(log, "w"),
-                            stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"app.py exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url + "config", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url, log
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise AssertionError(f"app.py did not start in time:\n{log.read_text()[-3000:]}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-BUNDLED = tuple(str(ROOT / "assets" / name) for name in ("target", "draft"))
-HAVE_BUNDLED = all((Path(d) / "config.json").exists() for d in BUNDLED)
-
-
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory):
-    """`python app.py` on the bundled code pair (the real default pair has its own test,
-    test_real_pair_e2e), or on a tiny random pair saved with a real tokenizer if it is not built."""
-    tmp = tmp_path_factory.mktemp("e2e")
-    if HAVE_BUNDLED:
-        proc, url, log = start_app(tmp)
-        pair_dirs = BUNDLED
-    else:
-        pair_dirs = save_tiny_pair(tmp / "pair")
-        proc, url, log = start_app(tmp, SPECVIZ_TARGET=pair_dirs[0], SPECVIZ_DRAFT=pair_dirs[1])
-    yield url, pair_dirs, tmp
-    stop(proc)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        if REQUIRED:
-            pytest.fail("chromium is not installed (apt-get install chromium): the e2e tests must run here")
-        pytest.skip("chromium is not installed")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield b
-        b.close()
-
-
-def plot_info(page, elem_id: str) -> dict:
-    return page.evaluate(
-        """id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
-                   if (!el || !el.data) return null;
-                   return {traces: el.data.length, title: (el.layout.title || {}).text || '',
-                           metas: el.data.map(t => t.meta || null)}; }""", elem_id)
-
-
-# Text and plot boxes of a Plotly figure that must not cover one another: the title with its subtitle,
-# annotations (panel titles), legends, axis titles, x tick labels and plot areas, as the browser laid them out
-OVERLAPS_JS = """id => {
-  const el = document.querySelector('#' + id + ' .js-plotly-plot');
-  const sel = ['g.g-gtitle', 'g.annotation', '.infolayer > g[class^=legend]', 'g[class^=g-x][class$=title]',
-               'g[class^=g-y][class$=title]', '.xaxislayer-above', '.nsewdrag'];
-  const items = [];
-  for (const s of sel) el.querySelectorAll(s).forEach((e, i) => {
-    const r = e.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0) items.push({name: s + ' #' + i, r});
-  });
-  const out = [];
-  for (let a = 0; a < items.length; a++) for (let b = a + 1; b < items.length; b++) {
-    const p = items[a].r, q = items[b].r;
-    if (Math.min(p.right, q.right) - Math.max(p.left, q.left) > 1 &&
-        Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 1) out.push(items[a].name + ' / ' + items[b].name);
-  }
-  return out; }"""
-
-
-def plot_overlaps(page, elem_id: str) -> list[str]:
-    """Pairs of a figure's titles, legends, axis labels and plot areas that overlap on screen."""
-    return page.evaluate(OVERLAPS_JS, elem_id)
-
-
-# Text of a Plotly figure that is cut off or covered, as the browser laid it out: a title or subtitle
-# line or an annotation (a message figure's text) reaching past the figure's edges, a point's label
-# past its plot area where the plot clips it (or past the figure), a legend entry's text past its
-# legend's box (clipped there) or running into another entry
-CLIPPED_JS = """id => {
-  const el = document.querySelector('#' + id + ' .js-plotly-plot');
-  const fig = el.querySelector('svg.main-svg').getBoundingClientRect();
-  const within = (r, q) => r.left >= q.left - 1 && r.right <= q.right + 1 &&
-                           r.top >= q.top - 1 && r.bottom <= q.bottom + 1;
-  const cross = (r, q) => Math.min(r.right, q.right) - Math.max(r.left, q.left) > 1 &&
-                          Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top) > 1;
-  const out = [];
-  el.querySelectorAll('.g-gtitle text').forEach(t => {
-    if (!within(t.getBoundingClientRect(), fig)) out.push('title: ' + t.textContent);
-  });
-  el.querySelectorAll('g.annotation text').forEach(t => {
-    if (!within(t.getBoundingClientRect(), fig)) out.push('annotation: ' + t.textContent);
-  });
-  const areas = [...el.querySelectorAll('.nsewdrag')].map(d => d.getBoundingClientRect());
-  el.querySelectorAll('.textpoint text').forEach(t => {
-    const r = t.getBoundingClientRect();
-    if (!r.width) return;
-    let clipped = false;  // a clip-path above it: the plot area cuts it off (cliponaxis)
-    for (let a = t.parentElement; a && a !== el; a = a.parentElement) clipped = clipped || a.hasAttribute('clip-path');
-    const cx = (r.left + r.right) / 2, cy = (r.top + r.bottom) / 2;
-    const area = areas.find(q => cx >= q.left && cx <= q.right && cy >= q.top && cy <= q.bottom);
-    if (!within(r, fig) || (clipped && area && !within(r, area))) out.push('point label cut off: ' + t.textContent);
-  });
-  el.querySelectorAll('.infolayer > g[class^=legend]').forEach(lg => {
-    const box = lg.querySelector('.bg').getBoundingClientRect();
-    const entries = [...lg.querySelectorAll('.traces')].map(e => ({
-      name: e.textContent, box: e.getBoundingClientRect(),
-      text: e.querySelector('.legendtext').getBoundingClientRect()}));
-    for (const a of entries) {
-      if (!within(a.text, box) || !within(a.text, fig)) out.push('legend entry cut off: ' + a.name);
-      for (const b of entries) if (a !== b && cross(a.text, b.box)) out.push(a.name + ' runs into ' + b.name);
-    }
-  });
-  return out; }"""
-
-
-def plot_clipped(page, elem_id: str) -> list[str]:
-    """A figure's title lines and legend entries that are cut off or run into another on screen."""
-    return page.evaluate(CLIPPED_JS, elem_id)
-
-
-def unreadable(page, *elem_ids: str) -> dict[str, list[str]]:
-    """The figures among ``elem_ids`` with text cut off or running into other text (``plot_clipped``)
-    or titles, legends, axis labels and plot areas that overlap (``plot_overlaps``), with what. A figure
-    that just got new data or a new width is redrawn by plotly over the next frames: what it shows
-    while being redrawn is not what a person reads, so this waits for every figure to be clear and
-    then reports what is left. The wait is long (60 s) because a loaded machine redraws slowly: on a
-    page that is right it returns as soon as plotly is done; only a wrong page waits it out."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    try:
-        page.wait_for_function(f"ids => ids.every(id => ({CLIPPED_JS})(id).length + ({OVERLAPS_JS})(id).length === 0)",
-                               arg=list(elem_ids), timeout=60_000)
-    except PlaywrightTimeout:
-        pass  # reported below, with what is wrong
-    found = {i: plot_clipped(page, i) + plot_overlaps(page, i) for i in elem_ids}
-    return {i: problems for i, problems in found.items() if problems}
-
-
-def to_phone_width(page, *elem_ids: str) -> None:
-    """The page at a phone's 400 px: the sidebar slid away, the columns stacked; waits until the
-    figures ``elem_ids`` are drawn at the narrower width."""
-    page.set_viewport_size({"width": 400, "height": 850})
-    if page.locator("#sv-sidebar.open").count():
-        page.click("#sv-sidebar.open .toggle-button")
-    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right <= 1",
-                           timeout=15_000)
-    page.wait_for_function("""ids => ids.every(id => {
-        const svg = document.querySelector('#' + id + ' svg.main-svg');
-        return svg && svg.getBoundingClientRect().width < 380; })""", arg=list(elem_ids), timeout=15_000)
-
-
-def wait_plot_title(page, elem_id: str, prefix: str, exact: bool = False) -> None:
-    """Wait until the figure's title starts with ``prefix`` (is ``prefix`` if ``exact``)."""
-    page.wait_for_function(
-        """([id, prefix, exact]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
-                                     const text = (el && el.layout && el.layout.title && el.layout.title.text) || '';
-                                     return exact ? text === prefix : text.startsWith(prefix); }""",
-        arg=[elem_id, prefix, exact], timeout=30_000)
 
 
 def test_app_in_a_browser(app_server, browser, tmp_path):
@@ -278,43 +77,6 @@ def test_clicking_a_tree_node_opens_its_distribution(app_server, browser):
     page.locator("#sv-dist-0").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-distribution.png"), full_page=True)
     page.close()
-
-
-def open_page(browser, url, width=1500, height=1000):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": width, "height": height})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors
-    page.goto(url)
-    page.wait_for_selector("#sv-run", timeout=60_000)
-    return page
-
-
-def choose(page, names):
-    algos = page.locator("#sv-algos")
-    for name in specviz.ALGORITHMS:
-        box = algos.get_by_label(name, exact=True)
-        box.check() if name in names else box.uncheck()
-
-
-def set_number(page, elem_id, value):
-    box = page.locator(f"#{elem_id} input[type=number]")
-    box.fill(str(value))
-    box.press("Enter")
-    box.blur()
-
-
-def wait_status(page, text, timeout=180_000):
-    page.wait_for_function("t => document.querySelector('#sv-status').innerText.includes(t)", arg=text,
-                           timeout=timeout)
-
-
-def tree_step(page, i):
-    """The step number in column i's tree title, or None."""
-    title = (plot_info(page, f"sv-tree-{i}") or {}).get("title", "")
-    m = re.fullmatch(r"step (\d+)", title)
-    return int(m.group(1)) if m else None
 
 
 def side_by_side(url, browser):

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from real_pair import PRESET, converted
-from test_e2e_app import (ARTIFACTS, browser, choose, open_page, plot_info, set_number, start_app,  # noqa: F401
-                          stop, tree_step, wait_status)
+from e2e_support import (ARTIFACTS, choose, open_page, plot_info, set_number, start_app, stop, tree_step,
+                         wait_status)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
