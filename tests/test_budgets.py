@@ -482,7 +482,8 @@ def test_gradios_upload_route_answers_429_over_the_limit(monkeypatch, tmp_path):
         gr.File()
     demo.max_file_size = 5 * MB  # as launch sets it
     limiter = UploadLimiter(2, 3 * MB, clock=lambda: now[0])
-    app = gr.routes.App.create_app(demo, app_kwargs={"middleware": [Middleware(UploadLimitMiddleware, limiter=limiter)]})
+    middleware = [Middleware(UploadLimitMiddleware, limiter=limiter)]
+    app = gr.routes.App.create_app(demo, app_kwargs={"middleware": middleware})
     first, second = TestClient(app, client=("10.0.0.1", 5000)), TestClient(app, client=("10.0.0.2", 5000))
 
     def upload(client, size=2, fill=b"x"):
