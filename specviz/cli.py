@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import statistics
 import sys
 from typing import Any, NoReturn
 
 from specviz.algorithms import ALGORITHMS, get_algorithm
 from specviz.errors import SpecvizError
 from specviz.trace import RunTrace
+from specviz.validation import whole
 
 COLORS = {"draft": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "rejected": "\033[31;9m"}
 RESET = "\033[0m"
@@ -94,19 +97,30 @@ def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:
     return {k: v for k, v in vars(args).items() if k in names and v is not None}
 
 
+def check_pair_args(args: argparse.Namespace) -> None:
+    """Refuse pair options that contradict each other, and a bad ``--device``/``--dtype``, before any
+    model loads: ``--preset`` with ``--target``/``--draft`` (the preset names its own pair), ``--draft``
+    alone."""
+    from specviz.models.loading import resolve_device_dtype
+
+    if args.preset and (args.target or args.draft):
+        given = " and ".join(f"--{name} {getattr(args, name)}" for name in ("target", "draft") if getattr(args, name))
+        raise SpecvizError(f"--preset {args.preset} names its own target and draft, so {given} would be ignored: "
+                           "give --preset, or --target/--draft, not both.")
+    if args.draft and not args.target:
+        raise SpecvizError("--draft needs a --target.")
+    resolve_device_dtype(args.device, args.dtype)
+
+
 def load_pair_from_args(args: argparse.Namespace):
     """The pair named by ``add_pair_args``' options: ``--preset``, else ``--target``/``--draft``."""
     from specviz.models.loading import load_pair
 
+    check_pair_args(args)
     early_exit = getattr(args, "early_exit", None)
     if isinstance(early_exit, str) and early_exit.isdigit():
         early_exit = int(early_exit)
-    if args.preset and (args.target or args.draft):
-        raise SpecvizError(f"--preset {args.preset} names its own target and draft: give --preset, or "
-                           "--target/--draft, not both.")
     if not args.target:
-        if args.draft:
-            raise SpecvizError("--draft needs a --target.")
         from specviz.presets import default_preset
 
         preset = args.preset or default_preset().name
@@ -169,24 +183,51 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spread(values: list[float], fmt: str, unit: str = "") -> str:
+    """``median (min-max)`` of ``values``, or the one value."""
+    if len(values) == 1:
+        return format(values[0], fmt) + unit
+    return f"{format(statistics.median(values), fmt)}{unit} ({format(min(values), fmt)}-{format(max(values), fmt)})"
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     import specviz
     from specviz.metrics import speedup
 
     check_decode_args(args, args.algos)
     pair = load_pair_from_args(args)
-    traces = [specviz.decode(pair, a, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, a))
-              for a in args.algos]
-    base = next((t for t in traces if t.algorithm == "ar"), None)
-    print(f"{'algorithm':<12} {'tokens':>6} {'calls':>6} {'tau':>5} {'accept':>7} {'tok/s':>8} {'speedup':>8}")
-    for t in traces:
+
+    def once(algo: str) -> RunTrace:
+        return specviz.decode(pair, algo, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, algo))
+
+    if args.repeats > 1:  # one untimed run of each first: the first calls pay for allocation and lazy setup
+        for algo in args.algos:
+            once(algo)
+    rounds = []  # rounds[r][i]: algorithm i's run in round r; algorithms interleaved so drift hits all alike
+    for _ in range(args.repeats):
+        rounds.append([once(algo) for algo in args.algos])
+    traces = rounds[0]
+    base_at = next((i for i, a in enumerate(args.algos) if a == "ar"), None)
+    base = None if base_at is None else traces[base_at]
+    rows = []
+    for i, t in enumerate(traces):
         m = t.metrics
         rate = "-" if m["acceptance_rate"] is None else f"{m['acceptance_rate']:.1%}"
-        sp = speedup(t, base) if base else None
-        print(f"{t.algorithm:<12} {m['new_tokens']:>6} {m['target_calls']:>6} {m['tau']:>5.2f} {rate:>7} "
-              f"{m['tokens_per_s']:>8.1f} {'-' if sp is None else f'{sp:.2f}x':>8}")
-    print("tok/s and speedup come from one run each, the first of them cold; python -m specviz bench times "
-          "repeated runs.")
+        speeds = [r[i].metrics["tokens_per_s"] for r in rounds]
+        ups = [] if base_at is None else [speedup(r[i], r[base_at]) for r in rounds]
+        ups = [u for u in ups if u is not None]
+        rows.append((t.algorithm, str(m["new_tokens"]), str(m["target_calls"]), f"{m['tau']:.2f}", rate,
+                     _spread(speeds, ".1f"), _spread(ups, ".2f", "x") if ups else "-"))
+    heads = ("algorithm", "tokens", "calls", "tau", "accept", "tok/s", "speedup")
+    widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(heads)]
+    for row in (heads, *rows):
+        print(" ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+    if args.repeats > 1:
+        print(f"tok/s and speedup: median (min-max) over {args.repeats} timed runs of each algorithm, after one "
+              "warm-up run of each; runs interleaved, speedup against ar's run of the same round.")
+    else:
+        print("tok/s and speedup come from one cold run each (--repeats 1, no warm-up): the first run also pays "
+              "for warming up, so they say little about speed; see --repeats, or python -m specviz bench.")
     beam = next((t for t in traces if t.algorithm == "beam"), None)
     if base is not None and args.temperature == 0:
         for t in traces:
@@ -226,25 +267,61 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="write the trace JSON here")
     run.add_argument("--no-color", action="store_true", help="plain markers instead of ANSI colours")
     run.add_argument("--color", action="store_true", help="force ANSI colours")
-    run.set_defaults(fn=cmd_run)
+    run.set_defaults(fn=cmd_run, flags=option_names(run, algorithm="--algo"))
     cmp_ = sub.add_parser("compare", help="several algorithms on the same prompt and seed")
     add_pair_args(cmp_)
     _add_decode_args(cmp_)
     cmp_.add_argument("--algos", nargs="+", default=["ar", "sd"])
-    cmp_.set_defaults(fn=cmd_compare)
+    cmp_.add_argument("--repeats", type=whole(1, 100), default=3,
+                      help="timed runs of each algorithm, after one warm-up run of each; tok/s and speedup are "
+                           "reported as median (min-max). 1: a single cold run, no warm-up")
+    cmp_.set_defaults(fn=cmd_compare, flags=option_names(cmp_, algorithm="--algos"))
     sub.add_parser("algorithms", help="list the registered algorithms").set_defaults(fn=cmd_algorithms)
     bench = sub.add_parser("bench", help="benchmark algorithms and Hugging Face assisted generation")
     from specviz.bench.run import add_arguments
 
     add_arguments(bench)
-    bench.set_defaults(fn=cmd_bench)
+    bench.set_defaults(fn=cmd_bench, flags=option_names(bench, algorithm="--algos"))
     theory = sub.add_parser("theory", help="rerun the theory paper's simulations and write its figures")
     from specviz.theory.cli import add_arguments as theory_arguments, main as theory_main
 
     theory_arguments(theory)
-    theory.set_defaults(fn=theory_main)
+    theory.set_defaults(fn=theory_main, flags=option_names(theory))
     sub.add_parser("train", help="train the bundled pair (see python -m specviz train --help)", add_help=False)
     return parser
+
+
+def option_names(parser: argparse.ArgumentParser, **aliases: str) -> dict[str, str]:
+    """How this command names each parameter an error may be about: every option's Python name (its
+    dest, ``top_p``) -> the flag a user types (``--top-p``), plus ``aliases`` for parameters the
+    command names otherwise (``algorithm="--algos"``)."""
+    names = {}
+    for action in parser._actions:
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if longs and action.dest not in (argparse.SUPPRESS, "help"):
+            names.setdefault(action.dest, longs[0])
+    return {**names, **aliases}
+
+
+_QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+_PY_NAME = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])")
+
+
+def error_line(exc: SpecvizError, flags: dict[str, str]) -> str:
+    """``exc``'s message on one line, each parameter named by its flag: the parameter a refusal is
+    about (``SpecvizError.param``, in the words its message opens with: "top_p (1 disables it) must
+    be" -> "--top-p (1 disables it) must be", "sd: parameter 'gamma'" -> "sd: parameter --gamma"),
+    and any other option named by its Python name (``max_new_tokens``) outside quoted values."""
+    text = " ".join(str(exc).split())
+    param, subject = exc.param, " ".join((exc.subject or "").split())
+    head = ""
+    if param in flags and subject and text.startswith(subject):
+        named = re.compile(rf"'{re.escape(param)}'|(?<![\w-]){re.escape(param)}(?![\w-])")
+        head, text = named.sub(flags[param], subject, count=1), text[len(subject):]
+    parts = _QUOTED.split(text)  # odd entries: quoted values ('max_new_tokens' as a value stays as it is)
+    for i in range(0, len(parts), 2):
+        parts[i] = _PY_NAME.sub(lambda m: flags.get(m.group(), m.group()), parts[i])
+    return head + "".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except SpecvizError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line, whatever the message holds
+        print(f"error: {error_line(exc, getattr(args, 'flags', {}))}", file=sys.stderr)  # one line, flags' names
         return 2
     except KeyboardInterrupt:
         return 130

@@ -73,10 +73,10 @@ class LiveRun:
         check_pair(pair, req.spec)
         prompt_ids, prompt_text = encode_prompt(pair, prompt, req.chat)
         if len(prompt_ids) + req.max_new_tokens > pair.context_length:
-            raise PromptError(
+            raise validation.about(PromptError(
                 f"The prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({req.max_new_tokens}) exceeds the "
                 f"models' context of {pair.context_length} tokens: shorten the prompt or ask for fewer tokens."
-            )
+            ), "max_new_tokens")
         self.spec, self.params = req.spec, req.params
         self.decoder = Decoder(pair, prompt_ids, req.max_new_tokens, req.sampling, req.seed, req.record_top_k)
         self.trace = RunTrace(algorithm=req.spec.name, params=self.params, pair=pair.describe(),

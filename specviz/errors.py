@@ -3,7 +3,15 @@ from __future__ import annotations
 
 
 class SpecvizError(Exception):
-    """Base class for every error specviz raises on purpose."""
+    """Base class for every error specviz raises on purpose.
+
+    ``param``: the Python parameter the message is about (``top_p``), when it is about one;
+    ``subject``: the words the message opens with that name it (``top_p (1 disables it)``,
+    ``sd: parameter 'gamma'``). ``specviz.validation`` sets both (``validation.about``), so a front end
+    can name the parameter its own way (the CLI: ``--top-p``) without parsing the sentence."""
+
+    param: str | None = None
+    subject: str | None = None
 
 
 class ModelLoadError(SpecvizError):

@@ -36,8 +36,30 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _refuse(error: type[SpecvizError], name: str, allowed: str, value: Any) -> SpecvizError:
-    return error(f"{name} must be {allowed}, got {shown(value)}.")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def about(exc: SpecvizError, param: str, subject: str | None = None) -> SpecvizError:
+    """``exc`` marked as a refusal of parameter ``param`` (``SpecvizError.param``); ``subject`` is the
+    words its message opens with that name the parameter (default: ``param`` itself, when the message
+    opens with it). Returns ``exc``, so ``raise about(Error(...), "seed")`` reads as one statement."""
+    subject = param if subject is None else subject
+    exc.param = param
+    exc.subject = subject if str(exc).startswith(subject) else None
+    return exc
+
+
+def _param(name: str, param: str | None) -> str:
+    """The parameter a check's ``name`` is about: ``param`` if given, else the identifier ``name`` opens
+    with (``top_k (0 disables it)`` is about ``top_k``)."""
+    if param is not None:
+        return param
+    match = _IDENTIFIER.match(name)
+    return match.group() if match else name
+
+
+def _refuse(error: type[SpecvizError], name: str, allowed: str, value: Any, param: str | None = None) -> SpecvizError:
+    return about(error(f"{name} must be {allowed}, got {shown(value)}."), _param(name, param), name)
 
 
 def _num(x: float) -> str:
@@ -53,56 +75,59 @@ def _span(lo: float | None, hi: float | None, hi_text: str | None = None) -> str
 
 
 def integer(name: str, value: Any, lo: int | None = None, hi: int | None = None, *, hi_text: str | None = None,
-            error: type[SpecvizError] = InvalidParameterError) -> int:
+            error: type[SpecvizError] = InvalidParameterError, param: str | None = None) -> int:
     """``value`` if it is an integer (a Python or NumPy int, never a bool or a float) in [lo, hi]."""
     allowed = "an integer" + _span(lo, hi, hi_text)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise _refuse(error, name, allowed, value)
+        raise _refuse(error, name, allowed, value, param)
     value = int(value)
     if lo is not None and value < lo or hi is not None and value > hi:
-        raise _refuse(error, name, allowed, value)
+        raise _refuse(error, name, allowed, value, param)
     return value
 
 
 def number(name: str, value: Any, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
-           error: type[SpecvizError] = InvalidParameterError) -> float:
+           error: type[SpecvizError] = InvalidParameterError, param: str | None = None) -> float:
     """``value`` as a float if it is a finite real number (not a bool) in [lo, hi] (``(lo, hi]`` with ``lo_open``)."""
     if lo_open and lo is not None:
         allowed = f"a number in ({_num(lo)}, {_num(hi)}]" if hi is not None else f"a number > {_num(lo)}"
     else:
         allowed = "a finite number" + _span(lo, hi)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _refuse(error, name, allowed, value)
+        raise _refuse(error, name, allowed, value, param)
     try:
         x = float(value)
     except (OverflowError, ValueError):  # an int too large for a float
-        raise _refuse(error, name, allowed, value) from None
+        raise _refuse(error, name, allowed, value, param) from None
     if not math.isfinite(x) or lo is not None and (x <= lo if lo_open else x < lo) or hi is not None and x > hi:
-        raise _refuse(error, name, allowed, value)
+        raise _refuse(error, name, allowed, value, param)
     return x
 
 
-def flag(name: str, value: Any, *, error: type[SpecvizError] = InvalidParameterError) -> bool:
+def flag(name: str, value: Any, *, error: type[SpecvizError] = InvalidParameterError, param: str | None = None) -> bool:
     """``value`` if it is ``True`` or ``False`` (not 1, not "yes")."""
     if not isinstance(value, bool):
-        raise _refuse(error, name, "true or false", value)
+        raise _refuse(error, name, "true or false", value, param)
     return value
 
 
-def text(name: str, value: Any, max_len: int = MAX_TEXT, *, error: type[SpecvizError] = InvalidParameterError) -> str:
+def text(name: str, value: Any, max_len: int = MAX_TEXT, *, error: type[SpecvizError] = InvalidParameterError,
+         param: str | None = None) -> str:
     """``value`` if it is a string of at most ``max_len`` characters."""
     allowed = f"text of at most {max_len} characters"
     if not isinstance(value, str):
-        raise _refuse(error, name, allowed, value)
+        raise _refuse(error, name, allowed, value, param)
     if len(value) > max_len:
-        raise error(f"{name} must be {allowed}, got {len(value)} characters ({shown(value, 30)}).")
+        raise about(error(f"{name} must be {allowed}, got {len(value)} characters ({shown(value, 30)})."),
+                    _param(name, param), name)
     return value
 
 
-def choice(name: str, value: Any, choices: Sequence[Any], *, error: type[SpecvizError] = InvalidParameterError) -> Any:
+def choice(name: str, value: Any, choices: Sequence[Any], *, error: type[SpecvizError] = InvalidParameterError,
+           param: str | None = None) -> Any:
     """``value`` if it is one of ``choices``, of the same type (``True`` is not ``1``)."""
     if not any(type(value) is type(c) and value == c for c in choices):
-        raise _refuse(error, name, f"one of {', '.join(map(str, choices))}", value)
+        raise _refuse(error, name, f"one of {', '.join(map(str, choices))}", value, param)
     return value
 
 
@@ -128,9 +153,11 @@ def prompt(value: Any) -> str | list[int]:
         bad = [i for i in value if isinstance(i, bool) or not isinstance(i, numbers.Integral)]
         if not bad:
             return [int(i) for i in value]
-        raise PromptError(f"prompt must be text or a list of token ids (integers); the list holds {shown(bad[0])}.")
+        raise about(PromptError(f"prompt must be text or a list of token ids (integers); the list holds "
+                                f"{shown(bad[0])}."), "prompt")
     hint = " (decode bytes to text first)" if isinstance(value, (bytes, bytearray)) else ""
-    raise PromptError(f"prompt must be text or a list of token ids (integers), got {shown(value)}{hint}.")
+    raise about(PromptError(f"prompt must be text or a list of token ids (integers), got {shown(value)}{hint}."),
+                "prompt")
 
 
 def device(value: Any) -> str:

@@ -93,6 +93,7 @@ def test_every_algorithm_parameter_is_kept_exactly_or_refused_by_name(pair, draw
         trace = specviz.decode(pair, algo, [1, 2], max_new_tokens=2, **params)
     except SpecvizError as exc:
         assert names(str(exc), p.name), f"{algo}.{p.name}={value!r}: {exc}"
+        assert exc.param == p.name, f"{algo}.{p.name}={value!r}: {exc} is marked as about {exc.param!r}"
         event("refused")
         return
     event("ran")
@@ -129,6 +130,7 @@ def _decode_checked(pair, name: str, value, use_stream: bool) -> None:
             trace = specviz.decode(pair, "sd", [1, 2], **kwargs)
     except SpecvizError as exc:
         assert names(str(exc), name), f"{name}={value!r}: {exc}"
+        assert exc.param == name, f"{name}={value!r}: {exc} is marked as about {exc.param!r}"
         event("refused")
         return
     event("ran")
@@ -172,7 +174,7 @@ def test_every_algorithm_name_is_a_registered_one_or_refused(pair, algorithm):
     try:
         specviz.decode(pair, algorithm, [1, 2], max_new_tokens=2)
     except SpecvizError as exc:
-        assert isinstance(exc, UnknownAlgorithmError) and names(str(exc), "algorithm")
+        assert isinstance(exc, UnknownAlgorithmError) and names(str(exc), "algorithm") and exc.param == "algorithm"
         return
     assert algorithm in ALGORITHMS
 
@@ -329,23 +331,23 @@ def cli(argv: list[str], capsys) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["compare", "--algos", "ar", "nonexistent"], "Unknown algorithm 'nonexistent'"),
-    (["run", "--temperature", "nan"], "temperature must be 0 .* got nan"),
-    (["run", "--temperature", "inf"], "temperature must be 0 .* got inf"),
-    (["run", "--temperature", "-1"], "temperature"),
-    (["run", "--top-p", "0"], "top_p"),
-    (["run", "--seed", "-1"], "seed must be an integer"),
+    (["compare", "--algos", "ar", "nonexistent"], "--algos must be the name of a registered algorithm, got 'nonexistent'"),
+    (["run", "--temperature", "nan"], "--temperature must be 0 .* got nan"),
+    (["run", "--temperature", "inf"], "--temperature must be 0 .* got inf"),
+    (["run", "--temperature", "-1"], "--temperature"),
+    (["run", "--top-p", "0"], "--top-p"),
+    (["run", "--seed", "-1"], "--seed must be an integer"),
     (["run", "--seed", "1.5"], "--seed: invalid int value: '1.5'"),
     (["run", "--max-new-tokens", "2.5"], "--max-new-tokens: invalid int value"),
-    (["run", "--max-new-tokens", "0"], "max_new_tokens must be an integer >= 1"),
-    (["run", "--algo", "nonexistent"], "Unknown algorithm"),
-    (["run", "--algo", "mcsd", "--k-config", "0" * 226 + "4"], "k_config' must be text of at most 100"),
+    (["run", "--max-new-tokens", "0"], "--max-new-tokens must be an integer >= 1"),
+    (["run", "--algo", "nonexistent"], "--algo must be the name of a registered algorithm"),
+    (["run", "--algo", "mcsd", "--k-config", "0" * 226 + "4"], "--k-config must be text of at most 100"),
     (["run", "--algo", "mcsd", "--replacement", "maybe"], "--replacement: expected true or false, got 'maybe'"),
     (["run", "--algo", "ar", "--gamma", "5"], "--gamma: not a parameter of ar"),
-    (["run", "--algo", "sequoia", "--acceptance", "nan"], "acceptance"),
-    (["run", "--algo", "eesd", "--alpha0", "nan"], "alpha0"),
+    (["run", "--algo", "sequoia", "--acceptance", "nan"], "--acceptance"),
+    (["run", "--algo", "eesd", "--alpha0", "nan"], "--alpha0"),
     (["run", "--out", "/nonexistent-specviz-dir/t.json"], "--out .* does not exist"),
-    (["run", "--device", "tpu"], "device must be auto, cpu, cuda or cuda:N"),
+    (["run", "--device", "tpu"], "--device must be auto, cpu, cuda or cuda:N"),
 ])
 def test_every_bad_cli_value_is_one_line_and_exit_code_2(checkpoint, capsys, argv, match):
     code, err = cli([*argv, "--prompt", "def f():", "--target", checkpoint], capsys)
@@ -362,7 +364,7 @@ def test_a_good_cli_run_writes_its_trace(checkpoint, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["bench", "--algos", "ar", "nonexistent"], "Unknown algorithm 'nonexistent'"),
+    (["bench", "--algos", "ar", "nonexistent"], "--algos must be the name of a registered algorithm, got 'nonexistent'"),
     (["bench", "--repeat", "0"], r"--repeat/--repeats: expected an integer >= 1, got '0'"),
     (["bench", "--max-new-tokens", "nan"], "--max-new-tokens: expected an integer >= 1"),
     (["bench", "--beam-width", "9"], r"--beam-width: expected an integer in \[1, 8\]"),

@@ -51,6 +51,7 @@ from typing import Any, Iterator
 
 import torch
 
+from specviz import validation
 from specviz.algorithms.beam import (Beam, Finished, Slot, beam_state, best_of, by_row, feed, keep_slots,
                                     layer_positions, logprobs_at, settle)
 from specviz.algorithms.controllers import Controller
@@ -77,8 +78,9 @@ PARAMS = (
 def check_widths(params: dict[str, Any]) -> None:
     """``min_width`` is the width's floor, so it may not exceed ``width``."""
     if params["min_width"] > params["width"]:
-        raise InvalidParameterError(f"dsbd: parameter 'min_width' must be in [1, width = {params['width']}], "
-                                    f"got {params['min_width']}.")
+        raise validation.about(InvalidParameterError(
+            f"dsbd: parameter 'min_width' must be in [1, width = {params['width']}], got {params['min_width']}."),
+            "min_width", "dsbd: parameter 'min_width'")
 
 
 _DIGITS = 6

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
 from specviz import validation
-from specviz.errors import InvalidParameterError, UnknownAlgorithmError
+from specviz.errors import InvalidParameterError, SpecvizError, UnknownAlgorithmError
 
 
 @dataclass(frozen=True)
@@ -43,21 +43,26 @@ class Param:
     def validate(self, value: Any, algorithm: str) -> Any:
         """``value`` checked against the declared kind and range (``specviz.validation``: an int is an
         int, a float is finite, text at most ``max_len`` characters), then by ``check`` if declared."""
-        where = f"{algorithm}: parameter {self.name!r}"
+        where, name = f"{algorithm}: parameter {self.name!r}", self.name
         if self.kind == "int":
-            value = validation.integer(where, value, self.min, self.max)
+            value = validation.integer(where, value, self.min, self.max, param=name)
         elif self.kind == "float":
-            value = validation.number(where, value, self.min, self.max)
+            value = validation.number(where, value, self.min, self.max, param=name)
         elif self.kind == "bool":
-            value = validation.flag(where, value)
+            value = validation.flag(where, value, param=name)
         elif self.kind == "choice":
-            value = validation.choice(where, value, self.choices)
+            value = validation.choice(where, value, self.choices, param=name)
         elif self.kind == "str":
-            value = validation.text(where, value, self.max_len)
+            value = validation.text(where, value, self.max_len, param=name)
         else:
             raise TypeError(f"{where}: unknown kind {self.kind!r}")  # a registration bug, not a user's
         if self.check is not None:
-            self.check(value)
+            try:
+                self.check(value)
+            except SpecvizError as exc:  # "k_config '4xtwo' is not of the form ...": about this parameter
+                if exc.param is None:
+                    validation.about(exc, name)
+                raise
         return value
 
 
@@ -120,6 +125,7 @@ def register(name: str, *, description: str, paper: str, params: tuple[Param, ..
 def get_algorithm(name: str) -> AlgorithmSpec:
     """The registered algorithm ``name``; anything else (a list, None, an unknown name) is refused."""
     if not isinstance(name, str) or name not in ALGORITHMS:
-        raise UnknownAlgorithmError(f"Unknown algorithm {validation.shown(name)}: algorithm must be the name of a "
-                                    f"registered algorithm; registered: {', '.join(ALGORITHMS)}.")
+        raise validation.about(UnknownAlgorithmError(
+            f"algorithm must be the name of a registered algorithm, got {validation.shown(name)}; registered: "
+            f"{', '.join(ALGORITHMS)}."), "algorithm")
     return ALGORITHMS[name]

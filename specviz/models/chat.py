@@ -25,7 +25,8 @@ def has_chat_template(tokenizer) -> bool:
 def format_chat(tokenizer, user_text: str) -> str:
     """``user_text`` as one user turn in the tokenizer's chat template, the assistant's turn opened."""
     if not has_chat_template(tokenizer):
-        raise PromptError("This pair's tokenizer has no chat template: turn chat off to use the prompt as it is.")
+        raise validation.about(PromptError("This pair's tokenizer has no chat template: turn chat off to use the "
+                                           "prompt as it is."), "chat")
     return tokenizer.apply_chat_template([{"role": "user", "content": user_text}], tokenize=False,
                                          add_generation_prompt=True)
 
@@ -36,7 +37,7 @@ def encode_prompt(pair: ModelPair, prompt: str | list[int], chat: bool = False) 
     text or a list of int token ids (``validation.prompt``: bytes, numbers and None are refused)."""
     prompt = validation.prompt(prompt)
     if chat and not isinstance(prompt, str):
-        raise PromptError("A chat prompt is text: turn chat off to pass token ids.")
+        raise validation.about(PromptError("A chat prompt is text: turn chat off to pass token ids."), "chat")
     if isinstance(prompt, str):
         if not prompt.strip():
             raise PromptError("The prompt is empty: type some text to continue.")

@@ -1,0 +1,186 @@
+"""The CLI's refusals (issue #23, Inputs): each bad value is one line on stderr naming the flag a user
+typed (``--temperature``, not the Python parameter ``temperature``), exit code 2, no traceback, and
+none of them loads a model or decodes first. ``compare`` warms up and reports median (min-max) over
+``--repeats`` runs, or says its figures are one cold run."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import specviz
+from specviz.algorithms import ALGORITHMS
+from specviz.cli import main as cli_main
+from specviz.errors import InvalidParameterError
+from specviz.models.loading import ModelPair
+from tests.tiny import tiny_model, tiny_tokenizer
+
+PAIR = ["--preset", "bundled-stdlib-pair"]  # every refusal below comes before the pair would load
+
+
+@pytest.fixture
+def no_loading(monkeypatch):
+    """Loading a pair fails the test: the refusals must come before it."""
+    def load(*args, **kwargs):
+        raise AssertionError("a pair was loaded before the bad option was refused")
+
+    monkeypatch.setattr("specviz.models.loading.load_pair", load)
+
+
+def cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        code = cli_main(argv)
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def refused_in_one_line(code: int, err: str) -> str:
+    assert code == 2 and "Traceback" not in err, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("argv, flag, match", [
+    (["compare", "--algos", "ar", "nonexistent"], "--algos", r"--algos must be the name of a registered algorithm, "
+                                                             r"got 'nonexistent'; registered: ar, sd"),
+    (["run", "--algo", "nonexistent"], "--algo", "--algo must be the name of a registered algorithm"),
+    (["run", "--temperature", "nan"], "--temperature", r"--temperature must be 0 \(greedy\) or a number in "
+                                                       r"\[0\.001, 100\], got nan\."),
+    (["run", "--temperature", "inf"], "--temperature", r"--temperature .*got inf\."),
+    (["run", "--temperature=-inf"], "--temperature", r"--temperature .*got -inf\."),
+    (["run", "--temperature", "1e999"], "--temperature", r"--temperature .*got inf\."),
+    (["compare", "--temperature", "nan"], "--temperature", "--temperature must be"),
+    (["run", "--top-p", "nan"], "--top-p", r"--top-p \(1 disables it\) must be a number in \(0, 1\], got nan"),
+    (["run", "--top-k", "-1"], "--top-k", r"--top-k \(0 disables it\) must be an integer >= 0, got -1"),
+    (["run", "--max-new-tokens", "0"], "--max-new-tokens", "--max-new-tokens must be an integer >= 1, got 0"),
+    (["run", "--seed", str(2**63)], "--seed", r"--seed must be an integer in \[0, 2\*\*63 - 1\]"),
+    (["run", "--gamma", "0"], "--gamma", r"sd: parameter --gamma must be an integer in \[1, 32\], got 0"),
+    (["run", "--algo", "mcsd", "--k-config", "4xtwo"], "--k-config", "--k-config '4xtwo' is not of the form"),
+    (["run", "--algo", "dsbd", "--width", "2", "--min-width", "3"], "--min-width",
+     r"dsbd: parameter --min-width must be in \[1, width = 2\], got 3"),
+    (["run", "--algo", "sequoia", "--acceptance", "nan"], "--acceptance", "--acceptance 'nan'"),
+    (["run", "--out", "/nonexistent-specviz-dir/t.json"], "--out", "--out .* does not exist or is not writable"),
+    (["run", "--target", "x"], "--target", "--preset bundled-stdlib-pair names its own target and draft, so "
+                                           "--target x would be ignored: give --preset, or --target/--draft, not both"),
+    (["run", "--draft", "x"], "--draft", "not both"),
+    (["run", "--device", "tpu"], "--device", "--device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+    (["bench", "--device", "tpu"], "--device", "--device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+    (["run", "--dtype", "int8"], "--dtype", "--dtype must be one of auto, float32"),
+    (["compare", "--repeats", "0"], "--repeats", r"--repeats: expected an integer in \[1, 100\], got '0'"),
+])
+def test_each_bad_option_is_one_line_naming_its_flag(no_loading, capsys, argv, flag, match):
+    prompt = [] if argv[0] == "bench" else ["--prompt", "def f():"]
+    code, out, err = cli([*argv, *prompt, *PAIR], capsys)
+    err = refused_in_one_line(code, err)
+    assert flag in err and re.search(match, err), err
+    assert not out  # nothing decoded, nothing printed
+    python_name = flag[2:].replace("-", "_")
+    assert not re.search(rf"(?<![\w-])'?{python_name}'?(?![\w-]) must", err), err
+
+
+def bad_value(p) -> str | None:
+    """A value of the right type for ``p``'s flag that its range refuses."""
+    if p.kind in ("int", "float") and p.max is not None:
+        return str(p.max + 1)
+    if p.kind in ("int", "float") and p.min is not None:
+        return str(p.min - 1)
+    if p.kind == "float":
+        return "nan"
+    if p.kind == "choice":
+        return "no-such-choice"
+    if p.kind == "str":
+        return "x" * (p.max_len + 1)
+    return None
+
+
+PARAMS = [(algo, p) for algo, spec in ALGORITHMS.items() for p in spec.params if bad_value(p) is not None]
+
+
+@pytest.mark.parametrize("algo, p", PARAMS, ids=[f"{a}.{p.name}" for a, p in PARAMS])
+def test_every_algorithm_parameter_is_refused_by_its_flag(no_loading, capsys, algo, p):
+    """The mapping is general: each registered parameter, refused by its own range, is named as the
+    flag ``--name-with-dashes``, never as ``'name_with_underscores'``."""
+    flag = "--" + p.name.replace("_", "-")
+    code, _, err = cli(["run", "--algo", algo, flag, bad_value(p), "--prompt", "a", *PAIR], capsys)
+    err = refused_in_one_line(code, err)
+    assert flag in err and f"'{p.name}'" not in err, err
+    if "_" in p.name:
+        assert p.name not in err, err
+
+
+def test_every_refusal_of_the_api_names_its_parameter_for_a_front_end():
+    """``SpecvizError.param``/``subject``: what the CLI renames, set by the checks themselves."""
+    with pytest.raises(InvalidParameterError) as info:
+        specviz.decode(None, "sd", [1], top_p=float("nan"))
+    assert info.value.param == "top_p" and info.value.subject == "top_p (1 disables it)"
+    with pytest.raises(InvalidParameterError) as info:
+        specviz.decode(None, "mcsd", [1], k_config="4xtwo")
+    assert info.value.param == "k_config" and str(info.value).startswith(info.value.subject)
+    with pytest.raises(specviz.UnknownAlgorithmError) as info:
+        specviz.decode(None, "nope", [1])
+    assert info.value.param == "algorithm"
+
+
+def test_the_out_file_is_checked_before_loading(no_loading, capsys, tmp_path):
+    code, _, err = cli(["run", "--out", str(tmp_path), "--prompt", "a", *PAIR], capsys)
+    assert "--out must name a file" in refused_in_one_line(code, err)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        import os
+
+        if os.access(locked, os.W_OK):  # root writes anywhere: a missing directory instead
+            locked = tmp_path / "missing"
+        code, _, err = cli(["run", "--out", str(locked / "t.json"), "--prompt", "a", *PAIR], capsys)
+        assert "does not exist or is not writable" in refused_in_one_line(code, err)
+    finally:
+        (tmp_path / "locked").chmod(0o700)
+
+
+# ---------------------------------------------------------------- compare: warm-up and repeats
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """A tiny text pair for ``compare``, and the decode calls it makes (algorithm names in order)."""
+    tok = tiny_tokenizer()
+    pair = ModelPair(tiny_model("llama", vocab=len(tok)), tiny_model("llama", vocab=len(tok), seed=1), tok, len(tok))
+    monkeypatch.setattr("specviz.cli.load_pair_from_args", lambda args: pair)
+    calls: list[str] = []
+    decode = specviz.decode
+
+    def counting(pair, algo, *args, **kwargs):
+        calls.append(algo)
+        return decode(pair, algo, *args, **kwargs)
+
+    monkeypatch.setattr(specviz, "decode", counting)
+    return calls
+
+
+def rows(out: str) -> dict[str, str]:
+    return {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["ar"], ["sd"])}
+
+
+def test_compare_warms_up_and_reports_median_and_range(counted, capsys):
+    code, out, err = cli(["compare", "--algos", "ar", "sd", "--repeats", "3", "--prompt", "def f():",
+                          "--max-new-tokens", "4", "--temperature", "0"], capsys)
+    assert code == 0, err
+    assert counted == ["ar", "sd"] + ["ar", "sd"] * 3  # one warm-up of each, then 3 interleaved rounds
+    assert "median (min-max) over 3 timed runs" in out and "after one warm-up run of each" in out
+    found = rows(out)
+    # tok/s and speedup each as "median (min-max)"; ar against itself is 1.00x in every round
+    assert re.search(r"\d+\.\d \(\d+\.\d-\d+\.\d\)", found["sd"]), out
+    assert re.search(r"\d+\.\d\dx \(\d+\.\d\d-\d+\.\d\d\)", found["sd"]), out
+    assert "1.00x (1.00-1.00)" in found["ar"], out
+
+
+def test_compare_says_when_its_figures_are_one_cold_run(counted, capsys):
+    code, out, err = cli(["compare", "--algos", "ar", "sd", "--repeats", "1", "--prompt", "def f():",
+                          "--max-new-tokens", "4"], capsys)
+    assert code == 0, err
+    assert counted == ["ar", "sd"]  # no warm-up
+    assert "one cold run each (--repeats 1, no warm-up)" in out
+    assert not re.search(r"\(\d+\.\d+-\d+\.\d+\)", out), out
