@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from specviz.errors import TraceFormatError
 
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)  # v1 traces (no positions, all lossless) and v2 (no chat fields) still replay
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)  # v1 (no positions, all lossless), v2 (no chat fields), v3 (no step rule) replay
 MAX_TRACE_BYTES = 64 * 1024 * 1024
 
 NodeStatus = Literal["accepted", "rejected", "not_reached", "resampled", "bonus"]
@@ -98,6 +98,8 @@ class StepRecord:
     ``target_fed`` / ``draft_fed``: tokens fed by each target / draft forward call of the step, in call
     order (the committed context that call consumed included), so ``target_calls == len(target_fed)``;
     empty in traces written before they were recorded. The cost model prices each call at t(n).
+    ``rule``: the acceptance rule that decided the step, ``{"name": ..., parameters}`` (v4;
+    ``core.rule_words`` states its formulas from it); ``None`` in older traces, told as the plain rule.
     """
 
     index: int
@@ -112,6 +114,7 @@ class StepRecord:
     positions: list[PositionRecord] = field(default_factory=list)
     target_fed: list[int] = field(default_factory=list)
     draft_fed: list[int] = field(default_factory=list)
+    rule: dict[str, Any] | None = None
 
     @property
     def n_drafted(self) -> int:

@@ -16,7 +16,10 @@ view can draw. What it holds a trace to is what the engine writes (``specviz.alg
   the steps' committed tokens end to end, calls match the per-call logs when those were recorded;
 * timings are finite numbers >= 0, sampling settings and the seed are in their ranges, a registered
   algorithm's parameters pass its own checks, and the controller keys the views read unguarded
-  (beams, theory probes, Sequoia's predicted tokens) have the kinds they read.
+  (beams, theory probes, Sequoia's predicted tokens) have the kinds they read;
+* a step's ``rule`` (v4) is an object naming its rule; a rule ``core.rule_words`` knows has only its
+  own parameters, in their ranges (the views state its formula with them); another name is told
+  without a formula.
 
 The work is one pass, linear in the trace's size, and bounded: at most ``MAX_STEPS`` steps and
 ``MAX_ITEMS`` nodes, committed tokens or positions a step. An algorithm name this specviz does not
@@ -30,6 +33,7 @@ from typing import Any, Iterable
 
 from specviz import validation
 from specviz.algorithms.registry import ALGORITHMS
+from specviz.core import rule_words
 from specviz.errors import SpecvizError, TraceFormatError
 from specviz.trace import NODE_STATUSES, TOKEN_KINDS, RunTrace, StepRecord
 
@@ -372,6 +376,11 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
     if step.controller is not None:
         plain_json(f"{at}.controller", step.controller)
         check_controller(f"{at}.controller", step.controller)
+    if step.rule is not None:
+        plain_json(f"{at}.rule", step.rule)
+        why = rule_words.check_record(step.rule, f"{at}.rule")
+        if why:
+            raise TraceFormatError(f"Malformed trace: {why}.")
 
 
 def check_trace(trace: RunTrace) -> None:

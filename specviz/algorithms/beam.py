@@ -285,6 +285,7 @@ def run_beam(dec: Decoder, width: int) -> Iterator[StepRecord]:
             law = probs if probs is not None else B.beam_distribution(scores, dec.sampling)
             step.positions = layer_positions(dec, scores, law, None, [(None, r) for r in range(len(last))], {},
                                              by_row(kept, vocab))
+        step.rule = {"name": "beam_search" if dec.sampling.greedy else "beam_sampling"}  # core.rule_words
         settled = settle(dec, step, beams, done.beam, settled)
         dec.record_calls(step, before)
         step.controller = {"kind": "beam", **beam_state(dec, [(rows_prev[r], [t]) for r, t in split], new, live,

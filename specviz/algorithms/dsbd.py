@@ -121,6 +121,10 @@ class LayerRule:
             return B.verify_layer_greedy(scores, drafts, width)
         return B.verify_layer(p_beam, q_beam, drafts, width, dec.generator, paper_literal_ratio=self.literal_ratio)
 
+    def record(self, greedy: bool) -> dict[str, Any]:
+        """``StepRecord.rule`` (``core.rule_words``: ``dsbd_greedy`` at T = 0, else ``dsbd_layer``)."""
+        return {"name": "dsbd_greedy"} if greedy else {"name": "dsbd_layer", "literal_ratio": self.literal_ratio}
+
 
 def _rounded(values) -> list[float]:
     return [float(f"{v:.{_DIGITS}g}") for v in values]
@@ -259,6 +263,7 @@ def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: 
                                 root=forest.tree[i]) for i, t in enumerate(forest.tokens)]
         it = verify_forest(dec, control, rule, forest, step, root_ll, root_lp, node_ll, node_lp)
         step.positions = it.positions
+        step.rule = rule.record(dec.sampling.greedy)
         l_last = len(it.levels)
         p_out = None if dec.sampling.greedy else it.p_beam
 

@@ -51,6 +51,9 @@ class ProbedRule:
         self.records.append({k: rounded(v) for k, v in self.measure(self.rule, p, q, sched).items()})
         return sched
 
+    def record(self) -> dict[str, Any]:
+        return self.rule.record()
+
 
 class ProbeController(StaticShape):
     """A static template whose per-step state is the probe's measurements (none at temperature 0,

@@ -23,7 +23,8 @@ probability at draw time; at temperature 0 the draft's plain softmax), ``p`` (ta
 parent), ``accept_prob`` (given all earlier siblings were rejected), ``p_residual`` (the residual
 target probability that ``accept_prob`` was computed against), ``draw`` (the uniform, None when the
 outcome was certain) and ``root`` (the beam); per verified position a ``PositionRecord``
-(``positions.position_records``, top ``Decoder.record_top_k`` tokens; none when it is 0).
+(``positions.position_records``, top ``Decoder.record_top_k`` tokens; none when it is 0); per step
+``rule``, the rule's ``record()`` (exact match at temperature 0), whose words the views state.
 """
 from __future__ import annotations
 
@@ -118,6 +119,7 @@ def engine_step(dec: Decoder, index: int, shape: TreeShape, drafter: Drafter, co
     with dec.timed("verify_ms"):
         ps = dec.verify_rows(dec.target.extend(dec.context(dec.target), tree.tokens, tree.parents))
     produced, path = verify_tree(dec, step, tree, ps, rule)
+    step.rule = rule.record()
     dec.target.commit(path)
     drafter.observe(dec, tree, path)
     dec.record_calls(step, target_before, drafter.fed, draft_before)

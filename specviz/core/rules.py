@@ -17,14 +17,19 @@ exactly p; ``replacement`` how the drafter must draw the siblings for the rule t
   (``residual="opt"``, Decoding-OPT, Theorem 4: the bias-minimal residual for any over-accepting b)
   or from p itself (``residual="target"``, Decoding-UNO). Not lossless for eps > 0 (UNO not even at
   eps = 0). Its one-token output law is ``b * q + Z * R`` with ``Z = sum_x (1 - b(x)) q(x)``.
+
+``record()`` is what a step's trace keeps of the rule (``StepRecord.rule``: its name and parameters);
+``words()`` states its formula and residuals from that record (``core.rule_words``), so the views
+describe each decision by the rule that made it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
+from specviz.core import rule_words
 from specviz.core.acceptance import SiblingSchedule, greedy_schedule, sibling_schedule
 from specviz.core.sampling import residual
 from specviz.errors import InvalidParameterError
@@ -39,9 +44,18 @@ class AcceptanceRule(Protocol):
 
     def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule: ...
 
+    def record(self) -> dict[str, Any]: ...  # StepRecord.rule: {"name": ..., parameters} (core.rule_words)
+
+
+class _Described:
+    """``words()``: the rule's formula and residuals as the views state them, from its ``record()``."""
+
+    def words(self) -> rule_words.RuleWords:
+        return rule_words.words(self.record())  # type: ignore[attr-defined]
+
 
 @dataclass(frozen=True)
-class MultiCandidate:
+class MultiCandidate(_Described):
     """Exact multi-candidate speculative sampling (MCSD Algorithms 1-2; Sequoia Algorithm 1); k = 1 is SD."""
 
     replacement: bool = True
@@ -51,9 +65,12 @@ class MultiCandidate:
     def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
         return sibling_schedule(p, q, candidates, self.replacement)
 
+    def record(self) -> dict[str, Any]:
+        return {"name": "multi_candidate", "replacement": self.replacement}
+
 
 @dataclass(frozen=True)
-class ExactMatch:
+class ExactMatch(_Described):
     """Temperature 0: accept the first sibling equal to argmax p, else output argmax p."""
 
     replacement: bool = True
@@ -63,9 +80,12 @@ class ExactMatch:
     def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
         return greedy_schedule(p, candidates)
 
+    def record(self) -> dict[str, Any]:
+        return {"name": "exact_match"}
+
 
 @dataclass(frozen=True)
-class OverAcceptance:
+class OverAcceptance(_Described):
     """Over-acceptance ``b = min(1, (p + eps) / q)`` with the OPT or UNO residual (theory paper §4).
 
     ``lam`` in [0, 1] moves b linearly towards 1: ``b_lam = b + lam (1 - b)``. With ``eps = 0`` this is
@@ -115,6 +135,9 @@ class OverAcceptance:
         ratio = (p + self.eps) / q.clamp_min(1e-30)
         b = torch.where(q > 0, ratio.clamp(max=1.0), torch.ones_like(p))
         return b + self.lam * (1.0 - b) if self.lam else b
+
+    def record(self) -> dict[str, Any]:
+        return {"name": "over_acceptance", "eps": self.eps, "lam": self.lam, "residual": self.residual}
 
 
 def rule_for(rule: AcceptanceRule, greedy: bool) -> AcceptanceRule:
