@@ -26,8 +26,9 @@ from typing import Any
 import plotly.graph_objects as go
 
 from specviz.trace import RunTrace, StepRecord, TreeNode
+from specviz.viz.explain import TESTED, StepIndex, describe_test, node_decision
 from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, axis, base_layout, figure, fmt,
-                               message_figure, series_color, title_lines, titled, visible_text)
+                               message_figure, series_color, title_lines, titled, visible_text, wrap_html)
 
 BEAM_KINDS = ("beam", "dsbd")
 # the widths heat map writes each cell's width in it up to this many steps (at phone width a cell is
@@ -123,6 +124,15 @@ def forest_layout(forest: list[TreeNode], n_beams: int) -> tuple[dict[int, tuple
     return pos, beam_y
 
 
+def _said(n: TreeNode, idx: StepIndex | None) -> str:
+    """The node's test, or what it was drawn from, in its step's rule's words (``core.rule_words``)."""
+    if idx is None:
+        return ""
+    line = describe_test(n, idx) if n.status in TESTED else \
+        node_decision(n, idx) if n.status in ("resampled", "bonus") else ""
+    return "<br>" + wrap_html(line, 64) if line else ""
+
+
 def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, height: int | None = None) -> go.Figure:
     """The forest of a ``beam``/``dsbd`` step (see module docstring). ``beam_texts``: the input
     beams' texts (hover), e.g. from ``beam_rows`` of the previous step; ``height``: pixels under the
@@ -135,6 +145,7 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
     pos, beam_y = forest_layout(step.forest, n_beams)
     data: list[dict[str, Any]] = []
     byid = {n.id: n for n in step.forest}
+    idx = StepIndex(step) if step.rule is not None else None  # a trace older than the rule record: numbers only
     ex: list[Any] = []
     ey: list[Any] = []
     for n in step.forest:
@@ -160,7 +171,8 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
             "text": [html.escape(visible_text(n.token_text, 8)) for n in nodes], "textposition": "top center",
             "textfont": {"family": MONO, "size": 10},
             "hovertext": [f"node {n.id} · beam {b}<br>{html.escape(repr(n.token_text))}<br>status {n.status}"
-                          f"<br>q {fmt(n.q)} · p {fmt(n.p)} · accept {fmt(n.accept_prob)}" for n in nodes],
+                          f"<br>q {fmt(n.q)} · p {fmt(n.p)} · accept {fmt(n.accept_prob)}{_said(n, idx)}"
+                          for n in nodes],
             "hoverinfo": "text",
             "marker": {"size": 12, "color": series_color(b + 1),
                        "line": {"width": 3, "color": [STATUS_COLORS.get(n.status, "#9ca3af") for n in nodes]}}})

@@ -6,7 +6,9 @@ trace recorded at the node's parent position (``PositionRecord``: the top tokens
 candidates tested there and the token produced there), and the residual ``norm(max(0, p − q))`` a
 rejection resamples from (Leviathan et al. 2023, Algorithm 1; its mass Σ max(0, p − q) = TV(p, q) is
 the chance one draft is rejected, theory paper Thm 1). When every candidate there was rejected, the
-final residual after the multi-candidate updates (MCSD Eq. 3 / Eq. 10) is drawn too. The drafted
+law actually resampled from is drawn too, named by the step's rule (``core.rule_words``): the final
+residual after the multi-candidate updates (MCSD Eq. 3 / Eq. 10), the target itself (over-acceptance
+with ``residual=target``), a DSBD layer's residual. The drafted
 candidates are marked above their bars in draw order, the selected one with an arrow. The bottom
 panel puts the uniform draw ``u`` against the acceptance probability ``a`` on [0, 1]: the node is
 accepted iff u lands left of a.
@@ -24,7 +26,7 @@ from typing import Any, Callable
 import plotly.graph_objects as go
 
 from specviz.trace import PositionRecord, StepRecord, TreeNode
-from specviz.viz.explain import StepIndex, describe_test, is_greedy_step, node_decision, position_of
+from specviz.viz.explain import StepIndex, describe_test, is_greedy_step, node_decision, position_of, produced_source
 from specviz.viz.style import (MONO, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS, axis, base_layout,
                                figure, fmt_prob, html_escape, message_figure, visible_text,
                                wrap_html)
@@ -64,10 +66,11 @@ BAR_MEANING = {"q": "draft q", "p": "target p",
 
 
 def _bar(name: str, meta: str, xs: list[int], ys: list[float], ids: list[int], labels: list[str], color: str,
-         **extra: Any) -> dict[str, Any]:
+         meaning: str | None = None, **extra: Any) -> dict[str, Any]:
+    meaning = html_escape(meaning) if meaning is not None else BAR_MEANING[meta]
     return {"type": "bar", "name": name, "meta": meta, "x": xs, "y": ys, "customdata": ids,
             "marker": {"color": color, **extra.pop("marker", {})}, "text": labels,
-            "hovertemplate": f"%{{text}} (id %{{customdata}})<br>{BAR_MEANING[meta]}: %{{y:.3g}}<extra></extra>",
+            "hovertemplate": f"%{{text}} (id %{{customdata}})<br>{meaning}: %{{y:.3g}}<extra></extra>",
             "textposition": "none", **extra}
 
 
@@ -143,6 +146,8 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
         name = "q draft" + (" (one-hot drafter: no distribution)" if not any(pos.q) else "")
         data.append(_bar(name, "q", xs, list(pos.q), pos.ids, hover_labels, Q_COLOR))
     data.append(_bar("p target", "p", xs, list(pos.p), pos.ids, hover_labels, P_COLOR))
+    produced = [n for n in step.forest if n.status in ("resampled", "bonus") and n.parent == node.parent
+                and (n.parent is not None or n.root == node.root)]
     final = pos.final_residual
     same = final is not None and pos.residual is not None and \
         all(abs(a - b) <= 1e-6 for a, b in zip(final, pos.residual))
@@ -150,16 +155,17 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
         name = "residual" + (" (resampled from)" if same else "")
         data.append(_bar(name, "residual", xs, list(pos.residual), pos.ids, hover_labels, RESIDUAL_COLOR,
                          opacity=0.85))
-    if final is not None and not same:
-        data.append(_bar("final residual (resampled from)", "final_residual", xs,
-                         list(final), pos.ids, hover_labels, "#fbbf24",
+    if final is not None and not same:  # what the step's rule resampled from here, in its words
+        resampled = next((n for n in produced if n.status == "resampled"), None)
+        source = produced_source(resampled, idx, greedy) if resampled is not None else \
+            idx.words.resample(sum(1 for n in idx.drafted_at(node) if n.status == "rejected"))
+        data.append(_bar(f"{source.label} (resampled from)", "final_residual", xs,
+                         list(final), pos.ids, hover_labels, "#fbbf24", meaning=source.words,
                          marker={"pattern": {"shape": "/", "fgcolor": RESIDUAL_COLOR, "size": 6}}))
 
     # candidates drafted at this position (draw order), and the token produced here, above their bars
     col = {tid: i for i, tid in enumerate(pos.ids)}
     top = max([*pos.p, *(pos.q or []), *(pos.residual or []), *(pos.final_residual or []), 0.05])
-    produced = [n for n in step.forest if n.status in ("resampled", "bonus") and n.parent == node.parent
-                and (n.parent is not None or n.root == node.root)]
     here = idx.drafted_at(node) + produced
     stacked: dict[int, int] = {}
     cx, cy, ctext, csym, ccol, cids, chover = [], [], [], [], [], [], []

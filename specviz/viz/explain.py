@@ -1,19 +1,21 @@
 """Why each node of a step ended as it did, in words: shared by the tree hover, the token tooltips
 and the step narrative, so all three say the same thing.
 
-The rule being explained is the multi-candidate verification of ``specviz.core.acceptance``: at a
-position the drafted siblings are tested in draw order; candidate i is accepted with probability
-``a_i = min(1, p_res(x_i) / q(x_i))`` where ``p_res`` is the target after the earlier siblings were
-rejected (``p`` itself for the first one; MCSD Eqs. 3-4, Sequoia Algorithm 1); the first i with
-``u_i < a_i`` is accepted and the later siblings are never tested. If every sibling is rejected the
-token is drawn from the final residual. At temperature 0 the warped target is one-hot and the test is
-an exact match with the target's argmax (``a`` is 0 or 1, no draw). A v1 trace has no ``p_residual``:
-the text then says the residual was used without giving its value.
+The words are the rule's own (``core.rule_words``): a step records the rule that decided it
+(``StepRecord.rule``), and every test is stated by that rule's formula with the numbers the trace
+holds for the node (``p``, ``p_residual``, ``q``, the draw ``u``), every resample by the law that rule
+draws from, every bonus likewise. The siblings at a position are tested in draw order; the first
+with ``u < a`` is accepted and the later ones are never tested. A step without the record (schema
+<= 3) is told by the plain rule, ``a = min(1, p_res / q)`` (MCSD Eqs. 3-4, Sequoia Algorithm 1), and
+by exact match where every test was one (temperature 0: ``a`` is 0 or 1, no draw). A v1 trace has
+no ``p_residual``: the text then says the residual was used without giving its value.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from specviz.core import rule_words
+from specviz.core.rule_words import RuleWords, Source, Test
 from specviz.trace import PositionRecord, StepRecord, TreeNode
 from specviz.viz.style import fmt_prob
 
@@ -35,12 +37,14 @@ class StepIndex:
     step: StepRecord
     nodes: dict[int, TreeNode] = field(default_factory=dict)
     groups: dict[Key, list[TreeNode]] = field(default_factory=dict)
+    words: RuleWords = field(init=False)
 
     def __post_init__(self) -> None:
         for n in self.step.forest:
             self.nodes[n.id] = n
             if n.status in DRAFTED:
                 self.groups.setdefault(group_key(n), []).append(n)
+        self.words = step_words(self.step)
 
     def siblings(self, node: TreeNode) -> list[TreeNode]:
         """The drafted nodes at ``node``'s position (itself included), in draw order."""
@@ -78,15 +82,24 @@ def position_of(step: StepRecord, node: TreeNode) -> PositionRecord | None:
 
 def is_exact_match(node: TreeNode) -> bool:
     """A test with no randomness because the target was one-hot (temperature 0): ``a`` is 0 or 1,
-    no draw, and ``p`` (one-hot) equals ``a``."""
+    no draw, and ``p`` (one-hot) equals ``a``. Read off the node: for steps without a rule record."""
     return (node.draw is None and node.accept_prob in (0.0, 1.0) and node.p in (0.0, 1.0)
             and node.accept_prob == node.p and node.status in TESTED)
 
 
 def is_greedy_step(step: StepRecord) -> bool:
-    """Every tested node was an exact-match test (a temperature-0 step); ``False`` if none was tested."""
+    """A temperature-0 step: its rule is a T = 0 rule; without a rule record, every tested node was an
+    exact-match test (``False`` if none was tested)."""
+    if step.rule is not None:
+        return rule_words.words(step.rule).greedy
     tested = [n for n in step.forest if n.status in TESTED]
     return bool(tested) and all(is_exact_match(n) for n in tested)
+
+
+def step_words(step: StepRecord) -> RuleWords:
+    """The words of the rule that decided ``step`` (``core.rule_words``; the plain rule for a step
+    without the record, exact match when every test was one)."""
+    return rule_words.words(step.rule, greedy=step.rule is None and is_greedy_step(step))
 
 
 def token_label(node: TreeNode) -> str:
@@ -99,40 +112,67 @@ def escape_ws(text: str) -> str:
     return text.replace("\r", "␍").replace("\n", "↵").replace("\t", "⇥") or "∅"
 
 
+def _words(node: TreeNode, idx: StepIndex | None, greedy: bool | None) -> RuleWords:
+    """The rule words for ``node``: its step's record; without one the plain rule, or exact match
+    when ``greedy`` says so (by default when the node reads as one)."""
+    if idx is not None and idx.step.rule is not None:
+        return idx.words
+    if greedy or (greedy is None and is_exact_match(node)):
+        return rule_words.words(None, greedy=True)
+    return rule_words.words(None)
+
+
+def node_test(node: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None) -> Test | None:
+    """The test ``node`` faced, as its rule states it (None if it was not tested)."""
+    if node.status not in TESTED or node.accept_prob is None:
+        return None
+    earlier = idx.earlier_rejected(node) if idx is not None else []
+    pos = idx.position(node) if idx is not None else None
+    fallback = False
+    if pos is not None and pos.q is not None and node.token_id in pos.ids:
+        fallback = pos.q[pos.ids.index(node.token_id)] == 0.0  # drawn by the uniform fallback (Sequoia)
+    return _words(node, idx, greedy).test(
+        p=node.p, p_res=node.p_residual, q=node.q, earlier=len(earlier),
+        duplicate=any(s.token_id == node.token_id for s in earlier), fallback=fallback,
+        accepted=node.status == "accepted")
+
+
 def describe_test(node: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None) -> str:
-    """The test ``node`` faced and its outcome, e.g.
+    """The test ``node`` faced and its outcome in its rule's words, e.g.
     ``u = 0.41 < a = 0.73 = min(1, p_res/q) with p_res = 0.5, q = 0.68 → accepted``.
 
-    ``greedy`` forces the exact-match wording (temperature 0); by default it is read off the node."""
-    if node.status not in TESTED or node.accept_prob is None:
+    ``greedy`` forces the exact-match wording for a step without a rule record (temperature 0); by
+    default it is read off the node."""
+    test = node_test(node, idx, greedy)
+    if test is None:
         return ""
     a = node.accept_prob
     outcome = "accepted" if node.status == "accepted" else "rejected"
-    if greedy or (greedy is None and is_exact_match(node)):
-        if node.status == "accepted":
-            return "exact match at T = 0: it is the target's argmax → accepted"
-        return "exact match at T = 0: it is not the target's argmax → rejected"
-    earlier = idx.earlier_rejected(node) if idx is not None else []
-    dup = any(s.token_id == node.token_id for s in earlier)
-    if node.p_residual is not None:
-        p_name = "p_res" if earlier else "p"
-        p_val = node.p_residual
-    elif earlier:
-        p_name, p_val = "p_res", None  # residual used, value not in this (v1) trace
-    else:
-        p_name, p_val = "p", node.p
-    if dup and a == 0.0:
-        return f"a = 0: the same token as an earlier rejected sibling (its residual mass is 0) → {outcome}"
-    ratio = f"min(1, {p_name}/q)"
-    if p_val is not None:
-        with_ = f"with {p_name} = {fmt_prob(p_val)}, q = {fmt_prob(node.q)}"
-    else:
-        with_ = f"with q = {fmt_prob(node.q)} ({p_name} not recorded in this trace)"
+    if not test.formula:
+        return f"{test.sentence} → {outcome}"
+    given = [f"{name} = {fmt_prob(v)}" for name, v in test.values if v is not None]
+    missing = [name for name, v in test.values if v is None]
+    with_ = "with " + ", ".join(given)
+    if missing:
+        with_ += f" ({', '.join(missing)} not recorded in this trace)"
+    if test.note:
+        with_ += f" ({test.note})"
     if node.draw is None:
         how = "with no draw" if a in (0.0, 1.0) else "(no draw recorded)"
-        return f"a = {ratio} = {fmt_prob(a)} {with_}: {outcome} {how}"
+        return f"a = {test.formula} = {fmt_prob(a)} {with_}: {outcome} {how}"
     op = "<" if node.draw < a else "≥"
-    return f"u = {fmt_prob(node.draw)} {op} a = {fmt_prob(a)} = {ratio} {with_} → {outcome}"
+    return f"u = {fmt_prob(node.draw)} {op} a = {fmt_prob(a)} = {test.formula} {with_} → {outcome}"
+
+
+def produced_source(node: TreeNode, idx: StepIndex, greedy: bool | None = None) -> Source | None:
+    """What a resampled or bonus ``node`` was drawn from, by its step's rule (None for a draft)."""
+    words = idx.words if idx.step.rule is not None or greedy is None else rule_words.words(None, greedy=greedy)
+    if node.status == "resampled":
+        return words.resample(sum(1 for s in idx.drafted_at(node) if s.status == "rejected"))
+    if node.status == "bonus":
+        parent = idx.nodes.get(node.parent) if node.parent is not None else None
+        return words.bonus(drafted=not (parent is None and not idx.groups))
+    return None
 
 
 def not_reached_reason(node: TreeNode, idx: StepIndex) -> str:
@@ -162,19 +202,9 @@ def not_reached_reason(node: TreeNode, idx: StepIndex) -> str:
 
 def node_decision(node: TreeNode, idx: StepIndex, greedy: bool | None = None) -> str:
     """One line on how ``node`` ended: its test, why it was not reached, or what it was drawn from."""
-    if node.status == "resampled":
-        if greedy:
-            return "the target's argmax (T = 0), taken after every draft at this position was rejected"
-        rejected = [s for s in idx.drafted_at(node) if s.status == "rejected"]
-        if len(rejected) > 1:
-            return (f"drawn from the final residual after {len(rejected)} rejections at this position (the residual "
-                    f"norm(max(0, p − q)) taken once per rejected sibling)")
-        return "drawn from the residual norm(max(0, p − q)) after the draft at this position was rejected"
-    if node.status == "bonus":
-        parent = idx.nodes.get(node.parent) if node.parent is not None else None
-        if parent is None and not idx.groups:
-            return "drawn from the target p (nothing was drafted)"
-        return "drawn from the target p (every draft token before it was accepted)"
+    source = produced_source(node, idx, greedy)
+    if source is not None:
+        return f"drawn from {source.words}" + (f" ({source.why})" if source.why else "")
     if node.status == "not_reached":
         return not_reached_reason(node, idx)
     line = describe_test(node, idx, greedy)

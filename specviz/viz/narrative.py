@@ -2,19 +2,22 @@
 
 ``step_narrative`` walks the verification the way the algorithm did (``specviz.core.acceptance``):
 what was drafted, then position by position the candidates in draw order with the test each faced
-(``u`` against ``a = min(1, p_res / q)``, MCSD Eqs. 3-4; an exact match at temperature 0), what was
-accepted, what the step's last token was drawn from (the residual ``norm(max(0, p − q))``, Leviathan
-et al. 2023 Algorithm 1, or the target after a fully accepted path), and what the step bought. It reads
-only the trace: a v1 step (no positions, no ``p_residual``) gets the same story without the numbers
-it does not carry.
+(``u`` against ``a``, stated by the step's own rule, ``core.rule_words``: ``min(1, p_res / q)`` for the
+exact rules, MCSD Eqs. 3-4; ``min(1, (p + eps) / q)`` for over-acceptance; an exact match at
+temperature 0), what was accepted, what the step's last token was drawn from (the law that rule
+resamples from, e.g. the residual ``norm(max(0, p − q))``, Leviathan et al. 2023 Algorithm 1, or the
+target after a fully accepted path), and what the step bought. It reads only the trace: a v1 step (no
+positions, no ``p_residual``) gets the same story without the numbers it does not carry.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from specviz.core import rule_words
+from specviz.core.rule_words import RuleWords, Source
 from specviz.trace import PositionRecord, RunTrace, StepRecord, TreeNode
 from specviz.viz.explain import (TESTED, StepIndex, describe_test, escape_ws, is_greedy_step, not_reached_reason,
-                                 position_of, token_label)
+                                 position_of, produced_source, token_label)
 from specviz.viz.style import fmt_prob
 
 TOP_RESIDUAL = 3
@@ -104,20 +107,34 @@ def _token_text(tid: int, texts: dict[int, str], decode: Callable[[int], str] | 
     return f"id {tid}"
 
 
+def law_values(pos: PositionRecord, source: Source) -> list[float] | None:
+    """The recorded values of the law ``source`` names on ``pos.ids`` (None if not recorded)."""
+    if source.law == "final_residual":
+        return pos.final_residual if pos.final_residual is not None else pos.residual
+    if source.law == "residual":
+        return pos.residual
+    if source.law in ("p", "argmax"):
+        return pos.p
+    return None
+
+
 def _residual_bits(pos: PositionRecord, texts: dict[int, str], decode: Callable[[int], str] | None,
-                   final: bool) -> str:
+                   source: Source, words: RuleWords) -> str:
     bits = []
     if pos.texts is not None:  # trace v2 records the texts of the ids it keeps
         texts = {**texts, **dict(zip(pos.ids, pos.texts))}
     if pos.residual_mass is not None:
-        bits.append(f"residual mass Σ max(0, p − q) = TV(p, q) = {fmt_prob(pos.residual_mass)}, the chance a "
-                    f"single draft here is rejected")
-    dist = pos.final_residual if final and pos.final_residual is not None else pos.residual
+        if words.rejection_is_tv:
+            bits.append(f"residual mass Σ max(0, p − q) = TV(p, q) = {fmt_prob(pos.residual_mass)}, the chance a "
+                        f"single draft here is rejected")
+        else:
+            bits.append(f"TV(p, q) = {fmt_prob(pos.residual_mass)}, the exact rule's chance of rejecting a single "
+                        f"draft here (this rule's is Σ (1 − a) q)")
+    dist = law_values(pos, source)
     if dist:
         top = sorted(zip(pos.ids, dist), key=lambda t: -t[1])[:TOP_RESIDUAL]
-        name = "final residual" if final and pos.final_residual is not None else "residual"
-        bits.append(f"top of the {name}: " + ", ".join(f"{_token_text(t, texts, decode)} {fmt_prob(v)}"
-                                                      for t, v in top if v > 0))
+        bits.append(f"top of the {source.label}: " + ", ".join(f"{_token_text(t, texts, decode)} {fmt_prob(v)}"
+                                                              for t, v in top if v > 0))
     return "; ".join(bits)
 
 
@@ -128,25 +145,23 @@ def _produced_line(step: StepRecord, idx: StepIndex, greedy: bool, decode: Calla
         return None
     texts = {n.token_id: n.token_text for n in step.forest}
     pos = position_of(step, last)
+    source = produced_source(last, idx, greedy)
+    if step.rule is None and last.status == "bonus" and last.p == 1.0 and not idx.groups:
+        source = rule_words.words(None, greedy=True).bonus(False)  # an older trace's target-only step at T = 0
     if last.status == "resampled":
         rejected = [n for n in idx.drafted_at(last) if n.status == "rejected"]
+        line = f"**Resampled** {_tok(last)}" + ("" if greedy else f" (p = {fmt_prob(last.p)})") + f" from {source.words}"
         if greedy:
-            line = (f"**Resampled** {_tok(last)}: every draft here was rejected, and at T = 0 the residual "
-                    f"is the target's argmax")
-        else:
-            what = ("the residual norm(max(0, p − q))" if len(rejected) <= 1 else
-                    f"the final residual after {len(rejected)} rejections (each rejection takes the residual again)")
-            line = f"**Resampled** {_tok(last)} (p = {fmt_prob(last.p)}) from {what}"
-        if pos is not None and not greedy:
-            bits = _residual_bits(pos, texts, decode, final=len(rejected) > 1)
+            line += ": every draft here was rejected" if len(rejected) > 1 else ": the draft here was rejected"
+        elif pos is not None:
+            bits = _residual_bits(pos, texts, decode, source, idx.words)
             if bits:
                 line += f": {bits}"
         return line + "."
+    p = "" if greedy or source.law == "argmax" else f" (p = {fmt_prob(last.p)})"
     if algorithm == "ar" or not idx.groups:
-        how = "the target's argmax (T = 0)" if last.p == 1.0 else f"the target p (p = {fmt_prob(last.p)})"
-        return f"**Drew** {_tok(last)} from {how}."
-    how = "the target's argmax (T = 0)" if greedy else f"the target p (p = {fmt_prob(last.p)})"
-    return (f"**Bonus** {_tok(last)} drawn from {how} after the last draft on the path was accepted: "
+        return f"**Drew** {_tok(last)} from {source.words}{p}."
+    return (f"**Bonus** {_tok(last)} drawn from {source.words}{p} after the last draft on the path was accepted: "
             f"one more token at no extra call.")
 
 
