@@ -542,6 +542,49 @@ def test_measure_rows_come_from_median_times(explorer, monkeypatch):
     assert sd.speedup == pytest.approx(2.0) and ar.speedup == pytest.approx(1.0)
 
 
+def test_measure_rows_name_only_the_settings_that_apply(explorer):
+    """sd under controller=static lists gamma, not the Thompson-sampling settings the app hides
+    (``Param.applies``, the rule that shows and hides the setting controls)."""
+    session = Session(pair_key=explorer.default_key)
+    for controller in ("static", "beta_ts"):
+        outs = list(explorer.measure(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, ["sd"], 0.0, False,
+                                     *params_for(explorer, **{"sd.controller": controller})))
+        html = outs[-1]["measurements"]
+        spec = specviz.ALGORITHMS["sd"]
+        values = {**spec.defaults, "controller": controller}
+        for p in spec.params:
+            assert (f"{p.name}=" in html) == p.applies(values), (controller, p.name, html)
+    assert "sd (controller=beta_ts, k_max=0, alpha0=1.0, beta0=1.0, beta_rule=paper)" in html
+
+
+def test_measure_reports_each_median_with_its_spread(explorer, monkeypatch):
+    """Median wall time, tokens/s and speed-up each with min–max over the timed runs; the speed-up's range
+    pairs the extremes (the algorithms' runs are one after another, not paired)."""
+    from specviz.ui import measure as m
+    pair = explorer.registry.get(explorer.default_key)
+    traces = {a: specviz.decode(pair, a, "def f(x):\n", max_new_tokens=8, temperature=0.0) for a in ("ar", "sd")}
+    seconds = {"ar": iter([9.0, 0.3, 0.1, 0.2]), "sd": iter([9.0, 0.15, 0.05, 0.1])}  # a warm-up, then 3 runs
+
+    def timed(pair, algo, *args):
+        yield next(seconds[algo]), traces[algo]
+
+    monkeypatch.setattr(m, "_timed_decode", timed)
+    *_, (note, rows) = m.measure(pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, max_new_tokens=8,
+                                 temperature=0.0)
+    ar, sd = rows
+    assert (ar.wall_s, ar.wall_s_min, ar.wall_s_max) == (0.2, 0.1, 0.3)
+    assert (sd.wall_s, sd.wall_s_min, sd.wall_s_max) == (0.1, 0.05, 0.15)
+    assert sd.speedup == pytest.approx(2.0)
+    assert sd.speedup_min == pytest.approx(0.1 / 0.15) and sd.speedup_max == pytest.approx(0.3 / 0.05)
+    assert ar.speedup == 1.0 and ar.speedup_min is None  # ar against its own runs: 1 exactly, no range
+    html = m.measurements_html(rows, note)
+    n = ar.new_tokens
+    for text in ("0.200", "0.100–0.300", "0.050–0.150", f"{n / 0.3:.1f}–{n / 0.1:.1f}", "2.00×", "0.67–6.00",
+                 "range (min–max)"):
+        assert text in html, text
+    assert html.count('class="sv-spread"') == 5  # wall s and tokens/s of both, sd's speed-up
+
+
 def test_clicking_a_node_opens_its_distribution(explorer, monkeypatch):
     from specviz.ui import render
     asked = []

@@ -2,8 +2,10 @@
 
 A live run interleaves its columns step by step on one device and may be paced, so its wall times
 are not independent measurements. ``measure`` runs the selected algorithms one after another,
-unpaced, each with a warm-up and ``repeats`` timed runs, and reports medians: the method of the
-README benchmark (``specviz.bench.run``), so the two agree within noise for the same settings.
+unpaced, each with a warm-up and ``repeats`` timed runs, and reports medians with their spread (the
+fastest and slowest timed run): the method of the README benchmark (``specviz.bench.run``), so the two
+agree within noise for the same settings. A row names only the settings that had an effect
+(``runner.effective_params``: no Thompson-sampling prior under ``controller=static``).
 """
 from __future__ import annotations
 
@@ -16,13 +18,15 @@ from typing import Any, Callable, Iterator
 import specviz
 from specviz import interrupt
 from specviz.models.loading import ModelPair
+from specviz.ui.runner import effective_params
 
 median = statistics.median  # of the timed runs (a module name, so tests can check the rows use it)
 
 
 @dataclass
 class Measurement:
-    """Median timing of one algorithm over ``repeats`` runs after a warm-up."""
+    """Median timing of one algorithm over ``repeats`` runs after a warm-up, with the fastest and the
+    slowest timed run (``wall_s_min``, ``wall_s_max``; both ``wall_s`` when not given)."""
 
     label: str
     algorithm: str
@@ -31,10 +35,37 @@ class Measurement:
     target_calls: int
     repeats: int
     speedup: float | None = None   # tokens/s over ar's tokens/s (when ar was measured)
+    wall_s_min: float | None = None
+    wall_s_max: float | None = None
+    speedup_min: float | None = None  # the slowest of these runs against ar's fastest
+    speedup_max: float | None = None  # the fastest against ar's slowest
+
+    def __post_init__(self) -> None:
+        self.wall_s_min = self.wall_s if self.wall_s_min is None else self.wall_s_min
+        self.wall_s_max = self.wall_s if self.wall_s_max is None else self.wall_s_max
+
+    @staticmethod
+    def _rate(tokens: int, seconds: float) -> float:
+        return tokens / seconds if seconds > 0 else 0.0
 
     @property
     def tokens_per_s(self) -> float:
-        return self.new_tokens / self.wall_s if self.wall_s > 0 else 0.0
+        return self._rate(self.new_tokens, self.wall_s)
+
+    @property
+    def tokens_per_s_min(self) -> float:
+        return self._rate(self.new_tokens, self.wall_s_max)
+
+    @property
+    def tokens_per_s_max(self) -> float:
+        return self._rate(self.new_tokens, self.wall_s_min)
+
+
+def measure_label(algorithm: str, params: dict[str, Any]) -> str:
+    """``algorithm (k=v, ...)`` with the parameters that have an effect (``runner.effective_params``,
+    the app's rule for which settings a column shows), all of them."""
+    shown = effective_params(algorithm, params)
+    return algorithm if not shown else f"{algorithm} ({', '.join(f'{k}={v}' for k, v in shown.items())})"
 
 
 def _timed_decode(pair: ModelPair, algo: str, prompt: str | list[int], params: dict[str, Any],
@@ -101,26 +132,46 @@ def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str
                 trace = result[1]
         wall = median(times)
         m = trace.metrics
-        done.append(Measurement(algo if not params else f"{algo} ({', '.join(f'{k}={v}' for k, v in params.items())})",
-                                algo, wall, int(m["new_tokens"]), int(m["target_calls"]), repeats))
+        done.append(Measurement(measure_label(algo, params), algo, wall, int(m["new_tokens"]), int(m["target_calls"]),
+                                repeats, wall_s_min=min(times), wall_s_max=max(times)))
     base = next((d for d in done if d.algorithm == "ar"), None)
     for d in done:
-        d.speedup = d.tokens_per_s / base.tokens_per_s if base is not None and base.tokens_per_s else None
+        if base is None or not base.tokens_per_s:
+            continue
+        d.speedup = 1.0 if d is base else d.tokens_per_s / base.tokens_per_s
+        # the runs were not paired (each algorithm's one after another): the range pairs extremes
+        if d is not base and base.tokens_per_s_max and base.tokens_per_s_min:
+            d.speedup_min = d.tokens_per_s_min / base.tokens_per_s_max
+            d.speedup_max = d.tokens_per_s_max / base.tokens_per_s_min
     yield f"measured {len(done)} algorithm{'s' if len(done) != 1 else ''}, one after another", done
 
 
+def _spread(median_value: float, lo: float | None, hi: float | None, fmt: str, unit: str = "") -> str:
+    """``median`` and, when the runs differ, its range as ``lo–hi`` underneath (class ``sv-spread``)."""
+    text = f"{median_value:{fmt}}{unit}"
+    if lo is None or hi is None or f"{lo:{fmt}}" == f"{hi:{fmt}}":
+        return text
+    return f'{text}<br><span class="sv-spread">{lo:{fmt}}–{hi:{fmt}}</span>'
+
+
 def measurements_html(rows: list[Measurement], note: str = "") -> str:
-    """The measured medians as a table (class ``sv-table``)."""
+    """The measured medians with their spread (min–max over the timed runs) as a table (class ``sv-table``)."""
     if not rows:
         return f'<div class="sv-empty">{html.escape(note) or "Press Measure to time the selected algorithms."}</div>'
     body = "".join(
         f'<tr><th scope="row">{html.escape(r.label)}</th><td>{r.new_tokens}</td><td>{r.target_calls}</td>'
-        f"<td>{r.wall_s:.3f}</td><td>{r.tokens_per_s:.1f}</td>"
-        f"<td>{'–' if r.speedup is None else f'{r.speedup:.2f}×'}</td><td>{r.repeats}</td></tr>" for r in rows)
+        f"<td>{_spread(r.wall_s, r.wall_s_min, r.wall_s_max, '.3f')}</td>"
+        f"<td>{_spread(r.tokens_per_s, r.tokens_per_s_min, r.tokens_per_s_max, '.1f')}</td>"
+        f"<td>{'–' if r.speedup is None else _spread(r.speedup, r.speedup_min, r.speedup_max, '.2f', '×')}</td>"
+        f"<td>{r.repeats}</td></tr>" for r in rows)
     return (f'<div class="sv-measure-note">{html.escape(note)}</div>'
             '<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th><th>tokens</th>'
-            '<th>target calls</th><th title="median wall-clock seconds of a whole decode call">median wall s</th>'
-            "<th>tokens/s</th><th>speed-up vs ar</th><th>timed runs</th></tr></thead>"
+            '<th>target calls</th><th title="median wall-clock seconds of a whole decode call; below it the '
+            'fastest and the slowest timed run">median wall s</th>'
+            '<th title="median; below it the range over the timed runs">tokens/s</th>'
+            '<th title="median tokens/s over ar\'s; below it the slowest run against ar\'s fastest to the fastest '
+            'against ar\'s slowest">speed-up vs ar</th><th>timed runs</th></tr></thead>'
             f"<tbody>{body}</tbody></table></div>"
-            '<p class="sv-note">Run one after another, unpaced, after a warm-up each; medians of the timed runs '
-            "(the method of <code>python -m specviz bench</code>).</p>")
+            '<p class="sv-note">Run one after another, unpaced, after a warm-up each; medians of the timed runs, '
+            "under each its range (min–max) over them (the method of <code>python -m specviz bench</code>). "
+            "A row lists only the settings that apply to it.</p>")

@@ -47,6 +47,7 @@ APP_CSS = VIZ_CSS + """
 .sv-stopped { color: #b91c1c; font-weight: 700; }
 .sv-story, .sv-story p, .sv-story li { font-size: 12.5px !important; line-height: 1.45; }
 .sv-measure-note { font-size: 12px; color: #4b5563; margin-bottom: 4px; }
+.sv-spread { font-size: 11px; color: #4b5563; white-space: nowrap; }
 #sv-input-msg p { margin: 2px 0; }
 /* phones: columns and figures stack, nothing is wider than the screen */
 @media (max-width: 760px) {
