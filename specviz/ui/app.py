@@ -29,6 +29,7 @@ from specviz.ui.ratelimit import RunLimiter, visitor_key
 from specviz.ui.uploadlimit import UploadLimiter, UploadLimitMiddleware
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, pair_key, preset_choices
 from specviz.ui.safe_text import display_name, hide_paths, md_text
+from specviz.ui.skip_blocks import SkipBlocks
 from specviz.models.chat import encode_prompt
 from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
@@ -783,8 +784,9 @@ class Explorer:
                               cfg.max_new_tokens_cap)
 
         # delete_cache: Gradio's copies of served files (trace downloads) older than an hour go hourly
-        with gr.Blocks(title="specviz · speculative decoding explorer", fill_width=True,
-                       delete_cache=(3600, 3600)) as demo:
+        # SkipBlocks: a step's unchanged outputs (gr.skip()) cost the server nothing (skip_blocks.py)
+        with SkipBlocks(title="specviz · speculative decoding explorer", fill_width=True,
+                        delete_cache=(3600, 3600)) as demo:
             # a visitor's state expires (public: session_ttl_s after its last change) and Gradio keeps at
             # most session_capacity of them (launch_kwargs); a dropped state stops its run, if any
             session = gr.State(Session(pair_key=self.default_key), time_to_live=cfg.session_ttl_s,
