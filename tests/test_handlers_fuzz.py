@@ -27,8 +27,9 @@ import pytest
 from gradio.state_holder import SessionState
 
 from specviz.ui import AppConfig, Explorer, Session
-from specviz.ui.numberbox import NumberBox
+from specviz.ui.numberbox import NumberBox, SliderBox
 from specviz.ui.pairs import PairChoice
+from test_ui import params_for
 from test_ui_support import save_tiny_pair
 
 HOSTILE: list[Any] = [None, math.nan, math.inf, -1, 2**70, True, "", "x" * 100_000, [1, 2], ["sd", "ar"],
@@ -271,3 +272,32 @@ def test_number_boxes_answer_with_the_boxs_name(app):
         shown = " ".join(strings(through_gradio(demo, run, args)))
         assert "parameter &#x27;calibration_steps&#x27; must be an integer in [8, 4096]" in shown, (v, shown[:300])
     assert not ex.runs._runs
+
+
+def test_sliders_answer_with_the_sliders_name(app):
+    """Text, NaN, infinity or a value out of range in a slider (what an API client may send) reaches the
+    app's check through Gradio and the page names the slider: gr.Slider's own preprocessing raised on
+    text (the bare "Error") and named no field out of range; pace was clamped without a word."""
+    demo, ex = app
+    page_inputs = {b.elem_id: b for f in demo.fns.values() for b in f.inputs if getattr(b, "elem_id", None)}
+    run = next(i for i, f in demo.fns.items() if f.name == "run")
+    play = next(i for i, f in demo.fns.items() if f.name == "play")
+    for elem_id, name, bad in (("sv-temperature", "temperature", ["abc", math.nan, -1, math.inf]),
+                               ("sv-top-p", "top_p", ["abc", math.nan, 0, 1.5]),
+                               ("sv-pace", "pace", ["abc", math.nan, -1, 1e9])):
+        box = page_inputs[elem_id]
+        assert isinstance(box, SliderBox) and box.get_block_name() == "slider"  # drawn as Gradio's Slider
+        block_fn = demo.fns[run]
+        j = block_fn.inputs.index(box)
+        for v in bad:
+            args = base_inputs(ex, block_fn)
+            args[j] = v
+            shown = " ".join(strings(through_gradio(demo, run, args)))
+            assert re.search(rf"⚠ {name}\b[^.]* must be", shown), (name, v, shown[:300])
+            assert_clean([shown], f"run with {name} = {v!r}")
+    assert not ex.runs._runs
+    # playback's pace: a sentence too, once there is something to play
+    session = Session(pair_key=ex.default_key)
+    list(ex.run(session, "def f(x):\n", 2, 0.0, 1.0, 0, 0, ["ar"], 0.0, False, *params_for(ex)))
+    shown = " ".join(strings(list(demo.fns[play].fn(session, "abc"))))
+    assert "pace must be" in shown, shown[:300]

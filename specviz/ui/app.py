@@ -33,13 +33,13 @@ from specviz.ui.skip_blocks import SkipBlocks
 from specviz.models.chat import encode_prompt
 from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
-from specviz.ui.numberbox import NumberBox
+from specviz.ui.numberbox import NumberBox, SliderBox
 from specviz.ui.measure import measure, measurements_html
 from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, columns_from_traces, export,
                                export_finished, load_trace_file, parse_prompt, start_columns, start_quota_sweeper,
                                stop_columns)
 from specviz.ui.style import APP_CSS, HEADER_HTML, PAGE_JS, STEP_JS, theme
-from specviz.ui.validate import Checked, check_inputs, max_new_limit
+from specviz.ui.validate import Checked, check_inputs, check_pace, max_new_limit
 from specviz.viz import legend_html
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ def param_component(spec: AlgorithmSpec, p: Param) -> gr.components.Component:
         return gr.Textbox(value=str(p.default), max_lines=1, **kw)
     if p.kind in ("int", "float") and p.min is not None and p.max is not None and (p.max - p.min) <= 1000:
         step = 1 if p.kind == "int" else (p.max - p.min) / 100
-        return gr.Slider(p.min, p.max, value=p.default, step=step, **kw)
+        return SliderBox(p.min, p.max, value=p.default, step=step, **kw)
     return NumberBox(value=p.default, precision=0 if p.kind == "int" else None, minimum=p.min, maximum=p.max,
                      **kw)
 
@@ -453,7 +453,9 @@ class Explorer:
                    **({"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)} if checked else {})}
             return
         chosen = self.selected_params(algos, param_values)
-        refusal = self.over_budget(chosen, checked.max_new_tokens) or self.run_limiter.allow(visitor_key(session))
+        pace, problem = check_pace(pace, self.config.max_step_delay_s)
+        refusal = (problem or self.over_budget(chosen, checked.max_new_tokens)
+                   or self.run_limiter.allow(visitor_key(session)))
         if refusal:
             yield self.message_view(session, refusal)
             return
@@ -461,12 +463,6 @@ class Explorer:
         if control is None:
             yield self.message_view(session, "A run is already going in this page: press Stop first.")
             return
-        try:
-            pace = min(max(float(pace or 0.0), 0.0), self.config.max_step_delay_s)
-        except (TypeError, ValueError):
-            pace = 0.0
-        if pace != pace:  # NaN
-            pace = 0.0
         expired = self.deadline()
         wait_left = [float("inf") if self.config.max_wait_s is None else float(self.config.max_wait_s)]
 
@@ -656,7 +652,11 @@ class Explorer:
         start = session.view_step()
         if start >= n - 1:
             start = 0
-        pace = min(max(float(pace or 0.0), 0.15), 1.0)
+        pace, problem = check_pace(pace, self.config.max_step_delay_s)
+        if problem:
+            yield self.message_view(session, problem)
+            return
+        pace = min(max(pace, 0.15), 1.0)  # playback: at least the time to draw a step, at most a second
         for k in range(start, n):
             session.step = k
             yield self.step_view(session)
@@ -820,12 +820,12 @@ class Explorer:
                                         elem_id="sv-max-new")
                     seed = NumberBox(0, label="seed", precision=0, info="0 to 2^63 − 1", elem_id="sv-seed")
                 with gr.Row():
-                    temperature = gr.Slider(0, 2, value=0.0, step=0.05, label="temperature",
-                                            info="0 = greedy", elem_id="sv-temperature")
-                    top_p = gr.Slider(0.01, 1.0, value=1.0, step=0.01, label="top-p", elem_id="sv-top-p")
+                    temperature = SliderBox(0, 2, value=0.0, step=0.05, label="temperature",
+                                              info="0 = greedy", elem_id="sv-temperature")
+                    top_p = SliderBox(0.01, 1.0, value=1.0, step=0.01, label="top-p", elem_id="sv-top-p")
                 top_k = NumberBox(0, label="top-k", info="0 = off", precision=0, elem_id="sv-top-k")
                 input_msg = gr.Markdown("", elem_id="sv-input-msg", elem_classes=["sv-note"])
-                pace = gr.Slider(0, cfg.max_step_delay_s, value=min(cfg.default_pace_s, cfg.max_step_delay_s),
+                pace = SliderBox(0, cfg.max_step_delay_s, value=min(cfg.default_pace_s, cfg.max_step_delay_s),
                                  step=0.05, label="pace (seconds per step, live)",
                                  info="a live run takes at least this long per step so you can watch it; "
                                       "0 = as fast as it goes. Measure is never paced."

@@ -1,4 +1,4 @@
-"""A number box whose value reaches the app's handlers as the client sent it.
+"""A number box and a slider whose values reach the app's handlers as the client sent them.
 
 Gradio's ``gr.Number`` checks and rounds the value before any handler sees it: text (``"abc"``) raises a
 ``TypeError``, NaN a ``ValueError`` (``int(round(nan))`` with ``precision=0``), infinity an
@@ -7,7 +7,10 @@ came from; the page then shows Gradio's bare "Error" or a sentence without the f
 checks every number itself (``ui.validate.check_inputs`` for the sampling boxes, ``Param.validate`` for
 an algorithm's parameters) with a sentence naming the field and its range, so ``NumberBox`` hands the
 value over untouched: no rounding (a 2.5 seed is refused, not run as 2), no bound check (the range is
-still the browser's ``min``/``max``). It is drawn by Gradio's own Number component.
+still the browser's ``min``/``max``). It is drawn by Gradio's own Number component. ``SliderBox`` does
+the same for ``gr.Slider`` (whose preprocessing raises the same errors: text sent through the API got the
+bare "Error"); temperature and top-p are checked by ``SamplingConfig``, pace and an algorithm's slider
+parameters by the app and ``Param.validate``, each naming the field.
 
 Gradio writes a typing stub for a component class beside its module when it is imported
 (``numberbox.pyi``, rewritten when the class changes); it is committed so that a checkout stays clean."""
@@ -20,6 +23,13 @@ import gradio as gr
 
 class NumberBox(gr.Number):
     is_template = True  # the page draws it as gradio's "number"
+
+    def preprocess(self, payload: Any) -> Any:
+        return payload
+
+
+class SliderBox(gr.Slider):
+    is_template = True  # the page draws it as gradio's "slider"
 
     def preprocess(self, payload: Any) -> Any:
         return payload

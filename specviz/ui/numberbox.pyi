@@ -29,3 +29,15 @@ class NumberBox(gr.Number):
     if TYPE_CHECKING:
         from gradio.components import Timer
         from gradio.components.base import Component
+class SliderBox(gr.Slider):
+    is_template = True  # the page draws it as gradio's "slider"
+
+    def preprocess(self, payload: Any) -> Any:
+        return payload
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+    

@@ -58,6 +58,15 @@ def check_top_k(raw: Any) -> tuple[int | None, str | None]:
     return v, None
 
 
+def check_pace(raw: Any, most: float) -> tuple[float, str | None]:
+    """The pace in seconds per step (None: unpaced, as an emptied box), or a sentence: from 0 to ``most``."""
+    if raw is None:
+        return 0.0, None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw) and 0 <= raw <= most:
+        return float(raw), None
+    return 0.0, f"pace must be a number of seconds per step from 0 to {most:g}; got {_shown(raw)}."
+
+
 def max_new_limit(context_length: int | None, prompt_tokens: int | None, cap: int) -> int:
     """The most new tokens a run may ask for: the pair's context minus the prompt, and the app's cap."""
     if context_length is None:
