@@ -148,6 +148,7 @@ class DraftedPosition:
     rejected: bool
     candidates: int
     probe: dict[str, float] | None = None
+    first_rejected: bool = False  # the position's first candidate (drawn from q) was rejected
 
 
 def drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
@@ -160,10 +161,12 @@ def drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
         drafted = [n for n in s.forest if n.status in ("accepted", "rejected", "not_reached")]
         for i, r in enumerate(records):
             probe = probes[i] if i < len(probes) else None
-            k = sum(1 for n in drafted if n.parent == r.parent and n.root == r.root)
+            here = [n for n in drafted if n.parent == r.parent and n.root == r.root]  # draw order
+            k = len(here)
             prob = probe["reject"] if probe else (r.residual_mass if k == 1 else None)
             tv = probe["tv"] if probe else r.residual_mass
-            out.append(DraftedPosition(s.index, float(tv), prob, r.final_residual is not None, k, probe))
+            out.append(DraftedPosition(s.index, float(tv), prob, r.final_residual is not None, k, probe,
+                                       bool(here) and here[0].status == "rejected"))
     return out
 
 
@@ -189,6 +192,33 @@ def rejection_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, list[float]
         var += d.reject_prob * (1.0 - d.reject_prob)
         half = z * math.sqrt(var)
         for key, v in zip(out, (d.tv, tv_sum, mean, mean - half, mean + half, measured, d.step)):
+            out[key].append(v)
+    return out
+
+
+def first_draft_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, list[float]] | None:
+    """Thm 1 on the first candidate of each verified position of a multi-draft tree (``specinfer``,
+    ``mcsd``, ``sequoia``), where ``rejection_overlay`` is empty: a position's first candidate is
+    drawn from q (with or without replacement, the first draw is q's) and tested by ``min(1, p/q)``,
+    so it is rejected with probability TV(p, q) exactly (the recorded ``residual_mass``), whatever
+    the tree around it. Keys as ``rejection_overlay`` (``expected`` = ``tv_sum``, its ``z`` band,
+    ``measured`` the running count of rejected first candidates) plus ``measured_all``, the running
+    count of positions where every candidate was rejected (at most ``measured``; its own chance,
+    prod_j TV(p_j, q) over the successive residuals p_j, needs laws the trace does not record).
+    ``None`` when no position tried several candidates or a drafted position's TV is unknown."""
+    ds = [d for d in drafted_positions(trace) if d.candidates]
+    if not any(d.candidates > 1 and d.probe is None for d in ds):
+        return None
+    out: dict[str, list[float]] = {k: [] for k in ("tv", "tv_sum", "expected", "low", "high", "measured",
+                                                   "measured_all", "step")}
+    mean = var = first = every = 0.0
+    for d in ds:
+        mean += d.tv
+        var += d.tv * (1.0 - d.tv)
+        first += d.first_rejected
+        every += d.rejected
+        half = z * math.sqrt(var)
+        for key, v in zip(out, (d.tv, mean, mean, mean - half, mean + half, first, every, d.step)):
             out[key].append(v)
     return out
 

@@ -100,7 +100,7 @@ def test_theory_view_per_algorithm(pair, tmp_path):
     assert set(vt.theory_figures(runs["sd"])) == {"rejections"}
     assert set(vt.theory_figures(runs["batch_sd"])) == {"rejections", "batch_improvement"}
     assert set(vt.theory_figures(runs["biased_sd"])) == {"rejections", "tradeoff"}
-    assert set(vt.theory_figures(runs["sequoia"])) == {"sequoia"}
+    assert set(vt.theory_figures(runs["sequoia"])) == {"sequoia", "first_drafts"}
     seq = vt.sequoia_figure(runs["sequoia"])
     assert list(seq.data[1].y) == [s.controller["predicted_tokens"] for s in runs["sequoia"].steps]
     assert list(seq.data[0].y) == [s.controller["measured_tokens"] for s in runs["sequoia"].steps]
@@ -155,7 +155,56 @@ def test_the_panel_shows_only_what_chance_left_open(pair):
     assert titles == ["TV(p, q) per drafted position", "Rejections: theory vs measured"]
     seq = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=20, temperature=0, size=8, depth=3,
                          calibration_steps=16)
-    assert [a.text for a in vt.theory_panel(seq, 0).layout.annotations] == ["Sequoia: tokens per step"]
+    assert vt.theory_panel(seq, 0) is None  # its predicted tokens per step are in its controller view
+    assert [a.text for a in vt.theory_view(seq, 0).layout.annotations] == ["Sequoia: tokens per step"]
+
+
+TREES = [("specinfer", {}), ("mcsd", {}), ("mcsd", {"replacement": True}),
+         ("sequoia", {"size": 8, "depth": 3, "calibration_steps": 16})]
+
+
+@pytest.mark.parametrize("algorithm,params", TREES, ids=["specinfer", "mcsd", "mcsd-iid", "sequoia"])
+def test_every_sampled_lossless_run_has_a_theory_panel(pair, algorithm, params):
+    """Issue #23: a theory panel for every sampled run of every lossless algorithm. A multi-draft tree
+    gets Thm 1 on each verified position's first draft (drawn from q, rejected with chance TV(p, q)
+    exactly), the rejected first drafts and the all-rejected positions measured; each figure once."""
+    from specviz.algorithms.registry import ALGORITHMS
+    from specviz.ui import render
+    from specviz.ui.runner import Column
+
+    trace = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=16, seed=3, **params)
+    ov = metrics.first_draft_overlay(trace)
+    ds = [d for d in metrics.drafted_positions(trace) if d.candidates]
+    assert ov is not None and len(ov["tv"]) == len(ds) and any(d.candidates > 1 for d in ds)
+    assert ov["expected"][-1] == pytest.approx(sum(d.tv for d in ds))
+    first = sum(1 for s in trace.steps for r in s.positions if r.q is not None and
+                next(n for n in s.forest if n.parent == r.parent and n.root == r.root and
+                     n.status in ("accepted", "rejected", "not_reached")).status == "rejected")
+    assert ov["measured"][-1] == first and ov["measured_all"][-1] <= first
+    view = render.slot_view(Column(algorithm, algorithm, trace=trace, done=True), 0, 1)
+    titles = [a.text for a in view.theory.layout.annotations]
+    assert titles == ["TV(p, q) per drafted position", "First drafts: Thm 1 vs measured"]
+    go.Figure(view.theory.to_dict())
+    if algorithm == "sequoia":  # drawn by its controller view, not again in the theory panel
+        assert "Sequoia" in view.controller.layout.title.text
+    for name in ("sd", "pld", "batch_sd"):  # the chains: Thm 1 (batch_sd: Thm 3 too)
+        chain = specviz.decode(pair, name, PROMPT, max_new_tokens=12, seed=3)
+        assert ALGORITHMS[name].lossless and vt.theory_panel(chain, 0) is not None, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm,params", TREES, ids=["specinfer", "mcsd", "mcsd-iid", "sequoia"])
+def test_first_draft_rejections_match_thm1(pair, algorithm, params):
+    """The first-draft count minus the sum of TVs is a martingale: mean 0 over independent runs."""
+    gaps = []
+    for seed in range(RUNS // 2):
+        ov = metrics.first_draft_overlay(specviz.decode(pair, algorithm, PROMPT, max_new_tokens=16, seed=seed,
+                                                        **params))
+        gaps.append(ov["measured"][-1] - ov["expected"][-1] if ov else 0.0)
+    n = len(gaps)
+    mean = sum(gaps) / n
+    se = math.sqrt(sum((g - mean) ** 2 for g in gaps) / (n - 1) / n)
+    assert abs(mean) < 3.3 * se, (mean, se)
 
 
 def test_stacked_panels_do_not_overlap(pair):

@@ -23,11 +23,46 @@ import plotly.graph_objects as go
 
 from specviz import metrics
 from specviz.trace import RunTrace
+from specviz.viz.controller import controller_kind as viz_kind
 from specviz.viz.controller import register_view
 from specviz.viz.style import CURRENT_COLOR, axis, base_layout, figure, message_figure, series_color
 
 BAND = "rgba(37,99,235,0.15)"
 CHANCE = 1e-6  # a rejection probability within this of 0 or 1 was not left to chance
+
+
+def _overlay(trace: RunTrace) -> dict[str, list[float]]:
+    """The per-position overlay: ``metrics.rejection_overlay``, or for a multi-draft tree (where it is
+    empty) ``metrics.first_draft_overlay``, Thm 1 on each position's first candidate."""
+    ov = metrics.rejection_overlay(trace)
+    return ov if ov["tv"] else (metrics.first_draft_overlay(trace) or ov)
+
+
+def _first_draft_traces(trace: RunTrace) -> list[dict[str, Any]]:
+    """A multi-draft tree: Thm 1 on each verified position's first candidate (drawn from q, rejected
+    with chance TV(p, q) exactly) against the rejected first candidates, and the positions where
+    every candidate was rejected (fewer: the later candidates' chances are not recorded)."""
+    if metrics.rejection_overlay(trace)["tv"]:
+        return []
+    ov = metrics.first_draft_overlay(trace)
+    if ov is None:
+        return []
+    x = list(range(1, len(ov["tv"]) + 1))
+    why = ("each position's first draft is drawn from q and tested by min(1, p/q): rejected with chance "
+           "TV(p, q) exactly (Thm 1)")
+    return [
+        dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
+             line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup="expected"),
+        dict(type="scatter", x=x, y=ov["expected"], mode="lines", name="Thm 1 ± 95%", legendgroup="expected",
+             line={"color": series_color(0)},
+             hovertemplate="position %{x}: ΣTV = %{y:.2f}<br>" + why + "<extra></extra>"),
+        dict(type="scatter", x=x, y=ov["measured"], mode="lines", line={"shape": "hv", "color": "#dc2626"},
+             name="1st draft rejected", hovertemplate="position %{x}: %{y} first drafts rejected<extra></extra>"),
+        dict(type="scatter", x=x, y=ov["measured_all"], mode="lines", name="all rejected",
+             line={"shape": "hv", "color": "#6b7280", "dash": "dot"},
+             hovertemplate="position %{x}: %{y} positions with every draft rejected<br>(its chance, the product of "
+                           "the TVs of the successive residuals, is not recorded; at most Thm 1's)<extra></extra>"),
+    ]
 
 
 def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
@@ -53,7 +88,7 @@ def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
 
 
 def _tv_traces(trace: RunTrace) -> list[dict[str, Any]]:
-    ov = metrics.rejection_overlay(trace)
+    ov = _overlay(trace)
     if not ov["tv"]:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
@@ -110,6 +145,7 @@ def _sequoia_traces(trace: RunTrace) -> list[dict[str, Any]]:
 PANELS = (  # (builder, title, x title, y title)
     (_tv_traces, "TV(p, q) per drafted position", "drafted position", "TV"),
     (_rejection_traces, "Rejections: theory vs measured", "drafted position", "rejections"),
+    (_first_draft_traces, "First drafts: Thm 1 vs measured", "verified position", "rejections"),
     (_batch_traces, "Batch improvement (Thm 3)", "drafted position", "rejections saved"),
     (_tradeoff_traces, "Rejection vs bias (Thms 4-5)", "TV bias of one token", "rejection probability"),
     (_sequoia_traces, "Sequoia: tokens per step", "step", "tokens"),
@@ -135,6 +171,11 @@ def rejection_figure(trace: RunTrace, height: int = 320) -> go.Figure:
 
 def batch_improvement_figure(trace: RunTrace, height: int = 300) -> go.Figure | None:
     traces = _batch_traces(trace)
+    return _single(traces, *PANELS[3][1:], height) if traces else None
+
+
+def first_draft_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
+    traces = _first_draft_traces(trace)
     return _single(traces, *PANELS[2][1:], height) if traces else None
 
 
@@ -142,7 +183,7 @@ def tradeoff_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
     traces = _tradeoff_traces(trace)
     if not traces:
         return None
-    fig = _single(traces, *PANELS[3][1:], height)
+    fig = _single(traces, *PANELS[4][1:], height)
     fig.update_xaxes(rangemode="tozero")
     fig.update_yaxes(rangemode="tozero", scaleanchor="x")
     return fig
@@ -150,13 +191,13 @@ def tradeoff_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
 
 def sequoia_figure(trace: RunTrace, height: int = 280) -> go.Figure | None:
     traces = _sequoia_traces(trace)
-    return _single(traces, *PANELS[4][1:], height) if traces else None
+    return _single(traces, *PANELS[5][1:], height) if traces else None
 
 
 def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
     """The theory figures this trace supports, by name."""
     figs = {"rejections": rejection_figure(trace) if _rejection_traces(trace) else None, "batch_improvement": batch_improvement_figure(trace),
-            "tradeoff": tradeoff_figure(trace), "sequoia": sequoia_figure(trace)}
+            "first_drafts": first_draft_figure(trace) if left_to_chance(trace) else None, "tradeoff": tradeoff_figure(trace), "sequoia": sequoia_figure(trace)}
     return {k: v for k, v in figs.items() if v is not None}
 
 
@@ -171,25 +212,29 @@ def left_to_chance(trace: RunTrace) -> bool:
     """Whether some drafted position's rejection was left to chance (``0 < P(reject) < 1``). Not at
     temperature 0 (or top-k = 1): p and q are one-hot, every TV is 0 or 1 and the expected
     rejections are the measured ones exactly, so the per-position panels would say nothing."""
-    return any(d.reject_prob is not None and CHANCE < d.reject_prob < 1 - CHANCE
+    return any(CHANCE < (d.tv if d.reject_prob is None else d.reject_prob) < 1 - CHANCE
                for d in metrics.drafted_positions(trace))
 
 
-def _panels(trace: RunTrace) -> list[PerPanel]:
-    """The panels this trace supports that say something: Sequoia's always, the per-position ones
-    (TV, rejections, batch improvement, trade-off) only when ``left_to_chance``."""
+def _panels(trace: RunTrace, sequoia: bool = True) -> list[PerPanel]:
+    """The panels this trace supports that say something: Sequoia's always (unless ``sequoia`` is
+    false), the per-position ones (TV, rejections or a tree's first drafts, batch improvement,
+    trade-off) only when ``left_to_chance``."""
     chance = left_to_chance(trace)
     return [(traces, title, xt, yt) for build, title, xt, yt in PANELS
-            if (chance or build is _sequoia_traces) and (traces := build(trace))]
+            if (chance or build is _sequoia_traces) and (sequoia or build is not _sequoia_traces)
+            and (traces := build(trace))]
 
 
 def theory_panel(trace: RunTrace, step: int | None = None) -> go.Figure | None:
     """The app's per-column theory panel: ``theory_view``, or ``None`` (no panel) when it would say
     nothing. It is shown when the run left some rejection to chance (``left_to_chance``: sampled,
-    T > 0, with drafted positions whose probabilities it recorded) or predicted its tokens per step
-    (Sequoia, at any temperature); so never for ``ar`` nor for a greedy (T = 0) run of the chain,
-    batch or early-exit algorithms, whose TVs are all 0 or 1."""
-    panels = _panels(trace)
+    T > 0, with drafted positions whose probabilities it recorded): Thm 1 for a chain, Thm 1 on each
+    position's first draft for a multi-draft tree (``specinfer``, ``mcsd``, ``sequoia``); so never
+    for ``ar`` (nothing drafted) nor for a greedy (T = 0) run, whose TVs are all 0 or 1. Sequoia's
+    predicted-vs-measured tokens per step are left out: its controller view draws them (each
+    figure once)."""
+    panels = _panels(trace, sequoia=viz_kind(trace) != "sequoia")
     return theory_view(trace, step, panels=panels) if panels else None
 
 
@@ -228,7 +273,7 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
         data += [{**tr, "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "legend": f"legend{sfx}"} for tr in traces]
         notes.append({"text": title, "x": 0, "xref": "paper", "xanchor": "left", "y": frac(top), "yref": "paper",
                       "yanchor": "top", "showarrow": False, "font": {"size": 13}})
-        if marked and title in (PANELS[0][1], PANELS[1][1]):
+        if marked and title in (PANELS[0][1], PANELS[1][1], PANELS[2][1]):
             shapes.append({"type": "rect", "xref": f"x{sfx}", "yref": f"y{sfx} domain", "x0": marked[0] - 0.5,
                            "x1": marked[-1] + 0.5, "y0": 0, "y1": 1, "fillcolor": CURRENT_COLOR, "opacity": 0.12,
                            "line": {"width": 0}, "layer": "below"})
@@ -244,4 +289,4 @@ def _step_positions(trace: RunTrace, step: int | None) -> list[int]:
     """1-based drafted-position numbers of step ``step`` (empty for None)."""
     if step is None:
         return []
-    return [i + 1 for i, s in enumerate(metrics.rejection_overlay(trace)["step"]) if s == step]
+    return [i + 1 for i, s in enumerate(_overlay(trace)["step"]) if s == step]
