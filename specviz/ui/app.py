@@ -50,11 +50,14 @@ TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML
 SHOWN_TIMEOUT_S = 3.0      # the longest a live run waits for the page to draw its previous update
 MEASURE_TICK_S = 1.0       # Measure hands control back to Gradio at least this often (client gone? stop)
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
+# Code for the bundled code pair (chat off), where its draft mostly succeeds. Greedy `sd`, gamma 4,
+# 64 tokens, tau: main() 4.27, the loop body 4.27, setUp 4.00, the argparse call 4.00, fibonacci 3.20
+# (the classic; in its body the 6M draft guesses less). Every output equal to greedy `ar`.
 CODE_PROMPTS = (
     "def fibonacci(n):",
-    "import os\n\n\ndef list_python_files(root):",
-    "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):",
-    "def parse_args(argv=None):\n    parser = argparse.ArgumentParser(",
+    "import os\nimport sys\n\n\ndef main():",
+    "class TestCase(unittest.TestCase):\n\n    def setUp(self):",
+    "def main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(",
     "    for i in range(len(items)):",
 )
 # Questions for a chat pair (shown with chat on), where the default pair's draft succeeds and fails.
