@@ -7,6 +7,7 @@ from tiny import tiny_pair
 
 import specviz
 from specviz.viz import beams as V
+from specviz.viz.style import fmt_prob
 from test_viz_controller import cut_title_lines, legend_problems
 
 
@@ -118,7 +119,96 @@ def test_app_column_shows_the_beam_panels(dsbd_trace):
     roots = [t for t in view.tree.data if t.meta == "beam"]
     assert len(roots) == len(dsbd_trace.steps[k - 1].controller["carried"]) > 1
     assert view.controller.layout.title.text.startswith("Beam widths") and "<table" in view.beams
-    assert view.narrative is None     # the tree-walk narrative does not describe beam layers
+    assert view.narrative.startswith(f"**Step {k + 1}** · `dsbd`")  # told layer by layer (viz.beam_story)
+
+
+def _statuses_the_page_clicks() -> list[str]:
+    """The node statuses a click on a tree plot reports (``ui.style.PAGE_JS``)."""
+    import re
+
+    from specviz.ui.style import PAGE_JS
+    return re.findall(r'"(\w+)"', re.search(r"const STATUSES = \[(.*?)\]", PAGE_JS).group(1))
+
+
+@pytest.mark.parametrize("algo", ["dsbd", "beam"])
+def test_every_forest_node_is_clickable_and_opens_its_view(dsbd_trace, beam_trace, algo):
+    """Issue #23 point 2: a click on a forest node opens the node's view: its distribution (p_beam,
+    q_beam on its row, u against a) and, over the narrative, its beam, test, layer law and fate."""
+    from specviz.ui.render import slot_view
+    from specviz.ui.runner import Column
+
+    trace = dsbd_trace if algo == "dsbd" else beam_trace
+    statuses = _statuses_the_page_clicks()
+    col = Column(label=algo, algorithm=algo, trace=trace, done=True)
+    for k in (0, len(trace.steps) // 2):
+        step = trace.steps[k]
+        fig = V.step_forest_figure(trace, k)
+        clickable = [i for t in fig.data if t.meta in statuses for i in t.customdata]
+        assert sorted(clickable) == sorted(n.id for n in step.forest)  # every node, once
+        for t in fig.data:
+            if t.meta in statuses:  # a trace's nodes have its status
+                assert {n.status for n in step.forest if n.id in t.customdata} == {t.meta}
+        node = next(n for n in step.forest if n.status in ("rejected", "accepted", "bonus"))
+        col.selected = node.id
+        view = slot_view(col, 0, k)
+        assert view.distribution is not None and view.distribution.layout.meta["node"] == node.id
+        assert view.narrative.startswith(f"**Selected: node {node.id}**")
+        head = view.narrative.split("---")[0]
+        assert "p_beam = " in head and ("Kept" in head or "Not kept" in head)
+        if node.q is not None:
+            assert "q_beam = " in head
+        if algo == "dsbd" and node.status in ("accepted", "rejected"):
+            lv = step.controller["levels"][node.depth]
+            assert f"**W_L = {lv['width']}**" in head and "P(m = k)" in head
+        col.selected = None
+
+
+def test_the_dsbd_narrative_tells_each_layer(dsbd_trace):
+    """Every verified layer: the law P(m = k) and its tail, the threshold and W_L (Eqs 2-7), each test
+    in the rule's own sentence, passed or failed; the bonus layer; each kept beam and why."""
+    import html as _html
+
+    from specviz.viz.beam_story import beam_narrative
+    from specviz.viz.explain import StepIndex, describe_test
+
+    failed = passed = 0
+    for k, step in enumerate(dsbd_trace.steps):
+        story = _html.unescape(beam_narrative(dsbd_trace, k))
+        idx = StepIndex(step)
+        for n in step.forest:
+            if n.status in ("accepted", "rejected"):
+                assert describe_test(n, idx) in story, (k, n.id)
+        for lv in step.controller["levels"]:
+            if lv.get("bonus"):
+                assert f"**Bonus layer {lv['layer']}**" in story
+                continue
+            assert f"**Layer {lv['layer']}**" in story and f"**W_L = {lv['width']}**" in story
+            assert "[" + ", ".join(fmt_prob(v) for v in lv["p_accept"]) + "]" in story
+            assert f"t = {lv['threshold']:g}" in story
+            if lv["passed"]:
+                passed += 1
+                assert f"Accepted {lv['accepted']} of the {lv['width']} needed: **passed**" in story
+            else:
+                failed += 1
+                assert f"Accepted {lv['accepted']} of the {lv['width']} needed: **failed**" in story
+        kept = step.controller["kept"]
+        assert f"**Kept** {len(kept)} beam" in story
+        assert story.count("extending input beam") == len(kept)
+        assert f"**Bought** +{len(step.committed)} token" in story
+    assert passed and failed  # both outcomes told
+
+
+def test_plain_beam_has_a_narrative_and_no_solid_width_bar(beam_trace):
+    """Plain ``beam`` keeps W beams every step and verifies no layer: its widths view would be one
+    solid bar, so it has none; its narrative names the draws from p_beam."""
+    from specviz.ui.render import slot_view
+    from specviz.ui.runner import Column
+
+    view = slot_view(Column(label="beam", algorithm="beam", trace=beam_trace, done=True), 0, 1)
+    assert view.controller is None and "<table" in view.beams
+    step = beam_trace.steps[1]
+    assert "**Drew** 3 beams i.i.d." in view.narrative and "p_beam" in view.narrative
+    assert all(f"p_beam = {fmt_prob(n.p)}" in view.narrative for n in step.forest)
 
 
 def test_app_column_of_other_algorithms_has_no_beam_panel(pair):
@@ -139,3 +229,19 @@ def test_the_heat_map_writes_a_width_only_in_cells_wide_enough(dsbd_trace, beam_
         shown[len(trace.steps) <= V.CELL_TEXT_STEPS] = heat.texttemplate
         assert "kept width %{z}" in heat.hovertemplate
     assert shown == {True: "%{z}", False: None}
+
+
+def test_every_algorithm_column_at_t_above_0_has_a_narrative(pair):
+    """Issue #23 point 2: every registered algorithm's column explains its steps when sampled."""
+    from specviz.algorithms.registry import ALGORITHMS
+    from specviz.models.loading import attach_early_exit
+    from specviz.ui.render import slot_view
+    from specviz.ui.runner import Column
+
+    extra = {"sequoia": {"size": 8, "depth": 3, "calibration_steps": 8}}
+    for name in ALGORITHMS:
+        use = attach_early_exit(pair, 1) if name == "eesd" else pair
+        trace = specviz.decode(use, name, [1, 2, 3], max_new_tokens=6, temperature=1, seed=1, **extra.get(name, {}))
+        for k in range(len(trace.steps)):
+            story = slot_view(Column(label=name, algorithm=name, trace=trace, done=True), 0, k).narrative
+            assert story and story.startswith(f"**Step {k + 1}** · `{name}`") and "**Bought**" in story, (name, k)

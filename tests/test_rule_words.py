@@ -26,6 +26,7 @@ from specviz.models.loading import attach_early_exit
 from specviz.trace import RunTrace, StepRecord
 from specviz.trace_check import check_trace
 from specviz.errors import TraceFormatError
+from specviz.viz.beam_story import beam_narrative
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.explain import TESTED, StepIndex, describe_test, node_decision, position_of
 from specviz.viz.narrative import step_narrative
@@ -261,9 +262,10 @@ def test_every_algorithm_states_its_own_rule_with_the_recorded_numbers():
                     lines.append(check_test(name, trace, step, idx, node, seen))
                 elif node.status in ("resampled", "bonus"):
                     check_produced(name, trace, step, idx, node, seen)
-            if name not in ("beam", "dsbd"):  # the narrative tells a tree walk (beams: issue #23 point 2)
-                story = html.unescape(step_narrative(step, name))
-                assert all(line in story for line in lines), (name, story)
+            # a tree walk node by node; a beam step layer by layer (issue #23 point 2)
+            story = html.unescape(beam_narrative(trace, step.index) if name in ("beam", "dsbd")
+                                  else step_narrative(step, name))
+            assert all(line in story for line in lines), (name, story)
             tested = [n for n in step.forest if n.status in TESTED and n.draw is not None]
             if tested and not shown_figure:  # the distribution view's caption is the same sentence
                 fig = distribution_figure(step, tested[0].id)

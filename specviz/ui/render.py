@@ -18,6 +18,7 @@ from specviz.trace import RunTrace
 from specviz.ui.runner import Column, Session, effective_params
 from specviz.viz import beams as viz_beams
 from specviz.viz import controller as viz_controller
+from specviz.viz.beam_story import beam_narrative, beam_node_story
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.narrative import informative_step, step_narrative
 from specviz.viz.style import algorithm_color
@@ -136,14 +137,21 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     tokens = viz.tokens_html(t, current_step=current, diverge_at=diverge_at)
     beams = None
     if viz_beams.is_beam_trace(t):   # beam / dsbd: the forest by beam, the widths, the beams' texts
-        tree, ctrl, beams = viz_beams.step_forest_figure(t, k), viz_beams.width_figure(t, k), viz_beams.beams_html(t, k)
+        tree, beams = viz_beams.step_forest_figure(t, k), viz_beams.beams_html(t, k)
+        # plain beam keeps W beams every step and verifies no layer: its widths would be one solid bar
+        ctrl = viz_beams.width_figure(t, k) if viz.controller_kind(t) == "dsbd" else None
     else:
         tree = viz.step_tree_figure(t, k)
         # a theory probe's state is drawn by the theory panel, not twice
         ctrl = None if viz.controller_kind(t) == "theory" else viz.controller_figure(t, k)
     theory = theory_panel(t, k)
-    # the narrative explains a node-by-node tree walk; a beam layer is tested as a whole: not shown for beams
-    story = step_narrative(t.steps[k], col.algorithm) if beams is None else None
+    # the narrative walks a tree node by node; a beam layer is tested as a whole, told layer by layer
+    if beams is None:
+        story = step_narrative(t.steps[k], col.algorithm)
+    else:
+        story = beam_narrative(t, k)
+        if col.selected is not None:  # the clicked node's beam, p_beam / q_beam, layer law and fate, on top
+            story = beam_node_story(t, k, col.selected) + "\n\n---\n\n" + story
     dist = None
     if col.selected is not None:
         dist = distribution_figure(t.steps[k], col.selected)

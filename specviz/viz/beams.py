@@ -3,8 +3,9 @@ arXiv 2409.16560): pure functions of a ``RunTrace`` / ``StepRecord``.
 
 * ``forest_figure(step)``: the step's draft forest, one tree per input beam (the beam at the left,
   its drafted layers to the right), nodes and edges coloured by beam, the node's verification
-  status as its outline, and the beams kept at the end of the step (``controller["kept"]``, or
-  every node of a ``beam`` step) marked with a star.
+  status as its outline (one trace per beam and status, ``meta`` the status and ``customdata`` the
+  node ids: a click opens the node's view, ``viz.beam_story.beam_node_story``), and the beams kept
+  at the end of the step (``controller["kept"]``, or every node of a ``beam`` step) marked with a star.
 * ``width_figure(trace, step)``: left, the kept width W_L per layer (rows) and step (columns) as a
   heat map (the bonus layer included); right, for the selected step, the law P(m accepted) of each
   verified layer as bars and P(#accepted >= K) as markers, with the threshold t as a line: the
@@ -163,10 +164,13 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
                      "cliponaxis": False,  # the label may reach into the left margin in a narrow column
                      "hovertext": [html.escape(visible_text(text[-60:], 60)) or f"beam {b}"], "hoverinfo": "text",
                      "marker": {"size": 14, "symbol": "square", "color": series_color(b + 1)}})
-    for b in sorted({n.root for n in step.forest}):
-        nodes = [n for n in step.forest if n.root == b]
+    for b, status in sorted({(n.root, n.status) for n in step.forest}):
+        # one trace per beam and status: ``meta`` the status and ``customdata`` the node ids, the tree
+        # view's contract, so a click on a node opens its view (``ui.style.PAGE_JS``)
+        nodes = [n for n in step.forest if n.root == b and n.status == status]
         data.append({
             "type": "scatter", "mode": "markers+text", "showlegend": False, "name": f"beam {b}",
+            "meta": status, "customdata": [n.id for n in nodes],
             "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
             "text": [html.escape(visible_text(n.token_text, 8)) for n in nodes], "textposition": "top center",
             "textfont": {"family": MONO, "size": 10},
