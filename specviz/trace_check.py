@@ -116,10 +116,11 @@ def _mass_ok(x: Any) -> bool:
 
 
 def residual_values(path: str, xs: Any, n: int) -> None:
-    """A position's ``residual`` (or null): ``n`` numbers in [0, 2]. Not [0, 1]: the tree engine divides
-    ``max(0, p - q)`` by the step's TV, ``0.5 * sum |p - q|``, which is at least half of any one
-    difference but, when p and q differ only by float noise (eesd's draft), not always all of it;
-    genuine exports hold 1.54 there."""
+    """A position's ``residual`` (or null): ``n`` numbers in [0, 2]. Not [0, 1]: until 2026-11-26 the
+    recorded residual was ``max(0, p - q)`` divided by the step's TV, ``0.5 * sum |p - q|``, which is at
+    least half of any one difference but, when p and q differ only by float noise (eesd's draft), not
+    always all of it; exports of then hold 1.54 there and still replay. It is now divided by
+    ``sum max(0, p - q)``, its own total."""
     if xs is None:
         return
     if not isinstance(xs, list) or len(xs) != n or not all(map(_mass_ok, xs)):

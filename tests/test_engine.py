@@ -286,3 +286,15 @@ def test_trace_size_is_bounded():
     assert len(json.dumps(data)) < 24_000 * len(trace.steps)
     for step in data["steps"]:
         assert all(len(json.dumps(r)) < 1500 for r in step["positions"])
+
+
+def test_a_recorded_residual_is_a_distribution_on_its_ids():
+    """Each position's ``residual`` is ``max(0, p - q)`` over its own total: its entries on the shown ids
+    sum to at most 1, also where p and q differ only by float noise (a draft within 1e-6 of its target:
+    divided by the TV as the engine computed it, entries reached 1.095 and a position's sum 1.14)."""
+    pair = tiny_pair("llama", vocab=64, draft="noisy", init_range=0.05, hidden=32, layers=3, noise=1e-6)
+    for algorithm in ("sd", "specinfer"):
+        trace = specviz.decode(pair, algorithm, [5, 9, 2, 7], max_new_tokens=24, temperature=0.7, top_k=5, seed=1)
+        residuals = [r.residual for s in trace.steps for r in s.positions if r.residual is not None]
+        assert residuals, algorithm
+        assert all(0 <= x <= 1 + 1e-6 for r in residuals for x in r) and all(sum(r) <= 1 + 1e-4 for r in residuals)

@@ -83,10 +83,11 @@ def position_records(sites: list[Site], k: int, text: Callable[[int], str] | Non
         record = PositionRecord(s.parent, ids, rounded(at["p"]), root=s.root,
                                 texts=[text(t) for t in ids] if text is not None else None)
         if s.q is not None:
-            mass = float(torch.clamp(s.p - s.q, min=0.0).sum()) if s.mass is None else s.mass
+            excess = float(torch.clamp(s.p - s.q, min=0.0).sum())  # the residual's own normaliser
+            mass = excess if s.mass is None else s.mass  # TV(p, q) as the engine computed it
             record.q = rounded(at["q"])
             record.residual_mass = float(f"{mass:.{DIGITS + 2}g}")
-            record.residual = (rounded([max(a - b, 0.0) / mass for a, b in zip(at["p"], at["q"])]) if mass > 0
+            record.residual = (rounded([max(a - b, 0.0) / excess for a, b in zip(at["p"], at["q"])]) if excess > 0
                                else list(record.p))
         if "final" in at:
             record.final_residual = rounded(at["final"])
