@@ -266,7 +266,7 @@ def test_number_boxes_answer_with_the_boxs_name(app):
     j = next(j for j, b in enumerate(block_fn.inputs)
              if getattr(b, "elem_id", "") == "sv-param-sequoia-calibration_steps")
     assert isinstance(block_fn.inputs[j], NumberBox)
-    for v in ("abc", math.nan, 2.5):
+    for v in ("abc", math.nan, 2.5, None):  # None: an emptied box, refused, not run with the default
         args = base_inputs(ex, block_fn)
         args[7], args[j] = ["sequoia"], v
         shown = " ".join(strings(through_gradio(demo, run, args)))

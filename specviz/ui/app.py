@@ -92,9 +92,10 @@ def input_markdown(checked: Checked | None) -> str:
 
 
 def param_value(param: Param, raw: Any) -> Any:
-    """A component's value converted to what ``AlgorithmSpec.resolve`` validates."""
+    """A component's value converted to what ``AlgorithmSpec.resolve`` validates (an emptied box's None
+    is refused there, naming the parameter, not run as the default)."""
     if raw is None:
-        return param.default
+        return None
     if param.kind == "choice":
         if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw < len(param.choices):
             return param.choices[raw]
