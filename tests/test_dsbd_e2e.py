@@ -1,7 +1,8 @@
 """End to end: a ``dsbd`` run in the app (``python app.py`` driven by chromium, as in
 ``test_e2e_app.py``) shows a beam forest with more than one root, the beam-width view and the
-beams' texts; the forest and the widths show their whole title and legend, clear of each other, in
-one column, in two (``beam`` next to ``dsbd``) and at phone width. Skipped without chromium (failed
+beams' texts, each column's story and a clicked forest node's view; the forest and the widths show
+their whole title and legend, clear of each other, in one column, in two (``beam`` next to ``dsbd``)
+and at phone width. Skipped without chromium (failed
 under CI / SPECVIZ_REQUIRE_E2E)."""
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ pytestmark = pytest.mark.e2e
 ROOTS_JS = """id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
                       if (!el || !el.data) return -1;
                       return el.data.filter(t => t.marker && t.marker.symbol === 'square').length; }"""
+
+# a click on the first drafted node of the forest, as Plotly reports it (the page's own handler runs)
+CLICK_JS = """id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
+                      const t = el.data.find(t => ['accepted', 'rejected'].includes(t.meta));
+                      el.emit('plotly_click', {points: [{data: t, customdata: t.customdata[0]}]}); }"""
 
 
 def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):
@@ -51,18 +57,27 @@ def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):
                                   (document.querySelector('#sv-head-' + i) || {}).innerText || ''))""",
                            timeout=180_000)  # both columns finished (the first run had one)
     wait_status(page, "Done")
-    for step in (1, k):  # the box still holds k from the first run: 1 first, so that k is a change
-        box.fill(str(step))
-        box.press("Enter")
-        wait_plot_title(page, "sv-ctrl-0", f"Beam widths · step {step}", exact=True)
-    figs = [f"sv-{name}-{i}" for i in range(2) for name in ("tree", "ctrl")]
     heads = [page.inner_text(f"#sv-head-{i}").splitlines() for i in range(2)]
     dsbd = next((i for i in range(2) if "dsbd" in heads[i]), None)
     assert dsbd is not None, heads
+    for step in (1, k):  # the box still holds k from the first run: 1 first, so that k is a change
+        box.fill(str(step))
+        box.press("Enter")
+        wait_plot_title(page, f"sv-ctrl-{dsbd}", f"Beam widths · step {step}", exact=True)
+    figs = ["sv-tree-0", "sv-tree-1", f"sv-ctrl-{dsbd}"]
     wait_plot_title(page, f"sv-tree-{dsbd}", f"Beam forest · step {k}", exact=True)
     wait_plot_title(page, f"sv-ctrl-{dsbd}", f"Beam widths · step {k}", exact=True)
-    wait_plot_title(page, f"sv-ctrl-{1 - dsbd}", "Beam widths · step ")
+    assert not page.locator(f"#sv-ctrl-{1 - dsbd}").is_visible()  # plain beam verifies no layer: no widths
     assert page.locator("#sv-tree-1").bounding_box()["width"] < 800
+    # each column tells its steps; a click on a dsbd forest node opens its distribution and its story
+    for i in range(2):
+        assert "Bought +" in page.inner_text(f"#sv-story-{i}")
+    page.evaluate(CLICK_JS, f"sv-tree-{dsbd}")
+    page.wait_for_selector(f"#sv-dist-{dsbd} .js-plotly-plot", timeout=60_000)
+    page.wait_for_function("i => document.querySelector('#sv-story-' + i).innerText.startsWith('Selected: node')",
+                           arg=dsbd, timeout=60_000)
+    page.locator(f"#sv-story-{dsbd}").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "e2e-dsbd-node-story.png"))
     for name in ("tree", "ctrl"):
         page.locator(f"#sv-{name}-{dsbd}").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"e2e-dsbd-two-columns-{name}.png"))
