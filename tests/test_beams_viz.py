@@ -245,3 +245,29 @@ def test_every_algorithm_column_at_t_above_0_has_a_narrative(pair):
         for k in range(len(trace.steps)):
             story = slot_view(Column(label=name, algorithm=name, trace=trace, done=True), 0, k).narrative
             assert story and story.startswith(f"**Step {k + 1}** · `{name}`") and "**Bought**" in story, (name, k)
+
+
+def test_a_dsbd_node_never_tested_says_why_by_its_layer(dsbd_trace):
+    """A dsbd layer is tested as a whole: a draft is skipped once its layer has its W_L acceptances,
+    and the layers after a failed one are never verified (not the tree walk's sibling reasons)."""
+    from specviz.viz.distribution import distribution_figure
+    from specviz.viz.explain import StepIndex, node_decision
+
+    seen = set()
+    for step in dsbd_trace.steps:
+        levels = [lv for lv in step.controller["levels"] if not lv.get("bonus")]
+        idx = StepIndex(step)
+        for n in step.forest:
+            if n.status != "not_reached":
+                continue
+            why = node_decision(n, idx)
+            if n.depth < len(levels) and levels[n.depth]["passed"]:
+                assert why.startswith(f"never tested: layer {n.depth + 1} had already accepted the W_L = "
+                                      f"{levels[n.depth]['width']}"), why
+                seen.add("skipped")
+            else:
+                assert n.depth >= len(levels) and f"the step ended at layer {len(levels)}, which failed" in why, why
+                seen.add("unverified")
+            shown = " ".join(a.text.replace("<br>", " ") for a in distribution_figure(step, n.id).layout.annotations)
+            assert " ".join(why.split()[:6]) in " ".join(shown.split()), (why, shown)  # the caption says the same
+    assert "unverified" in seen

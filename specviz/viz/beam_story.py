@@ -26,7 +26,8 @@ from typing import Any
 
 from specviz.trace import RunTrace, StepRecord, TreeNode
 from specviz.viz.beams import _state, beam_rows
-from specviz.viz.explain import TESTED, StepIndex, describe_test, escape_ws, is_greedy_step, node_decision
+from specviz.viz.explain import (TESTED, StepIndex, beam_layer_reason, describe_test, escape_ws, is_greedy_step,
+                                 node_decision)
 from specviz.viz.narrative import _md
 from specviz.viz.style import fmt_prob
 
@@ -216,8 +217,7 @@ def beam_node_story(trace: RunTrace, k: int, node_id: int) -> str:
     levels = st.get("levels") or []
     lv = levels[node.depth] if node.depth < len(levels) else None
     if node.status == "not_reached":
-        decision = ("never tested: W_L drafts of its layer were already accepted" if lv and lv.get("passed") else
-                    "never tested: its layer was not verified (the step ended at an earlier layer)")
+        decision = beam_layer_reason(node, step) or node_decision(node, idx)
     elif node.p is None and node.status in ("bonus", "resampled"):
         decision = "kept by beam search at T = 0 (scored by logL_beam + log p(token | beam); no law drawn from)"
     else:

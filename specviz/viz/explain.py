@@ -178,7 +178,11 @@ def produced_source(node: TreeNode, idx: StepIndex, greedy: bool | None = None) 
 def not_reached_reason(node: TreeNode, idx: StepIndex) -> str:
     """Why a drafted node was never tested. Walks up to the first ancestor (or the node itself) whose
     position was tested: that one was either rejected, or skipped because an earlier sibling at its
-    position was accepted (later siblings are never tested)."""
+    position was accepted (later siblings are never tested). A ``dsbd`` layer is tested as a whole:
+    ``beam_layer_reason``."""
+    layered = beam_layer_reason(node, idx.step)
+    if layered is not None:
+        return layered
     cur = node
     seen: set[int] = set()
     while cur.id not in seen:
@@ -198,6 +202,24 @@ def not_reached_reason(node: TreeNode, idx: StepIndex) -> str:
             break
         cur = parent
     return "never verified: the verification walk stopped before this position"
+
+
+def beam_layer_reason(node: TreeNode, step: StepRecord) -> str | None:
+    """Why a drafted node of a ``dsbd`` step was never tested (None for other steps): its layer
+    had accepted the W_L drafts it needed (the later ones are skipped, DSBD Alg. 1), or the step
+    ended at an earlier layer that failed."""
+    c = step.controller if isinstance(step.controller, dict) else {}
+    if c.get("kind") != "dsbd" or not isinstance(c.get("levels"), list):
+        return None
+    levels = [lv for lv in c["levels"] if isinstance(lv, dict) and not lv.get("bonus")]
+    if node.depth < len(levels) and levels[node.depth].get("passed"):
+        return (f"never tested: layer {node.depth + 1} had already accepted the W_L = "
+                f"{levels[node.depth].get('width')} drafts it needed, so its later drafts are skipped")
+    if levels and levels[-1].get("passed"):  # no parent left: every draft it accepted was EOS
+        return (f"never verified: the step ended after layer {len(levels)}, whose accepted drafts all ended at "
+                f"EOS, before this node's layer {node.depth + 1}")
+    return (f"never verified: the step ended at layer {len(levels)}, which failed, before this node's layer "
+            f"{node.depth + 1}")
 
 
 def node_decision(node: TreeNode, idx: StepIndex, greedy: bool | None = None) -> str:
