@@ -178,6 +178,9 @@ def test_the_dsbd_narrative_tells_each_layer(dsbd_trace):
         for n in step.forest:
             if n.status in ("accepted", "rejected"):
                 assert describe_test(n, idx) in story, (k, n.id)
+            parent = idx.nodes.get(n.parent)
+            if n.status == "rejected" and not n.p_residual and parent is not None and parent.status != "accepted":
+                assert f"(its parent, node {parent.id}, was not accepted: p_beam is 0 on its row)" in story
         for lv in step.controller["levels"]:
             if lv.get("bonus"):
                 assert f"**Bonus layer {lv['layer']}**" in story

@@ -74,6 +74,14 @@ def width_sentence(lv: dict[str, Any], dynamic: bool = True) -> str:
     return line
 
 
+def _orphan(n: TreeNode, idx: StepIndex) -> str:
+    """Why a draft had p_res = 0: its parent draft was not accepted, so its row of p_beam is 0."""
+    parent = idx.nodes.get(n.parent) if n.parent is not None else None
+    if n.status == "rejected" and not n.p_residual and parent is not None and parent.status != "accepted":
+        return f" (its parent, node {parent.id}, was not accepted: p_beam is 0 on its row)"
+    return ""
+
+
 def _layer_lines(step: StepRecord, idx: StepIndex, lv: dict[str, Any], dynamic: bool, greedy: bool) -> list[str]:
     depth = lv["layer"] - 1
     if lv.get("bonus"):
@@ -84,7 +92,7 @@ def _layer_lines(step: StepRecord, idx: StepIndex, lv: dict[str, Any], dynamic: 
     out = [f"{head}: " + ("the target's beam search keeps its W_L best candidates; a draft is accepted iff it is "
                           f"one of them (W_L = {lv.get('width')})." if greedy else width_sentence(lv, dynamic))]
     nodes = [n for n in step.forest if n.depth == depth and n.status in ("accepted", "rejected", "not_reached")]
-    tests = [f"({i}) {_tok(n)} (beam {n.root}, node {n.id}): {describe_test(n, idx)}"
+    tests = [f"({i}) {_tok(n)} (beam {n.root}, node {n.id}): {describe_test(n, idx)}{_orphan(n, idx)}"
              for i, n in enumerate((n for n in nodes if n.status in TESTED), 1)]
     if tests:
         rule = "" if greedy else " (accept when u < a)"
