@@ -185,6 +185,7 @@ def test_every_sampled_lossless_run_has_a_theory_panel(pair, algorithm, params):
     titles = [a.text for a in view.theory.layout.annotations]
     assert titles == ["TV(p, q) per drafted position", "First drafts: Thm 1 vs measured"]
     go.Figure(view.theory.to_dict())
+    assert all(t.name and len(t.name) <= 20 for t in view.theory.data if t.showlegend is not False)  # two a row
     if algorithm == "sequoia":  # drawn by its controller view, not again in the theory panel
         assert "Sequoia" in view.controller.layout.title.text
     for name in ("sd", "pld", "batch_sd"):  # the chains: Thm 1 (batch_sd: Thm 3 too)
