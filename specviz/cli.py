@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from specviz.algorithms import ALGORITHMS, get_algorithm
 from specviz.errors import SpecvizError
 from specviz.trace import RunTrace
+from specviz.pair_options import add_pair_args, chat_on, load_pair_from_args
 from specviz.validation import whole
 
 COLORS = {"draft": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "rejected": "\033[31;9m"}
@@ -40,19 +41,6 @@ def summary_line(trace: RunTrace) -> str:
     return (f"{trace.algorithm}: {m['new_tokens']} tokens, {m['target_calls']} target calls, "
             f"{m['draft_calls']} draft calls, tau {m['tau']:.2f}, acceptance rate {rate}, "
             f"{m['wall_time_s']:.2f} s, {m['tokens_per_s']:.1f} tokens/s ({trace.finish_reason})")
-
-
-def add_pair_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", help="target model: hub id, local directory or package:DIST/FILE.gguf")
-    p.add_argument("--draft", help="draft model: hub id or local directory")
-    p.add_argument("--preset", help="a pair from configs/presets.yaml instead of --target/--draft "
-                                    "(default: the first, smollm2-135m-offline)")
-    p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
-                   help="format prompts with the pair's chat template (default: on when the pair has one)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--trust-remote-code", action="store_true")
-    p.add_argument("--early-exit", help="EESD early-exit head: a head directory, or an exit layer N for a fresh head")
 
 
 class Parser(argparse.ArgumentParser):
@@ -95,43 +83,6 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
 def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:
     names = {prm.name for prm in get_algorithm(algo).params}
     return {k: v for k, v in vars(args).items() if k in names and v is not None}
-
-
-def check_pair_args(args: argparse.Namespace) -> None:
-    """Refuse pair options that contradict each other, and a bad ``--device``/``--dtype``, before any
-    model loads: ``--preset`` with ``--target``/``--draft`` (the preset names its own pair), ``--draft``
-    alone."""
-    from specviz.models.loading import resolve_device_dtype
-
-    if args.preset and (args.target or args.draft):
-        given = " and ".join(f"--{name} {getattr(args, name)}" for name in ("target", "draft") if getattr(args, name))
-        raise SpecvizError(f"--preset {args.preset} names its own target and draft, so {given} would be ignored: "
-                           "give --preset, or --target/--draft, not both.")
-    if args.draft and not args.target:
-        raise SpecvizError("--draft needs a --target.")
-    resolve_device_dtype(args.device, args.dtype)
-
-
-def load_pair_from_args(args: argparse.Namespace):
-    """The pair named by ``add_pair_args``' options: ``--preset``, else ``--target``/``--draft``."""
-    from specviz.models.loading import load_pair
-
-    check_pair_args(args)
-    early_exit = getattr(args, "early_exit", None)
-    if isinstance(early_exit, str) and early_exit.isdigit():
-        early_exit = int(early_exit)
-    if not args.target:
-        from specviz.presets import default_preset
-
-        preset = args.preset or default_preset().name
-        return load_pair(preset=preset, device=args.device, dtype=args.dtype, early_exit=early_exit)
-    return load_pair(args.target, args.draft, device=args.device, dtype=args.dtype,
-                     trust_remote_code=args.trust_remote_code, early_exit=early_exit)
-
-
-def chat_on(args: argparse.Namespace, pair) -> bool:
-    """``--chat`` / ``--no-chat``, else on exactly when the pair has a chat template."""
-    return pair.has_chat_template if args.chat is None else bool(args.chat)
 
 
 def _decode_kwargs(args: argparse.Namespace, pair) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def to_markdown(rows: list[dict[str, Any]], header: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from specviz.cli import add_pair_args, load_pair_from_args
+    from specviz.pair_options import add_pair_args, load_pair_from_args
     from specviz.presets import bundled_preset
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -35,7 +35,7 @@ from specviz.bench.goals import goals, goals_markdown
 from specviz.bench.overhead import trace_overhead
 from specviz.bench.peers import peer_functions
 from specviz.bench.prompts import select
-from specviz.cli import add_pair_args, chat_on, load_pair_from_args
+from specviz.pair_options import add_pair_args, chat_on, load_pair_from_args
 from specviz.errors import SpecvizError
 from specviz.models.chat import encode_prompt
 from specviz.validation import whole
