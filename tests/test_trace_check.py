@@ -17,6 +17,8 @@ import plotly.graph_objects as go
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_engine import V1_TRACE
+from test_hardening_trace import _paths
 from tiny import tiny_pair
 
 import specviz
@@ -97,26 +99,10 @@ def test_every_algorithm_s_export_replays(name, temperature, tmp_path):
     render_replay(again, len(again.steps) - 1)
 
 
-V1 = {  # a schema v1 trace (no positions, no per-call logs), as tests/test_engine.py keeps it
-    "algorithm": "sd", "params": {"gamma": 2}, "pair": {"target": "t", "draft": "d"},
-    "sampling": {"temperature": 1.0, "top_k": 0, "top_p": 1.0}, "seed": 0, "prompt_ids": [1, 2],
-    "prompt_text": "<1> <2>", "output_ids": [5, 6], "output_text": "<5> <6>", "finish_reason": "length",
-    "metrics": {"new_tokens": 2, "target_calls": 1, "tau": 2.0}, "schema_version": 1,
-    "steps": [{"index": 0, "n_before": 0, "controller": None, "tv": [0.2, 0.1],
-               "timings": {"draft_ms": 1.0, "verify_ms": 2.0, "total_ms": 3.5}, "target_calls": 1, "draft_calls": 2,
-               "forest": [{"id": 0, "parent": None, "depth": 0, "token_id": 5, "token_text": "<5>", "q": 0.5,
-                           "p": 0.4, "accept_prob": 0.8, "draw": 0.3, "status": "accepted"},
-                          {"id": 1, "parent": 0, "depth": 1, "token_id": 7, "token_text": "<7>", "q": 0.5,
-                           "p": 0.1, "accept_prob": 0.2, "draw": 0.9, "status": "rejected"},
-                          {"id": 2, "parent": 0, "depth": 1, "token_id": 6, "token_text": "<6>", "q": None,
-                           "p": 0.3, "accept_prob": None, "draw": None, "status": "resampled"}],
-               "committed": [{"token_id": 5, "text": "<5>", "kind": "draft", "node_id": 0},
-                             {"token_id": 6, "text": "<6>", "kind": "resampled", "node_id": 2}]}],
-}
 
 
 def test_older_schema_versions_still_replay():
-    check_trace(RunTrace.from_dict(V1))
+    check_trace(RunTrace.from_dict(V1_TRACE))
     v2 = data("sd")
     for key in ("chat", "user_text"):
         v2.pop(key)
@@ -374,16 +360,6 @@ def test_fuzz_a_bad_value_anywhere_is_refused_naming_it(source, target, draw):
     _set(path, draw.draw(VALUES[target], label="value"))(d)
     message = refused(dump(d))
     assert field in message, message
-
-
-def _paths(value, prefix=()):
-    yield prefix, value
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _paths(v, prefix + (i,))
 
 
 HOSTILE = st.one_of(st.none(), st.booleans(), st.integers(min_value=-10**20, max_value=10**20), st.just(10**400),
