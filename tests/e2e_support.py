@@ -221,3 +221,13 @@ def tree_step(page, i):
     title = (plot_info(page, f"sv-tree-{i}") or {}).get("title", "")
     m = re.fullmatch(r"step (\d+)", title)
     return int(m.group(1)) if m else None
+
+
+def run_unpaced(page, algorithms, prompt: str, max_new: int) -> None:
+    """Run ``algorithms`` on ``prompt`` unpaced and wait until the page says it is done."""
+    choose(page, algorithms)
+    page.locator("#sv-prompt textarea").fill(prompt)
+    set_number(page, "sv-max-new", max_new)
+    set_number(page, "sv-pace", 0)
+    page.click("#sv-run")
+    wait_status(page, "Done")

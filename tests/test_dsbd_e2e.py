@@ -7,7 +7,7 @@ under CI / SPECVIZ_REQUIRE_E2E)."""
 from __future__ import annotations
 
 import pytest
-from e2e_support import (ARTIFACTS, choose, open_page, set_number, to_phone_width, unreadable, wait_plot_title,
+from e2e_support import (ARTIFACTS, choose, open_page, run_unpaced, to_phone_width, unreadable, wait_plot_title,
                          wait_status)
 
 
@@ -26,12 +26,7 @@ CLICK_JS = """id => { const el = document.querySelector('#' + id + ' .js-plotly-
 def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url, height=1100)
-    choose(page, ["dsbd"])
-    page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
-    set_number(page, "sv-max-new", 24)
-    set_number(page, "sv-pace", 0)  # watched step by step below; pacing is test_e2e_app's
-    page.click("#sv-run")
-    wait_status(page, "Done")
+    run_unpaced(page, ["dsbd"], "def add(a, b):\n", 24)  # watched step by step below; pacing is test_e2e_app's
     wait_plot_title(page, "sv-tree-0", "Beam forest")
     head = page.inner_text("#sv-head-0")
     n_steps = int(head.split("/")[1].split()[0])

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from e2e_support import (ARTIFACTS, HAVE_BUNDLED, REQUIRED, choose, open_page, plot_info, plot_overlaps, set_number,
-                         to_phone_width, unreadable, wait_plot_title, wait_status)
+from e2e_support import (ARTIFACTS, HAVE_BUNDLED, REQUIRED, choose, open_page, plot_info, plot_overlaps, run_unpaced,
+                         set_number, to_phone_width, unreadable, wait_plot_title, wait_status)
 
 
 pytestmark = pytest.mark.e2e
@@ -27,12 +27,7 @@ def assert_thompson_figures_readable(page, i: int) -> None:
 def test_eesd_posterior_updates_between_steps_in_the_browser(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url, width=1400)
-    choose(page, ["eesd"])
-    page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
-    set_number(page, "sv-max-new", 24)
-    set_number(page, "sv-pace", 0)
-    page.click("#sv-run")
-    wait_status(page, "Done")
+    run_unpaced(page, ["eesd"], "def add(a, b):\n", 24)
     box = page.locator("#sv-step input[type=number]")
     box.fill("1")
     box.press("Enter")
