@@ -11,7 +11,9 @@ drafted node, so a wide tree has a low rate even when tau is high.
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,8 +153,38 @@ class DraftedPosition:
     first_rejected: bool = False  # the position's first candidate (drawn from q) was rejected
 
 
+_reused = threading.local()
+
+
+@contextmanager
+def reusing(trace: RunTrace):
+    """Within the block, in this thread, ``drafted_positions(trace)`` and ``rejection_overlay(trace)``
+    are computed once and reused (a theory panel asks for them eight and five times): for a trace whose
+    steps do not change meanwhile (``ui.stepcache``). Their results are then shared: not to be mutated."""
+    outer = getattr(_reused, "memo", None)
+    _reused.memo = (trace, {})
+    try:
+        yield
+    finally:
+        _reused.memo = outer
+
+
+def _memo(trace: RunTrace) -> dict[Any, Any] | None:
+    memo = getattr(_reused, "memo", None)
+    return memo[1] if memo is not None and memo[0] is trace else None
+
+
 def drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
     """The run's drafted positions in order (steps, then walk order inside a step)."""
+    memo = _memo(trace)
+    if memo is None:
+        return _drafted_positions(trace)
+    if "positions" not in memo:
+        memo["positions"] = _drafted_positions(trace)
+    return memo["positions"]
+
+
+def _drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
     out = []
     for s in trace.steps:
         state = s.controller if isinstance(s.controller, dict) and s.controller.get("kind") == "theory" else {}
@@ -180,6 +212,15 @@ def rejection_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, list[float]
     the step of each position. All lists are empty when the run has no drafted position or any
     position's ``reject_prob`` is unknown (a tree tried several candidates and recorded no probe).
     """
+    memo = _memo(trace)
+    if memo is None:
+        return _rejection_overlay(trace, z)
+    if ("overlay", z) not in memo:
+        memo["overlay", z] = _rejection_overlay(trace, z)
+    return memo["overlay", z]
+
+
+def _rejection_overlay(trace: RunTrace, z: float) -> dict[str, list[float]]:
     keep = drafted_positions(trace)
     if any(d.reject_prob is None for d in keep):
         keep = []

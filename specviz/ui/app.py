@@ -21,7 +21,7 @@ import specviz
 from specviz.algorithms.registry import AlgorithmSpec, Param
 from specviz.core.sampling import SamplingConfig
 from specviz.errors import SpecvizError
-from specviz.ui import render
+from specviz.ui import render, stepcache
 from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir
 from specviz.ui.budget import cost_refusal
 from specviz.ui.gpu import gpu
@@ -35,7 +35,7 @@ from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
 from specviz.ui.numberbox import NumberBox, SliderBox
 from specviz.ui.measure import measure, measurements_html
-from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, columns_from_traces, export,
+from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, columns_from_traces, export_copy,
                                export_finished, load_trace_file, parse_prompt, start_columns, start_quota_sweeper,
                                stop_columns)
 from specviz.ui.style import APP_CSS, HEADER_HTML, PAGE_JS, STEP_JS, theme
@@ -285,11 +285,12 @@ class Explorer:
                 continue
             col = session.columns[i]
             diverge_at = render.divergence(col, baseline)
-            state = (col.n_steps, col.done, col.error, id(col.trace), diverge_at, col.pin)
+            window = stepcache.text_window(col, col.step_shown(step)) if col.n_steps else None
+            state = (col.n_steps, col.done, col.error, id(col.trace), diverge_at, col.pin, window)
             step_key = (col.step_shown(step) if col.n_steps else None, col.selected, *state)
             text_changed = force or (text and col.shown.get("text") != state)
             step_changed = force or col.shown.get("step") != step_key
-            v = render.slot_view(col, i, step, session.running, diverge_at)
+            v = render.slot_view(col, i, step, session.running, diverge_at, text=text_changed)
             out["header", i] = v.header
             if text_changed:
                 out["tokens", i] = v.tokens if col.pin is None else f'<div class="sv-pinned">{v.tokens}</div>'
@@ -558,6 +559,8 @@ class Explorer:
         if control is not None:
             control.stop()
         if not session.running:
+            for c in session.columns:
+                c.cache.clear()  # a long replay's theory figure (ui.stepcache), whoever still holds the column
             session.columns = []
 
     def page_shown(self, session: Session, report: str) -> None:
@@ -696,10 +699,11 @@ class Explorer:
         if len(paths) > self.n_slots:  # only the files shown are read at all
             note = f"showing the first {self.n_slots} of {len(paths)} files (the others were not read)"
             paths = paths[: self.n_slots]
-        traces, problems = [], []
+        traces, sources, problems = [], [], []
         for path in paths:
             try:
                 traces.append(load_trace_file(path, self.config.max_upload_bytes))
+                sources.append(path)
             except SpecvizError as exc:
                 problems.append(str(exc))
             except OSError as exc:
@@ -710,8 +714,8 @@ class Explorer:
             note = (note + " · " if note else "") + "skipped: " + " ".join(html.escape(p) for p in problems)
         session.run_id += 1
         session.columns = columns_from_traces(traces)
-        for c in session.columns:
-            export(c, quota=self.config.max_export_bytes)
+        for c, source in zip(session.columns, sources):
+            export_copy(c, source, quota=self.config.max_export_bytes)
         session.step, session.source, session.running, session.pace = 0, "replay", False, 0.0
         view = self.full_view(session, note, force=True)
         view.update(self.replayed_settings(traces[0]))

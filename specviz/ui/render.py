@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from specviz import viz
 from specviz.algorithms.registry import ALGORITHMS
 from specviz.trace import RunTrace
+from specviz.ui import stepcache
 from specviz.ui.runner import Column, Session, effective_params
 from specviz.viz import beams as viz_beams
 from specviz.viz import controller as viz_controller
@@ -22,7 +23,6 @@ from specviz.viz.beam_story import beam_narrative, beam_node_story
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.narrative import informative_step, step_narrative
 from specviz.viz.style import algorithm_color
-from specviz.viz.theory import theory_panel
 
 
 LENGTH_KINDS = ("beta_ts", "cali_ts")  # the fixed controller's own view is already drafted vs accepted
@@ -122,8 +122,10 @@ def divergence(col: Column, baseline: RunTrace | None) -> int | None:
     return i if i is not None and i < len(t.output_ids) else None
 
 
-def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at: int | None = None) -> SlotView:
-    """Header, coloured text, tree and controller figure of column ``i`` at ``step`` (0-based)."""
+def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at: int | None = None,
+              text: bool = True) -> SlotView:
+    """Header, coloured text, tree and controller figure of column ``i`` at ``step`` (0-based);
+    ``text=False`` leaves the text out (``""``: it is O(steps), and a scrub does not re-send it)."""
     t = col.trace
     header = column_header(col, i, step, running)
     if col.error and (t is None or not t.steps):
@@ -134,7 +136,7 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     n = len(t.steps)
     k = col.step_shown(step)
     current = k if (col.pin is not None or step < n or not col.done) else None
-    tokens = viz.tokens_html(t, current_step=current, diverge_at=diverge_at)
+    tokens = stepcache.tokens_html(col, k, current, diverge_at) if text else ""  # a long run's: a window
     beams = None
     if viz_beams.is_beam_trace(t):   # beam / dsbd: the forest by beam, the widths, the beams' texts
         tree, beams = viz_beams.step_forest_figure(t, k), viz_beams.beams_html(t, k)
@@ -144,7 +146,7 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
         tree = viz.step_tree_figure(t, k)
         # a theory probe's state is drawn by the theory panel, not twice
         ctrl = None if viz.controller_kind(t) == "theory" else viz.controller_figure(t, k)
-    theory = theory_panel(t, k)
+    theory = stepcache.theory_figure(col, k)  # a finished run's is built once, its marker moved
     # the narrative walks a tree node by node; a beam layer is tested as a whole, told layer by layer
     if beams is None:
         story = step_narrative(t.steps[k], col.algorithm)

@@ -57,6 +57,7 @@ class Column:
     selected: int | None = None        # the tree node whose distribution is shown (at the step shown)
     replayed: bool = False             # read from an uploaded file (``load_trace_file``): not run here
     shown: dict[str, tuple] = field(default_factory=dict)  # what each panel group on screen shows (ui.app)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)  # a finished run's reused views (ui.stepcache)
     _it: Iterator[StepRecord] | None = field(default=None, repr=False)
 
     @property
@@ -313,6 +314,26 @@ def export(col: Column, directory: str | None = None, quota: int | None = None) 
     path = os.path.join(folder, f"specviz-{safe}.json")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
+    col.path = path
+    if quota is not None:
+        enforce_quota(root, quota, keep=folder)
+    return path
+
+
+def export_copy(col: Column, source: str, quota: int | None = None) -> str | None:
+    """A replayed column's download: the uploaded file itself, copied byte for byte into the export
+    directory (``export`` would serialise the whole trace again: 16 s for a 12,000-step trace). Its
+    metrics are the file's own; the page shows them recomputed (``replay_metrics``)."""
+    root = export_root()
+    sweep_exports(root)
+    size = os.path.getsize(source)
+    if quota is not None and size > quota:
+        return None
+    folder = os.path.join(root, uuid.uuid4().hex[:12])
+    os.makedirs(folder, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", col.label).strip("_")[:EXPORT_NAME_CHARS] or col.algorithm
+    path = os.path.join(folder, f"specviz-{safe}.json")
+    shutil.copyfile(source, path)
     col.path = path
     if quota is not None:
         enforce_quota(root, quota, keep=folder)

@@ -41,6 +41,7 @@ APP_CSS = VIZ_CSS + """
 .sv-error { color: #991b1b; background: #fef2f2; border: 1px solid #fecaca; border-radius: 6px; padding: 6px 8px;
   font-size: 13px; margin-top: 4px; }
 .sv-textbox { background: #fcfcfd; border-radius: 6px; }
+.sv-elided { font-size: 12px; color: #6b7280; font-style: italic; margin: 2px 0; }
 #sv-scrub { align-items: center; }
 #sv-legend { margin: 0; }
 .sv-hidden { display: none !important; }
@@ -86,12 +87,15 @@ STEP_JS = """
   for (const box of document.querySelectorAll("[id^=sv-text-]")) {
     if (box.querySelector(".sv-pinned")) continue;  // a column opened on its own step after a run
     const steps = box.querySelectorAll(".sv-step");
-    const n = steps.length;
+    // the last step shown: a long run's text is a window of its steps (ui.stepcache.text_window), which
+    // the server moves when the slider leaves it
+    const n = steps.length ? Number(steps[steps.length - 1].dataset.step) : 0;
     steps.forEach((s) => {
       const d = Number(s.dataset.step);
       s.classList.toggle("sv-cur", d === x && x <= n);
       s.classList.toggle("sv-future", x <= n && d > x);
     });
+    if (window.svShowCurrent) window.svShowCurrent(box);
   }
   return [];
 }
@@ -134,6 +138,29 @@ PAGE_JS = r"""
     box.dispatchEvent(new Event("change", {bubbles: true}));
   };
   new MutationObserver(report).observe(document.body, {childList: true, subtree: true, characterData: true});
+  // the current step's tokens in view: a text box scrolls (the least it must) to its .sv-cur step when
+  // the step moves (STEP_JS) and when the server sends a new text, after Gradio's own scrolling (a
+  // replay opens on step 1, its text box otherwise at the end; a live run's newest step is at the end)
+  window.svShowCurrent = (box) => {
+    const cur = box.querySelector(".sv-step.sv-cur");
+    if (!cur) return;
+    let sc = cur.parentElement;
+    while (sc && sc !== document.body && !(sc.scrollHeight > sc.clientHeight + 1 &&
+           ["auto", "scroll"].includes(getComputedStyle(sc).overflowY))) sc = sc.parentElement;
+    if (!sc || sc === document.body || !box.contains(sc)) return;
+    const r = cur.getBoundingClientRect(), b = sc.getBoundingClientRect();
+    if (r.top < b.top) sc.scrollTop -= b.top - r.top + 4;
+    else if (r.bottom > b.bottom) sc.scrollTop += Math.min(r.bottom - b.bottom + 4, r.top - b.top - 4);
+  };
+  const texts = new Map();
+  setInterval(() => {
+    document.querySelectorAll("[id^=sv-text-]").forEach((box) => {
+      const html = box.querySelector(".sv-text");
+      if (!html || texts.get(box.id) === html) return;  // only a text the server has just sent
+      texts.set(box.id, html);
+      setTimeout(() => window.svShowCurrent(box), 50);
+    });
+  }, 200);
   const STATUSES = ["accepted", "rejected", "not_reached", "resampled", "bonus"];
   setInterval(() => {
     document.querySelectorAll("[id^=sv-tree-] .js-plotly-plot").forEach((el) => {

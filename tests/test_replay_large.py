@@ -1,0 +1,133 @@
+"""A long replay (issue #23 point 3): built once per session and then moved, its views are the views
+the page drew before, the text shows a window with the current step, and the session's caches go
+when it ends. No time is asserted (``python -m specviz.bench.replay`` measures them)."""
+from __future__ import annotations
+
+import functools
+import gc
+import re
+import weakref
+
+from tiny import tiny_pair
+
+import specviz
+from specviz import viz
+from specviz.bench.replay import tiled
+from specviz.trace import RunTrace
+from specviz.trace_check import check_trace
+from specviz.ui import AppConfig, Explorer, Session, render, stepcache
+from specviz.ui.pairs import PairChoice, PairRegistry
+from specviz.ui.runner import columns_from_traces
+from specviz.viz.theory import theory_panel
+
+STEPS = 1000  # past stepcache.TEXT_WINDOW: the text is a window
+
+
+@functools.lru_cache(maxsize=None)
+def long_json() -> str:
+    base = specviz.decode(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5), "sd", [1, 2, 3], max_new_tokens=40,
+                          temperature=1.0, seed=3, gamma=4)
+    trace = tiled(base, STEPS)
+    check_trace(trace)
+    return trace.to_json()
+
+
+def replay(tmp_path) -> tuple[Explorer, Session, dict, str]:
+    path = tmp_path / "long.json"
+    path.write_text(long_json(), encoding="utf-8")
+    ex = Explorer(AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)],
+                  preload=False)
+    session = Session()
+    view = ex.upload([str(path)], session)
+    assert session.columns and session.columns[0].n_steps == STEPS, view.get("status")
+    return ex, session, view, str(path)
+
+
+def steps_in(html: str) -> list[int]:
+    return [int(k) for k in re.findall(r'class="sv-step[^"]*" data-step="(\d+)"', html)]
+
+
+def current_in(html: str) -> list[int]:
+    return [int(k) for k in re.findall(r'class="sv-step sv-cur" data-step="(\d+)"', html)]
+
+
+def test_tiled_trace_passes_the_check():
+    trace = RunTrace.from_json(long_json())
+    check_trace(trace)
+    assert len(trace.steps) == STEPS and [s.index for s in trace.steps] == list(range(STEPS))
+
+
+def test_replay_opens_with_a_window_holding_step_one(tmp_path):
+    _, session, view, path = replay(tmp_path)
+    html = view["tokens", 0]
+    shown = steps_in(html)
+    assert shown == list(range(1, stepcache.TEXT_WINDOW + 1))  # a window, not 1000 steps
+    assert current_in(html) == [1]
+    assert f"steps {stepcache.TEXT_WINDOW + 1}–{STEPS} not shown" in html
+    # the download is the uploaded file itself
+    with open(session.columns[0].path, encoding="utf-8") as fh:
+        assert fh.read() == open(path, encoding="utf-8").read()
+
+
+def test_text_window_is_a_slice_of_the_whole_text_and_moves_with_the_scrub(tmp_path):
+    ex, session, _, _ = replay(tmp_path)
+    col = session.columns[0]
+    whole = {}
+    for value in (2, 150, 420, 777, STEPS):
+        view = ex.scrub(session, value)
+        k = value - 1
+        a, b = stepcache.text_window(col, k)
+        assert a <= k < b and b - a == stepcache.TEXT_WINDOW
+        if ("tokens", 0) not in view:  # still inside the window sent before: the browser moves the step
+            assert col.shown["text"][-1] == (a, b)
+            continue
+        html = view["tokens", 0]
+        assert steps_in(html) == list(range(a + 1, b + 1)) and current_in(html) == [value]
+        full = whole.setdefault(k, viz.tokens_html(col.trace, current_step=k))
+        body = re.search(r'<div class="sv-text">(.*?)</div>(?:<div class="sv-elided">|$)', html, re.S).group(1)
+        assert body in full  # the same spans as the unwindowed text, step for step
+    # a scrub inside the window does not re-send the text
+    k = session.view_step()
+    assert stepcache.text_window(col, k - 1) == stepcache.text_window(col, k)
+    assert ("tokens", 0) not in ex.scrub(session, k)  # to step k - 1 (0-based), in the same window
+
+
+def test_scrub_view_equals_the_view_drawn_afresh(tmp_path):
+    """Each step's panels after scrubs in any order (the theory figure built once, its marker moved)
+    equal those of a column drawn from scratch, text aside (a window: above)."""
+    ex, session, _, _ = replay(tmp_path)
+    col = session.columns[0]
+    for value in (1, 2, 333, 998, STEPS, 500, 1):
+        ex.scrub(session, value)
+        cached = render.slot_view(col, 0, value - 1, text=False)
+        fresh_col = columns_from_traces([col.trace])[0]
+        fresh_col.done = False  # nothing cached: drawn as before
+        fresh = render.slot_view(fresh_col, 0, value - 1, text=False)
+        assert cached.theory is not None
+        assert cached.theory.to_plotly_json() == theory_panel(col.trace, value - 1).to_plotly_json()
+        for name in ("tree", "controller", "distribution", "lengths"):
+            a, b = getattr(cached, name), getattr(fresh, name)
+            assert (a is None) == (b is None) and (a is None or a.to_plotly_json() == b.to_plotly_json()), name
+        assert cached.narrative == fresh.narrative
+    assert "theory" in col.cache
+
+
+def test_cache_is_per_column_and_not_for_a_running_column():
+    trace = RunTrace.from_json(long_json())
+    col = columns_from_traces([trace])[0]
+    col.done = False  # a live run's steps change: drawn afresh each time, nothing kept
+    stepcache.theory_figure(col, 5)
+    assert "theory" not in col.cache
+
+
+def test_session_end_drops_the_caches_and_the_trace(tmp_path):
+    ex, session, _, _ = replay(tmp_path)
+    ex.scrub(session, 600)
+    col = session.columns[0]
+    assert col.cache
+    alive = weakref.ref(col.trace)
+    ex.session_deleted(session)
+    assert not col.cache and session.columns == []
+    del col
+    gc.collect()
+    assert alive() is None
