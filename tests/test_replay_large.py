@@ -8,6 +8,8 @@ import gc
 import re
 import weakref
 
+import pytest
+
 from tiny import tiny_pair
 
 import specviz
@@ -131,3 +133,45 @@ def test_session_end_drops_the_caches_and_the_trace(tmp_path):
     del col
     gc.collect()
     assert alive() is None
+
+
+IN_VIEW = """(i) => { const box = document.querySelector('#sv-text-' + i);
+    const cur = box && box.querySelector('.sv-step.sv-cur');
+    if (!cur) return null;
+    let sc = cur.parentElement;
+    while (sc && sc !== box && !(sc.scrollHeight > sc.clientHeight + 1 &&
+           ['auto', 'scroll'].includes(getComputedStyle(sc).overflowY))) sc = sc.parentElement;
+    if (!sc || sc === box && !(sc.scrollHeight > sc.clientHeight + 1)) return [Number(cur.dataset.step), true];
+    const r = cur.getBoundingClientRect(), b = sc.getBoundingClientRect();
+    return [Number(cur.dataset.step), r.bottom > b.top && r.top < b.bottom]; }"""
+
+
+@pytest.mark.e2e
+def test_long_replay_in_a_browser(app_server, browser, tmp_path):
+    """The page opens a 1000-step replay with step 1's tokens in view and a window of the text; a scrub
+    in the window and one past it show the current step's tokens."""
+    from e2e_support import ARTIFACTS, open_page
+
+    url, _, _ = app_server
+    path = tmp_path / "long.json"
+    path.write_text(long_json(), encoding="utf-8")
+    page = open_page(browser, url)
+    page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)
+    page.set_input_files("#sv-upload input[type=file]", str(path))
+    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Replaying 1')", timeout=60_000)
+    page.wait_for_function(f"() => ({IN_VIEW})(0) !== null && ({IN_VIEW})(0)[1]", timeout=10_000)
+    assert page.evaluate(IN_VIEW, 0) == [1, True]
+    assert page.locator("#sv-text-0 .sv-step").count() == stepcache.TEXT_WINDOW
+    box = page.locator("#sv-step input[type=number]")
+    for value in (300, 900):  # in the window sent; past it (the server sends another)
+        box.fill(str(value))
+        box.press("Enter")
+        try:
+            page.wait_for_function(f"() => {{ const v = ({IN_VIEW})(0); return v && v[0] === {value} && v[1]; }}",
+                                   timeout=30_000)
+        except Exception:
+            raise AssertionError((value, page.evaluate(IN_VIEW, 0), page.inner_text("#sv-step-label"),
+                                  page.locator("#sv-text-0 .sv-step").first.get_attribute("data-step"),
+                                  page.evaluate("document.querySelector('#sv-text-0').outerHTML.slice(0, 600)")))
+    page.screenshot(path=str(ARTIFACTS / "e2e-long-replay.png"), full_page=True)
+    assert not page.errors, page.errors

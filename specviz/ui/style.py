@@ -158,7 +158,8 @@ PAGE_JS = r"""
       const html = box.querySelector(".sv-text");
       if (!html || texts.get(box.id) === html) return;  // only a text the server has just sent
       texts.set(box.id, html);
-      setTimeout(() => window.svShowCurrent(box), 50);
+      // after Gradio's own scrolling of a new value (autoscroll: to the end), whenever that comes
+      for (const ms of [50, 250, 600, 1200]) setTimeout(() => window.svShowCurrent(box), ms);
     });
   }, 200);
   const STATUSES = ["accepted", "rejected", "not_reached", "resampled", "bonus"];
