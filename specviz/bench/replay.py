@@ -15,6 +15,7 @@ import copy
 import gc
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -128,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
               f"{statistics.median(scrubs):.3f} s ({min(scrubs):.3f}-{max(scrubs):.3f}) |")
         print(f"| session {i}: resident memory while shown / after the session ended | {held:.0f} / {dropped:.0f} MB |")
     print(f"| resident memory before the first upload | {rss[0]:.0f} MB |")
+    if args.file is None:  # the trace built here
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 if __name__ == "__main__":
