@@ -10,12 +10,42 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 torch.set_num_threads(1)
 
 
+WEIGHTS = {"e2e": 3, "slow": 1}  # rough cost of a browser test and of a statistical one, against a quick one's 0
+
+
+def weight(item) -> int:
+    return max((w for mark, w in WEIGHTS.items() if item.get_closest_marker(mark)), default=0)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Slow tests (``slow``: the statistical ones; ``e2e``: the browser ones) first, in their order.
-    Under ``-n`` with ``--dist worksteal`` (``scripts/test.sh``) a worker that runs out takes half of
-    the other's unstarted tests, so with the long ones gone first the run ends on quick tests on both
-    workers instead of one long test on one. ``-m "not slow and not e2e"`` is the quick loop."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None and item.get_closest_marker("e2e") is None)
+    """Long tests first, shared fairly between the workers. Under ``-n N --dist worksteal``
+    (``scripts/test.sh``) xdist hands each worker one contiguous share of this order (the first
+    ``len // N``, then the next share of what is left, ...) and an idle worker later steals the *end* of
+    another's queue: so each share starts with its part of the browser (``e2e``) and statistical
+    (``slow``) tests, dealt longest first to the lightest share, and ends with quick ones, which are
+    what gets stolen. (One long list at the front went all to one worker: the slow tests ran one after
+    another while the other worker ran out of quick ones.) ``-m "not slow and not e2e"`` is the quick loop."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    units: dict = {}  # a browser test file's tests stay together (they share a server started per worker)
+    for item in items:
+        if weight(item):
+            units.setdefault(item.path if item.get_closest_marker("e2e") else item, []).append(item)
+    heavy = sorted(units.values(), key=lambda unit: sum(map(weight, unit)), reverse=True)  # stable: file order
+    quick = [item for item in items if not weight(item)]
+    sizes, left = [], len(items)
+    for k in range(workers, 0, -1):  # xdist's shares, in its order
+        sizes.append(left // k)
+        left -= sizes[-1]
+    shares: list[list] = [[] for _ in sizes]
+    loads = [0] * len(sizes)
+    for unit in heavy:
+        k = min((k for k in range(len(sizes)) if len(shares[k]) + len(unit) <= sizes[k]), key=lambda k: loads[k])
+        shares[k] += unit
+        loads[k] += sum(map(weight, unit))
+    for share, size in zip(shares, sizes):
+        share += quick[:size - len(share)]
+        del quick[:size - len(share)]
+    items[:] = [item for share in shares for item in share]
 
 
 @pytest.fixture(scope="session")
