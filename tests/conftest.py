@@ -68,10 +68,12 @@ def app_server(tmp_path_factory):
     stop(proc)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Headless Debian chromium driven by Playwright, one per test process; a missing chromium skips
-    the browser tests, or fails them under CI / SPECVIZ_REQUIRE_E2E."""
+    """Headless Debian chromium driven by Playwright, one per test file; a missing chromium skips the
+    browser tests, or fails them under CI / SPECVIZ_REQUIRE_E2E. Not one per process: Playwright's sync
+    API keeps an event loop running in the test thread while it is open, and a later test's
+    ``asyncio.run`` (Gradio's process_api in test_handlers_fuzz) then fails."""
     from e2e_support import ARGS, CHROMIUM, REQUIRED
 
     if CHROMIUM is None:

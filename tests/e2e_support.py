@@ -1,7 +1,7 @@
 """What the browser tests share: `python app.py` started on a free port, Debian's chromium, and
 checks of what the page shows (Plotly figures whose text is cut off or overlaps, titles, status).
-The fixtures ``app_server`` and ``browser`` (conftest.py) start one app and one browser per test
-process for every browser test. Nothing here asserts a speed: waits have generous limits."""
+The fixtures (conftest.py) start one app per test process for every browser test (``app_server``) and
+one chromium per test file (``browser``). Nothing here asserts a speed: waits have generous limits."""
 from __future__ import annotations
 
 import os

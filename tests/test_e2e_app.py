@@ -8,7 +8,7 @@ a speed: waits have generous limits and look at what the page shows.
 Needs: the `playwright` Python package (no browser download: it drives the system `chromium`) and a
 `chromium` binary on PATH (`apt-get install chromium`). Without chromium the browser test is skipped,
 unless CI or SPECVIZ_REQUIRE_E2E is set, where it fails. Screenshots go to test-artifacts/. The app
-and the browser are the session's (``app_server`` and ``browser`` in conftest.py).
+is the test process's, the browser the file's (``app_server`` and ``browser`` in conftest.py).
 """
 from __future__ import annotations
 
