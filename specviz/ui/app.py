@@ -47,7 +47,6 @@ CUSTOM = "__custom__"
 STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
 COMPARE_INTERVAL_S = 2.0   # live comparison table and figures at most this often
 TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
-SHOWN_TIMEOUT_S = 3.0      # the longest a live run waits for the page to draw its previous update
 MEASURE_TICK_S = 1.0       # Measure hands control back to Gradio at least this often (client gone? stop)
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
 # Code for the bundled code pair (chat off), where its draft mostly succeeds. Greedy `sd`, gamma 4,
@@ -517,7 +516,7 @@ class Explorer:
                 out = self.full_view(session, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
                 # a slow browser sets the pace, within the run's waiting budget
-                waited(lambda s: self.wait_page(control, shown, s), SHOWN_TIMEOUT_S)
+                waited(lambda s: self.wait_page(control, shown, s), self.config.page_wait_s)
                 shown = session.n_steps
                 yield out
                 if paced:  # a paced run draws every step: that drawing (and sending) is pacing too
@@ -566,7 +565,7 @@ class Explorer:
     def page_shown(self, session: Session, report: str) -> None:
         """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update. Anything
         else (not text, a sign, over 64 characters) is ignored. A report can only end a wait: what a
-        run waits for the page is bounded by ``SHOWN_TIMEOUT_S`` a step and ``max_wait_s`` in all."""
+        run waits for the page is bounded by ``config.page_wait_s`` a step and ``max_wait_s`` in all."""
         control = self.runs.get(id(session)) if isinstance(session, Session) else None
         if control is None or not isinstance(report, str) or len(report) > 64:
             return

@@ -94,6 +94,7 @@ class AppConfig:
     max_run_cost: int | None = None       # token positions one algorithm's run may cost (ui.budget); None: no cap
     run_deadline_s: int | None = None     # wall seconds a run or a Measure may take; None: no deadline
     max_wait_s: int | None = None         # seconds a run may spend pacing and waiting for the page, in all
+    page_wait_s: float = 3.0              # the longest one live step waits for the page to draw the previous one
     max_runs_per_minute: int | None = None  # runs and Measures one visitor (page) may start in a minute
     max_uploads_per_minute: int | None = None        # upload requests one client address may make in a minute
     max_upload_bytes_per_minute: int | None = None   # bytes one client address may upload in a minute
@@ -145,6 +146,7 @@ class AppConfig:
             max_run_cost=_opt_int(env, "SPECVIZ_MAX_RUN_COST", base.max_run_cost),
             run_deadline_s=_opt_int(env, "SPECVIZ_RUN_DEADLINE_S", base.run_deadline_s),
             max_wait_s=_opt_int(env, "SPECVIZ_MAX_WAIT_S", base.max_wait_s),
+            page_wait_s=float(max(0, _int(env, "SPECVIZ_PAGE_WAIT_S", int(base.page_wait_s)))),
             max_runs_per_minute=_opt_int(env, "SPECVIZ_MAX_RUNS_PER_MIN", base.max_runs_per_minute),
             max_uploads_per_minute=_opt_int(env, "SPECVIZ_MAX_UPLOADS_PER_MIN", base.max_uploads_per_minute),
             max_upload_bytes_per_minute=_opt_mb(env, "SPECVIZ_MAX_UPLOAD_MB_PER_MIN", base.max_upload_bytes_per_minute),
