@@ -21,6 +21,7 @@ import torch
 
 from specviz.models.early_exit import EarlyExitHead, layout, save_early_exit
 
+from .common import TrainConfig, encoded_streams, load_model, pick_device
 from .data import MixedSampler, WindowSampler, sequential_windows
 from .distill import build_generated_bank, kl_to_teacher
 from .evaluate import perplexity
@@ -87,8 +88,6 @@ def default_out(target_dir: str | Path) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .pipeline import TrainConfig
-
     p = argparse.ArgumentParser(prog="python -m specviz train early-exit",
                                 description="Train an EESD early-exit head on a frozen target (self-distillation).")
     defaults = TrainConfig()
@@ -131,7 +130,6 @@ def run(args: argparse.Namespace, log=None) -> dict:
     from transformers import AutoTokenizer
 
     from .corpus import build_corpus
-    from .pipeline import TrainConfig, _encoded, _load_model, pick_device
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)})
@@ -143,7 +141,7 @@ def run(args: argparse.Namespace, log=None) -> dict:
     try:
         device = pick_device(cfg.device)
         target_dir = Path(args.target)
-        target = _load_model(target_dir, device)
+        target = load_model(target_dir, device)
         tokenizer = AutoTokenizer.from_pretrained(target_dir)
         n_layers = len(getattr(*layout(target)[:2]))
         exit_layer = args.exit_layer if args.exit_layer is not None else max(1, round(0.075 * n_layers))
@@ -153,7 +151,7 @@ def run(args: argparse.Namespace, log=None) -> dict:
         else:
             corpus = build_corpus(max_files=cfg.max_files, heldout_percent=cfg.heldout_percent,
                                   include_tests=cfg.include_tests)
-            train_stream, heldout_stream = _encoded(tokenizer, corpus, cfg.cache_dir)
+            train_stream, heldout_stream = encoded_streams(tokenizer, corpus, cfg.cache_dir)
             source = {**corpus.describe(), "train_tokens": int(len(train_stream))}
         held = heldout_stream if len(heldout_stream) > 2 else train_stream[-cfg.seq_len * 4:]
         eval_windows = sequential_windows(held, cfg.seq_len, cfg.eval_windows).to(device)

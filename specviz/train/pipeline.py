@@ -12,75 +12,24 @@ import platform
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from . import configs
+from .common import STAGES, TrainConfig, encoded_streams, load_model, pick_device
 from .corpus import build_corpus
 from .data import MixedSampler, WindowSampler, sequential_windows
 from .distill import build_generated_bank, init_draft_from_target, kl_to_teacher
 from .evaluate import agreement_report, generate, hf_logits, measured_sd_report, perplexity
 from .loop import torch_threads, train_loop
-from .tokenizer import encode_stream, train_tokenizer
+from .tokenizer import train_tokenizer
 
-STAGES = ("tokenizer", "target", "draft", "early_exit", "eval")
 # open lines: a prompt ending in a space or a bare newline splits a token BPE merges (" x", "\\n    ")
 SAMPLE_PROMPTS = ("def read_config(path", "import os\n", "class Stack(", "    def __init__(self", "for i in range(")
 AGREEMENT_PROMPTS = ("def ", "import ", "class Foo:\n    def ", "if __name__ == ", "    return ", "for ", "try:\n    ",
                      "@property\n    def ")
-
-
-@dataclass
-class TrainConfig:
-    out: str = "assets"
-    seed: int = 0
-    device: str = "auto"
-    threads: int = 2
-    stages: tuple[str, ...] = STAGES
-    # corpus / tokenizer
-    vocab_size: int = 4096
-    max_files: int | None = None
-    heldout_percent: float = 4.0
-    include_tests: bool = True
-    # shared training shape
-    seq_len: int = 256
-    batch_size: int = 8
-    # target
-    target_size: str = "target"
-    target_steps: int = 3000
-    target_lr: float = 2e-3
-    # draft
-    draft_size: str = "draft"
-    draft_steps: int = 2500
-    draft_lr: float = 3e-3
-    draft_ce_weight: float = 0.1
-    gen_sequences: int = 1536
-    gen_prompt_len: int = 32
-    gen_new_tokens: int = 225
-    gen_greedy_fraction: float = 0.5
-    gen_temperature: float = 0.8
-    generated_fraction: float = 0.5
-    # early-exit head
-    exit_layer: int = 2
-    ee_steps: int = 500
-    ee_lr: float = 1e-3
-    calibration_steps: int = 200  # Cali-TS's theta_M head, trained after the early-exit head (0: none)
-    calibration_sequences: int = 64
-    # evaluation
-    eval_windows: int = 48
-    eval_new_tokens: int = 64
-    log_every: int = 25
-    measure_decode: bool = True  # run specviz.decode (sd vs ar) on code prompts in the eval stage
-    cache_dir: str | None = None  # where to keep the encoded corpus between runs (None: no cache)
-    extra: dict = field(default_factory=dict)
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
@@ -98,14 +47,6 @@ def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
         conf.pop(key, None)
     tc.write_text(json.dumps(conf, indent=2) + "\n")
     (path / "specviz_train.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-
-
-def _load_model(path: Path, device):
-    from transformers import AutoModelForCausalLM
-
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} has no trained model: run the stage that builds it first")
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
 
 
 def _prompt_ids(tokenizer, texts, device) -> torch.Tensor:
@@ -155,7 +96,7 @@ def _run(cfg: TrainConfig, log) -> dict:
         src = out / "tokenizer" if (out / "tokenizer").is_dir() else out / "target"
         tokenizer = AutoTokenizer.from_pretrained(src)
     t0 = time.time()
-    train_stream, heldout_stream = _encoded(tokenizer, corpus, cfg.cache_dir)
+    train_stream, heldout_stream = encoded_streams(tokenizer, corpus, cfg.cache_dir)
     report["corpus"].update(train_tokens=int(len(train_stream)), heldout_tokens=int(len(heldout_stream)))
     log(f"[tokenizer] {len(train_stream)} training tokens, {len(heldout_stream)} held-out tokens "
         f"({time.time() - t0:.1f}s)")
@@ -195,7 +136,7 @@ def _run(cfg: TrainConfig, log) -> dict:
         target.to(device)
         log(f"[target] saved to {out / 'target'}")
     else:
-        target = _load_model(out / "target", device)
+        target = load_model(out / "target", device)
     target.eval()
     for p in target.parameters():
         p.requires_grad_(False)
@@ -240,7 +181,7 @@ def _run(cfg: TrainConfig, log) -> dict:
         draft.to(device)
         log(f"[draft] saved to {out / 'draft'}")
     elif (out / "draft" / "config.json").is_file():
-        draft = _load_model(out / "draft", device)
+        draft = load_model(out / "draft", device)
     else:
         draft = None
 
@@ -321,27 +262,6 @@ def _run(cfg: TrainConfig, log) -> dict:
     report_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
     log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
     return report
-
-
-def _encoded(tokenizer, corpus, cache_dir):
-    """The encoded training and held-out streams, cached under ``cache_dir`` by corpus and tokenizer hash."""
-    import hashlib
-
-    import numpy as np
-
-    path = None
-    if cache_dir:
-        key = hashlib.sha256((corpus.sha256 + tokenizer.backend_tokenizer.to_str()).encode()).hexdigest()[:16]
-        path = Path(cache_dir) / f"corpus-{key}.npz"
-        if path.is_file():
-            data = np.load(path)
-            return data["train"], data["heldout"]
-    train = encode_stream(tokenizer, corpus.train_texts)
-    heldout = encode_stream(tokenizer, corpus.heldout_texts)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, train=train, heldout=heldout)
-    return train, heldout
 
 
 def _ce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,93 @@
+"""What the whole recipe (``pipeline``) and the early-exit trainer (``early_exit``) share: the
+configuration, the device, loading a trained stage, the encoded corpus. Its own module so that neither
+imports the other (issue #22 point 1: no import circles)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .tokenizer import encode_stream
+
+STAGES = ("tokenizer", "target", "draft", "early_exit", "eval")
+
+
+@dataclass
+class TrainConfig:
+    out: str = "assets"
+    seed: int = 0
+    device: str = "auto"
+    threads: int = 2
+    stages: tuple[str, ...] = STAGES
+    # corpus / tokenizer
+    vocab_size: int = 4096
+    max_files: int | None = None
+    heldout_percent: float = 4.0
+    include_tests: bool = True
+    # shared training shape
+    seq_len: int = 256
+    batch_size: int = 8
+    # target
+    target_size: str = "target"
+    target_steps: int = 3000
+    target_lr: float = 2e-3
+    # draft
+    draft_size: str = "draft"
+    draft_steps: int = 2500
+    draft_lr: float = 3e-3
+    draft_ce_weight: float = 0.1
+    gen_sequences: int = 1536
+    gen_prompt_len: int = 32
+    gen_new_tokens: int = 225
+    gen_greedy_fraction: float = 0.5
+    gen_temperature: float = 0.8
+    generated_fraction: float = 0.5
+    # early-exit head
+    exit_layer: int = 2
+    ee_steps: int = 500
+    ee_lr: float = 1e-3
+    calibration_steps: int = 200  # Cali-TS's theta_M head, trained after the early-exit head (0: none)
+    calibration_sequences: int = 64
+    # evaluation
+    eval_windows: int = 48
+    eval_new_tokens: int = 64
+    log_every: int = 25
+    measure_decode: bool = True  # run specviz.decode (sd vs ar) on code prompts in the eval stage
+    cache_dir: str | None = None  # where to keep the encoded corpus between runs (None: no cache)
+    extra: dict = field(default_factory=dict)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def load_model(path: Path, device):
+    from transformers import AutoModelForCausalLM
+
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} has no trained model: run the stage that builds it first")
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
+
+
+def encoded_streams(tokenizer, corpus, cache_dir):
+    """The encoded training and held-out streams, cached under ``cache_dir`` by corpus and tokenizer hash."""
+    import hashlib
+
+    import numpy as np
+
+    path = None
+    if cache_dir:
+        key = hashlib.sha256((corpus.sha256 + tokenizer.backend_tokenizer.to_str()).encode()).hexdigest()[:16]
+        path = Path(cache_dir) / f"corpus-{key}.npz"
+        if path.is_file():
+            data = np.load(path)
+            return data["train"], data["heldout"]
+    train = encode_stream(tokenizer, corpus.train_texts)
+    heldout = encode_stream(tokenizer, corpus.heldout_texts)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, train=train, heldout=heldout)
+    return train, heldout
