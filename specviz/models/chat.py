@@ -9,13 +9,22 @@ the one place a prompt (text, chat text or token ids) becomes the ids the models
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from specviz import validation
 from specviz.errors import PromptError
 
-if TYPE_CHECKING:
-    from specviz.models.loading import ModelPair
+
+class PromptPair(Protocol):
+    """What ``encode_prompt`` reads of a pair: ``models.loading.ModelPair`` (not imported here: loading
+    imports this module)."""
+
+    tokenizer: Any
+    vocab_size: int
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]: ...
+
+    def decode(self, ids: list[int]) -> str: ...
 
 
 def has_chat_template(tokenizer) -> bool:
@@ -31,7 +40,7 @@ def format_chat(tokenizer, user_text: str) -> str:
                                          add_generation_prompt=True)
 
 
-def encode_prompt(pair: ModelPair, prompt: str | list[int], chat: bool = False) -> tuple[list[int], str]:
+def encode_prompt(pair: PromptPair, prompt: str | list[int], chat: bool = False) -> tuple[list[int], str]:
     """The prompt's token ids and text; with ``chat``, the user's text formatted by the pair's chat
     template (whose text carries its own special tokens, so the tokenizer adds none). ``prompt`` is
     text or a list of int token ids (``validation.prompt``: bytes, numbers and None are refused)."""
