@@ -1,4 +1,8 @@
-"""``python -m specviz run|compare|algorithms|bench|train|theory``: the decoding core from a terminal."""
+"""``python -m specviz run|compare|algorithms|bench|train|theory``: the decoding core from a terminal.
+
+Only the command given is built: its module and the model stack (torch, transformers, the algorithms)
+are imported when a command needs them, so ``python -m specviz --help`` and a mistyped command answer
+at once (issue #22 point 6)."""
 from __future__ import annotations
 
 import argparse
@@ -6,9 +10,8 @@ import os
 import re
 import statistics
 import sys
-from typing import Any, NoReturn
+from typing import Any, Iterable, NoReturn
 
-from specviz.algorithms import ALGORITHMS, get_algorithm
 from specviz.errors import SpecvizError
 from specviz.trace import RunTrace
 from specviz.pair_options import add_pair_args, chat_on, load_pair_from_args
@@ -60,6 +63,8 @@ def true_or_false(text: str) -> bool:
 
 
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
+    from specviz.algorithms import ALGORITHMS
+
     p.add_argument("--prompt", required=True)
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--temperature", type=float, default=1.0, help="0 means greedy")
@@ -81,6 +86,8 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
 
 
 def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:
+    from specviz.algorithms import get_algorithm
+
     names = {prm.name for prm in get_algorithm(algo).params}
     return {k: v for k, v in vars(args).items() if k in names and v is not None}
 
@@ -93,6 +100,7 @@ def _decode_kwargs(args: argparse.Namespace, pair) -> dict[str, Any]:
 def check_decode_args(args: argparse.Namespace, algorithms: list[str]) -> None:
     """Refuse bad decoding options before any model is loaded: the same checks as ``decode``
     (``decoding.check_request``) for each algorithm, and ``--out``'s directory."""
+    from specviz.algorithms import ALGORITHMS, get_algorithm
     from specviz.decoding import check_request
 
     given = {prm.name for spec in ALGORITHMS.values() for prm in spec.params if getattr(args, prm.name, None) is not None}
@@ -195,6 +203,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_algorithms(_: argparse.Namespace) -> int:
+    from specviz.algorithms import ALGORITHMS
+
     for spec in ALGORITHMS.values():
         params = ", ".join(f"{p.name}={p.default!r}" for p in spec.params) or "-"
         tag = "lossless" if spec.lossless else "lossy"
@@ -208,10 +218,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m specviz", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="decode one prompt with one algorithm and print the marked text")
+def _build_run(run: argparse.ArgumentParser) -> None:
     add_pair_args(run)
     _add_decode_args(run)
     run.add_argument("--algo", default="sd")
@@ -219,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-color", action="store_true", help="plain markers instead of ANSI colours")
     run.add_argument("--color", action="store_true", help="force ANSI colours")
     run.set_defaults(fn=cmd_run, flags=option_names(run, algorithm="--algo"))
-    cmp_ = sub.add_parser("compare", help="several algorithms on the same prompt and seed")
+
+
+def _build_compare(cmp_: argparse.ArgumentParser) -> None:
     add_pair_args(cmp_)
     _add_decode_args(cmp_)
     cmp_.add_argument("--algos", nargs="+", default=["ar", "sd"])
@@ -227,18 +236,46 @@ def build_parser() -> argparse.ArgumentParser:
                       help="timed runs of each algorithm, after one warm-up run of each; tok/s and speedup are "
                            "reported as median (min-max). 1: a single cold run, no warm-up")
     cmp_.set_defaults(fn=cmd_compare, flags=option_names(cmp_, algorithm="--algos"))
-    sub.add_parser("algorithms", help="list the registered algorithms").set_defaults(fn=cmd_algorithms)
-    bench = sub.add_parser("bench", help="benchmark algorithms and Hugging Face assisted generation")
+
+
+def _build_algorithms(p: argparse.ArgumentParser) -> None:
+    p.set_defaults(fn=cmd_algorithms)
+
+
+def _build_bench(bench: argparse.ArgumentParser) -> None:
     from specviz.bench.run import add_arguments
 
     add_arguments(bench)
     bench.set_defaults(fn=cmd_bench, flags=option_names(bench, algorithm="--algos"))
-    theory = sub.add_parser("theory", help="rerun the theory paper's simulations and write its figures")
+
+
+def _build_theory(theory: argparse.ArgumentParser) -> None:
     from specviz.theory.cli import add_arguments as theory_arguments, main as theory_main
 
     theory_arguments(theory)
     theory.set_defaults(fn=theory_main, flags=option_names(theory))
-    sub.add_parser("train", help="train the bundled pair (see python -m specviz train --help)", add_help=False)
+
+
+# name -> (help, what builds its options); ``train`` is handed to specviz.train.cli whole (see ``main``)
+COMMANDS = {
+    "run": ("decode one prompt with one algorithm and print the marked text", _build_run),
+    "compare": ("several algorithms on the same prompt and seed", _build_compare),
+    "algorithms": ("list the registered algorithms", _build_algorithms),
+    "bench": ("benchmark algorithms and Hugging Face assisted generation", _build_bench),
+    "theory": ("rerun the theory paper's simulations and write its figures", _build_theory),
+    "train": ("train the bundled pair (see python -m specviz train --help)", None),
+}
+
+
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. ``commands``: the subcommands whose options are built (their modules
+    imported); the others are only named, with their help. ``None``: all of them."""
+    parser = Parser(prog="python -m specviz", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (help_, build) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_, add_help=build is not None)
+        if build is not None and (commands is None or name in commands):
+            build(p)
     return parser
 
 
@@ -281,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         from specviz.train.cli import main as train_main
 
         return train_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv[:1]).parse_args(argv)  # only the command given is built
     try:
         return args.fn(args)
     except SpecvizError as exc:

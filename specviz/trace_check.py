@@ -32,7 +32,6 @@ import numbers
 from typing import Any, Iterable
 
 from specviz import validation
-from specviz.algorithms.registry import ALGORITHMS
 from specviz.core import rule_words
 from specviz.errors import SpecvizError, TraceFormatError
 from specviz.trace import NODE_STATUSES, TOKEN_KINDS, RunTrace, StepRecord
@@ -213,10 +212,23 @@ def check_sampling(sampling: dict[str, Any]) -> None:
             raise _refuse("sampling.top_p", "a number in (0, 1]", p)
 
 
+def _registered() -> dict[str, Any]:
+    """The registered algorithms (``specviz.algorithms``, imported on the first check, not with this module);
+    none where torch or transformers is not installed: a trace is then checked as one of an algorithm this
+    specviz does not register (its parameters plain values), so reading and drawing traces needs neither."""
+    try:
+        from specviz.algorithms import ALGORITHMS
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in ("torch", "transformers"):
+            return {}
+        raise
+    return ALGORITHMS
+
+
 def check_params(algorithm: str, params: dict[str, Any]) -> None:
     """A registered algorithm's declared parameters pass its own ``Param.validate``; other names are shown as
     they are (a parameter of a newer specviz), so they need only be plain values."""
-    spec = ALGORITHMS.get(algorithm)
+    spec = _registered().get(algorithm)
     declared = {p.name: p for p in spec.params} if spec is not None else {}
     for name, value in params.items():
         path = f"params.{name}"
