@@ -117,14 +117,6 @@ def speedup(trace: RunTrace, baseline: RunTrace) -> float | None:
     return own / base if base and own is not None else None  # None: a replayed trace without step times
 
 
-def expected_tau_iid(alpha: float, gamma: int) -> float:
-    """Expected tokens per step for chain SD with i.i.d. acceptance ``alpha`` (Leviathan et al. Eq. 1):
-    ``(1 - alpha**(gamma + 1)) / (1 - alpha)``."""
-    if alpha >= 1.0:
-        return gamma + 1.0
-    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
-
-
 # ---------------------------------------------------------------- theory overlays
 # "A Theoretical Perspective for Speculative Decoding Algorithm" (Yin et al. 2024, arXiv:2411.00841),
 # in specviz's letters (p = target, q = draft; the paper swaps them). Computed from the trace's

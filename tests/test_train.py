@@ -50,8 +50,8 @@ def test_load_pair_and_auto_classes_accept_the_output(trained):
 def test_early_exit_head_loads_and_matches_its_definition(trained):
     from transformers import AutoModelForCausalLM
 
+    from specviz.core.trees import chain_shape
     from specviz.models.early_exit import EarlyExitLM
-    from specviz.models.tree_forward import chain_parents
 
     base = AutoModelForCausalLM.from_pretrained(trained / "target")
     head = load_early_exit(trained / "early_exit", base)
@@ -68,7 +68,7 @@ def test_early_exit_head_loads_and_matches_its_definition(trained):
     # incremental decoding with the head's own cache gives the same logits as the full pass
     lm = EarlyExitLM(head)
     a = lm.extend([5, 17, 42, 9])
-    b = lm.extend([100], [7], chain_parents(1))
+    b = lm.extend([100], [7], list(chain_shape(1).parents))
     assert torch.allclose(torch.cat([a, b]), full[3:], atol=1e-4)
 
 

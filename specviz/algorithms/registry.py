@@ -5,7 +5,7 @@ defaults and ranges so the CLI and the app can build controls and validate input
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from specviz import validation
@@ -79,7 +79,6 @@ class AlgorithmSpec:
     lossless: bool = True
     controller: str | None = None  # kind of controller state its steps carry, if any
     drafter: str = "draft"  # what makes its draft calls: "draft" (the draft model) or "early_exit"
-    extra: dict[str, Any] = field(default_factory=dict)
     check: Callable[[dict[str, Any]], None] | None = None  # the resolved parameters together (min <= max)
 
     @property

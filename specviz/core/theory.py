@@ -169,15 +169,6 @@ def batch_rejections_per_position(P: Array, Q: Array, prompt: Array, num_drafts:
     return torch.stack(out)
 
 
-def target_marginals(P: Array, Q: Array, prompt: Array) -> torch.Tensor:
-    """``[T + 1, V]``: the target chain's law of ``x_0 .. x_T``."""
-    P, _, prompt = _chain_args(P, Q, prompt)
-    out = [prompt]
-    for n in range(P.shape[0]):
-        out.append(out[-1] @ P[n])
-    return torch.stack(out)
-
-
 # ---------------------------------------------------------------- relaxed acceptance: Thms 4 and 5
 
 def sd_accept_probs(p: Array, q: Array) -> torch.Tensor:

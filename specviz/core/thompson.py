@@ -303,12 +303,3 @@ def clipped_normal_mean(mu: float, sigma: float) -> float:
     cdf = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))  # noqa: E731
     pdf = lambda x: math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # noqa: E731
     return mu * (cdf(b) - cdf(a)) + sigma * (pdf(a) - pdf(b)) + 1 - cdf(b)
-
-
-def beta_interval(state: BetaState, mass: float = 0.95) -> tuple[float, float]:
-    """Central credible interval of the Beta posterior."""
-    from scipy import stats
-
-    lo = (1 - mass) / 2
-    return float(stats.beta.ppf(lo, state.alpha, state.beta)), float(stats.beta.ppf(1 - lo, state.alpha, state.beta))
-

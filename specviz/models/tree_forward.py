@@ -31,16 +31,11 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
-from specviz.core.trees import ROOT  # as a parent index: "continues the committed prefix"
+from specviz.core.trees import ROOT, chain_shape  # ROOT as a parent index: "continues the committed prefix"
 from specviz.errors import SpecvizError
 from specviz.models.lean_forward import LeanForward
 
 LEAN_DEFAULT = os.environ.get("SPECVIZ_LEAN_FORWARD", "1") != "0"  # SPECVIZ_LEAN_FORWARD=0: stock forward only
-
-
-def chain_parents(n: int) -> list[int]:
-    """Parent pointers of a chain of ``n`` nodes: ``[ROOT, 0, 1, ..., n - 2]``."""
-    return [ROOT] + list(range(n - 1)) if n else []
 
 
 @dataclass
@@ -200,7 +195,7 @@ class CachedLM:
         if not context:
             raise SpecvizError("extend() needs at least one context token (the last committed one).")
         k = len(context)
-        chain = chain_parents(k)
+        chain = list(chain_shape(k).parents)
         shifted = [k - 1 if par == ROOT else par + k for par in parents]
         logits = self.forward(list(context) + list(tokens), chain + shifted)
         self.prefix_len += k  # the context chain sits first in the tree: promote it into the prefix
