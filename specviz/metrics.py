@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from specviz.trace import RunTrace, StepRecord
+from specviz.trace import DRAFTED, RunTrace, StepRecord
 
 DEFINITIONS: dict[str, str] = {
     "new_tokens": "tokens generated (prompt excluded, EOS included)",
@@ -182,7 +182,7 @@ def _drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
         state = s.controller if isinstance(s.controller, dict) and s.controller.get("kind") == "theory" else {}
         probes = state.get("positions") or []
         records = [r for r in s.positions if r.q is not None and r.residual_mass is not None]
-        drafted = [n for n in s.forest if n.status in ("accepted", "rejected", "not_reached")]
+        drafted = [n for n in s.forest if n.status in DRAFTED]
         for i, r in enumerate(records):
             probe = probes[i] if i < len(probes) else None
             here = [n for n in drafted if n.parent == r.parent and n.root == r.root]  # draw order

@@ -20,6 +20,9 @@ NodeStatus = Literal["accepted", "rejected", "not_reached", "resampled", "bonus"
 TokenKind = Literal["draft", "resampled", "bonus"]
 NODE_STATUSES: tuple[str, ...] = ("accepted", "rejected", "not_reached", "resampled", "bonus")
 TOKEN_KINDS: tuple[str, ...] = ("draft", "resampled", "bonus")
+# a node drawn from the draft (tested or not); a resampled or bonus node is the target's
+DRAFTED: tuple[str, ...] = ("accepted", "rejected", "not_reached")
+TESTED: tuple[str, ...] = ("accepted", "rejected")  # a drafted node the acceptance rule decided
 
 
 @dataclass
@@ -119,7 +122,7 @@ class StepRecord:
     @property
     def n_drafted(self) -> int:
         """Draft tokens proposed this step (nodes drawn from the draft, not resampled/bonus ones)."""
-        return sum(1 for n in self.forest if n.status in ("accepted", "rejected", "not_reached"))
+        return sum(1 for n in self.forest if n.status in DRAFTED)
 
     @property
     def n_accepted(self) -> int:

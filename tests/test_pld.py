@@ -15,6 +15,7 @@ import specviz
 from specviz.algorithms.prompt_lookup import lookup
 from specviz.core.sampling import SamplingConfig
 from specviz.models.loading import ModelPair
+from specviz.trace import DRAFTED
 
 RUNS = 4000
 PROMPT = [1, 2, 7, 1, 2]  # "1 2" occurred before: the first step proposes "7 1 ..."
@@ -73,7 +74,7 @@ def test_pld_needs_no_draft_and_counts_one_call_per_step():
     assert len(trace.output_ids) == 30 and trace.lossless
     assert all(s.target_calls == 1 and s.draft_calls == 0 for s in trace.steps)
     for step in trace.steps:
-        drafted = [n for n in step.forest if n.status in ("accepted", "rejected", "not_reached")]
+        drafted = [n for n in step.forest if n.status in DRAFTED]
         assert [n.depth for n in drafted] == list(range(len(drafted)))  # a chain
         for n in drafted:
             assert n.q == 1.0

@@ -10,6 +10,7 @@ from tiny import FAMILIES, SLIDING_FAMILIES, tiny_pair
 
 import specviz
 from specviz.errors import InvalidParameterError
+from specviz.trace import DRAFTED
 
 PROMPTS = [[1, 2, 3, 4], [17, 5, 42, 9, 9, 30, 2]]
 CONFIGS = [
@@ -59,7 +60,7 @@ def test_trace_is_consistent(llama, algorithm, params, temperature):
         assert extra.parent == (path[-1].id if path else None)
         assert [c.token_id for c in step.committed] == ([n.token_id for n in path] + [extra.token_id])[: len(step.committed)]
         for n in drafted:
-            assert 0 <= n.p <= 1 and n.status in ("accepted", "rejected", "not_reached")
+            assert 0 <= n.p <= 1 and n.status in DRAFTED
             if n.status != "not_reached":
                 assert 0 <= n.accept_prob <= 1
             if n.status == "rejected" and n.draw is not None:

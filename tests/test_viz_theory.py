@@ -16,6 +16,7 @@ from tiny import tiny_pair
 import specviz
 from specviz import metrics
 from specviz.core.theory import rejection_band
+from specviz.trace import DRAFTED
 from specviz.viz import theory as vt
 from specviz.viz.controller import controller_figure
 
@@ -179,7 +180,7 @@ def test_every_sampled_lossless_run_has_a_theory_panel(pair, algorithm, params):
     assert ov["expected"][-1] == pytest.approx(sum(d.tv for d in ds))
     first = sum(1 for s in trace.steps for r in s.positions if r.q is not None and
                 next(n for n in s.forest if n.parent == r.parent and n.root == r.root and
-                     n.status in ("accepted", "rejected", "not_reached")).status == "rejected")
+                     n.status in DRAFTED).status == "rejected")
     assert ov["measured"][-1] == first and ov["measured_all"][-1] <= first
     view = render.slot_view(Column(algorithm, algorithm, trace=trace, done=True), 0, 1)
     titles = [a.text for a in view.theory.layout.annotations]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specviz.trace import RunTrace, StepRecord, TreeNode
+from specviz.trace import DRAFTED, RunTrace, StepRecord, TreeNode
 from specviz.viz.beams import _state, beam_rows
 from specviz.viz.explain import (TESTED, StepIndex, beam_layer_reason, describe_test, escape_ws, is_greedy_step,
                                  node_decision)
@@ -91,7 +91,7 @@ def _layer_lines(step: StepRecord, idx: StepIndex, lv: dict[str, Any], dynamic: 
     head = f"**Layer {lv['layer']}** ({_plural(lv.get('parents', 0), 'parent beam')}, {lv.get('candidates')} drafts)"
     out = [f"{head}: " + ("the target's beam search keeps its W_L best candidates; a draft is accepted iff it is "
                           f"one of them (W_L = {lv.get('width')})." if greedy else width_sentence(lv, dynamic))]
-    nodes = [n for n in step.forest if n.depth == depth and n.status in ("accepted", "rejected", "not_reached")]
+    nodes = [n for n in step.forest if n.depth == depth and n.status in DRAFTED]
     tests = [f"({i}) {_tok(n)} (beam {n.root}, node {n.id}): {describe_test(n, idx)}{_orphan(n, idx)}"
              for i, n in enumerate((n for n in nodes if n.status in TESTED), 1)]
     if tests:
@@ -182,7 +182,7 @@ def beam_narrative(trace: RunTrace, k: int) -> str:
                        + ". Nothing is drafted or tested.")
     else:
         levels = st.get("levels") or []
-        drafted = [n for n in step.forest if n.status in ("accepted", "rejected", "not_reached")]
+        drafted = [n for n in step.forest if n.status in DRAFTED]
         g = sum(1 for lv in levels if not lv.get("bonus"))
         calls = f", in {_plural(step.draft_calls, 'draft call')}" if step.draft_calls else ""
         if drafted:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import plotly.graph_objects as go
 
-from specviz.trace import PositionRecord, StepRecord, TreeNode
+from specviz.trace import DRAFTED, TESTED, PositionRecord, StepRecord, TreeNode
 from specviz.viz.explain import StepIndex, describe_test, is_greedy_step, node_decision, position_of, produced_source
 from specviz.viz.style import (MONO, STATUS_COLORS, STATUS_LABELS, STATUS_SYMBOLS, axis, base_layout,
                                figure, fmt_prob, html_escape, message_figure, visible_text,
@@ -80,7 +80,7 @@ def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dic
     shapes: list[dict] = []
     notes: list[dict] = []
     a, u = node.accept_prob, node.draw
-    tested = node.status in ("accepted", "rejected") and a is not None
+    tested = node.status in TESTED and a is not None
     if tested:
         shapes += [
             {"type": "line", "xref": "x2", "yref": "y2", "x0": 0, "x1": 1, "y0": 0, "y1": 0,
@@ -176,7 +176,7 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
         stacked[n.token_id] = k + 1
         cx.append(col[n.token_id])
         cy.append(top * (1.1 + 0.14 * k))
-        drafted = n.status in ("accepted", "rejected", "not_reached")
+        drafted = n.status in DRAFTED
         ctext.append(_ordinal(rank) if drafted else n.status)
         csym.append(STATUS_SYMBOLS.get(n.status, "circle"))
         ccol.append(STATUS_COLORS.get(n.status, "#6b7280"))
@@ -225,7 +225,7 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
     layout["yaxis2"] = {"anchor": "x2", "domain": [0, 0.13], "range": [-1, 1.4], "visible": False,
                         "fixedrange": True}
     layout["xaxis2"]["title"]["standoff"] = 2
-    if not (node.status in ("accepted", "rejected") and node.accept_prob is not None):
+    if not (node.status in TESTED and node.accept_prob is not None):
         layout["xaxis2"]["visible"] = False  # no test at this node: the bars take the room, the caption says why
         layout["yaxis"]["domain"] = [0.24, 1]
     layout["shapes"] = shapes

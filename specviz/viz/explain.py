@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 
 from specviz.core import rule_words
 from specviz.core.rule_words import RuleWords, Source, Test
-from specviz.trace import PositionRecord, StepRecord, TreeNode
+from specviz.trace import DRAFTED, TESTED, PositionRecord, StepRecord, TreeNode
 from specviz.viz.style import fmt_prob
 
-DRAFTED = ("accepted", "rejected", "not_reached")
-TESTED = ("accepted", "rejected")
 
 Key = tuple[int | None, int]  # (parent node id, root) of a sibling group / verified position
 

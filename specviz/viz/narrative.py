@@ -15,7 +15,7 @@ from typing import Callable
 
 from specviz.core import rule_words
 from specviz.core.rule_words import RuleWords, Source
-from specviz.trace import PositionRecord, RunTrace, StepRecord, TreeNode
+from specviz.trace import DRAFTED, PositionRecord, RunTrace, StepRecord, TreeNode
 from specviz.viz.explain import (TESTED, StepIndex, describe_test, escape_ws, is_greedy_step, not_reached_reason,
                                  position_of, produced_source, token_label)
 from specviz.viz.style import fmt_prob
@@ -40,7 +40,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _drafted_line(step: StepRecord, idx: StepIndex, algorithm: str) -> str:
-    drafted = [n for n in step.forest if n.status in ("accepted", "rejected", "not_reached")]
+    drafted = [n for n in step.forest if n.status in DRAFTED]
     if not drafted:
         if algorithm == "ar":
             return "**Drafted** nothing: `ar` asks the target alone for one token."
