@@ -1,6 +1,6 @@
 """specviz: run speculative decoding of real language models step by step and record every step.
 
-Public API (DESIGN.md): ``load_pair``, ``decode``, ``stream``, ``ALGORITHMS``, ``RunTrace``.
+Public API: ``load_pair``, ``decode``, ``stream``, ``ALGORITHMS``, ``RunTrace``.
 
 The trace and the errors are imported at once; the names that need torch and transformers (the
 algorithms, decoding, loading) on first use (PEP 562), so that reading a trace, checking one or

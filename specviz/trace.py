@@ -1,7 +1,7 @@
 """The per-step record of a decoding run: ``RunTrace`` / ``StepRecord`` / ``TreeNode``.
 
 A trace is plain data. It can be written to JSON and read back with no model loaded, and every
-figure and metric in specviz is computed from it (DESIGN.md, "The trace").
+figure and metric in specviz is computed from it.
 """
 from __future__ import annotations
 

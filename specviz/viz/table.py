@@ -2,7 +2,7 @@
 
 Every column header carries its definition from ``specviz.metrics.DEFINITIONS`` as a tooltip, and
 the definitions are listed under the table: the same word means different things in different
-tools (landscape §3.4), so the numbers are never shown without them.
+tools, so the numbers are never shown without them.
 """
 from __future__ import annotations
 
