@@ -205,7 +205,8 @@ def choose(page, names):
 
 
 def set_number(page, elem_id, value):
-    box = page.locator(f"#{elem_id} input[type=number]")
+    """Type ``value`` into a number box, a slider's number box or a text box (the seed) and commit it."""
+    box = page.locator(f"#{elem_id} input[type=number], #{elem_id} input[type=text], #{elem_id} textarea").first
     box.fill(str(value))
     box.press("Enter")
     box.blur()

@@ -208,9 +208,16 @@ def paced_live_run_and_stop(url, browser):
 
 
 def bad_inputs(url, browser):
-    """A seed beyond 2^63 - 1 and a negative top-k: messages in the page, no generic error."""
+    """A seed beyond 2^63 - 1 and a negative top-k: messages in the page, no generic error. 2^63 - 1
+    itself is a valid seed (the page sends the seed box's text: a number box sent 9223372036854776000)."""
     page = open_page(browser, url)
     set_number(page, "sv-seed", "1e30")
+    page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('seed must be')",
+                           timeout=30_000)
+    set_number(page, "sv-seed", "9223372036854775807")
+    page.wait_for_function("!document.querySelector('#sv-input-msg').innerText.includes('seed must be')",
+                           timeout=30_000)
+    set_number(page, "sv-seed", "9223372036854775808")
     page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('seed must be')",
                            timeout=30_000)
     set_number(page, "sv-top-k", -1)
@@ -257,7 +264,7 @@ def replay(url, browser, target, draft, tmp_path):
     page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Replaying 1')", timeout=30_000)
     wait_plot_title(page, "sv-tree-0", "step 1", exact=True)
     assert "sd" in page.inner_text("#sv-head-0")
-    assert page.locator("#sv-seed input[type=number]").input_value() == "1"  # the settings the trace used
+    assert page.locator("#sv-seed input, #sv-seed textarea").first.input_value() == "1"  # the trace's settings
     page.screenshot(path=str(ARTIFACTS / "e2e-replay.png"), full_page=True)
     # a controller kind with no view and nothing to plot: the generic view says the state in words, on
     # lines that one column and a phone's column show whole (a message sits on its empty plot area:

@@ -27,8 +27,9 @@ import pytest
 from gradio.state_holder import SessionState
 
 from specviz.ui import AppConfig, Explorer, Session
-from specviz.ui.numberbox import NumberBox, SliderBox
+from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
 from specviz.ui.pairs import PairChoice
+from specviz.validation import MAX_SEED
 from test_ui import params_for
 from test_ui_support import save_tiny_pair
 
@@ -267,7 +268,10 @@ def test_number_boxes_answer_with_the_boxs_name(app):
     message = next(i for i, f in demo.fns.items() if f.name == "input_message")
     run = next(i for i, f in demo.fns.items() if f.name == "run")
     for box, name in ((page.max_new, "max new tokens"), (page.top_k, "top-k"), (page.seed, "seed")):
-        assert isinstance(box, NumberBox) and box.get_block_name() == "number"  # drawn as Gradio's Number
+        if box is page.seed:  # text: see test_seed_is_exact_as_text
+            assert isinstance(box, SeedBox) and box.get_block_name() == "textbox"
+        else:
+            assert isinstance(box, NumberBox) and box.get_block_name() == "number"  # drawn as Gradio's Number
         for fn_index in (message, run):
             block_fn = demo.fns[fn_index]
             j = next(j for j, b in enumerate(block_fn.inputs) if b is box)
@@ -288,6 +292,44 @@ def test_number_boxes_answer_with_the_boxs_name(app):
         shown = " ".join(strings(through_gradio(demo, run, args)))
         assert "parameter &#x27;calibration_steps&#x27; must be an integer in [8, 4096]" in shown, (v, shown[:300])
     assert not ex.runs._runs
+
+
+def test_seed_is_exact_as_text(app, monkeypatch):
+    """The seed is carried as text and parsed as an int on the server (issue #23 point 5): 2^53 + 1 and
+    2^63 − 1 reach the run as those numbers (a JavaScript number made them ...992 and 9223372036854776000);
+    anything but a whole number from 0 to 2^63 − 1 in ASCII digits, or an API client's int, is refused
+    with a sentence, never rounded or clamped: a fraction, an exponent, NaN, infinity, a float above 2^53
+    (possibly already another number)."""
+    demo, ex = app
+    assert isinstance(ex.page.seed, SeedBox) and ex.page.seed.value == "0"
+    run = next(i for i, f in demo.fns.items() if f.name == "run")
+    message = next(i for i, f in demo.fns.items() if f.name == "input_message")
+    seen: list[Any] = []
+    check = ex.check_inputs
+    monkeypatch.setattr(ex, "check_inputs", lambda *a, **k: seen.append(check(*a, **k)) or seen[-1])
+
+    def call(fn_index: int, seed: Any) -> str:
+        block_fn = demo.fns[fn_index]
+        args = base_inputs(ex, block_fn)
+        args[next(j for j, b in enumerate(block_fn.inputs) if b is ex.page.seed)] = seed
+        return " ".join(strings(through_gradio(demo, fn_index, args)))
+
+    for sent, meant in (("9007199254740993", 2**53 + 1), (str(MAX_SEED), MAX_SEED), (MAX_SEED, MAX_SEED),
+                        (" 42 ", 42), (0, 0), (7.0, 7)):
+        shown = call(run, sent)
+        assert seen[-1].seed == meant and "seed must be" not in shown, (sent, shown[:300])
+    for sent in (str(MAX_SEED + 1), MAX_SEED + 1, "-1", "1.5", "1e3", "1_000", "0x10", "٣", "nan", "inf", "",
+                 2.5, math.nan, math.inf, float(2**63), float(2**53 + 2), True, [1]):
+        for fn_index in (message, run):
+            shown = call(fn_index, sent)
+            assert "seed must be a whole number from 0 to 9223372036854775807" in shown, (sent, shown[:300])
+            assert seen[-1].seed is None
+    assert "floating-point number" in call(message, float(2**53 + 2))
+    assert not ex.runs._runs
+    # the trace of the run is seeded with the exact number
+    session = Session(pair_key=ex.default_key)
+    list(ex.run(session, "def f(x):\n", 2, 0.0, 1.0, 0, "9007199254740993", ["ar"], 0.0, False, *params_for(ex)))
+    assert session.columns[0].trace.seed == 2**53 + 1
 
 
 def test_sliders_answer_with_the_sliders_name(app):

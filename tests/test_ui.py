@@ -639,9 +639,23 @@ def test_upload_replays_without_a_model(explorer, tmp_path):
     assert isinstance(out["tree", 1], go.Figure)
     assert "step 1 of" in out["step_label"]
     # the sidebar shows the settings the trace used
-    assert out["seed"] == 7 and out["temperature"] == 0.0 and out["max_new"] == 8
+    assert out["seed"] == "7" and out["temperature"] == 0.0 and out["max_new"] == 8  # the seed box is text
     out = replayer.scrub(fresh, 3)
     assert tree_step(out["tree", 1]) == 3
+    # each setting stays within its box (issue #23 point 5): a trace of more new tokens than this app
+    # allows sets max new tokens to its limit, a temperature past the slider leaves it, each said
+    trace = RunTrace.from_json(open(paths[1]).read())
+    trace.sampling = {**trace.sampling, "temperature": 3.0}
+    trace.seed = 2**63 - 1
+    hot = tmp_path / "hot.json"
+    hot.write_text(trace.to_json())
+    small = Explorer(AppConfig(max_new_tokens_cap=5), registry=PairRegistry(),
+                     presets=[PairChoice("none", "/nonexistent", None)], preload=False)
+    out = small.upload([str(hot)], Session())
+    assert out["max_new"] == 5 and "temperature" not in out and out["seed"] == str(2**63 - 1)
+    assert "made 8 new tokens; max new tokens is set to 5" in out["status"]
+    assert "temperature 3 is outside its slider" in out["status"]
+    assert small.check_inputs(None, "x", out["max_new"], 0, out["seed"]).ok  # what the boxes now hold is valid
 
 
 GOOD = {"schema_version": 2, "algorithm": "sd", "params": {}, "pair": {}, "sampling": {}, "seed": 0,

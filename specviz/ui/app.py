@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import logging
+import math
 import os
 import time
 from functools import partial
@@ -33,7 +34,7 @@ from specviz.ui.skip_blocks import SkipBlocks
 from specviz.models.chat import encode_prompt
 from specviz.models.loading import ModelPair
 from specviz.ui.layout import Page, Slot, View
-from specviz.ui.numberbox import NumberBox, SliderBox
+from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
 from specviz.ui.measure import measure, measurements_html
 from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, columns_from_traces, export_copy,
                                export_finished, load_trace_file, parse_prompt, start_columns, start_quota_sweeper,
@@ -76,6 +77,10 @@ CHAT_PROMPTS = (
 def example_prompts(chat: bool) -> list[str]:
     """The example prompts: questions for a chat pair, code for a code pair."""
     return list(CHAT_PROMPTS if chat else CODE_PROMPTS)
+
+
+# the sampling sliders' ranges (a trace made outside them, through the API, may be replayed)
+SLIDER_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.01, 1.0)}
 
 
 def input_markdown(checked: Checked | None) -> str:
@@ -716,18 +721,35 @@ class Explorer:
         for c, source in zip(session.columns, sources):
             export_copy(c, source, quota=self.config.max_export_bytes)
         session.step, session.source, session.running, session.pace = 0, "replay", False, 0.0
+        settings, lowered = self.replayed_settings(traces[0], self.registry.get(session.pair_key))
+        if lowered:
+            note = (note + " · " if note else "") + html.escape(lowered)
         view = self.full_view(session, note, force=True)
-        view.update(self.replayed_settings(traces[0]))
+        view.update(settings)
         return view
 
-    def replayed_settings(self, trace: Any) -> View:
-        """The sidebar's sampling settings set to those the (first) replayed trace used."""
+    def replayed_settings(self, trace: Any, pair: ModelPair | None = None) -> tuple[View, str]:
+        """The sidebar's sampling settings set to those the (first) replayed trace used, each within what
+        its box allows here, and the sentence saying which one could not be (else ""): a trace made with
+        more new tokens than this app or ``pair``'s context allows sets max new tokens to that limit (the
+        box's own, as its caption says), a temperature past the slider's end leaves the slider as it is."""
         s = trace.sampling or {}
-        out: View = {"seed": trace.seed, "max_new": len(trace.output_ids) or None}
+        made = len(trace.output_ids)
+        limit = max_new_limit(pair.context_length if pair is not None else None, 0, self.config.max_new_tokens_cap)
+        out: View = {"seed": str(trace.seed), "max_new": min(made, limit) or None}
+        said = []
+        if made > limit:
+            said.append(f"the trace made {made} new tokens; max new tokens is set to {limit}, the most allowed here")
         for name in ("temperature", "top_p", "top_k"):
-            if isinstance(s.get(name), (int, float)):
-                out[name] = s[name]
-        return {k: v for k, v in out.items() if v is not None}
+            value = s.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                lo, hi = SLIDER_RANGES.get(name, (0, math.inf))
+                if not lo <= value <= hi:
+                    said.append(f"the trace's {name.replace('_', '-')} {value:g} is outside its slider's "
+                                f"{lo:g} to {hi:g}, so it is left as it was")
+                    continue
+                out[name] = value
+        return {k: v for k, v in out.items() if v is not None}, "; ".join(said) + ("." if said else "")
 
     # ---- small UI reactions --------------------------------------------------------------------------------
     def chat_example(self, index: Any) -> list[Any]:
@@ -825,11 +847,14 @@ class Explorer:
                     max_new = NumberBox(min(cfg.default_max_new_tokens, limit), label="max new tokens",
                                         precision=0, info=f"at most {limit} minus the prompt's tokens",
                                         elem_id="sv-max-new")
-                    seed = NumberBox(0, label="seed", precision=0, info="0 to 2^63 − 1", elem_id="sv-seed")
+                    # text, not a number: a JavaScript number rounds whole numbers above 2^53 (validate.check_seed)
+                    seed = SeedBox("0", label="seed", info="0 to 2^63 − 1", max_lines=1, max_length=64,
+                                   elem_id="sv-seed")
                 with gr.Row():
-                    temperature = SliderBox(0, 2, value=0.0, step=0.05, label="temperature",
-                                              info="0 = greedy", elem_id="sv-temperature")
-                    top_p = SliderBox(0.01, 1.0, value=1.0, step=0.01, label="top-p", elem_id="sv-top-p")
+                    temperature = SliderBox(*SLIDER_RANGES["temperature"], value=0.0, step=0.05, label="temperature",
+                                            info="0 = greedy", elem_id="sv-temperature")
+                    top_p = SliderBox(*SLIDER_RANGES["top_p"], value=1.0, step=0.01, label="top-p",
+                                      elem_id="sv-top-p")
                 top_k = NumberBox(0, label="top-k", info="0 = off", precision=0, elem_id="sv-top-k")
                 input_msg = gr.Markdown("", elem_id="sv-input-msg", elem_classes=["sv-note"])
                 pace = SliderBox(0, cfg.max_step_delay_s, value=min(cfg.default_pace_s, cfg.max_step_delay_s),

@@ -75,7 +75,7 @@ class Page:
     time: gr.Plot
     measurements: gr.HTML
     max_new: gr.Number
-    seed: gr.Number
+    seed: gr.Textbox  # SeedBox, text: carried exactly up to 2^63 − 1 (ui.validate.check_seed)
     temperature: gr.Slider
     top_p: gr.Slider
     top_k: gr.Number

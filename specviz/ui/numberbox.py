@@ -12,6 +12,11 @@ the same for ``gr.Slider`` (whose preprocessing raises the same errors: text sen
 bare "Error"); temperature and top-p are checked by ``SamplingConfig``, pace and an algorithm's slider
 parameters by the app and ``Param.validate``, each naming the field.
 
+``SeedBox`` is a text box (Gradio's ``gr.Textbox``) whose value likewise reaches the handler untouched:
+the page sends the seed as the text typed, so every whole number up to 2^63 − 1 arrives exact (a number
+box's JavaScript float rounds those above 2^53), and an API client's int or float arrives as that int or
+float, not as its text, so ``ui.validate.check_seed`` can say which it refused.
+
 Gradio writes a typing stub for a component class beside its module when it is imported
 (``numberbox.pyi``, rewritten when the class changes); it is committed so that a checkout stays clean."""
 from __future__ import annotations
@@ -30,6 +35,13 @@ class NumberBox(gr.Number):
 
 class SliderBox(gr.Slider):
     is_template = True  # the page draws it as gradio's "slider"
+
+    def preprocess(self, payload: Any) -> Any:
+        return payload
+
+
+class SeedBox(gr.Textbox):
+    is_template = True  # the page draws it as gradio's "textbox"
 
     def preprocess(self, payload: Any) -> Any:
         return payload

@@ -41,3 +41,15 @@ class SliderBox(gr.Slider):
         from gradio.components.base import Component
 
     
+class SeedBox(gr.Textbox):
+    is_template = True  # the page draws it as gradio's "textbox"
+
+    def preprocess(self, payload: Any) -> Any:
+        return payload
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+    

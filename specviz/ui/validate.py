@@ -6,6 +6,7 @@ by Run (which refuses with the same sentences), so the page and the server agree
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +29,13 @@ class Checked:
         return not self.problems
 
 
+_DIGITS = re.compile(r"[+-]?[0-9]{1,40}")  # ASCII digits only: not "1_000", "1e3" or other scripts' digits
+EXACT_FLOAT = 2**53  # a float above it may be a rounded neighbour of the number meant
+
+
 def whole_number(raw: Any) -> int | None:
-    """``raw`` as an int if it is a finite whole number (Gradio sends floats for Number boxes), else None."""
+    """``raw`` as an int if it is a finite whole number (Gradio sends floats for Number boxes) or text of
+    one in digits, else None."""
     if raw is None or isinstance(raw, bool):
         return None
     if isinstance(raw, int):
@@ -37,14 +43,21 @@ def whole_number(raw: Any) -> int | None:
     if isinstance(raw, float):
         return int(raw) if math.isfinite(raw) and raw.is_integer() else None
     if isinstance(raw, str):
-        try:
-            return int(raw.strip())
-        except ValueError:
-            return None
+        text = raw.strip()
+        return int(text) if _DIGITS.fullmatch(text) else None
     return None
 
 
 def check_seed(raw: Any) -> tuple[int | None, str | None]:
+    """The seed as an int, exactly: the page's seed box is text (a JavaScript number holds whole numbers
+    exactly only up to 2^53: 9007199254740993 became ...992 and 2^63 − 1 became 9223372036854776000,
+    over the range), parsed here in digits; an API client's int is taken as it is. A float is taken only
+    where it is a whole number of at most 2^53, which it holds exactly; above that it may already be
+    another number than the one meant, so it is refused with a sentence saying to send the digits."""
+    if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer() and abs(raw) > EXACT_FLOAT:
+        return None, (f"seed must be a whole number from 0 to {SEED_MAX} (2^63 − 1), sent as an integer or as "
+                      f"text in digits; got the floating-point number {_shown(raw)}, which holds whole numbers "
+                      "exactly only up to 2^53.")
     v = whole_number(raw)
     if v is None or not 0 <= v <= SEED_MAX:
         return None, f"seed must be a whole number from 0 to {SEED_MAX} (2^63 − 1); got {_shown(raw)}."
