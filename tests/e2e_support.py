@@ -132,7 +132,7 @@ CLIPPED_JS = """id => {
     const box = lg.querySelector('.bg').getBoundingClientRect();
     const entries = [...lg.querySelectorAll('.traces')].map(e => ({
       name: e.textContent, box: e.getBoundingClientRect(),
-      text: e.querySelector('.legendtext').getBoundingClientRect()}));
+      text: e.querySelector('text[class^=legend]').getBoundingClientRect()}));  // legend2's is .legend2text
     for (const a of entries) {
       if (!within(a.text, box) || !within(a.text, fig)) out.push('legend entry cut off: ' + a.name);
       for (const b of entries) if (a !== b && cross(a.text, b.box)) out.push(a.name + ' runs into ' + b.name);
@@ -162,6 +162,73 @@ def unreadable(page, *elem_ids: str) -> dict[str, list[str]]:
         pass  # reported below, with what is wrong
     found = {i: plot_clipped(page, i) + plot_overlaps(page, i) for i in elem_ids}
     return {i: problems for i, problems in found.items() if problems}
+
+
+# What is out of place on the page as laid out now: the page scrolling sideways; an element of a column
+# reaching past the column's edges (what is inside an element that scrolls or clips is that element's
+# business: the element itself must fit); a figure laid out for another width than its box has (drawn
+# before its column had its final width); plotly's toolbar (its box, shown or not: it shows on hover)
+# over a figure's title or legend
+LAYOUT_JS = """() => {
+  const out = [];
+  const shown = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const cross = (r, q) => Math.min(r.right, q.right) - Math.max(r.left, q.left) > 1 &&
+                          Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top) > 1;
+  const name = (e) => e.id || (e.getAttribute('class') || e.tagName).split(' ')[0];
+  if (document.documentElement.scrollWidth > window.innerWidth + 1)
+    out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' px in ' + window.innerWidth);
+  const clips = (e) => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(e).overflowX);
+  document.querySelectorAll('.sv-col').forEach(col => {
+    if (!shown(col)) return;
+    const c = col.getBoundingClientRect();
+    const walk = (e) => { for (const k of e.children) {
+      if (!shown(k)) continue;
+      const r = k.getBoundingClientRect();
+      if (r.right > c.right + 1 || r.left < c.left - 1)
+        out.push(col.id + ': ' + name(k) + ' spans ' + Math.round(r.left) + '..' + Math.round(r.right) +
+                 ' px, the column ' + Math.round(c.left) + '..' + Math.round(c.right));
+      else if (!(k instanceof SVGElement) && !clips(k)) walk(k);
+    } };
+    walk(col);
+  });
+  document.querySelectorAll('.js-plotly-plot').forEach(el => {
+    if (!shown(el) || !el._fullLayout) return;
+    const id = (el.closest('[id^=sv-]') || {}).id, w = el.getBoundingClientRect().width;
+    if (Math.abs(el._fullLayout.width - w) > 1)
+      out.push(id + ': laid out for ' + Math.round(el._fullLayout.width) + ' px in a box of ' + Math.round(w));
+    const bar = el.querySelector('.modebar');
+    if (!bar || !shown(bar)) return;
+    el.querySelectorAll('.g-gtitle text, .infolayer > g[class^=legend]').forEach(t => {
+      if (cross(t.getBoundingClientRect(), bar.getBoundingClientRect()))
+        out.push(id + ': the toolbar is over ' + t.textContent.slice(0, 60));
+    });
+  });
+  return out; }"""
+
+
+def misplaced(page) -> list[str]:
+    """``LAYOUT_JS``'s findings once the page has settled: it waits (up to 60 s, as ``unreadable``) for
+    there to be none, as a page being redrawn for a new width is not what a person reads, then reports
+    what is left."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(f"({LAYOUT_JS})().length === 0", timeout=60_000)
+    except PlaywrightTimeout:
+        pass  # reported below
+    return page.evaluate(LAYOUT_JS)
+
+
+def at_width(page, width: int) -> None:
+    """The page at ``width`` px, the settings sidebar open where there is room for it (as the page
+    opens at that width) and closed at phone width; waits until the sidebar has finished moving."""
+    page.set_viewport_size({"width": width, "height": 1000})
+    phone = width < 760
+    if page.locator("#sv-sidebar.open").count() == phone:
+        page.click("#sv-sidebar .toggle-button")
+    edge = "<= 1" if phone else ">= 300"
+    page.wait_for_function(f"document.querySelector('#sv-sidebar').getBoundingClientRect().right {edge}",
+                           timeout=15_000)
 
 
 def to_phone_width(page, *elem_ids: str) -> None:

@@ -7,8 +7,8 @@ under CI / SPECVIZ_REQUIRE_E2E)."""
 from __future__ import annotations
 
 import pytest
-from e2e_support import (ARTIFACTS, choose, open_page, run_unpaced, to_phone_width, unreadable, wait_plot_title,
-                         wait_status)
+from e2e_support import (ARTIFACTS, at_width, choose, misplaced, open_page, run_unpaced, to_phone_width, unreadable,
+                         wait_plot_title, wait_status)
 
 
 pytestmark = pytest.mark.e2e
@@ -83,5 +83,13 @@ def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):
         page.locator(f"#sv-{name}-{dsbd}").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"e2e-dsbd-phone-{name}.png"))
     assert unreadable(page, *figs) == {}
+    # a wide screen, a laptop's (the sidebar open) and a phone's: nothing reaches past its column (the
+    # beam tables did at 400 px), every figure laid out for its box's width, no toolbar over a title,
+    # every figure's text whole and apart, the comparison figures' too (issue #23 point 4)
+    for width in (1600, 1000, 400):
+        at_width(page, width)
+        assert misplaced(page) == [], width
+        assert unreadable(page, *figs, "sv-per-step", "sv-cumulative", "sv-hist", "sv-time") == {}, width
+        page.screenshot(path=str(ARTIFACTS / f"e2e-dsbd-{width}px.png"), full_page=True)
     assert not page.errors, page.errors
     page.close()

@@ -19,6 +19,7 @@ from specviz.core.theory import rejection_band
 from specviz.trace import DRAFTED
 from specviz.viz import theory as vt
 from specviz.viz.controller import controller_figure
+from specviz.viz.style import LEGEND_CHARS
 
 PROMPT = [1, 2, 3]
 RUNS = 300
@@ -223,11 +224,13 @@ def test_stacked_panels_do_not_overlap(pair):
     for r, (note, sfx) in enumerate(zip(lay.annotations, names)):
         legend, dom = lay[f"legend{sfx}"], lay[f"yaxis{sfx}"].domain
         shown = [t for t in fig.data if t.legend == f"legend{sfx}" and t.showlegend is not False]
-        rows = -(-len(shown) // vt.LEGEND_COLUMNS)
-        assert legend.entrywidthmode == "fraction" and legend.entrywidth * vt.LEGEND_COLUMNS <= 1
+        # two entries a row where every name fits half a phone's plot, else one (from the names, not the width)
+        columns = vt.LEGEND_COLUMNS if all(len(t.name) <= LEGEND_CHARS for t in shown) else 1
+        rows = -(-len(shown) // columns)
+        assert legend.entrywidthmode == "fraction" and legend.entrywidth == 1 / columns
         assert px(legend.y) - px(note.y) >= vt.TITLE_PX  # the legend starts under the title
         assert px(dom[1]) - px(legend.y) >= (rows * 19 + 10 if rows else 0)  # and ends above the plot (as drawn)
         assert all(t.xaxis == f"x{sfx}" for t in fig.data if t.legend == f"legend{sfx}")
         if r + 1 < len(lay.annotations):  # the next title sits below this x axis's ticks and title
             assert px(lay.annotations[r + 1].y) - px(dom[0]) >= 40
-    assert all(t.name and len(t.name) <= 20 for t in fig.data if t.showlegend is not False)  # two fit a row
+    assert all(t.name and len(t.name) <= 20 for t in fig.data if t.showlegend is not False)  # one fits a row

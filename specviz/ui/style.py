@@ -33,7 +33,7 @@ APP_CSS = VIZ_CSS + """
 .sv-note, .sv-note p { font-size: 12px !important; color: #4b5563; }
 .sv-col { border: 1px solid #e5e7eb; border-radius: 8px; padding: 8px !important; background: #fff; }
 .sv-colhead { font-size: 15px; display: flex; align-items: center; gap: 6px; }
-.sv-chip { display: inline-block; width: 11px; height: 11px; border-radius: 3px; }
+.sv-chip { display: inline-block; flex: none; width: 11px; height: 11px; border-radius: 3px; }
 .sv-params { font-size: 12px; color: #6b7280; font-weight: 400; }
 .sv-replayed { font-size: 12px; color: #92400e; }
 .sv-stepinfo { font-size: 12px; color: #4b5563; margin: 2px 0 4px 0; }
@@ -50,8 +50,20 @@ APP_CSS = VIZ_CSS + """
 .sv-measure-note { font-size: 12px; color: #4b5563; margin-bottom: 4px; }
 .sv-spread { font-size: 11px; color: #4b5563; white-space: nowrap; }
 #sv-input-msg p { margin: 2px 0; }
+/* a beam table fits its column (its texts wrap anywhere); if it cannot, it scrolls inside it */
+.sv-beams { overflow-x: auto; max-width: 100%; }
+.sv-beams table.beams { width: 100%; margin: 0; table-layout: auto; }
+.sv-beams table.beams th, .sv-beams table.beams td { padding: 4px 5px; }
+.sv-beams table.beams td:nth-child(2) { overflow-wrap: anywhere; }
+/* Plotly's toolbar (modebar) never covers a title: on a screen wide enough for it, it has a strip of
+   its own above the figure (shown on hover, as plotly shows it); on a phone it is hidden (a touch
+   showed it over the title, and the figures there are read, not zoomed) */
+.js-plotly-plot .plot-container { padding-top: 26px; }
+.js-plotly-plot .modebar-container { top: -26px !important; }
 /* phones: columns and figures stack, nothing is wider than the screen */
 @media (max-width: 760px) {
+  .js-plotly-plot .plot-container { padding-top: 0; }
+  .js-plotly-plot .modebar-container { display: none !important; }
   #sv-columns, .sv-figrow, #sv-prompt-row { flex-direction: column !important; flex-wrap: nowrap !important; }
   #sv-columns > .sv-col, .sv-figrow > div, #sv-prompt-row > div { min-width: 0 !important; width: 100% !important; }
   #sv-scrub { flex-wrap: wrap !important; }
@@ -186,11 +198,24 @@ PAGE_JS = r"""
     queued = true;
     requestAnimationFrame(() => { queued = false; window.dispatchEvent(new Event("resize")); });
   });
+  // And whatever event was missed or came too early (a figure drawn while its column was still being
+  // laid out, a resize while plotly was busy drawing), a figure laid out for another width than its
+  // box's is laid out again for its box (Plots.resize; at most twice for one width, so a box plotly
+  // cannot match is not redrawn forever): what it shows is decided by its box, not by timing.
   setInterval(() => {
+    const P = window.Plotly;
     document.querySelectorAll(".js-plotly-plot").forEach((el) => {
-      if (el.__svSized) return;
-      el.__svSized = true;
-      relayout.observe(el);
+      if (!el.__svSized) {
+        el.__svSized = true;
+        relayout.observe(el);
+      }
+      const w = Math.round(el.getBoundingClientRect().width), full = el._fullLayout;
+      if (!P || !full || el.__svFixing || w < 10 || Math.abs(full.width - w) <= 1) return;
+      el.__svTries = el.__svWidth === w ? (el.__svTries || 0) + 1 : 1;
+      el.__svWidth = w;
+      if (el.__svTries > 2) return;
+      el.__svFixing = true;
+      Promise.resolve(P.Plots.resize(el)).catch(() => {}).finally(() => { el.__svFixing = false; });
     });
   }, 300);
 }

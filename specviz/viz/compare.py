@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 
 from specviz import metrics
 from specviz.trace import RunTrace
-from specviz.viz.style import CURRENT_COLOR, algorithm_color, axis, base_layout, figure, message_figure
+from specviz.viz.style import (CURRENT_COLOR, algorithm_color, axis, base_layout, figure, message_figure, title_lines,
+                               titled)
 
 Runs = Sequence[tuple[str, RunTrace]]
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
@@ -37,6 +38,12 @@ def _marker_shape(x: float) -> dict[str, Any]:
             "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}
 
 
+# The top margin these figures had with a title and one legend row: their plots keep the height under it.
+# ``style.titled`` lays out the top from the title lines and legend rows (a fixed number of entries a
+# row), so a legend never wraps into the title at a narrow width.
+TOP = 70
+
+
 def _int_ticks(n: int) -> dict[str, Any]:
     """Whole-number ticks: every step for short runs, plotly's choice (integers only) beyond."""
     return {"dtick": 1} if n <= 12 else {"tickformat": "d"}
@@ -55,12 +62,11 @@ def tokens_per_step_figure(runs: Runs, current_step: int | None = None, height: 
                      "line": {"color": color, "width": 2, "shape": "hvh", "dash": DASHES[rep % len(DASHES)]},
                      "marker": {"size": 5, "color": color}, "opacity": 0.9,
                      "hovertemplate": f"<b>{label}</b><br>step %{{x}}<br>+%{{y}} tokens (%{{customdata}} accepted drafts)<extra></extra>"})
-    layout = base_layout("Tokens per step (accepted drafts + 1 resampled/bonus)", height=height)
+    layout = base_layout("Tokens per step", height=height)
     n_max = max(len(t.steps) for _, t in runs)
     layout["xaxis"] = axis("step (target call)", rangemode="tozero", **_int_ticks(n_max))
     layout["yaxis"] = axis("tokens", rangemode="tozero", dtick=1)
-    layout["legend"]["y"] = 1.02
-    layout["margin"]["t"] = 70
+    titled(layout, title_lines("Tokens per step", ["accepted drafts + 1 resampled/bonus"]), data, height - TOP)
     if current_step is not None:
         layout["shapes"] = [_marker_shape(current_step + 1)]
     return figure(data, layout)
@@ -90,8 +96,7 @@ def cumulative_figure(runs: Runs, current_step: int | None = None, height: int =
     layout = base_layout("Cumulative tokens vs target calls", height=height)
     layout["xaxis"] = axis("target calls", rangemode="tozero", **_int_ticks(xmax))
     layout["yaxis"] = axis("tokens generated", rangemode="tozero")
-    layout["legend"]["y"] = 1.02
-    layout["margin"]["t"] = 70
+    titled(layout, title_lines("Cumulative tokens vs target calls", []), data, height - TOP)
     if current_step is not None:
         layout["shapes"] = [_marker_shape(current_step + 1)]
     return figure(data, layout)
@@ -113,8 +118,7 @@ def acceptance_histogram_figure(runs: Runs, height: int = 300) -> go.Figure:
     layout = base_layout("Acceptance-length histogram", height=height, barmode="group", bargap=0.25)
     layout["xaxis"] = axis("draft tokens accepted in a step", dtick=1)
     layout["yaxis"] = axis("share of steps", tickformat=".0%", rangemode="tozero")
-    layout["legend"]["y"] = 1.02
-    layout["margin"]["t"] = 70
+    titled(layout, title_lines("Acceptance-length histogram", []), data, height - TOP)
     return figure(data, layout)
 
 
@@ -143,10 +147,10 @@ def time_breakdown_figure(runs: Runs, height: int = 300) -> go.Figure:
     data = [{"type": "bar", "orientation": "h", "name": names[k], "y": labels, "x": v,
              "marker": {"color": colors[k]},
              "hovertemplate": f"%{{y}}: %{{x:.2f}} ms/token ({names[k]})<extra></extra>"} for k, v in parts.items()]
-    layout = base_layout("Wall time per generated token (lower is faster)", height=max(height, 80 + 36 * len(rows)),
-                         barmode="stack")
+    layout = base_layout("Wall time per generated token", barmode="stack")
     layout["xaxis"] = axis("ms per token", rangemode="tozero")
     layout["yaxis"] = axis(None, autorange="reversed")
-    layout["legend"]["y"] = 1.02
-    layout["margin"] = {"l": 110, "r": 16, "t": 70, "b": 40}
+    layout["margin"] = {"l": 110, "r": 16, "t": TOP, "b": 40}
+    titled(layout, title_lines("Wall time per generated token", ["lower is faster"]), data,
+           max(height, 80 + 36 * len(rows)) - TOP)
     return figure(data, layout)

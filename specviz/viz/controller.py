@@ -76,11 +76,23 @@ def _states(trace: RunTrace) -> list[dict[str, Any] | None]:
     return [s.controller if isinstance(s.controller, dict) else None for s in trace.steps]
 
 
-def _two_panels(layout: dict[str, Any], split: float = 0.5) -> None:
+def _two_panels(layout: dict[str, Any], split: float = 0.5, right_gap: float = 0.04) -> None:
+    """Two plots side by side; ``right_gap`` is the room (a fraction of the plots' width) left of the
+    right plot for its y axis's tick labels and title."""
     layout["xaxis"] = axis(None, domain=[0, split - 0.07])
     layout["yaxis"] = axis(None)
-    layout["xaxis2"] = axis(None, domain=[split + 0.04, 1], anchor="y2")
+    layout["xaxis2"] = axis(None, domain=[split + right_gap, 1], anchor="y2")
     layout["yaxis2"] = axis(None, anchor="x2")
+
+
+def tick_step(n: int, most: int) -> int:
+    """The step between whole-number ticks of an axis of ``n`` values that shows at most ``most`` labels
+    (1, 2, 5, 10, 20, 50, ...): the labels the narrowest plot holds apart, whatever its width (with a
+    step of 1 Sequoia's 32 ranks ran into one another)."""
+    step = 1
+    while -(-n // step) > most:
+        step = next(s * 10 ** e for e in range(12) for s in (1, 2, 5) if s * 10 ** e > step)
+    return step
 
 
 def _is_num(v: Any) -> bool:
@@ -478,12 +490,14 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     if _is_num(st.get("predicted_tokens")) and _is_num(st.get("measured_tokens")):
         bits.append(f"this step {float(st['predicted_tokens']):.2f} → {int(st['measured_tokens'])}")
     layout = base_layout("Sequoia")
-    _two_panels(layout, 0.58)
+    # the right plot's y title and ticks need about 36 px left of it: at phone width (plots about 250 px
+    # wide) 0.11 of the width left them over the left plot
+    _two_panels(layout, 0.58, right_gap=0.1)
     layout["xaxis"]["title"] = {"text": "step", "font": {"size": 11}}
     layout["yaxis"]["title"] = {"text": "tokens per step", "font": {"size": 11}}
     layout["yaxis"]["rangemode"] = "tozero"
     layout["xaxis2"]["title"] = {"text": right_title, "font": {"size": 11}}
-    layout["xaxis2"]["dtick"] = 1
+    layout["xaxis2"]["dtick"] = tick_step(len(widths) if widths else len(_nums(st.get("acceptance")) or []), 8)
     layout["yaxis2"]["title"] = {"text": right_y, "font": {"size": 11}}
     layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y domain",
                          "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
@@ -510,12 +524,12 @@ def _sequoia_tuning_panels(st: dict[str, Any], data: list[dict[str, Any]], layou
         data.append({"type": "bar", "name": "acceptance vector p_k", "x": list(range(1, len(acc) + 1)), "y": acc,
                      "xaxis": "x3", "yaxis": "y3", "marker": {"color": "#db2777"},
                      "hovertemplate": "rank %{x}: P(k-th child accepted) = %{y:.3f}<extra></extra>"})
-        layout["xaxis3"] = axis("sibling rank k", domain=[0, 0.51], anchor="y3", dtick=1)
+        layout["xaxis3"] = axis("sibling rank k", domain=[0, 0.51], anchor="y3", dtick=tick_step(len(acc), 8))
         layout["yaxis3"] = axis("p_k", domain=[0, 0.4], anchor="x3", rangemode="tozero")
     if sizes and verify:
         data.append({"type": "scatter", "mode": "lines+markers", "name": "verify time t(n), ms", "x": sizes,
                      "y": verify, "xaxis": "x4", "yaxis": "y4", "line": {"color": "#0f766e"}})
-        layout["xaxis4"] = axis("tree size n", domain=[0.62, 1], anchor="y4", type="log")
+        layout["xaxis4"] = axis("tree size n", domain=[0.68, 1], anchor="y4", type="log")
         layout["yaxis4"] = axis("t(n) ms", domain=[0, 0.4], anchor="x4", rangemode="tozero")
         best_x = [n for n in sizes if _is_num(best_at.get(int(n)))]
         if best_x:

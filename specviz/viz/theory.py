@@ -25,7 +25,7 @@ from specviz import metrics
 from specviz.trace import RunTrace
 from specviz.viz.controller import controller_kind as viz_kind
 from specviz.viz.controller import register_view
-from specviz.viz.style import CURRENT_COLOR, axis, base_layout, figure, message_figure, series_color
+from specviz.viz.style import CURRENT_COLOR, LEGEND_CHARS, axis, base_layout, figure, message_figure, series_color
 
 BAND = "rgba(37,99,235,0.15)"
 CHANCE = 1e-6  # a rejection probability within this of 0 or 1 was not left to chance
@@ -205,7 +205,7 @@ PerPanel = tuple[list[dict[str, Any]], str, str, str]  # (traces, title, x title
 # the stacked view's vertical budget per panel, in pixels: title, one legend row and the legend's own
 # padding, x ticks and title, gap between panels (a legend box is 19 px a row plus 10 as drawn)
 TITLE_PX, LEGEND_ROW_PX, LEGEND_PAD_PX, AXIS_PX, GAP_PX, MARGIN_PX = 24, 19, 12, 46, 10, 8
-LEGEND_COLUMNS = 2  # legend entries per row at any column width (``entrywidthmode = "fraction"``)
+LEGEND_COLUMNS = 2  # legend entries a row at any column width where each name is at most style.LEGEND_CHARS, else 1
 
 
 def left_to_chance(trace: RunTrace) -> bool:
@@ -250,11 +250,15 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
     if not panels:
         return message_figure("Nothing left to chance in this run (temperature 0, or no drafted position "
                               "with a known rejection probability): no theory to compare with.")
-    blocks = []  # (top of the block, legend rows) in pixels from the top of the plotting area
+    blocks = []  # (top of the block, legend rows, entries a row) in pixels from the top of the plotting area
     y = 0
     for traces, *_ in panels:
-        rows = -(-sum(1 for tr in traces if tr.get("showlegend", True)) // LEGEND_COLUMNS)
-        blocks.append((y, rows))
+        names = [str(tr.get("name", "")) for tr in traces if tr.get("showlegend", True)]
+        # two a row where every name fits half a phone's plot (style.LEGEND_CHARS), else one: at 400 px
+        # "1st draft rejected" ran past the figure's edge as the second of a row
+        columns = LEGEND_COLUMNS if all(len(n) <= LEGEND_CHARS for n in names) else 1
+        rows = -(-len(names) // columns)
+        blocks.append((y, rows, columns))
         y += TITLE_PX + _legend_px(rows) + panel_height + AXIS_PX + GAP_PX
     inner = y - GAP_PX
     frac = lambda px: 1 - px / inner  # noqa: E731 - pixels from the top -> paper y
@@ -262,13 +266,13 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
                          margin={"l": 52, "r": 16, "t": MARGIN_PX, "b": MARGIN_PX})
     data, notes, shapes = [], [], []
     marked = _step_positions(trace, step)
-    for r, ((traces, title, xt, yt), (top, rows)) in enumerate(zip(panels, blocks)):
+    for r, ((traces, title, xt, yt), (top, rows, columns)) in enumerate(zip(panels, blocks)):
         sfx = "" if r == 0 else str(r + 1)
         plot_top = top + TITLE_PX + _legend_px(rows)
         layout[f"xaxis{sfx}"] = axis(xt, anchor=f"y{sfx}", domain=[0, 1])
         layout[f"yaxis{sfx}"] = axis(yt, anchor=f"x{sfx}", domain=[frac(plot_top + panel_height), frac(plot_top)])
         layout[f"legend{sfx}"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": frac(top + TITLE_PX),
-                                  "yanchor": "top", "entrywidth": 1 / LEGEND_COLUMNS, "entrywidthmode": "fraction",
+                                  "yanchor": "top", "entrywidth": 1 / columns, "entrywidthmode": "fraction",
                                   "font": {"size": 11}, "bgcolor": "rgba(0,0,0,0)", "traceorder": "normal"}
         data += [{**tr, "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "legend": f"legend{sfx}"} for tr in traces]
         notes.append({"text": title, "x": 0, "xref": "paper", "xanchor": "left", "y": frac(top), "yref": "paper",
