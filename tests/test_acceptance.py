@@ -285,3 +285,61 @@ def test_linear_knob_sits_on_theorem_5s_line(lam):
         tv = tv_distance(p, q)
         assert z == pytest.approx((1 - lam) * tv, abs=2e-6)
         assert 0.5 * float((expected - p.double()).abs().sum()) == pytest.approx(lam * tv, abs=2e-6)
+
+
+# ---- deterministic proposals: the point-mass rule (dyntree; SpecExec's verification) ----------------
+
+from specviz.core.acceptance import point_mass_schedule  # noqa: E402
+from specviz.core.rules import PointMass  # noqa: E402
+
+
+def point_mass_law(p, cands):
+    """Exact law of the token a group of chosen (not drawn) siblings produces under the point-mass rule."""
+    s = point_mass_schedule(p, list(cands))
+    law, reach = torch.zeros(V, dtype=torch.float64), 1.0
+    for x, a in zip(cands, s.accept_probs):
+        law[x] += reach * a
+        reach *= 1 - a
+    return law + reach * s.final_residual.double()
+
+
+@pytest.mark.parametrize("zeros", [0, 2])
+def test_point_mass_rule_is_exact_for_every_chosen_sibling_list(zeros):
+    """Every ordered list of 1-4 siblings (repeats and tokens the target never makes included): the
+    output law is p, and P(output c_i) = p(c_i), accepted with p without the earlier ones, renormalised."""
+    gen = torch.Generator().manual_seed(20 + zeros)
+    for _ in range(3):
+        p = rand_dist(gen, zeros)
+        for k in range(1, 5):
+            for cands in itertools.product(range(V), repeat=k):
+                assert torch.allclose(point_mass_law(p, cands), p.double(), atol=2e-6), cands
+        s = point_mass_schedule(p, [3, 1, 3])
+        left = 1 - float(p[3])
+        assert s.accept_probs == pytest.approx([float(p[3]), float(p[1]) / left if left > 0 else 0.0, 0.0], abs=1e-6)
+        assert s.draft_probs == [1.0, 1.0, 1.0] and s.duplicate == [False, False, True]
+        assert s.rejection_mass == pytest.approx([1 - a for a in s.accept_probs])
+
+
+def test_a_chosen_tree_verified_as_draws_from_q_is_biased():
+    """Why dyntree needs its own rule: the top-2 tokens of q tested by MCSD's rule as if drawn from q
+    (without replacement) give an output law off p by far more than the enumeration's tolerance."""
+    gen = torch.Generator().manual_seed(4)
+    p, q = rand_dist(gen), rand_dist(gen)
+    cands = torch.topk(q, 2).indices.tolist()
+    s = sibling_schedule(p, q, cands, replacement=False)
+    law, reach = torch.zeros(V, dtype=torch.float64), 1.0
+    for x, a in zip(cands, s.accept_probs):
+        law[x] += reach * a
+        reach *= 1 - a
+    law += reach * s.final_residual.double()
+    assert (law - p.double()).abs().max() > 0.05
+    assert torch.allclose(point_mass_law(p, cands), p.double(), atol=2e-6)
+
+
+def test_point_mass_rule_object():
+    rule = PointMass()
+    assert rule.lossless and rule.record() == {"name": "point_mass"}
+    assert rule_for(rule, greedy=True) == ExactMatch(False)
+    gen = torch.Generator().manual_seed(9)
+    p, q = rand_dist(gen), rand_dist(gen)
+    assert rule.schedule(p, q, [0, 2]).accept_probs == point_mass_schedule(p, [0, 2]).accept_probs

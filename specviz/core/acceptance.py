@@ -19,6 +19,12 @@ if every earlier one was rejected, and the residual left after all are rejected.
 distributions of ``Decoder.probs``). If all siblings are rejected the output is drawn from the final
 residual; these laws are exact (MCSD App. A-B; Sequoia App. C.1): the output is distributed as p.
 
+A **deterministic proposal** (siblings chosen, not drawn: EAGLE-2's top-k expansion, arXiv 2406.16858;
+SpecExec's search, arXiv 2406.02532) has a point mass as each sibling's proposal law; the same rule
+with ``D_i = onehot(c_i)`` is ``point_mass_schedule``: c_i is accepted with ``p_i(c_i)``, p_i the target
+without the earlier siblings, renormalised; all rejected, a draw from p without all of them (SpecExec's
+verification: draw x from p; descend into x if it is a child, else emit it).
+
 Temperature 0 is a separate mode (MCSD §4.1, argmax sampling; Sequoia's temperature-0 trees): siblings
 are the draft's top-k tokens (or its argmax repeated, with replacement) and a sibling is accepted iff it
 equals the target's argmax; ``greedy_schedule``.
@@ -102,6 +108,35 @@ def sibling_schedule(p: torch.Tensor, q: torch.Tensor, candidates: list[int],
         out.residuals.append(res)
         rejected.add(x)
         res, d = reject(res, d, x, rejected)
+    out.final_residual = res
+    return out
+
+
+def point_mass_schedule(p: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
+    """Siblings proposed deterministically: the multi-candidate rule with each candidate's proposal law
+    the point mass on it, ``D_i = onehot(c_i)`` (MCSD Eqs. 3-4 with that D; SpecExec, arXiv 2406.02532).
+
+    Candidate i is accepted with ``min(1, R_i(c_i) / D_i(c_i)) = R_i(c_i)``, where ``R_1 = p`` and
+    ``R_{i+1} = norm(max(0, R_i - onehot(c_i)))``: R_i without c_i, renormalised. So
+    ``P(output c_i) = p(c_i)`` (the product of the earlier rejections telescopes to
+    ``1 - sum_{j<i} p(c_j)``) and the final residual is p without every candidate, renormalised: the
+    output is distributed as p whatever the candidates and their order. ``draft_probs`` are 1 (the
+    point mass); a repeated candidate has ``R(c) = 0``, so it is never accepted. ``q`` is not read.
+    """
+    res = p
+    out = SiblingSchedule([], [], [], [], p)
+    seen: set[int] = set()
+    for x in candidates:
+        a = min(1.0, max(0.0, float(res[x])))
+        out.accept_probs.append(a)
+        out.draft_probs.append(1.0)
+        out.duplicate.append(x in seen)
+        out.rejection_mass.append(1.0 - a)
+        out.residuals.append(res)
+        seen.add(x)
+        point = torch.zeros_like(res)
+        point[x] = 1.0
+        res = residual(res, point)
     out.final_residual = res
     return out
 

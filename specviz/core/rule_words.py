@@ -18,6 +18,10 @@ p is the target's warped law, q the draft's (the papers' letters are mapped to t
 * ``over_acceptance`` (``eps``, ``lam``, ``residual``): ``b = min(1, (p + eps) / q)``, with lam
   ``a = 1 − (1 − lam)(1 − b)``; a rejection draws from ``norm(max(0, p − q))`` (``opt``,
   Decoding-OPT) or from p itself (``target``, Decoding-UNO) (theory paper §4, Thms 4-5).
+* ``point_mass``: siblings chosen deterministically (``dyntree``), so each one's proposal law is a point
+  mass: ``a = p`` for the first, ``a = p_res`` for later ones, ``p_res`` the target without the earlier
+  siblings, renormalised (``min(1, p_res/1)``; SpecExec, arXiv 2406.02532). All rejected: p without every
+  sibling, renormalised.
 * ``exact_match``: T = 0; accepted iff the token is the target's argmax.
 * ``dsbd_layer`` (``literal_ratio``): a layer's drafts tested in turn against the joint ``p_beam``,
   ``a = min(1, p_res / q)`` with ``p_res`` p_beam residualised by the rejections since the layer's
@@ -83,6 +87,7 @@ class RuleWords:
     record: dict[str, Any] = {}
     greedy = False
     rejection_is_tv = True
+    rejection_words = "this rule's is Σ (1 − a) q"  # said after TV(p, q) when rejection_is_tv is False
 
     def test(self, *, p: Number, p_res: Number, q: Number, earlier: int = 0, duplicate: bool = False,
              fallback: bool = False, accepted: bool = False) -> Test:
@@ -128,6 +133,27 @@ class MultiCandidateWords(RuleWords):
         how = ("each takes norm(max(0, p_res − q)) again, q unchanged" if self.replacement else
                "each takes norm(max(0, p_res − q̄)), then drops the rejected token from q̄")
         return Source(f"the final residual after {rejected} rejections ({how})", "final residual", "final_residual")
+
+
+class PointMassWords(RuleWords):
+    """A deterministic proposal: ``a = p_res(x)``, the multi-candidate rule with q a point mass on x."""
+
+    rejection_is_tv = False  # a chosen draft x is rejected with 1 − p_res(x), not TV(p, q)
+    rejection_words = "this rule rejects a chosen draft x with 1 − p(x)"
+    record = {"name": "point_mass"}
+
+    def test(self, *, p, p_res, q, earlier=0, duplicate=False, fallback=False, accepted=False) -> Test:
+        if not earlier:
+            return Test("p", (("p", p_res if p_res is not None else p),),
+                        "x was chosen, not drawn: its proposal law is a point mass, so a = min(1, p/1)",
+                        compute=lambda p: p)
+        return Test("p_res", (("p_res", p_res),),
+                    f"p_res: p without the {earlier} earlier sibling{'s' if earlier != 1 else ''}, renormalised; "
+                    "x was chosen, not drawn, so a = min(1, p_res/1)", compute=lambda p_res: p_res)
+
+    def resample(self, rejected: int) -> Source:
+        return Source(f"the final residual: p without the {rejected} chosen sibling{'s' if rejected != 1 else ''}, "
+                      "renormalised (SpecExec)", "final residual", "final_residual")
 
 
 class OverAcceptanceWords(RuleWords):
@@ -267,6 +293,7 @@ RULES: dict[str, tuple[dict[str, tuple[Callable[[Any], bool], str]], Callable[..
     "over_acceptance": ({"eps": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
                          "lam": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
                          "residual": (lambda v: v in ("opt", "target"), "'opt' or 'target'")}, OverAcceptanceWords),
+    "point_mass": ({}, PointMassWords),
     "exact_match": ({}, ExactMatchWords),
     "dsbd_layer": ({"literal_ratio": _BOOL}, DsbdLayerWords),
     "dsbd_greedy": ({}, DsbdGreedyWords),

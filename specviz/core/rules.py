@@ -10,6 +10,10 @@ exactly p; ``replacement`` how the drafter must draw the siblings for the rule t
   2024, arXiv:2401.06706) = SpecInfer's verification (Sequoia, arXiv:2402.12374, App. B.2 Algorithm 3);
   without: MCSD Algorithm 2 = Sequoia Algorithm 1. One candidate is chain SD (Leviathan et al. 2023,
   Algorithm 1; Chen et al. 2023; "A Theoretical Perspective for Speculative Decoding", Algorithm 1).
+* ``PointMass``: the multi-candidate rule for a **deterministic** proposal (siblings chosen, not drawn:
+  ``dyntree``'s EAGLE-2 tree, arXiv 2406.16858), each sibling's proposal law the point mass on it:
+  accept c_i with p_i(c_i), p_i the target without the earlier siblings, renormalised; all rejected, a
+  draw from p without them (SpecExec's verification, arXiv 2406.02532). Exact for any candidates.
 * ``ExactMatch``: temperature 0; a candidate is accepted iff it is the target's argmax.
 * ``OverAcceptance``: the theory paper's relaxed rule (Section 4, Theorems 4-5), written in this
   project's convention (p = target, q = draft; the paper swaps the letters): accept x with
@@ -30,7 +34,7 @@ from typing import Any, Literal, Protocol
 import torch
 
 from specviz.core import rule_words
-from specviz.core.acceptance import SiblingSchedule, greedy_schedule, sibling_schedule
+from specviz.core.acceptance import SiblingSchedule, greedy_schedule, point_mass_schedule, sibling_schedule
 from specviz.core.sampling import residual
 from specviz.errors import InvalidParameterError
 
@@ -67,6 +71,22 @@ class MultiCandidate(_Described):
 
     def record(self) -> dict[str, Any]:
         return {"name": "multi_candidate", "replacement": self.replacement}
+
+
+@dataclass(frozen=True)
+class PointMass(_Described):
+    """Exact verification of siblings proposed deterministically (``core.acceptance.point_mass_schedule``;
+    SpecExec, arXiv 2406.02532): a = p_res(x), p_res the target without the earlier siblings."""
+
+    replacement: bool = False  # siblings are distinct tokens, chosen (never drawn)
+    name: str = "point_mass"
+    lossless: bool = True
+
+    def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
+        return point_mass_schedule(p, candidates)
+
+    def record(self) -> dict[str, Any]:
+        return {"name": "point_mass"}
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ def _residual_bits(pos: PositionRecord, texts: dict[int, str], decode: Callable[
                         f"single draft here is rejected")
         else:
             bits.append(f"TV(p, q) = {fmt_prob(pos.residual_mass)}, the exact rule's chance of rejecting a single "
-                        f"draft here (this rule's is Σ (1 − a) q)")
+                        f"draft here ({words.rejection_words})")
     dist = law_values(pos, source)
     if dist:
         top = sorted(zip(pos.ids, dist), key=lambda t: -t[1])[:TOP_RESIDUAL]
