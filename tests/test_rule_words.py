@@ -21,7 +21,7 @@ from tiny import tiny_pair
 import specviz
 from specviz.core import beams as B
 from specviz.core import rule_words
-from specviz.core.rules import ExactMatch, MultiCandidate, OverAcceptance
+from specviz.core.rules import ExactMatch, MultiCandidate, OverAcceptance, PointMass
 from specviz.models.loading import attach_early_exit
 from specviz.trace import RunTrace, StepRecord
 from specviz.trace_check import check_trace
@@ -44,7 +44,8 @@ def laws(seed: int, vocab: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 RULES = [MultiCandidate(True), MultiCandidate(False), OverAcceptance(0.0), OverAcceptance(0.05),
-         OverAcceptance(0.05, "target"), OverAcceptance(0.02, lam=0.4), OverAcceptance(0.0, "target", lam=0.7)]
+         OverAcceptance(0.05, "target"), OverAcceptance(0.02, lam=0.4), OverAcceptance(0.0, "target", lam=0.7),
+         PointMass()]
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: str(r.record()))
@@ -161,6 +162,8 @@ def expected_formulas(name: str, trace: RunTrace) -> set[str]:
         return {f"1 − (1 − lam)·({'1 − ' + b})"} if trace.params["lam"] else {b}
     if name == "dsbd":
         return {"min(1, q/p_res)" if trace.params["literal_ratio"] else "min(1, p_res/q)"}
+    if name == "dyntree":  # chosen siblings: a point-mass proposal, a = p_res (p for the first)
+        return {"p", "p_res"}
     without = name == "sequoia" or (name == "mcsd" and not trace.params["replacement"])
     return {"min(1, p/q)", "min(1, p_res/q̄)" if without else "min(1, p_res/q)"}
 
@@ -272,7 +275,7 @@ def test_every_algorithm_states_its_own_rule_with_the_recorded_numbers():
                 captions = [html.unescape(a.text.replace("<br>", " ")) for a in fig.layout.annotations]
                 assert describe_test(tested[0], idx) in captions, (name, captions)
                 shown_figure = True
-    assert {"draw", "duplicate", "fallback", "biased target", "biased opt", "min(1, p_res/q̄)",
+    assert {"draw", "duplicate", "fallback", "biased target", "biased opt", "min(1, p_res/q̄)", "p_res",
             "min(1, (p + eps)/q)", "min(1, q/p_res)", "1 − (1 − lam)·(1 − min(1, (p + eps)/q))"} <= seen, seen
     assert {"resampled from the residual norm(max(0, p − q))", "resampled from final residual",
             "resampled from the target p itself (Decoding-UNO", "resampled from argmax", "bonus from the target p",

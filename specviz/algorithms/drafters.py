@@ -14,8 +14,9 @@ A drafter implements
   forwards as draft calls, never as target calls.
 
 ``ModelDrafter`` is the draft-model drafter every tree algorithm used before (same draws in the same
-order); ``NoDrafter`` proposes nothing (``ar``); ``prompt_lookup.PromptLookupDrafter`` copies n-gram
-continuations from the text itself.
+order); ``DynamicTreeDrafter`` builds EAGLE-2's tree from the draft's cumulative probabilities, its
+own shape each step (the template only bounds its depth); ``NoDrafter`` proposes nothing (``ar``);
+``prompt_lookup.PromptLookupDrafter`` copies n-gram continuations from the text itself.
 """
 from __future__ import annotations
 
@@ -127,4 +128,79 @@ class ModelDrafter:
 
     def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None:
         """Keep the accepted path in the draft cache, drop the rest."""
+        self.lm.commit([tree.draft_index[v] for v in path if v in tree.draft_index])
+
+
+class DynamicTreeDrafter:
+    """EAGLE-2's dynamic draft tree (Li et al. 2024, arXiv 2406.16858, §4.1-4.2: expand, then rerank)
+    from a draft model, rebuilt every step; it makes its own shape, at most ``shape.depth`` levels deep
+    (the template is a chain: the depth bound, cut to the budget by the engine).
+
+    A node's value is its cumulative draft probability ``c(v)``, the product of q along its path (q the
+    draft's warped law; its plain softmax at temperature 0, where the warped law is one-hot).
+    **Expand**: the root's children are the ``topk`` likeliest tokens of q after the context; at every
+    next level the ``topk`` nodes of the level just drafted with the highest c (never an EOS) are fed
+    to the draft in one tree-attention call and each gets its ``topk`` likeliest tokens (q > 0) as
+    children. A node already outside the ``nodes`` best so far is not expanded: its children's c is
+    at most its own, so none of them could be kept. **Rerank**: the ``nodes`` drafted nodes with the
+    highest c (ties: the earlier drafted, so a parent always comes before its child and the kept set
+    is a tree) are the step's tree, breadth first, siblings by descending q.
+
+    Nothing is drawn: the tree is a function of the context, so each sibling's proposal law is a point
+    mass and the tree is verified by ``core.rules.PointMass`` (``ExactMatch`` at temperature 0);
+    ``parent_q`` holds the draft's q at each parent for the views only, ``q_draw`` each node's q (the
+    factor c multiplies in). The controller's ``go_on`` and ``keep`` are not asked: the tree is
+    EAGLE-2's own policy.
+    """
+
+    def __init__(self, lm: CachedLM, nodes: int, topk: int):
+        self.lm, self.nodes, self.topk = lm, nodes, topk
+
+    @property
+    def fed(self) -> list[int]:
+        return self.lm.fed
+
+    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
+        nodes: list[tuple[int, int, float, float, int]] = []  # drafted: (token, parent, q, c, level)
+        laws: dict[int, torch.Tensor] = {}  # expanded node (ROOT included) -> the draft's warped q there
+        pending: dict[int, int] = {}  # fed node -> its draft pending index
+        by_value = lambda i: (-nodes[i][3], i)  # noqa: E731 - highest c first, earlier drafted on ties
+        frontier = [ROOT]
+        rows = self.lm.extend(dec.context(self.lm))[:1] if len(shape) else None
+        for level in range(1, shape.depth + 1):
+            qs = dec.probs(rows)
+            rank = torch.softmax(rows.float(), -1).cpu() if dec.sampling.greedy else qs
+            values, ids = torch.topk(rank, min(self.topk, rank.shape[-1]), dim=-1)
+            new: list[int] = []
+            for j, v in enumerate(frontier):  # expand: the topk likeliest children of each frontier node
+                laws[v] = qs[j]
+                base = 1.0 if v == ROOT else nodes[v][3]
+                for qx, t in zip(values[j].tolist(), ids[j].tolist()):
+                    if qx > 0.0:
+                        new.append(len(nodes))
+                        nodes.append((t, v, qx, base * qx, level))
+            if level == shape.depth:
+                break
+            best = set(sorted(range(len(nodes)), key=by_value)[: self.nodes])
+            grow = (i for i in new if i in best and not dec.is_eos(nodes[i][0]))
+            frontier = sorted(grow, key=by_value)[: self.topk]
+            if not frontier:
+                break
+            rows = self.lm.forward([nodes[i][0] for i in frontier],
+                                   [pending.get(nodes[i][1], ROOT) for i in frontier])
+            first = len(self.lm.tree) - len(frontier)
+            pending.update((i, first + j) for j, i in enumerate(frontier))
+        kept = sorted(range(len(nodes)), key=by_value)[: self.nodes]  # rerank: a tree (parents rank first)
+        tree, new_id = DraftedTree(), {ROOT: ROOT}
+        for level in sorted({nodes[i][4] for i in kept}):  # breadth first, siblings in drafted (descending q) order
+            for i in sorted((i for i in kept if nodes[i][4] == level), key=lambda i: (new_id[nodes[i][1]], i)):
+                token, parent, qx = nodes[i][:3]
+                new_id[i] = tree.add(token, new_id[parent], i, qx)
+                tree.parent_q.setdefault(new_id[parent], laws[parent])
+                if i in pending:
+                    tree.draft_index[new_id[i]] = pending[i]
+        return tree
+
+    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None:
+        """Keep the accepted path in the draft cache (its fed prefix), drop the rest."""
         self.lm.commit([tree.draft_index[v] for v in path if v in tree.draft_index])

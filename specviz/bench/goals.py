@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TREES = ("mcsd", "specinfer", "sequoia", "dsbd")  # lossless tree / forest algorithms
+TREES = ("mcsd", "specinfer", "sequoia", "dyntree", "dsbd")  # lossless tree / forest algorithms
 
 
 def _rows(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:

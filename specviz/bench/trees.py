@@ -21,6 +21,8 @@ DEFAULT_CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("specinfer", {"k_config": "4x1x1x1x1x1x1x1"}),
     ("sequoia", {"size": 16, "depth": 8}),
     ("sequoia", {"size": 32, "depth": 8}),
+    ("dyntree", {"nodes": 16, "depth": 6, "topk": 4}),
+    ("dyntree", {"nodes": 31, "depth": 7, "topk": 8}),  # sequoia size 32, depth 8 (both count the root)
 ]
 
 

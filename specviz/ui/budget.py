@@ -82,6 +82,8 @@ def run_cost(algorithm: str, params: dict[str, Any], max_new_tokens: int) -> Cos
             timing = _timing_positions(size)
             if timing > once:
                 once, once_name, once_detail = timing, "size (hardware_aware)", f"timing sizes up to {size}"
+    elif algorithm == "dyntree":
+        per_step, name = 1 + max(1, _int(params, "nodes", 31)), "nodes"
     elif algorithm == "dsbd":
         width, gamma = max(1, _int(params, "width", 4)), max(1, _int(params, "gamma", 3))
         per_step, name = width * (gamma + 1), "width x gamma"

@@ -52,6 +52,7 @@ ALGORITHM_COLORS: dict[str, str] = {
     "mcsd": "#db2777",
     "specinfer": "#7c3aed",
     "sequoia": "#059669",
+    "dyntree": "#e11d48",
     "eesd": "#d97706",
     "dsbd": "#65a30d",
     "beam": "#4f46e5",

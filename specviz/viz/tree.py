@@ -6,7 +6,8 @@ puts depth on x (text reads left to right) and gives every leaf its own row, eac
 its children. Nodes are coloured and shaped by status; the path of committed tokens is drawn as a
 thick dark line through nodes with a dark outline. Hover shows the token text, ids, q, p, the
 acceptance probability used, the p it was computed against, the uniform draw and the decision in
-words (``specviz.viz.explain``).
+words (``specviz.viz.explain``). A ``dyntree`` step (controller ``cum_q``) also shows each node's
+cumulative draft probability, the value its tree was built by, in the hover and under the node.
 
 Trace naming contract (tests rely on it): one scatter trace per node status, ``meta`` = the status and
 ``customdata`` = node ids; the committed path is the trace with ``meta == "path"`` and its
@@ -14,6 +15,7 @@ Trace naming contract (tests rely on it): one scatter trace per node status, ``m
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import networkx as nx
@@ -74,15 +76,29 @@ def committed_path(step: StepRecord, g: nx.DiGraph) -> list[int]:
     return [CONTEXT_ID, *ids]
 
 
-def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None) -> str:
-    """Hover text of a node: token, status, q, the original p, and for tested nodes the p their ``a``
-    was computed against (``p_residual``, labelled), ``a``, ``u`` and the decision in words
-    (``explain.node_decision``)."""
+def cumulative_draft_probs(step: StepRecord) -> dict[int, float]:
+    """Node id -> cumulative draft probability (the product of q along its path) for a step whose
+    controller records it (``dyntree``'s ``cum_q``, one per drafted node); {} otherwise or if malformed."""
+    c = step.controller if isinstance(step.controller, dict) else {}
+    cum = c.get("cum_q") if c.get("kind") == "dyntree" else None
+    if not isinstance(cum, list) or len(cum) > len(step.forest) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in cum):
+        return {}
+    return {i: float(x) for i, x in enumerate(cum)}
+
+
+def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None,
+               cum: float | None = None) -> str:
+    """Hover text of a node: token, status, q, its cumulative draft probability ``cum`` when given
+    (``dyntree``), the original p, and for tested nodes the p their ``a`` was computed against
+    (``p_residual``, labelled), ``a``, ``u`` and the decision in words (``explain.node_decision``)."""
     idx = idx or StepIndex(StepRecord(0, 0, forest=[n]))
     lines = [
         f"<b>{html_escape(repr(n.token_text))}</b>  id {n.token_id}",
         f"status: <b>{STATUS_LABELS.get(n.status, n.status)}</b>  (node {n.id}, depth {n.depth}, root {n.root})",
         f"q draft = {fmt_prob(n.q)}",
+        *([f"cumulative draft probability = {fmt_prob(cum)}  (q multiplied along its path: the tree keeps the "
+           f"highest)"] if cum is not None else []),
         f"p target = {fmt_prob(n.p)}" + ("  (original, before any residual)" if n.status in TESTED else ""),
     ]
     if n.status in TESTED:
@@ -161,6 +177,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
         by_status.setdefault(n.status if n.status in STATUS_COLORS else "not_reached", []).append(n)
     dense = leaves > 24
     font_size = 12 if not dense else 9
+    cum = cumulative_draft_probs(step)
     for status in NODE_STATUSES:
         nodes = by_status.get(status)
         if not nodes:
@@ -175,7 +192,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
             "textposition": "top center",
             "textfont": {"family": MONO, "size": font_size,
                          "color": "#9ca3af" if status == "not_reached" else "#111827"},
-            "hovertext": [node_hover(n, idx, greedy) for n in nodes], "hoverinfo": "text",
+            "hovertext": [node_hover(n, idx, greedy, cum.get(n.id)) for n in nodes], "hoverinfo": "text",
             "marker": {"symbol": STATUS_SYMBOLS[status], "size": 15 if n_nodes <= 64 else 11, "color": color,
                        "line": {"color": [PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
                                           for n in nodes],
@@ -183,6 +200,12 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
             "name": f"{LEGEND_NAMES[status]} ({len(nodes)})", "meta": status,
             "customdata": [n.id for n in nodes],
         })
+    shown = [n for n in forest if n.id in cum] if labelled and not dense else []
+    if shown:  # dyntree: each node's cumulative draft probability under it
+        data.append({"type": "scatter", "mode": "text", "x": [pos[n.id][0] for n in shown],
+                     "y": [pos[n.id][1] for n in shown], "text": [fmt_prob(cum[n.id]) for n in shown],
+                     "textposition": "bottom center", "textfont": {"size": 9, "color": "#6b7280"},
+                     "hoverinfo": "skip", "showlegend": False, "meta": "cum_q", "customdata": [n.id for n in shown]})
     if not forest:
         data.append({"type": "scatter", "x": [1], "y": [0], "mode": "text", "text": ["no draft tokens this step"],
                      "textposition": "middle right", "hoverinfo": "skip", "showlegend": False, "meta": "note"})
