@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from e2e_support import (ARTIFACTS, HAVE_BUNDLED, REQUIRED, choose, open_page, plot_info, plot_overlaps, run_unpaced,
-                         set_number, to_phone_width, unreadable, wait_plot_title, wait_status)
+from e2e_support import (ARTIFACTS, HAVE_BUNDLED, REQUIRED, choose, misplaced, open_page, plot_info, plot_overlaps,
+                         run_unpaced, set_number, to_phone_width, unreadable, wait_plot_title, wait_status)
 
 
 pytestmark = pytest.mark.e2e
@@ -69,6 +69,10 @@ def test_eesd_posterior_updates_between_steps_in_the_browser(app_server, browser
     # phone width: the sidebar slid away, the columns stacked, the figures narrower still
     to_phone_width(page, f"sv-ctrl-{col}", f"sv-lengths-{col}")
     assert_thompson_figures_readable(page, col)
+    # and the whole page: nothing past its column, no toolbar over a title, each theory panel's titles
+    # and both legends whole (issue #23 point 4)
+    assert misplaced(page) == []
+    assert unreadable(page, "sv-theory-0", "sv-theory-1") == {}
     page.locator(f"#sv-ctrl-{col}").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-eesd-phone.png"))
     assert not page.errors, page.errors
