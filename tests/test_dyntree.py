@@ -142,6 +142,11 @@ def test_the_tree_view_shows_each_nodes_cumulative_probability():
               for i, h in zip(t.customdata, t.hovertext)}
     assert all(f"cumulative draft probability = {fmt_prob(cum[i])}" in hovers[i] for i in range(len(cum)))
     assert controller_figure(trace, 0) is not None
+    wide = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=8, seed=0, nodes=40, depth=3, topk=8).steps[0]
+    fig = tree_figure(wide)  # 20+ leaves: no room under the nodes, the hover keeps c
+    assert len([n for n in wide.forest if not any(m.parent == n.id for m in wide.forest)]) > 18
+    assert not any(t.meta == "cum_q" for t in fig.data)
+    assert any("cumulative draft probability" in h for t in fig.data if t.meta == "not_reached" for h in t.hovertext)
     other = specviz.decode(pair, "specinfer", PROMPT, max_new_tokens=8, seed=0)
     fig = tree_figure(other.steps[0])
     assert not any(t.meta == "cum_q" for t in fig.data)

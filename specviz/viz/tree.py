@@ -7,7 +7,8 @@ its children. Nodes are coloured and shaped by status; the path of committed tok
 thick dark line through nodes with a dark outline. Hover shows the token text, ids, q, p, the
 acceptance probability used, the p it was computed against, the uniform draw and the decision in
 words (``specviz.viz.explain``). A ``dyntree`` step (controller ``cum_q``) also shows each node's
-cumulative draft probability, the value its tree was built by, in the hover and under the node.
+cumulative draft probability, the value its tree was built by, in the hover, and under the node
+where the rows have room for it (at most about 18 leaves).
 
 Trace naming contract (tests rely on it): one scatter trace per node status, ``meta`` = the status and
 ``customdata`` = node ids; the committed path is the trace with ``meta == "path"`` and its
@@ -29,6 +30,7 @@ from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, MONO, PATH_COLOR, STAT
 
 CONTEXT_ID = -1
 MAX_LABELLED_NODES = 96
+MAX_HEIGHT = 796  # pixels under the title and legend, at most
 # The legend's names: a status in a word or two (the hover says it in full) and the count, so that two
 # fit a row of the narrowest tree, a column at phone width: half its plot (about 133 px) holds 16
 # characters at the legend's 10 px.
@@ -138,9 +140,12 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
     on_path = set(path[1:])
     n_nodes = len(forest)
     labelled = n_nodes <= MAX_LABELLED_NODES
+    cum = cumulative_draft_probs(step)
     row_px = 34 if leaves <= 24 else 24
+    cum_rows = bool(cum) and labelled and 32 + (row_px + 8) * leaves <= MAX_HEIGHT  # c under each node: room for it
+    row_px += 8 if cum_rows else 0
     if height is None:
-        height = int(min(max(32 + row_px * leaves, 166), 796))
+        height = int(min(max(32 + row_px * leaves, 166), MAX_HEIGHT))
     max_depth = max((p[0] for p in pos.values()), default=1)
 
     data: list[dict[str, Any]] = []
@@ -177,7 +182,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
         by_status.setdefault(n.status if n.status in STATUS_COLORS else "not_reached", []).append(n)
     dense = leaves > 24
     font_size = 12 if not dense else 9
-    cum = cumulative_draft_probs(step)
+    marker_size = 15 if n_nodes <= 64 else 11
     for status in NODE_STATUSES:
         nodes = by_status.get(status)
         if not nodes:
@@ -193,17 +198,18 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
             "textfont": {"family": MONO, "size": font_size,
                          "color": "#9ca3af" if status == "not_reached" else "#111827"},
             "hovertext": [node_hover(n, idx, greedy, cum.get(n.id)) for n in nodes], "hoverinfo": "text",
-            "marker": {"symbol": STATUS_SYMBOLS[status], "size": 15 if n_nodes <= 64 else 11, "color": color,
+            "marker": {"symbol": STATUS_SYMBOLS[status], "size": marker_size, "color": color,
                        "line": {"color": [PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
                                           for n in nodes],
                                 "width": [2.5 if n.id in on_path else 1.5 for n in nodes]}},
             "name": f"{LEGEND_NAMES[status]} ({len(nodes)})", "meta": status,
             "customdata": [n.id for n in nodes],
         })
-    shown = [n for n in forest if n.id in cum] if labelled and not dense else []
+    shown = [n for n in forest if n.id in cum] if cum_rows else []
     if shown:  # dyntree: each node's cumulative draft probability under it
-        data.append({"type": "scatter", "mode": "text", "x": [pos[n.id][0] for n in shown],
+        data.append({"type": "scatter", "mode": "markers+text", "x": [pos[n.id][0] for n in shown],
                      "y": [pos[n.id][1] for n in shown], "text": [fmt_prob(cum[n.id]) for n in shown],
+                     "marker": {"size": marker_size, "opacity": 0},  # the text clears the node's marker
                      "textposition": "bottom center", "textfont": {"size": 9, "color": "#6b7280"},
                      "hoverinfo": "skip", "showlegend": False, "meta": "cum_q", "customdata": [n.id for n in shown]})
     if not forest:
