@@ -132,7 +132,8 @@ class DraftedPosition:
 
     ``reject_prob`` is P(this position ends in a rejection | everything before it): TV(p, q) for one
     candidate under the exact rule (Thm 1), Thm 3's ``prod_m TV(p^m, q)`` at a batch root, ``Z`` for
-    over-acceptance; ``None`` when the trace cannot tell (several candidates and no recorded probe).
+    over-acceptance, ``1 - sum p(c)`` over the children of a chosen (``point_mass``, ``dyntree``) tree;
+    ``None`` when the trace cannot tell (several candidates and no recorded probe).
     ``rejected``: every candidate was rejected and the token came from the residual.
     """
 
@@ -183,11 +184,14 @@ def _drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
         probes = state.get("positions") or []
         records = [r for r in s.positions if r.q is not None and r.residual_mass is not None]
         drafted = [n for n in s.forest if n.status in DRAFTED]
+        chosen = isinstance(s.rule, dict) and s.rule.get("name") == "point_mass"
         for i, r in enumerate(records):
             probe = probes[i] if i < len(probes) else None
             here = [n for n in drafted if n.parent == r.parent and n.root == r.root]  # draw order
             k = len(here)
             prob = probe["reject"] if probe else (r.residual_mass if k == 1 else None)
+            if chosen and all(n.p is not None for n in here):  # distinct chosen children: all rejected w.p. 1 - sum p
+                prob = min(1.0, max(0.0, 1.0 - sum(n.p for n in here)))
             tv = probe["tv"] if probe else r.residual_mass
             out.append(DraftedPosition(s.index, float(tv), prob, r.final_residual is not None, k, probe,
                                        bool(here) and here[0].status == "rejected"))

@@ -29,7 +29,9 @@ from specviz.core.acceptance import SiblingSchedule
 from specviz.core.sampling import SamplingConfig, warp
 from specviz.trace import RunTrace
 from specviz.trace_check import check_trace
+from specviz import metrics
 from specviz.viz import controller_figure, tree_figure
+from specviz.viz.theory import theory_panel
 from specviz.viz.style import fmt_prob
 
 RUNS = 2000
@@ -151,3 +153,23 @@ def test_the_tree_view_shows_each_nodes_cumulative_probability():
     fig = tree_figure(other.steps[0])
     assert not any(t.meta == "cum_q" for t in fig.data)
     assert not any("cumulative" in h for t in fig.data if t.hovertext is not None for h in t.hovertext)
+
+
+def test_the_theory_panel_expects_the_rules_own_rejections():
+    """A chosen tree's position is all rejected with 1 - sum p(children) (not TV(p, q)), which the trace
+    records exactly: the rejection panel's expectation is that, beside chain SD's sum of TVs."""
+    pair = tiny_pair("llama", vocab=16, draft="noisy", noise=0.5)
+    trace = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=12, seed=1, nodes=6, depth=2, topk=3)
+    positions = metrics.drafted_positions(trace)
+    expected = []
+    for step in trace.steps:
+        for pos in step.positions:
+            if pos.q is not None:
+                kids = [n for n in step.forest if n.parent == pos.parent and n.status in ("accepted", "rejected",
+                                                                                          "not_reached")]
+                expected.append(1 - sum(n.p for n in kids))
+    assert [d.reject_prob for d in positions] == pytest.approx(expected, abs=1e-9) and len(expected) > 3
+    assert any(d.candidates > 1 for d in positions)
+    fig = theory_panel(trace)
+    names = {t.name for t in fig.data}
+    assert "1 − Σp(c) ± 95%" in names and "ΣTV (Thm 1, SD)" in names

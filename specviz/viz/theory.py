@@ -4,7 +4,8 @@ section). specviz's letters: p = target, q = draft (the paper swaps them).
 
 * ``rejection_figure``: per drafted position TV(p, q) (bars) and, over the run, Thm 1's expected
   rejections (running sum of TVs), the run's own expectation (Thm 3 for ``batch_sd``, ``Z`` for
-  ``biased_sd``) with its 95% band, and the measured rejections.
+  ``biased_sd``, ``1 − Σ p(c)`` over the chosen children for ``dyntree``) with its 95% band, and the
+  measured rejections.
 * ``batch_improvement_figure``: Thm 3's batch improvement next to the measured one (``batch_sd``).
 * ``tradeoff_figure``: Thm 5's line ``rejection + bias = TV`` with the run's OPT point on it and the
   UNO point above it, and the measured rejection rate (``biased_sd``).
@@ -70,8 +71,9 @@ def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
     if not ov["tv"]:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
-    own = trace.algorithm in ("batch_sd", "biased_sd")
-    label = {"batch_sd": "Thm 3 ± 95%", "biased_sd": "expected Z ± 95%"}.get(trace.algorithm, "Thm 1 ± 95%")
+    own = trace.algorithm in ("batch_sd", "biased_sd", "dyntree")  # its own expectation, beside SD's ΣTV
+    label = {"batch_sd": "Thm 3 ± 95%", "biased_sd": "expected Z ± 95%",
+             "dyntree": "1 − Σp(c) ± 95%"}.get(trace.algorithm, "Thm 1 ± 95%")
     out = [  # the band shares the expected line's legend entry (one click hides both)
         dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
              line={"width": 0}, hoverinfo="skip", name="95% band of the rejection count", legendgroup="expected",
