@@ -188,6 +188,28 @@ def test_comparison_figures_mark_the_current_step(traces):
     assert len(timing.data) == 3 and list(timing.data[0].y) == [name for name, _ in runs]
 
 
+def test_comparison_figures_lay_out_their_top_from_their_content(traces):
+    """Issue #23 point 4: each comparison figure's top is its title lines and its legend rows, counted
+    from the names (two entries a row where every name fits half a phone's plot, else one), not a fixed
+    70 px under which plotly wrapped a legend of four runs into the title at 1000 px."""
+    from specviz.viz.style import (GAP_PX, LEGEND_CHARS, LEGEND_PAD_PX, LEGEND_ROW_PX, SUBTITLE_LINE_PX, TITLE_PX,
+                                   TOP_PX)
+    short = [(a, traces[(a, 0.0)]) for a in ("ar", "sd", *TREE_ALGOS)]
+    long = [(f"{a} (a long label)", t) for a, t in short]
+    for runs in (short, long):
+        for fig in (viz.tokens_per_step_figure(runs, 0), viz.cumulative_figure(runs, 0),
+                    viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs)):
+            lay = fig.layout
+            names = [t.name for t in fig.data if t.showlegend is not False]
+            columns = 2 if all(len(n) <= LEGEND_CHARS for n in names) else 1
+            assert lay.legend.entrywidthmode == "fraction" and lay.legend.entrywidth == 1 / columns
+            subtitle = lay.title.subtitle.text.count("<br>") + 1 if lay.title.subtitle.text else 0
+            assert len(lay.title.text) <= 40  # one line at phone width
+            rows = -(-len(names) // columns)
+            assert lay.margin.t == (TOP_PX + TITLE_PX + SUBTITLE_LINE_PX * subtitle + GAP_PX
+                                    + rows * LEGEND_ROW_PX + LEGEND_PAD_PX), (lay.title.text, runs[0][0])
+
+
 def test_table_shows_metrics_definitions_and_greedy_check(traces):
     ar, sd = traces[("ar", 0.0)], traces[("sd", 0.0)]
     html = viz.comparison_table_html([("ar", ar), ("sd", sd)])
