@@ -274,3 +274,19 @@ def test_a_dsbd_node_never_tested_says_why_by_its_layer(dsbd_trace):
             shown = " ".join(a.text.replace("<br>", " ") for a in distribution_figure(step, n.id).layout.annotations)
             assert " ".join(why.split()[:6]) in " ".join(shown.split()), (why, shown)  # the caption says the same
     assert "unverified" in seen
+
+
+def test_forest_labels_show_quotes_as_quotes(dsbd_trace):
+    """A token with a quote is labelled with the quote: plotly shows only a few named entities, so
+    ``html.escape``'s ``&quot;`` was drawn as those six characters ("·&quot;" in a dsbd forest at
+    400 px); ``<``, ``>`` and ``&`` are still escaped (plotly reads its text as HTML)."""
+    import copy
+
+    trace = copy.deepcopy(dsbd_trace)
+    step = trace.steps[0]
+    step.forest[0].token_text, step.forest[-1].token_text = '"x', "<b>"
+    fig = V.step_forest_figure(trace, 0)
+    labels = [s for t in fig.data if t.mode == "markers+text" and t.meta != "beam" for s in t.text]
+    hovers = " ".join(s for t in fig.data if t.hovertext for s in t.hovertext)
+    assert '"x' in labels and "&lt;b&gt;" in labels
+    assert "&quot;" not in " ".join(labels) + hovers and "<b>" not in labels

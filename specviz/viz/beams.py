@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 from specviz.trace import RunTrace, StepRecord, TreeNode
 from specviz.viz.explain import TESTED, StepIndex, describe_test, node_decision
 from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, axis, base_layout, figure, fmt,
-                               message_figure, series_color, title_lines, titled, visible_text, wrap_html)
+                               html_escape, message_figure, series_color, title_lines, titled, visible_text, wrap_html)
 
 BEAM_KINDS = ("beam", "dsbd")
 # the widths heat map writes each cell's width in it up to this many steps (at phone width a cell is
@@ -162,7 +162,7 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
         data.append({"type": "scatter", "mode": "markers+text", "x": [0.0], "y": [y], "name": f"beam {b}",
                      "showlegend": False, "meta": "beam", "text": [f"beam {b}"], "textposition": "middle left",
                      "cliponaxis": False,  # the label may reach into the left margin in a narrow column
-                     "hovertext": [html.escape(visible_text(text[-60:], 60)) or f"beam {b}"], "hoverinfo": "text",
+                     "hovertext": [html_escape(visible_text(text[-60:], 60)) or f"beam {b}"], "hoverinfo": "text",
                      "marker": {"size": 14, "symbol": "square", "color": series_color(b + 1)}})
     for b, status in sorted({(n.root, n.status) for n in step.forest}):
         # one trace per beam and status: ``meta`` the status and ``customdata`` the node ids, the tree
@@ -172,9 +172,9 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
             "type": "scatter", "mode": "markers+text", "showlegend": False, "name": f"beam {b}",
             "meta": status, "customdata": [n.id for n in nodes],
             "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
-            "text": [html.escape(visible_text(n.token_text, 8)) for n in nodes], "textposition": "top center",
+            "text": [html_escape(visible_text(n.token_text, 8)) for n in nodes], "textposition": "top center",
             "textfont": {"family": MONO, "size": 10},
-            "hovertext": [f"node {n.id} · beam {b}<br>{html.escape(repr(n.token_text))}<br>status {n.status}"
+            "hovertext": [f"node {n.id} · beam {b}<br>{html_escape(repr(n.token_text))}<br>status {n.status}"
                           f"<br>q {fmt(n.q)} · p {fmt(n.p)} · accept {fmt(n.accept_prob)}{_said(n, idx)}"
                           for n in nodes],
             "hoverinfo": "text",
