@@ -2,7 +2,7 @@
 package once per test run, into a cache every pytest worker (and every app the tests start) shares.
 
 ``SPECVIZ_TEST_CACHE`` names that cache; by default it is a directory beside the run's temporary
-directories, so a fresh run converts once (about 30 s) and the file lock in
+directories, so a fresh run converts once (about 30 s on this 2-core machine) and the file lock in
 ``specviz.models.packaged`` keeps two workers from converting at the same time.
 """
 from __future__ import annotations
