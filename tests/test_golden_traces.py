@@ -1,0 +1,165 @@
+"""Golden traces: every registered algorithm (and each cheap controller variant) on tiny models at a
+fixed seed, at temperature 1 and 0, gives exactly the trace stored in ``tests/data/golden/``.
+
+The stored files were written by the code before the step-loop refactor (issue #22 points 1 and 3),
+so a refactor that keeps them green changed no draw, token, status or recorded value. Compared:
+every field of the stored trace except wall-clock ones (``StepRecord.timings``, Sequoia's
+``setup_ms``) and ``metrics`` (computed from the steps, which are compared, plus wall time); ids,
+tokens, statuses and texts exactly, floats to 1e-12 (the trace format's ``schema_version`` is not
+compared). The files are float32 CPU arithmetic on one thread (``tests/conftest.py``; the regeneration
+sets the same), so the test is skipped on another device (``SPECVIZ_TEST_DEVICE``). A field added to the trace format after the
+files were written is not compared (regenerate to cover it); a stored field that disappears fails.
+
+Regenerate (only when a change of behaviour is intended, and say so in the commit)::
+
+    python -m tests.test_golden_traces --regen
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.tiny import DEVICE
+
+pytestmark = pytest.mark.skipif(DEVICE != "cpu", reason="the stored traces are CPU float32 arithmetic")
+
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
+PROMPT = [1, 2, 3, 1, 2, 3, 1, 2]  # repeats, so prompt lookup finds matches
+TOKENS = 8
+SEED = 7
+WALL_CLOCK = {"timings", "setup_ms"}
+NOT_COMPARED = WALL_CLOCK | {"schema_version"}  # the format's version is no behaviour
+TOLERANCE = 1e-12
+
+# name -> (pair, algorithm, params); each runs at temperature 1 and 0
+CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "ar": ("tree", "ar", {}),
+    "sd": ("tree", "sd", {"gamma": 3}),
+    "sd_beta_ts": ("tree", "sd", {"controller": "beta_ts", "alpha0": 3.0}),
+    "sd_cali_ts": ("tree", "sd", {"controller": "cali_ts"}),
+    "sd_fixed": ("tree", "sd", {"controller": "fixed", "fixed_length": 2, "k_max": 3}),
+    "eesd": ("early_exit", "eesd", {"alpha0": 3.0}),
+    "eesd_cali_ts": ("early_exit", "eesd", {"controller": "cali_ts"}),
+    "mcsd": ("tree", "mcsd", {"k_config": "3x2x1"}),
+    "mcsd_replacement": ("tree", "mcsd", {"k_config": "3x2", "replacement": True}),
+    "specinfer": ("tree", "specinfer", {"k_config": "2x1x1"}),
+    "sequoia": ("tree", "sequoia", {"size": 8, "depth": 4, "acceptance": "0.5,0.2,0.1"}),
+    "sequoia_auto": ("tree", "sequoia", {"size": 6, "depth": 3, "width": 4, "calibration_steps": 8}),
+    "dyntree": ("tree", "dyntree", {"nodes": 6, "depth": 3, "topk": 3}),
+    "pld": ("tree", "pld", {"num_tokens": 3, "max_ngram": 2}),
+    "biased_sd": ("tree", "biased_sd", {"eps": 0.1, "gamma": 3}),
+    "biased_sd_uno": ("tree", "biased_sd", {"eps": 0.05, "residual": "target", "lam": 0.3, "gamma": 2}),
+    "batch_sd": ("tree", "batch_sd", {"num_drafts": 3, "gamma": 2}),
+    "beam": ("tree", "beam", {"width": 3}),
+    "beam_eos": ("eos", "beam", {"width": 3}),
+    "dsbd": ("tree", "dsbd", {"width": 3, "gamma": 2}),
+    "dsbd_eos": ("eos", "dsbd", {"width": 3, "gamma": 2, "min_width": 2}),
+    "dsbd_fixed": ("tree", "dsbd", {"width": 3, "gamma": 2, "dynamic": False, "min_width": 2}),
+    "dsbd_single": ("eos", "dsbd", {"width": 4, "gamma": 3, "single_beam": True}),
+    "dsbd_literal": ("tree", "dsbd", {"width": 3, "gamma": 2, "literal_ratio": True}),
+}
+TEMPERATURES = (1.0, 0.0)
+
+
+@lru_cache(maxsize=None)
+def pair(kind: str):
+    """The tiny pairs the cases run on (built once; the weights depend only on their seeds)."""
+    from specviz.models.loading import attach_early_exit
+    from tests.tiny import tiny_pair, with_eos
+
+    if kind == "tree":
+        return tiny_pair(vocab=16, draft="noisy", noise=0.5)
+    if kind == "eos":
+        return with_eos(tiny_pair(vocab=16, draft="noisy", noise=0.5), eos=0, bias=2.0)
+    if kind == "early_exit":
+        return attach_early_exit(tiny_pair(vocab=16, draft="noisy", layers=3), 1)
+    raise ValueError(kind)
+
+
+def run(name: str, temperature: float) -> dict[str, Any]:
+    """The case's trace as a plain dict, without its wall-clock fields and metrics."""
+    import specviz
+
+    kind, algorithm, params = CASES[name]
+    trace = specviz.decode(pair(kind), algorithm, PROMPT, max_new_tokens=TOKENS, temperature=temperature,
+                           seed=SEED, record_top_k=4, **params)
+    data = json.loads(trace.to_json())
+    data.pop("metrics")
+    return strip(data)
+
+
+def strip(value: Any) -> Any:
+    """``value`` without the wall-clock keys, at any depth."""
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in NOT_COMPARED}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+def path_of(name: str, temperature: float) -> Path:
+    return GOLDEN / f"{name}_t{int(temperature)}.json"
+
+
+def differences(stored: Any, fresh: Any, where: str = "trace") -> list[str]:
+    """Where ``fresh`` departs from ``stored`` (keys only in ``fresh`` are ignored: module docstring)."""
+    if isinstance(stored, dict):
+        if not isinstance(fresh, dict):
+            return [f"{where}: {fresh!r} is not an object"]
+        out = []
+        for k, v in stored.items():
+            if k not in fresh:
+                out.append(f"{where}.{k}: missing")
+            else:
+                out += differences(v, fresh[k], f"{where}.{k}")
+        return out
+    if isinstance(stored, list):
+        if not isinstance(fresh, list) or len(fresh) != len(stored):
+            return [f"{where}: {fresh!r} != {stored!r}"]
+        return [d for i, (a, b) in enumerate(zip(stored, fresh)) for d in differences(a, b, f"{where}[{i}]")]
+    if isinstance(stored, float) and isinstance(fresh, (int, float)) and not isinstance(fresh, bool):
+        if math.isnan(stored) and math.isnan(fresh):
+            return []
+        if stored == fresh or abs(stored - fresh) <= TOLERANCE * max(1.0, abs(stored)):
+            return []
+        return [f"{where}: {fresh!r} != {stored!r}"]
+    if type(stored) is not type(fresh) or stored != fresh:
+        return [f"{where}: {fresh!r} != {stored!r}"]
+    return []
+
+
+@pytest.mark.parametrize("temperature", TEMPERATURES, ids=lambda t: f"T{t:g}")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_trace_is_the_stored_one(name: str, temperature: float):
+    stored = json.loads(path_of(name, temperature).read_text(encoding="utf-8"))
+    found = differences(stored, run(name, temperature))
+    assert not found, f"{name} at T={temperature:g}: {len(found)} differences, first: " + "; ".join(found[:8])
+
+
+def test_every_registered_algorithm_has_a_case():
+    import specviz
+
+    assert set(specviz.ALGORITHMS) <= {algorithm for _, algorithm, _ in CASES.values()}
+
+
+def regenerate() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # as tests/conftest.py: a thread count changes float32 sums
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name in sorted(CASES):
+        for t in TEMPERATURES:
+            path_of(name, t).write_text(json.dumps(run(name, t), separators=(",", ":")) + "\n", encoding="utf-8")
+            print("wrote", path_of(name, t))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--regen"]:
+        sys.exit("usage: python -m tests.test_golden_traces --regen")
+    regenerate()
