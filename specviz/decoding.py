@@ -17,7 +17,7 @@ from specviz.metrics import summarize
 from specviz.models.chat import encode_prompt
 from specviz.models.device_errors import device_errors
 from specviz.models.loading import ModelPair
-from specviz.trace import RunTrace, StepRecord
+from specviz.trace import RunTrace, StepRecord, describe_drafter
 
 MAX_SEED = validation.MAX_SEED  # torch.Generator.manual_seed takes a signed 64-bit integer
 
@@ -83,6 +83,7 @@ class LiveRun:
                               sampling=req.sampling.as_dict(), seed=req.seed, prompt_ids=prompt_ids,
                               prompt_text=prompt_text, lossless=req.spec.lossless, chat=req.chat,
                               user_text=prompt if req.chat else None)
+        self.trace.drafter = describe_drafter(req.spec, self.trace.pair)  # what drafts (RunTrace.drafter)
 
     def __iter__(self) -> Iterator[StepRecord]:
         dec, trace = self.decoder, self.trace

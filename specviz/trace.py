@@ -6,14 +6,16 @@ figure and metric in specviz is computed from it.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from specviz.errors import TraceFormatError
 
-SCHEMA_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)  # v1 (no positions, all lossless), v2 (no chat fields), v3 (no step rule) replay
+SCHEMA_VERSION = 5
+# v1 (no positions, all lossless), v2 (no chat fields), v3 (no step rule), v4 (no drafter) replay
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 MAX_TRACE_BYTES = 64 * 1024 * 1024
 
 NodeStatus = Literal["accepted", "rejected", "not_reached", "resampled", "bonus"]
@@ -132,7 +134,12 @@ class StepRecord:
 
 @dataclass
 class RunTrace:
-    """A whole run: settings, prompt, output, steps and summary metrics (see ``specviz.metrics``)."""
+    """A whole run: settings, prompt, output, steps and summary metrics (see ``specviz.metrics``).
+
+    ``drafter`` (v5) says what proposed the run's drafted tokens (``describe_drafter``): ``{"kind":
+    "draft_model" | "early_exit" | "prompt_lookup", "name": ..., ...}``, or ``None`` when nothing is
+    drafted (``ar``, ``beam``) and in traces written before it was recorded (``schema_version < 5``).
+    """
 
     algorithm: str
     params: dict[str, Any]
@@ -149,6 +156,7 @@ class RunTrace:
     lossless: bool = True
     chat: bool = False
     user_text: str | None = None  # the user's own text, before the chat template (``chat`` runs)
+    drafter: dict[str, Any] | None = None  # what drafted the run's tokens (``describe_drafter``; v5)
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,6 +194,34 @@ class RunTrace:
         except ValueError as exc:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
             raise TraceFormatError(f"Not valid JSON: {exc}") from exc
         return cls.from_dict(data)
+
+
+# Drafters that are no model, by the algorithm that drafts with them: what an ``AlgorithmSpec`` with
+# ``needs_draft=False`` and the default ``drafter="draft"`` does not say. ``None``: nothing is drafted.
+NO_MODEL_DRAFTERS: dict[str, dict[str, Any] | None] = {
+    "pld": {"kind": "prompt_lookup", "name": "prompt lookup"},
+    "ar": None,
+    "beam": None,
+}
+
+
+def describe_drafter(spec: Any, pair: dict[str, Any]) -> dict[str, Any] | None:
+    """``RunTrace.drafter`` for a run of the registered algorithm ``spec`` (an ``AlgorithmSpec``: its
+    ``name``, ``drafter`` and ``needs_draft``) on ``pair`` (``ModelPair.describe()``): the draft model's
+    name, the target's early-exit layer, prompt lookup, or ``None`` when the algorithm drafts nothing."""
+    kind = getattr(spec, "drafter", "draft")
+    if kind == "early_exit":
+        layer = (pair.get("early_exit") or {}).get("exit_layer")
+        return {"kind": "early_exit", "name": f"{pair.get('target')} exit after layer {layer}", "exit_layer": layer}
+    if kind != "draft":  # a kind a newer registration names
+        return {"kind": str(kind), "name": str(kind)}
+    if getattr(spec, "needs_draft", True):
+        return {"kind": "draft_model", "name": str(pair.get("draft")), "params": pair.get("draft_params")}
+    name = getattr(spec, "name", "")
+    if name in NO_MODEL_DRAFTERS:
+        found = NO_MODEL_DRAFTERS[name]
+        return None if found is None else dict(found)
+    return {"kind": "own", "name": f"{name}'s own drafter"}
 
 
 def _step_from_dict(d: dict[str, Any], where: str = "a step") -> StepRecord:
@@ -260,21 +296,39 @@ def _schema(cls: type) -> tuple[frozenset[str], frozenset[str], dict[str, frozen
     return frozenset(declared), required, simple, items
 
 
-def _well_formed(cls: type, data: dict[str, Any]) -> bool:
-    """Whether ``data`` passes ``_explained_fields`` for ``cls``, by exact types (what ``json.loads``
-    makes): a few times faster on a large trace; False sends it to the slow path."""
+@functools.lru_cache(maxsize=1024)  # bounded: a hostile file's many shapes only go uncached
+def _shape_lists(cls: type, keys: tuple[str, ...],
+                 kinds: tuple[type, ...]) -> tuple[tuple[frozenset[type], tuple[str, ...]], ...] | None:
+    """For an object of ``cls`` with these keys whose values have these exact types: the list fields
+    whose items still need a look, grouped by the item types allowed, or ``None`` when the shape
+    itself is not well formed."""
     names, required, simple, items = _schema(cls)
-    if not (data.keys() <= names and required <= data.keys()):
-        return False
-    for name, value in data.items():
-        kind = type(value)
+    if not (set(keys) <= names and required <= set(keys)):
+        return None
+    groups: dict[frozenset[type], list[str]] = {}
+    for name, kind in zip(keys, kinds):
         if kind in simple[name]:
             continue
         if kind is list and name in items:
             allowed = items[name]
-            if allowed is None or set(map(type, value)) <= allowed:
-                continue
+            if allowed is not None:
+                groups.setdefault(allowed, []).append(name)
+            continue
+        return None
+    return tuple((allowed, tuple(group)) for allowed, group in groups.items())
+
+
+def _well_formed(cls: type, data: dict[str, Any]) -> bool:
+    """Whether ``data`` passes ``_explained_fields`` for ``cls``, by exact types (what ``json.loads``
+    makes): a few times faster on a large trace, since a trace's objects come in a handful of shapes
+    (``_shape_lists``) and the items of a shape's number lists are looked at together; False sends
+    it to the slow path."""
+    groups = _shape_lists(cls, tuple(data), tuple(map(type, data.values())))
+    if groups is None:
         return False
+    for allowed, group in groups:
+        if not set(map(type, itertools.chain.from_iterable([data[name] for name in group]))) <= allowed:
+            return False
     return True
 
 

@@ -17,6 +17,7 @@ view can draw. What it holds a trace to is what the engine writes (``specviz.alg
 * timings are finite numbers >= 0, sampling settings and the seed are in their ranges, a registered
   algorithm's parameters pass its own checks, and the controller keys the views read unguarded
   (beams, theory probes, Sequoia's predicted tokens) have the kinds they read;
+* the run's ``drafter`` (v5) is null or an object with a ``kind`` and a ``name`` in text;
 * a step's ``rule`` (v4) is an object naming its rule; a rule ``core.rule_words`` knows has only its
   own parameters, in their ranges (the views state its formula with them); another name is told
   without a formula.
@@ -46,6 +47,7 @@ MAX_MS = 1e12             # a step time (ms; about 30 years): sums over MAX_STEP
 MAX_INT = 2**31 - 1       # node ids, call counts, token ids of an unknown vocabulary: sums stay in 64 bits
 MAX_JSON_INT = 2**53      # a whole number in a settings / controller object: what the page's JavaScript holds
 BEAM_KINDS = ("beam", "dsbd")
+MAX_NAME = 1_000          # characters of a drafter's kind or name (a draft model's name may be a long path)
 
 
 def _refuse(path: str, allowed: str, value: Any) -> TraceFormatError:
@@ -190,6 +192,17 @@ def _count(path: str, items: list, limit: int, what: str) -> None:
 
 
 # ---- run-level settings ------------------------------------------------------------------------------
+
+def check_drafter(drafter: Any) -> None:
+    """``RunTrace.drafter`` (v5): null, or an object naming its ``kind`` and ``name`` in text (the token
+    export writes the name), the rest plain JSON."""
+    if drafter is None:
+        return
+    plain_json("drafter", drafter)
+    for key in ("kind", "name"):
+        if not isinstance(drafter.get(key), str) or not 0 < len(drafter[key]) <= MAX_NAME:
+            raise _refuse(f"drafter.{key}", f"a text of 1 to {MAX_NAME} characters", drafter.get(key))
+
 
 def vocab_size(pair: dict[str, Any]) -> int | None:
     """The shared vocabulary size the trace's ``pair`` records (``ModelPair.describe``), if it does."""
@@ -425,6 +438,7 @@ def check_trace(trace: RunTrace) -> None:
     for name in ("prompt_text", "output_text", "finish_reason"):
         text(name, getattr(trace, name))
     text("user_text", trace.user_text, optional=True)
+    check_drafter(trace.drafter)
     _count("steps", trace.steps, MAX_STEPS, "steps")
     first = trace.steps[0].controller if trace.steps else None
     beam = isinstance(first, dict) and first.get("kind") in BEAM_KINDS  # drawn by viz.beams (is_beam_trace)
