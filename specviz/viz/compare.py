@@ -22,14 +22,15 @@ PATTERNS = ("", "/", ".", "x", "-")
 
 
 def run_styles(runs: Runs) -> list[tuple[str, int]]:
-    """Per run: its algorithm's colour and how many earlier runs had the same algorithm (0 for the
-    first), which picks the dash / bar pattern that tells repeats apart."""
+    """Per run: its colour (its label's ``color`` where it has one, as the app's columns do, else its
+    algorithm's) and how many earlier runs had the same algorithm (0 for the first), which picks the
+    dash / bar pattern that tells repeats apart."""
     seen: dict[str, int] = {}
     out = []
-    for _, trace in runs:
+    for label, trace in runs:
         k = seen.get(trace.algorithm, 0)
         seen[trace.algorithm] = k + 1
-        out.append((algorithm_color(trace.algorithm), k))
+        out.append((getattr(label, "color", "") or algorithm_color(trace.algorithm), k))
     return out
 
 
