@@ -6,7 +6,9 @@ target, counted by the engine where it happens (``StepRecord.target_calls``; the
 inside the first one). *tau* (mean accepted length, "block efficiency",
 "compression ratio") counts the bonus/resampled token: ``new_tokens / target_calls``, 1 for ``ar``.
 *Acceptance rate* is ``accepted draft tokens / drafted tokens``; for trees the denominator is every
-drafted node, so a wide tree has a low rate even when tau is high.
+drafted node, so a wide tree has a low rate even when tau is high. The *per-position acceptance*
+(``acceptance_per_position``) is P(draft position i accepted | position i reached), the serving
+engines' per-position counts (vLLM ``num_accepted_tokens_per_pos``) made conditional.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from specviz.trace import DRAFTED, RunTrace, StepRecord
+from specviz.trace import DRAFTED, TESTED, RunTrace, StepRecord
 
 DEFINITIONS: dict[str, str] = {
     "new_tokens": "tokens generated (prompt excluded, EOS included)",
@@ -31,6 +33,8 @@ DEFINITIONS: dict[str, str] = {
     "wall_time_s": "wall-clock seconds of the decoding loop (tokenization excluded)",
     "tokens_per_s": "new tokens / wall time",
     "speedup": "tokens/s of this run / tokens/s of ar on the same pair, prompt and settings",
+    "acceptance_per_position": "per draft position i = 1, 2, ...: steps where a draft token at position i was "
+                               "accepted / steps where verification tested one (position i reached)",
 }
 
 
@@ -108,6 +112,81 @@ def cumulative_target_calls(trace: RunTrace) -> list[int]:
 def acceptance_histogram(trace: RunTrace) -> dict[int, int]:
     """Steps by number of accepted draft tokens (vLLM's ``acceptance_histogram``)."""
     return dict(sorted(Counter(accepted_per_step(trace)).items()))
+
+
+@dataclass(frozen=True)
+class PositionAcceptance:
+    """Draft position ``position`` (1 = the first drafted token after the committed text) over a run.
+
+    ``drafted``: steps whose draft reached this depth; ``reached``: steps whose verification tested a
+    drafted token here; ``accepted``: steps where one was accepted. ``rate`` = accepted / reached
+    (``None`` when never reached)."""
+
+    position: int
+    drafted: int
+    reached: int
+    accepted: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.accepted / self.reached if self.reached else None
+
+    def interval(self, z: float = 1.96) -> tuple[float, float]:
+        """Wilson's score interval of ``rate`` at ``z`` (width 1 when never reached)."""
+        n = self.reached
+        if not n:
+            return 0.0, 1.0
+        r = self.accepted / n
+        centre = (r + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(r * (1 - r) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def acceptance_per_position(trace: RunTrace) -> list[PositionAcceptance]:
+    """P(draft position i accepted | position i reached) for i = 1 .. the run's deepest drafted position.
+
+    A drafted node at depth d (a root has depth 0) sits at draft position i = d + 1. In a step,
+    position i is *reached* when verification tested (accepted or rejected) some drafted node at
+    depth i - 1, and *accepted* when one of them was accepted. For a chain that is the chain's i-th
+    token; for a tree, any node at that depth (two children tested at depth 1 reach position 2 once,
+    accepted if either was); for a forest (``batch_sd``, ``dsbd``), any node at that depth in any of
+    its trees. Counted once per step, so ``reached`` at position 1 is the steps that tested anything,
+    and for a chain ``accepted`` at i is ``reached`` at i + 1 unless nothing was drafted past i. vLLM's
+    per-position rate divides the accepted counts by the steps instead (``drafted`` at position 1);
+    for a chain it is the running product of these rates. Resampled and bonus tokens are the
+    target's, never a draft position; a run that drafts nothing (``ar``, ``beam``) gives ``[]``."""
+    drafted: Counter[int] = Counter()
+    reached: Counter[int] = Counter()
+    accepted: Counter[int] = Counter()
+    for s in trace.steps:
+        depths = {n.depth for n in s.forest if n.status in DRAFTED}
+        drafted.update(range(max(depths) + 1) if depths else ())
+        reached.update({n.depth for n in s.forest if n.status in TESTED})
+        accepted.update({n.depth for n in s.forest if n.status == "accepted"})
+    deepest = max(drafted, default=-1)
+    return [PositionAcceptance(d + 1, drafted[d], reached[d], accepted[d]) for d in range(deepest + 1)]
+
+
+LATENCY_PARTS: tuple[str, ...] = ("draft_ms", "verify_ms", "bookkeeping_ms")
+
+
+def step_latencies(trace: RunTrace) -> dict[str, list[float]]:
+    """Per step: ``draft_ms`` (drafter calls), ``verify_ms`` (target verification calls),
+    ``bookkeeping_ms`` (the rest of the step: sampling, acceptance, caches, recording) and
+    ``total_ms`` (their sum), plus ``step`` (1-based). A step's times are taken inside the decoding
+    loop's ``next()`` (``decoding.LiveRun``), so a paced run's waits between steps are never in them.
+    Bookkeeping is ``total_ms - draft_ms - verify_ms`` where a trace lacks it; every list is empty
+    when no step recorded ``total_ms`` (a trace written without timings)."""
+    out: dict[str, list[float]] = {k: [] for k in ("step", *LATENCY_PARTS, "total_ms")}
+    if not any("total_ms" in s.timings for s in trace.steps):
+        return out
+    for s in trace.steps:
+        t = s.timings
+        draft, verify, total = t.get("draft_ms", 0.0), t.get("verify_ms", 0.0), t.get("total_ms", 0.0)
+        other = t.get("bookkeeping_ms", max(0.0, total - draft - verify))
+        for key, v in zip(out, (s.index + 1, draft, verify, other, draft + verify + other)):
+            out[key].append(float(v))
+    return out
 
 
 def speedup(trace: RunTrace, baseline: RunTrace) -> float | None:

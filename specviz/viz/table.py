@@ -19,6 +19,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("draft_calls", "draft calls", "draft_calls"),
     ("tau", "τ", "tau"),
     ("acceptance_rate", "accept rate", "acceptance_rate"),
+    ("acceptance_per_position", "accept by position %", "acceptance_per_position"),
     ("wall_time_s", "wall s", "wall_time_s"),
     ("tokens_per_s", "tokens/s", "tokens_per_s"),
     ("speedup", "speed-up vs ar", "speedup"),
@@ -65,10 +66,28 @@ def comparison_rows(runs: Sequence[tuple[str, RunTrace]]) -> list[dict[str, Any]
         m = trace.metrics or metrics.summarize(trace)
         row = {"label": label, **{k: m.get(k) for k, _, _ in COLUMNS if k in m}}
         row["speedup"] = metrics.speedup(trace, baseline) if baseline is not None and trace.finish_reason else None
+        row["acceptance_per_position"] = metrics.acceptance_per_position(trace)
         row["greedy"] = greedy_check(trace, baseline)
         row["finished"] = bool(trace.finish_reason)
         rows.append(row)
     return rows
+
+
+SHOWN_POSITIONS = 3  # the table shows the first draft positions' rates; the cell's tooltip has them all
+
+
+def position_cell(vec: Sequence[metrics.PositionAcceptance]) -> tuple[str, str]:
+    """The per-position acceptance cell (``metrics.acceptance_per_position``): the first
+    ``SHOWN_POSITIONS`` rates in percent joined by "/" ("–" for a position never reached, "…" when
+    deeper ones were reached), and its tooltip: every position's accepted / reached counts."""
+    vec = list(vec)
+    while vec and not vec[-1].reached:  # drafted this deep but never tested (as in the figure)
+        vec.pop()
+    if not vec:
+        return "–", "nothing drafted and tested"
+    shown = "/".join("–" if pa.rate is None else f"{100 * pa.rate:.0f}" for pa in vec[:SHOWN_POSITIONS])
+    tip = "; ".join(f"position {pa.position}: {pa.accepted}/{pa.reached}" for pa in vec)
+    return shown + ("…" if len(vec) > SHOWN_POSITIONS else ""), "accepted/reached by draft position: " + tip
 
 
 def _cell(key: str, v: Any) -> str:
@@ -113,7 +132,10 @@ def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions
             v = r.get(key)
             text = _cell(key, v) if key != "greedy" else html.escape(str(v))
             cls = ""
-            if not_comparable and key in TIMED:
+            if key == "acceptance_per_position":
+                text, tip = position_cell(v)
+                cls = f' class="sv-vec" title="{html.escape(tip)}"'
+            elif not_comparable and key in TIMED:
                 cls = f' class="sv-nc" title="not comparable: {html.escape(not_comparable)}"'
                 text += "*" if v is not None else ""
             elif key in best and v == best[key]:
@@ -151,6 +173,7 @@ TABLE_CSS = """
 .sv-table .sv-good { color: #065f46; }
 .sv-table .sv-bad { color: #b91c1c; font-weight: 600; }
 .sv-table .sv-nc { color: #9ca3af; }
+.sv-table .sv-vec { cursor: help; font-size: 12px; }
 .sv-nc-note { font-size: 12px; color: #92400e; background: #fffbeb; border: 1px solid #fde68a; border-radius: 6px;
   padding: 4px 8px; margin-bottom: 6px; }
 .sv-running { color: #7c3aed; font-weight: 400; font-size: 11px; }
