@@ -111,21 +111,35 @@ def check_decode_args(args: argparse.Namespace, algorithms: list[str]) -> None:
     for algo in algorithms:
         check_request(algo, max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
                       top_k=args.top_k, seed=args.seed, **_algo_params(args, algo))
-    out = getattr(args, "out", None)
-    if out is not None:
+    for dest, flag, what in (("out", "--out", "the trace"), ("tokens_csv", "--tokens-csv", "the tokens")):
+        out = getattr(args, dest, None)
+        if out is None:
+            continue
         folder = os.path.dirname(os.path.abspath(out))
         if not out.strip() or os.path.isdir(out):
-            raise SpecvizError(f"--out must name a file to write the trace to, got {out!r}.")
+            raise SpecvizError(f"{flag} must name a file to write {what} to, got {out!r}.")
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-            raise SpecvizError(f"--out {out}: the directory {folder} does not exist or is not writable.")
+            raise SpecvizError(f"{flag} {out}: the directory {folder} does not exist or is not writable.")
+
+
+def write_text(text: str, out: str, flag: str = "--out", what: str = "the trace") -> None:
+    """Write ``text`` to ``out`` as UTF-8, exactly (no newline translation); a failure names ``flag``."""
+    try:
+        with open(out, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise SpecvizError(f"{flag} {out}: could not write {what} ({exc.strerror or exc}).") from exc
 
 
 def write_trace(trace: RunTrace, out: str) -> None:
-    try:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(trace.to_json())
-    except OSError as exc:
-        raise SpecvizError(f"--out {out}: could not write the trace ({exc.strerror or exc}).") from exc
+    write_text(trace.to_json(), out)
+
+
+def write_tokens(traces: list[RunTrace], out: str) -> None:
+    """``export_tokens.tokens_csv`` of ``traces`` to ``out`` (``--tokens-csv``)."""
+    from specviz.export_tokens import tokens_csv
+
+    write_text(tokens_csv(*traces), out, "--tokens-csv", "the tokens")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -139,6 +153,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         write_trace(trace, args.out)
         print(f"trace written to {args.out}")
+    if args.tokens_csv:
+        write_tokens([trace], args.tokens_csv)
+        print(f"tokens written to {args.tokens_csv}")
     return 0
 
 
@@ -187,6 +204,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         print("tok/s and speedup come from one cold run each (--repeats 1, no warm-up): the first run also pays "
               "for warming up, so they say little about speed; see --repeats, or python -m specviz bench.")
+    if args.tokens_csv:
+        write_tokens(traces, args.tokens_csv)
+        print(f"tokens of the first round's runs written to {args.tokens_csv} (column run: the order of --algos)")
     beam = next((t for t in traces if t.algorithm == "beam"), None)
     if base is not None and args.temperature == 0:
         for t in traces:
@@ -223,6 +243,8 @@ def _build_run(run: argparse.ArgumentParser) -> None:
     _add_decode_args(run)
     run.add_argument("--algo", default="sd")
     run.add_argument("--out", help="write the trace JSON here")
+    run.add_argument("--tokens-csv", metavar="PATH", help="write every generated token with how it was produced "
+                     "(kind, drafter, p, q, acceptance probability, draw) as CSV here")
     run.add_argument("--no-color", action="store_true", help="plain markers instead of ANSI colours")
     run.add_argument("--color", action="store_true", help="force ANSI colours")
     run.set_defaults(fn=cmd_run, flags=option_names(run, algorithm="--algo"))
@@ -235,6 +257,9 @@ def _build_compare(cmp_: argparse.ArgumentParser) -> None:
     cmp_.add_argument("--repeats", type=whole(1, 100), default=3,
                       help="timed runs of each algorithm, after one warm-up run of each; tok/s and speedup are "
                            "reported as median (min-max). 1: a single cold run, no warm-up")
+    cmp_.add_argument("--tokens-csv", metavar="PATH", help="write every generated token with how it was produced "
+                      "(kind, drafter, p, q, acceptance probability, draw) as CSV here: the first timed round, "
+                      "one run per --algos entry")
     cmp_.set_defaults(fn=cmd_compare, flags=option_names(cmp_, algorithm="--algos"))
 
 
