@@ -20,6 +20,7 @@ from specviz.viz.style import axis, base_layout, figure, html_escape, message_fi
 Runs = Sequence[tuple[str, RunTrace]]
 FEW_SAMPLES = 10  # a position tested fewer times than this is drawn open and its hover says so
 Z = 1.96          # the error bars: Wilson's 95% interval of the rate
+SPREAD = 0.08     # runs' points at one position are this far apart (draft positions), centred on it
 PART_NAMES = {"draft_ms": "draft", "verify_ms": "verify", "bookkeeping_ms": "bookkeeping"}
 OFF_SCALE = 2.0  # the shared ms scale's top: this times the largest run's 90th-percentile step (a warm-up
                  # or set-up step far above it is drawn to the top, marked, its value in the hover)
@@ -46,19 +47,23 @@ def acceptance_per_position_figure(runs: Runs, height: int = 300) -> go.Figure:
     (``metrics.acceptance_per_position``), with Wilson 95% bars; a point tested fewer than
     ``FEW_SAMPLES`` times is drawn open. A position drafted but never reached has no point (the axis
     ends at the deepest position any run reached)."""
-    data: list[dict[str, Any]] = []
-    deepest = 0
+    vectors = []
     for (label, trace), (color, rep) in zip(runs, run_styles(runs)):
         vec = metrics.acceptance_per_position(trace)
         while vec and not vec[-1].reached:  # drafted this deep but never tested: no point to draw
             vec = vec[:-1]
-        if not vec:
-            continue
-        deepest = max(deepest, len(vec))
+        if vec:
+            vectors.append((label, vec, color, rep))
+    data: list[dict[str, Any]] = []
+    deepest = max((len(v[1]) for v in vectors), default=0)
+    for k, (label, vec, color, rep) in enumerate(vectors):
+        gap = min(SPREAD, 0.6 / max(1, len(vectors) - 1))  # side by side, so the runs' bars do not hide each other
+        shift = gap * (k - (len(vectors) - 1) / 2)
         ys = [pa.rate for pa in vec]
         bands = [pa.interval(Z) if pa.rate is not None else (None, None) for pa in vec]
         data.append({
-            "type": "scatter", "mode": "lines+markers", "name": label, "x": [pa.position for pa in vec], "y": ys,
+            "type": "scatter", "mode": "lines+markers", "name": label, "y": ys,
+            "x": [pa.position + shift for pa in vec],
             "line": {"color": color, "width": 2, "dash": DASHES[rep % len(DASHES)]},
             "marker": {"size": 8, "color": color, "line": {"color": color, "width": 1.5},
                        "symbol": ["circle" if pa.reached >= FEW_SAMPLES else "circle-open" for pa in vec]},
@@ -82,7 +87,7 @@ ROW_PX, ROW_GAP_PX, BOTTOM_PX = 92, 26, 40  # a run's plot, the gap above it (it
 
 
 def _quantile(xs: list[float], q: float) -> float:
-    """The ``q`` quantile of ``xs`` by the lower rank: below the largest value whenever q < 1 and there are two or more."""
+    """The ``q`` quantile of ``xs`` by the lower rank (below the largest of two or more values for q < 1)."""
     ys = sorted(xs)
     return ys[int(q * (len(ys) - 1))]
 
