@@ -12,7 +12,7 @@ import stat
 from time import time as os_time
 
 import pytest
-from test_ui import params_for
+from test_ui import columns_for
 from test_ui_support import save_tiny_pair
 from tiny import tiny_pair
 
@@ -101,12 +101,12 @@ def make(pair_dirs, shared_registry, config=PUBLIC, time=None, **changes):
 
 
 def run(ex, session, algos, max_new=16, pace=0.0, **overrides):
-    return ex.run(session, "def f(x):\n", max_new, 0.0, 1.0, 0, 0, algos, pace, False, *params_for(ex, **overrides))
+    return ex.run(session, "def f(x):\n", max_new, 0.0, 1.0, 0, 0, columns_for(algos, **overrides), pace, False)
 
 
 def do_measure(ex, session, algos, max_new=8, **overrides):
-    return ex.measure(session, "def f(x):\n", max_new, 0.0, 1.0, 0, 0, algos, 0.0, False,
-                      *params_for(ex, **overrides))
+    return ex.measure(session, "def f(x):\n", max_new, 0.0, 1.0, 0, 0, columns_for(algos, **overrides), 0.0,
+                      False)
 
 
 # ---- (b) a cost cap on algorithm parameters -----------------------------------------------------------
@@ -143,7 +143,7 @@ def test_a_run_over_the_cap_is_refused_before_it_starts(pair_dirs, shared_regist
 def test_measure_takes_a_bounded_number_of_algorithms(pair_dirs, shared_registry):
     ex = make(pair_dirs, shared_registry)
     outs = list(do_measure(ex, Session(pair_key=ex.default_key), ["ar", "sd", "pld", "specinfer"]))
-    assert len(outs) == 1 and f"at most {PUBLIC.max_measure_columns} algorithms" in outs[0]["status"]
+    assert len(outs) == 1 and f"at most {PUBLIC.max_measure_columns} columns" in outs[0]["status"]
 
 
 # ---- (c) the deadline, pacing and the page's reports ---------------------------------------------------

@@ -30,7 +30,6 @@ from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
 from specviz.ui.pairs import PairChoice
 from specviz.validation import MAX_SEED
-from test_ui import params_for
 from test_ui_support import save_tiny_pair
 
 HOSTILE: list[Any] = [None, math.nan, math.inf, -1, 2**70, True, "", "x" * 100_000, [1, 2], ["sd", "ar"],
@@ -169,12 +168,9 @@ def grid(ex: Explorer, demo: gr.Blocks) -> Iterator[tuple[int, Any, int, Any, li
             if block.stateful:
                 continue
             rotated = HOSTILE[(i + j) % len(HOSTILE)]
-            param = block_fn.name in ("run", "measure") and j >= 10  # test_api_contract fuzzes parameters
-            for v in (HOSTILE if full and not param else [rotated]):
+            for v in (HOSTILE if full else [rotated]):
                 args = list(base)
                 args[j] = v
-                if param:  # an algorithm's parameter: select its algorithm
-                    args[7] = [ex.param_index[j - 10][0]]
                 yield i, block_fn, j, v, args, few or v is rotated and (j < 10 or full and j % 4 == 0)
 
 
@@ -187,7 +183,8 @@ def test_every_handler_is_called(app):
     demo, ex = app
     named = {f.name for f in demo.fns.values() if f.fn is not None}
     for needed in ("load", "run", "measure", "stop", "scrub", "select_node", "page_shown", "play", "upload",
-                   "input_message", "toggle_custom", "show_settings", "chat_default", "chat_example",
+                   "input_message", "toggle_custom", "on_algorithms", "on_pick", "on_duplicate", "on_remove",
+                   "on_setting", "param_visibility", "chat_default", "chat_example",
                    "code_example"):
         assert needed in named
     assert {i for i, *_, gradio in grid(ex, demo) if gradio} == {i for i, f in ours(demo)
@@ -281,14 +278,14 @@ def test_number_boxes_answer_with_the_boxs_name(app):
                 shown = " ".join(strings(through_gradio(demo, fn_index, args)))
                 assert f"{name} must be" in shown, (block_fn.name, name, v, shown[:300])
                 assert_clean([shown], f"{block_fn.name} with {name} = {v!r}")
-    # an algorithm's parameter in a Number box (a range over 1000): its column names it
+    # an algorithm's parameter in a Number box (a range over 1000), or any value in a column's settings
+    # (the columns value, as the page's editor or an API client sends it): the sentence names it
     block_fn = demo.fns[run]
-    j = next(j for j, b in enumerate(block_fn.inputs)
-             if getattr(b, "elem_id", "") == "sv-param-sequoia-calibration_steps")
-    assert isinstance(block_fn.inputs[j], NumberBox)
+    assert isinstance(ex.editor.controls["sequoia", "calibration_steps"], NumberBox)
+    j = block_fn.inputs.index(ex.editor.value)
     for v in ("abc", math.nan, 2.5, None):  # None: an emptied box, refused, not run with the default
         args = base_inputs(ex, block_fn)
-        args[7], args[j] = ["sequoia"], v
+        args[j] = [{"algorithm": "sequoia", "params": {"calibration_steps": v}}]
         shown = " ".join(strings(through_gradio(demo, run, args)))
         assert "parameter &#x27;calibration_steps&#x27; must be an integer in [8, 4096]" in shown, (v, shown[:300])
     assert not ex.runs._runs
@@ -328,7 +325,7 @@ def test_seed_is_exact_as_text(app, monkeypatch):
     assert not ex.runs._runs
     # the trace of the run is seeded with the exact number
     session = Session(pair_key=ex.default_key)
-    list(ex.run(session, "def f(x):\n", 2, 0.0, 1.0, 0, "9007199254740993", ["ar"], 0.0, False, *params_for(ex)))
+    list(ex.run(session, "def f(x):\n", 2, 0.0, 1.0, 0, "9007199254740993", ["ar"], 0.0, False))
     assert session.columns[0].trace.seed == 2**53 + 1
 
 
@@ -356,6 +353,6 @@ def test_sliders_answer_with_the_sliders_name(app):
     assert not ex.runs._runs
     # playback's pace: a sentence too, once there is something to play
     session = Session(pair_key=ex.default_key)
-    list(ex.run(session, "def f(x):\n", 2, 0.0, 1.0, 0, 0, ["ar"], 0.0, False, *params_for(ex)))
+    list(ex.run(session, "def f(x):\n", 2, 0.0, 1.0, 0, 0, ["ar"], 0.0, False))
     shown = " ".join(strings(list(demo.fns[play].fn(session, "abc"))))
     assert "pace must be" in shown, shown[:300]

@@ -257,8 +257,7 @@ def test_failed_preset_load_hides_the_path():
 
 def test_exported_traces_and_the_pair_line_name_no_server_path(private, pair_dirs):
     session = Session(pair_key=private.default_key)
-    params = [p.default if p.kind != "choice" else list(p.choices).index(p.default) for _, p in private.param_index]
-    outs = list(private.run(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.0, False, *params))
+    outs = list(private.run(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.0, False))
     assert "Done" in outs[-1]["status"]
     parent = str(Path(pair_dirs[0]).parent)
     assert parent not in private.pair_markdown(session.pair_key)

@@ -19,7 +19,7 @@ from specviz.ui.app import CUSTOM, param_elem_id, param_value
 from specviz.ui.gpu import gpu
 from specviz.ui.layout import Slot
 from specviz.ui.pairs import PairChoice, PairRegistry
-from specviz.ui.runner import Column, column_label
+from specviz.ui.runner import Column
 from test_ui_support import save_tiny_pair
 
 FOUR = [a for a in ("ar", "sd", "mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS][:4]
@@ -55,20 +55,16 @@ def explorer(pair_dirs):
                     clock=Clock(), pause=no_wait)
 
 
-def params_for(ex: Explorer, **overrides):
-    """Values of the generated per-algorithm setting components, defaults unless overridden."""
-    vals = []
-    for algo, p in ex.param_index:
-        v = overrides.get(f"{algo}.{p.name}", p.default)
-        if p.kind == "choice":
-            v = list(p.choices).index(v)
-        vals.append(v)
-    return vals
+def columns_for(algos, **overrides):
+    """The columns value (``ui.columns``) of one column per algorithm of ``algos``, each at its defaults
+    but for ``overrides`` named ``"algorithm.setting"``."""
+    return [{"algorithm": a, "params": {k.split(".", 1)[1]: v for k, v in overrides.items()
+                                         if k.split(".", 1)[0] == a}} for a in algos]
 
 
 def run_all(ex: Explorer, session: Session, algos, prompt="def fibonacci(n):\n", max_new=24, temperature=0.0,
             seed=0, delay=0.0, **overrides):
-    outs = list(ex.run(session, prompt, max_new, temperature, 1.0, 0, seed, algos, delay, False, *params_for(ex, **overrides)))
+    outs = list(ex.run(session, prompt, max_new, temperature, 1.0, 0, seed, columns_for(algos, **overrides), delay, False))
     assert outs
     return outs
 
@@ -104,7 +100,7 @@ def plot_title(v) -> str:
 
 
 def live(ex: Explorer, session: Session, algos, prompt="def f(x):\n", max_new=64, pace=0.0, seed=0, top_k=0):
-    return ex.run(session, prompt, max_new, 0.0, 1.0, top_k, seed, algos, pace, False, *params_for(ex))
+    return ex.run(session, prompt, max_new, 0.0, 1.0, top_k, seed, algos, pace, False)
 
 
 def test_app_builds_with_generated_settings_and_named_panels(explorer):
@@ -115,8 +111,8 @@ def test_app_builds_with_generated_settings_and_named_panels(explorer):
                    "sv-upload", "sv-algos", "sv-input-msg", "sv-pace", "sv-node-pick",
                    "sv-tree-0", f"sv-tree-{explorer.n_slots - 1}"):
         assert needed in ids
-    # one settings component per declared parameter of every registered algorithm
-    assert len(explorer.param_index) == sum(len(s.params) for s in specviz.ALGORITHMS.values())
+    # one settings component per declared parameter of every registered algorithm (the column editor's)
+    assert len(explorer.editor.controls) == sum(len(s.params) for s in specviz.ALGORITHMS.values())
     labels = [b.label for b in demo.blocks.values() if isinstance(b, gr.Accordion)]
     for name, spec in specviz.ALGORITHMS.items():
         if spec.params:
@@ -162,17 +158,18 @@ def test_controller_settings_show_only_under_their_controller(explorer):
     assert after("cali_ts") == (["cali_mode", "k_max", "sigma_m", "sigma_s", "theta_hat0", "theta_hat_rule"], names)
     assert after("fixed") == (["fixed_length", "k_max"], names)
     assert after("static") == (["gamma"], names)  # a controller sets the draft length itself
-    # values reach the algorithm as before: every declared parameter, defaults where untouched
-    (_, params), = explorer.selected_params(["sd"], params_for(explorer, **{"sd.controller": "beta_ts",
-                                                                             "sd.alpha0": 2.0}))
+    # values reach the picked column as the controls send them: every declared parameter, defaults where untouched
+    ed = explorer.editor
+    cols = ed.on_algorithms(None, 0, ["sd"])[ed.value]
+    cols = ed.on_setting("sd", "controller", cols, 0, specviz.ALGORITHMS["sd"].params[1].choices.index("beta_ts"))[ed.value]
+    cols = ed.on_setting("sd", "alpha0", cols, 0, 2)[ed.value]
+    params = cols[0]["params"]
     assert params == {**specviz.ALGORITHMS["sd"].defaults, "controller": "beta_ts", "alpha0": 2.0}
     # a column's header names only the parameters that had an effect
     head = render.column_header(Column("sd", "sd", dict(specviz.ALGORITHMS["sd"].defaults)), 0, 0, False)
     assert "gamma=4" in head and "controller=static" in head and "alpha0" not in head and "k_max" not in head
     head = render.column_header(Column("sd", "sd", params), 0, 0, False)
     assert "alpha0=2.0" in head and "k_max=0" in head and "sigma_m" not in head and "gamma" not in head
-    assert column_label("sd", params).startswith("sd (controller=beta_ts, k_max=0, alpha0=2.0")
-    assert "gamma=4" in column_label("biased_sd", {"gamma": 4})  # no controller there: gamma always applies
 
 
 def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
@@ -207,7 +204,7 @@ def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
 def test_runs_advance_together_and_stream(explorer):
     session = Session(pair_key=explorer.default_key)
     seen = []
-    gen = explorer.run(session, "import os\n", 12, 1.0, 1.0, 0, 1, ["ar", "sd"], 0.0, False, *params_for(explorer))
+    gen = explorer.run(session, "import os\n", 12, 1.0, 1.0, 0, 1, ["ar", "sd"], 0.0, False)
     for out in gen:
         seen.append([c.n_steps for c in session.columns])
     assert len(seen) > 3  # streamed, not one final update
@@ -350,19 +347,18 @@ def test_load_a_preset(explorer):
 
 def test_refused_requests_are_messages(explorer):
     session = Session(pair_key=explorer.default_key)
-    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, [], 0.0, False, *params_for(explorer)))
+    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, [], 0.0, False))
     assert "Select at least one algorithm" in out["status"]
-    (out,) = list(explorer.run(session, "   ", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, False, *params_for(explorer)))
+    (out,) = list(explorer.run(session, "   ", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, False))
     assert "prompt is empty" in out["status"]
     too_many = list(specviz.ALGORITHMS) * 3
-    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, too_many[: explorer.n_slots + 1], 0.0, False,
-                               *params_for(explorer)))
+    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, too_many[: explorer.n_slots + 1], 0.0, False))
     assert "At most" in out["status"]
-    (out,) = list(explorer.run(Session(pair_key=None), "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, False, *params_for(explorer)))
+    (out,) = list(explorer.run(Session(pair_key=None), "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, False))
     assert "No pair loaded" in out["status"]
-    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, True, *params_for(explorer)))
+    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, True))
     assert "no chat template" in out["status"]  # the tiny pair has none
-    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, "on", *params_for(explorer)))
+    (out,) = list(explorer.run(session, "x", 8, 0.0, 1.0, 0, 0, ["ar"], 0.0, "on"))
     assert "chat must be on or off" in out["status"]
     assert explorer.chat_default(session)["value"] is False  # the toggle follows the loaded pair
 
@@ -496,7 +492,7 @@ def test_paced_run_waits_between_steps_and_marks_timings(pair_dirs):
         return control.stopped()
     ex = Explorer(AppConfig(max_columns=6), presets=[PairChoice("t", *pair_dirs)], clock=clock, pause=pause)
     session = Session(pair_key=ex.default_key)
-    outs = list(ex.run(session, "def f(x):\n", 6, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.5, False, *params_for(ex)))
+    outs = list(ex.run(session, "def f(x):\n", 6, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.5, False))
     n = session.n_steps
     assert len(waits) == n - 1 or len(waits) == n  # one pause per round of steps
     assert all(0 < w <= 0.5 for w in waits)
@@ -521,7 +517,7 @@ def test_table_marks_wall_times_only_when_not_comparable(explorer, tmp_path):
 
 def test_measure_runs_one_after_another_and_reports_medians(explorer):
     session = Session(pair_key=explorer.default_key)
-    outs = list(explorer.measure(session, "def f(x):\n", 12, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.3, False, *params_for(explorer)))
+    outs = list(explorer.measure(session, "def f(x):\n", 12, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.3, False))
     assert outs[0]["measure_btn"].interactive is False and outs[-1]["measure_btn"].interactive is True
     html = outs[-1]["measurements"]
     assert "median wall s" in html and "one after another" in html
@@ -547,8 +543,7 @@ def test_measure_rows_name_only_the_settings_that_apply(explorer):
     (``Param.applies``, the rule that shows and hides the setting controls)."""
     session = Session(pair_key=explorer.default_key)
     for controller in ("static", "beta_ts"):
-        outs = list(explorer.measure(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, ["sd"], 0.0, False,
-                                     *params_for(explorer, **{"sd.controller": controller})))
+        outs = list(explorer.measure(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, columns_for(["sd"], **{"sd.controller": controller}), 0.0, False))
         html = outs[-1]["measurements"]
         spec = specviz.ALGORITHMS["sd"]
         values = {**spec.defaults, "controller": controller}
@@ -608,8 +603,10 @@ def test_clicking_a_node_opens_its_distribution(explorer, monkeypatch):
 
 
 def test_colours_follow_the_algorithm(explorer, monkeypatch, tmp_path):
-    from specviz.ui import render
-    monkeypatch.setattr(render, "algorithm_color", lambda name: {"ar": "#111111", "sd": "#222222"}[name])
+    """An algorithm's (first) column wears its colour, live and replayed (further columns of it: a shade,
+    test_columns)."""
+    from specviz.ui import columns
+    monkeypatch.setattr(columns, "algorithm_color", lambda name: {"ar": "#111111", "sd": "#222222"}[name])
     session = Session(pair_key=explorer.default_key)
     final = screen(run_all(explorer, session, ["ar", "sd"], max_new=4))
     assert "#222222" in final["header", 1]

@@ -11,7 +11,6 @@ import logging
 import math
 import os
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -19,10 +18,10 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 import specviz
-from specviz.algorithms.registry import AlgorithmSpec, Param
 from specviz.core.sampling import SamplingConfig
 from specviz.errors import SpecvizError
 from specviz.ui import render, stepcache
+from specviz.ui.columns import check_columns, param_value  # noqa: F401  (param_value: tests import it here)
 from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir
 from specviz.ui.budget import cost_refusal
 from specviz.ui.gpu import gpu
@@ -33,6 +32,7 @@ from specviz.ui.safe_text import display_name, hide_paths, md_text
 from specviz.ui.skip_blocks import SkipBlocks
 from specviz.models.chat import encode_prompt
 from specviz.models.loading import ModelPair
+from specviz.ui.editor import ColumnEditor, param_elem_id  # noqa: F401  (param_elem_id: tests import it here)
 from specviz.ui.layout import Page, Slot, View
 from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
 from specviz.ui.measure import measure, measurements_html
@@ -95,61 +95,6 @@ def input_markdown(checked: Checked | None) -> str:
             "for this prompt and pair")
 
 
-def param_value(param: Param, raw: Any) -> Any:
-    """A component's value converted to what ``AlgorithmSpec.resolve`` validates (an emptied box's None
-    is refused there, naming the parameter, not run as the default)."""
-    if raw is None:
-        return None
-    if param.kind == "choice":
-        if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw < len(param.choices):
-            return param.choices[raw]
-        return raw
-    if param.kind == "int" and isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    if param.kind == "float" and isinstance(raw, int) and not isinstance(raw, bool):
-        return float(raw)
-    return raw
-
-
-def param_elem_id(algorithm: str, name: str) -> str:
-    return f"sv-param-{algorithm}-{name}"
-
-
-def param_component(spec: AlgorithmSpec, p: Param) -> gr.components.Component:
-    """The control of one declared parameter, shown only if it applies under the defaults
-    (``Param.applies``; ``Explorer.param_visibility`` follows later changes)."""
-    kw = dict(label=p.name, info=p.help or None, visible=p.applies(spec.defaults),
-              elem_id=param_elem_id(spec.name, p.name))
-    if p.kind == "bool":
-        return gr.Checkbox(value=bool(p.default), **kw)
-    if p.kind == "choice":
-        return gr.Dropdown(choices=[(str(c), i) for i, c in enumerate(p.choices)],
-                           value=list(p.choices).index(p.default) if p.default in p.choices else 0, **kw)
-    if p.kind == "str":
-        return gr.Textbox(value=str(p.default), max_lines=1, **kw)
-    if p.kind in ("int", "float") and p.min is not None and p.max is not None and (p.max - p.min) <= 1000:
-        step = 1 if p.kind == "int" else (p.max - p.min) / 100
-        return SliderBox(p.min, p.max, value=p.default, step=step, **kw)
-    return NumberBox(value=p.default, precision=0 if p.kind == "int" else None, minimum=p.min, maximum=p.max,
-                     **kw)
-
-
-def dependent_params(spec: AlgorithmSpec) -> dict[str, list[Param]]:
-    """``{controlling parameter: the parameters whose relevance it decides}`` (``Param.applies_when``;
-    a parameter shared with an algorithm that lacks the controlling one always applies there)."""
-    names = {p.name for p in spec.params}
-    out: dict[str, list[Param]] = {}
-    for p in spec.params:
-        if p.applies_when is not None and p.applies_when[0] in names:
-            out.setdefault(p.applies_when[0], []).append(p)
-    return out
-
-
-def by_component(fn: Callable[..., list[Any]], outputs: list[Any]) -> Callable[..., dict[Any, Any]]:
-    """``fn``'s list of updates as ``{component: update}`` (Gradio reads a one-element list as one value)."""
-    return lambda *args: dict(zip(outputs, fn(*args)))
-
-
 class Explorer:
     """The app's state shared by all visitors and its callbacks."""
 
@@ -182,8 +127,7 @@ class Explorer:
                                        if (p.target, p.draft) != (default.target, default.draft)]]
         self.algorithms = dict(specviz.ALGORITHMS)
         self.n_slots = self.config.max_columns
-        self.param_index: list[tuple[str, Param]] = [(name, p) for name, spec in self.algorithms.items()
-                                                      for p in spec.params]
+        self.editor: ColumnEditor | None = None
         self.default_key: str | None = None
         self.startup_message = ""
         if preload:
@@ -349,13 +293,6 @@ class Explorer:
         return gr.Slider(minimum=1, maximum=max(n, 2), value=session.view_step() + 1, step=1, interactive=n > 1)
 
     # ---- checking a request --------------------------------------------------------------------------------
-    def selected_params(self, algorithms: Sequence[str], values: Sequence[Any]) -> list[tuple[str, dict[str, Any]]]:
-        chosen = []
-        for name in algorithms:
-            params = {p.name: param_value(p, v) for (algo, p), v in zip(self.param_index, values) if algo == name}
-            chosen.append((name, params))
-        return chosen
-
     def _pair(self, session: Session) -> tuple[ModelPair | None, str | None]:
         pair = self.registry.get(session.pair_key)
         if pair is None and session.pair_key:
@@ -391,45 +328,41 @@ class Explorer:
         return {"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)}
 
     def _request(self, session: Session, prompt: str, max_new_tokens: Any, top_k: Any, seed: Any,
-                 algorithms: list[str] | None, chat: Any = False, temperature: Any = 0.0, top_p: Any = 1.0
-                 ) -> tuple[ModelPair | None, Checked | None, list[str], str | None]:
-        """(pair, checked inputs, algorithms, refusal): a refusal is a sentence for the status line."""
+                 columns: Any, chat: Any = False, temperature: Any = 0.0, top_p: Any = 1.0
+                 ) -> tuple[ModelPair | None, Checked | None, list[tuple[str, dict[str, Any]]], str | None]:
+        """(pair, checked inputs, columns as ``(algorithm, settings)``, refusal): a refusal is a sentence
+        for the status line. ``columns`` is ``ui.columns``' value, checked here whoever sent it."""
         if not isinstance(chat, bool):
             return None, None, [], f"chat must be on or off (true or false), got {type(chat).__name__}."
-        if algorithms is not None and not (isinstance(algorithms, (list, tuple))
-                                           and all(isinstance(a, str) for a in algorithms)):
-            return None, None, [], "The algorithms must be a list of algorithm names."
-        algos = [a for a in (algorithms or []) if a in self.algorithms]
-        if not algos:
-            return None, None, algos, "Select at least one algorithm."
-        if len(algos) > self.n_slots:
-            return None, None, algos, f"At most {self.n_slots} algorithms at once; you selected {len(algos)}."
+        chosen, problem = check_columns(columns, self.algorithms, self.n_slots)
+        if problem:
+            return None, None, [], problem
         if not isinstance(prompt, str) or not prompt.strip():
-            return None, None, algos, "The prompt is empty: type some text or pick an example."
+            return None, None, chosen, "The prompt is empty: type some text or pick an example."
         if len(prompt) > self.config.max_prompt_chars:
-            return None, None, algos, (f"The prompt is {len(prompt)} characters; the limit here is "
-                                       f"{self.config.max_prompt_chars}.")
+            return None, None, chosen, (f"The prompt is {len(prompt)} characters; the limit here is "
+                                        f"{self.config.max_prompt_chars}.")
         try:  # the sampling settings, as decode will check them (NaN, inf, text: a sentence, not torch's error)
             SamplingConfig(temperature, 0, top_p)
         except SpecvizError as exc:
-            return None, None, algos, str(exc)
+            return None, None, chosen, str(exc)
         pair, problem = self._pair(session)
         if pair is None:
-            return None, None, algos, problem
+            return None, None, chosen, problem
         if chat and not pair.has_chat_template:
-            return pair, None, algos, "This pair has no chat template: turn chat off to run the prompt as it is."
+            return pair, None, chosen, "This pair has no chat template: turn chat off to run the prompt as it is."
         checked = self.check_inputs(pair, prompt, max_new_tokens, top_k, seed, chat)
         if not checked.ok:
-            return pair, checked, algos, " ".join(checked.problems)
-        return pair, checked, algos, None
+            return pair, checked, chosen, " ".join(checked.problems)
+        return pair, checked, chosen, None
 
     def over_budget(self, chosen: list[tuple[str, dict[str, Any]]], max_new_tokens: int,
                     measure: bool = False) -> str | None:
         """The sentence refusing a request over this app's cost cap (``AppConfig.max_run_cost``) or,
         for Measure, over ``max_measure_columns``; None if it fits."""
         if measure and len(chosen) > self.config.max_measure_columns:
-            return (f"Measure times at most {self.config.max_measure_columns} algorithms here (each a warm-up and "
-                    f"{self.config.measure_repeats} timed runs); you selected {len(chosen)}.")
+            return (f"Measure times at most {self.config.max_measure_columns} columns here (each a warm-up and "
+                    f"{self.config.measure_repeats} timed runs); you have {len(chosen)}.")
         for algo, params in chosen:
             refusal = cost_refusal(algo, params, max_new_tokens, self.config.max_run_cost)
             if refusal:
@@ -446,22 +379,21 @@ class Explorer:
 
     # ---- running ------------------------------------------------------------------------------------------
     def run(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
-            top_k: float, seed: float, algorithms: list[str], pace: float, chat: bool,
-            *param_values: Any) -> Iterator[View]:
-        """Run the selected algorithms side by side, yielding the page as the steps come in. ``chat``
-        formats the prompt as a user turn in the pair's chat template.
+            top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
+        """Run the columns side by side (``columns``: each an algorithm and its settings, ``ui.columns``),
+        yielding the page as the steps come in. ``chat`` formats the prompt as a user turn in the pair's
+        chat template.
 
         Paced (``pace`` seconds per step at least, for watching) or, unpaced, throttled to what the
         browser can draw. Stop sets this run's flag; the run notices between two steps and ends with
         its own update, marked "stopped". Its last update re-sends every panel in full."""
         session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
-        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms, chat,
-                                                        temperature, top_p)
+        pair, checked, chosen, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, columns, chat,
+                                                         temperature, top_p)
         if refusal:
             yield {**self.message_view(session, refusal),
                    **({"input_msg": gr.Markdown(value=input_markdown(checked), visible=True)} if checked else {})}
             return
-        chosen = self.selected_params(algos, param_values)
         pace, problem = check_pace(pace, self.config.max_step_delay_s)
         refusal = (problem or self.over_budget(chosen, checked.max_new_tokens)
                    or self.run_limiter.allow(visitor_key(session)))
@@ -580,16 +512,15 @@ class Explorer:
         control.report_shown(int(head))
 
     def measure(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
-                top_k: float, seed: float, algorithms: list[str], pace: float, chat: bool,
-                *param_values: Any) -> Iterator[View]:
-        """Time the selected algorithms one after another, unpaced, with a warm-up and repeats (medians)."""
+                top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
+        """Time the columns (each an algorithm and its settings) one after another, unpaced, with a warm-up
+        and repeats (medians): one row per column. ``pace`` is not used (Measure is never paced)."""
         session = session if isinstance(session, Session) else Session(pair_key=self.default_key)
-        pair, checked, algos, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, algorithms, chat,
-                                                        temperature, top_p)
+        pair, checked, chosen, refusal = self._request(session, prompt, max_new_tokens, top_k, seed, columns, chat,
+                                                         temperature, top_p)
         if refusal:
             yield self.message_view(session, refusal)
             return
-        chosen = self.selected_params(algos, param_values)
         refusal = (self.over_budget(chosen, checked.max_new_tokens, measure=True)
                    or self.run_limiter.allow(visitor_key(session)))
         if refusal:
@@ -778,22 +709,6 @@ class Explorer:
         note = next((p.note for p in self.presets if p.key == choice), "")
         return [gr.Group(visible=custom), gr.Markdown(value=note, visible=bool(note) and not custom)]
 
-    def param_visibility(self, algorithm: str, name: str, raw: Any) -> list[dict[str, Any]]:
-        """Show or hide ``algorithm``'s parameters that depend on its parameter ``name``, now set to the
-        component value ``raw`` (in ``dependent_params`` order). Hidden controls keep their values."""
-        spec = self.algorithms[algorithm]
-        source = next(p for p in spec.params if p.name == name)
-        value = {name: param_value(source, raw)}
-        return [gr.update(visible=p.applies(value)) for p in dependent_params(spec).get(name, [])]
-
-    def show_settings(self, algorithms: list[str]) -> list[Any]:
-        chosen = set(a for a in algorithms if isinstance(a, str)) if isinstance(algorithms, (list, tuple)) else set()
-        return [gr.Accordion(visible=name in chosen) for name in self.settings_algorithms]
-
-    @property
-    def settings_algorithms(self) -> list[str]:
-        return [name for name, spec in self.algorithms.items() if spec.params]
-
     def default_algorithms(self) -> list[str]:
         chosen = [a for a in PREFERRED_DEFAULTS if a in self.algorithms][:4]
         return chosen or list(self.algorithms)[:2]
@@ -835,9 +750,9 @@ class Explorer:
                 pair_md = gr.Markdown(self.pair_markdown(self.default_key), elem_id="sv-pair-status",
                                       elem_classes=["sv-note"])
 
-                gr.Markdown("### Algorithms")
-                algos = gr.CheckboxGroup(choices=list(self.algorithms), value=default_algos, show_label=False,
-                                         info=f"run up to {self.n_slots} side by side", elem_id="sv-algos")
+                gr.Markdown("### Columns")
+                # a column is an algorithm with its settings; one algorithm may fill several (ui.editor)
+                editor = self.editor = ColumnEditor.declare(self.algorithms, default_algos, self.n_slots)
                 with gr.Accordion("What each algorithm does", open=False):
                     gr.Markdown(self._algorithm_guide())
                 gr.Markdown("### Sampling")
@@ -864,19 +779,6 @@ class Explorer:
                                       + (f" Here a run is paced for at most {cfg.max_wait_s} s in all, then goes "
                                          "at full speed." if cfg.max_wait_s is not None else ""),
                                  elem_id="sv-pace")
-                gr.Markdown("### Algorithm settings")
-                param_inputs: list[gr.components.Component] = []
-                accordions = []
-                for name in self.settings_algorithms:
-                    spec = self.algorithms[name]
-                    with gr.Accordion(f"{name} settings", open=False, visible=name in default_algos) as acc:
-                        controls = {p.name: param_component(spec, p) for p in spec.params}
-                    param_inputs += controls.values()
-                    accordions.append(acc)
-                    for source, params in dependent_params(spec).items():
-                        shown = [controls[p.name] for p in params]
-                        controls[source].change(by_component(partial(self.param_visibility, name, source), shown),
-                                                [controls[source]], shown, queue=False, api_visibility="private")
                 gr.Markdown("### Replay a saved trace")
                 upload = gr.File(label=f"trace JSON (up to {cfg.max_upload_bytes // (1024 * 1024)} MB each)",
                                  file_count="multiple", file_types=[".json"], type="filepath", elem_id="sv-upload",
@@ -930,7 +832,7 @@ class Explorer:
             gr.Markdown("## Measure", elem_id="sv-measure-title")
             with gr.Row(equal_height=True):
                 measure_btn = gr.Button("Measure ⏱", size="sm", scale=0, min_width=120, elem_id="sv-measure-btn")
-                gr.Markdown(f"Times the selected algorithms one after another on this prompt and settings, "
+                gr.Markdown(f"Times the columns one after another on this prompt and settings, "
                             f"unpaced, a warm-up and {cfg.measure_repeats} timed runs each; medians. Use these "
                             "numbers, not a live run's, to compare speed.", elem_classes=["sv-note"])
             measurements = gr.HTML(measurements_html([]), elem_id="sv-measure")
@@ -951,13 +853,13 @@ class Explorer:
             load_btn.click(gpu(self.load), [pair_choice, custom_target, custom_draft, session],
                            [pair_md, session], concurrency_limit=1, concurrency_id="load", api_name="load_pair"
                            ).then(self.chat_default, [session], [chat], queue=False, api_visibility="private")
-            algos.change(self.show_settings, [algos], accordions, queue=False, api_visibility="private")
+            editor.wire()
             checked_inputs = [session, prompt, max_new, top_k, seed, chat]
             for box in (max_new, top_k, seed, chat):
                 box.change(page.wire(self.input_message), checked_inputs, outputs, queue=False,
                            api_visibility="private")
             prompt.blur(page.wire(self.input_message), checked_inputs, outputs, queue=False, api_visibility="private")
-            run_inputs = [session, prompt, max_new, temperature, top_p, top_k, seed, algos, pace, chat, *param_inputs]
+            run_inputs = [session, prompt, max_new, temperature, top_p, top_k, seed, editor.value, pace, chat]
             run_kw = dict(concurrency_limit=cfg.concurrency, concurrency_id="decode", show_progress="minimal",
                           show_progress_on=[status], time_limit=600 if cfg.public else None, trigger_mode="once")
             run_btn.click(gpu(page.wire(self.run)), run_inputs, outputs, api_name="run", **run_kw)

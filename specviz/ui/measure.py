@@ -68,6 +68,13 @@ def measure_label(algorithm: str, params: dict[str, Any]) -> str:
     return algorithm if not shown else f"{algorithm} ({', '.join(f'{k}={v}' for k, v in shown.items())})"
 
 
+def row_labels(algorithms: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """One row label per column (``measure_label``); columns with the same label are numbered (#1, #2)."""
+    labels = [measure_label(a, p) for a, p in algorithms]
+    return [f"{label} #{labels[:i + 1].count(label)}" if labels.count(label) > 1 else label
+            for i, label in enumerate(labels)]
+
+
 def _timed_decode(pair: ModelPair, algo: str, prompt: str | list[int], params: dict[str, Any],
                   sampling: dict[str, Any], should_stop: Callable[[], bool] | None,
                   clock: Callable[[], float], tick_s: float) -> Iterator[tuple[float | None, Any]]:
@@ -112,6 +119,7 @@ def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str
     Each algorithm gets a warm-up and ``repeats`` timed runs; its time is the median of the whole
     decode calls (the method of ``specviz.bench``), not counting the pauses at the ticks."""
     done: list[Measurement] = []
+    labels = row_labels(algorithms)
     for i, (algo, params) in enumerate(algorithms):
         if should_stop is not None and should_stop():
             yield f"stopped after {len(done)} of {len(algorithms)}", done
@@ -132,7 +140,7 @@ def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str
                 trace = result[1]
         wall = median(times)
         m = trace.metrics
-        done.append(Measurement(measure_label(algo, params), algo, wall, int(m["new_tokens"]), int(m["target_calls"]),
+        done.append(Measurement(labels[i], algo, wall, int(m["new_tokens"]), int(m["target_calls"]),
                                 repeats, wall_s_min=min(times), wall_s_max=max(times)))
     base = next((d for d in done if d.algorithm == "ar"), None)
     for d in done:

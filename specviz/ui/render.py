@@ -43,8 +43,9 @@ class SlotView:
 
 
 def column_color(col: Column) -> str:
-    """The column's colour: its algorithm's (the same live, in replay and in every figure)."""
-    return algorithm_color(col.algorithm)
+    """The column's colour (``ui.columns.column_colors``: its algorithm's, a shade of it for a further
+    column of that algorithm), the same live, in replay and in every comparison figure."""
+    return col.color or algorithm_color(col.algorithm)
 
 
 def _chip(col: Column) -> str:
@@ -52,7 +53,7 @@ def _chip(col: Column) -> str:
 
 
 def column_header(col: Column, i: int, step: int, running: bool) -> str:
-    name = html.escape(col.algorithm)
+    name = html.escape(col.label or col.algorithm)  # the configuration's label: "sd · gamma 2"
     params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}"
                        for k, v in effective_params(col.algorithm, col.params).items())
     head = f'<div class="sv-colhead">{_chip(col)}<b>{name}</b>'
@@ -223,7 +224,7 @@ def step_label(session: Session) -> str:
 def comparison(session: Session, step: int) -> dict[str, Any]:
     """The comparison table and figures; ``step`` places the time series' step marker, which the
     browser moves afterwards (``ui.style.STEP_JS``)."""
-    runs = session.runs(short=True)
+    runs = session.runs()
     return {"table": table_html(session), "per_step": viz.tokens_per_step_figure(runs, step),
             "cumulative": viz.cumulative_figure(runs, step), "hist": viz.acceptance_histogram_figure(runs),
             "time": viz.time_breakdown_figure(runs)}

@@ -24,6 +24,7 @@ from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
 from specviz.trace_check import check_trace
+from specviz.ui.columns import column_colors, column_labels
 
 _export_root: list[str] = []
 _export_lock = threading.Lock()
@@ -44,11 +45,14 @@ def export_root() -> str:
 
 @dataclass
 class Column:
-    """One algorithm's run (live or replayed) in one column of the page."""
+    """One configuration's run (live or replayed) in one column of the page: an algorithm and its
+    settings, labelled by what tells it apart from the other columns of that algorithm, in its own
+    colour (``ui.columns``)."""
 
     label: str
     algorithm: str
     params: dict[str, Any] = field(default_factory=dict)
+    color: str = ""                    # the column's own colour (header chip, figure lines); "" = its algorithm's
     trace: RunTrace | None = None
     error: str | None = None
     done: bool = False
@@ -100,15 +104,22 @@ class Session:
             return n - 1
         return max(0, min(self.step, n - 1))
 
-    def runs(self, short: bool = False) -> list[tuple[str, RunTrace]]:
-        """``(label, trace)`` per column with a trace; ``short`` labels are the algorithm names
-        (numbered if one algorithm appears twice), for figure legends."""
-        cols = [c for c in self.columns if c.trace is not None]
-        if not short:
-            return [(c.label, c.trace) for c in cols]
-        names = [c.algorithm for c in cols]
-        return [(n if names.count(n) == 1 else f"{n} #{names[:i + 1].count(n)}", c.trace)
-                for i, (n, c) in enumerate(zip(names, cols))]
+    def runs(self) -> list[tuple[str, RunTrace]]:
+        """``(label, trace)`` per column with a trace, for the table and the figures: the label is the
+        column's (``RunLabel``, carrying the column's colour)."""
+        return [(RunLabel(c.label, c.color), c.trace) for c in self.columns if c.trace is not None]
+
+
+class RunLabel(str):
+    """A run's label that carries its column's colour: the comparison figures draw the run in it
+    (``viz.compare.run_styles`` reads ``color``); anywhere else it is the label's text."""
+
+    color: str
+
+    def __new__(cls, text: str, color: str = "") -> "RunLabel":
+        out = super().__new__(cls, text)
+        out.color = color
+        return out
 
 
 def effective_params(algorithm: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -117,13 +128,12 @@ def effective_params(algorithm: str, params: dict[str, Any]) -> dict[str, Any]:
     return spec.effective(params) if spec is not None else dict(params)
 
 
-def column_label(algorithm: str, params: dict[str, Any]) -> str:
-    """``algorithm (its first three parameters that had an effect)``."""
-    params = effective_params(algorithm, params)
-    if not params:
-        return algorithm
-    shown = ", ".join(f"{k}={v}" for k, v in list(params.items())[:3])
-    return f"{algorithm} ({shown})"
+def label_columns(cols: list[Column]) -> list[Column]:
+    """Each column's label and colour, from all the columns' configurations (``ui.columns``)."""
+    labels = column_labels([(c.algorithm, c.params) for c in cols])
+    for c, label, color in zip(cols, labels, column_colors([c.algorithm for c in cols])):
+        c.label, c.color = label, color
+    return cols
 
 
 def parse_prompt(pair: ModelPair, prompt: str) -> str | list[int]:
@@ -139,7 +149,9 @@ def parse_prompt(pair: ModelPair, prompt: str) -> str | list[int]:
 def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict[str, Any]]], *,
                   max_new_tokens: int, temperature: float, top_p: float, top_k: int, seed: int,
                   chat: bool = False) -> list[Column]:
-    """One column per ``(algorithm, params)``; argument errors end up in the column's ``error``."""
+    """One column per ``(algorithm, params)`` (an algorithm may come several times, with other settings),
+    labelled and coloured as configurations (``label_columns``); argument errors end up in the column's
+    ``error``."""
     cols: list[Column] = []
     parsed: str | list[int] | None = None
     prompt_error: str | None = None
@@ -148,7 +160,7 @@ def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict
     except SpecvizError as exc:
         prompt_error = str(exc)
     for algo, params in algorithms:
-        col = Column(column_label(algo, params), algo, params)
+        col = Column(algo, algo, params)
         if prompt_error is not None:
             col.error, col.done = prompt_error, True
         else:
@@ -158,12 +170,11 @@ def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict
                                       **params)
                 col.trace = live.trace
                 col.params = dict(live.params)
-                col.label = column_label(algo, live.params)
                 col._it = iter(live)
             except SpecvizError as exc:
                 col.error, col.done = str(exc), True
         cols.append(col)
-    return cols
+    return label_columns(cols)
 
 
 def _fail(col: Column, exc: BaseException) -> None:
@@ -374,13 +385,11 @@ def replay_metrics(trace: RunTrace) -> dict[str, Any]:
 
 
 def columns_from_traces(traces: list[RunTrace]) -> list[Column]:
-    """One finished column per replayed trace, marked ``replayed`` (its heading says it came from a file)."""
-    cols = []
-    for t in traces:
-        col = Column(column_label(t.algorithm, dict(t.params or {})), t.algorithm, dict(t.params or {}), trace=t,
-                     done=True, replayed=True)
-        cols.append(col)
-    return cols
+    """One finished column per replayed trace, marked ``replayed`` (its heading says it came from a file),
+    labelled and coloured as configurations: two traces of one algorithm are two columns."""
+    cols = [Column(t.algorithm, t.algorithm, dict(t.params or {}), trace=t, done=True, replayed=True)
+            for t in traces]
+    return label_columns(cols)
 
 
 class Throttle:

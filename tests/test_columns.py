@@ -1,0 +1,162 @@
+"""Columns are configurations (issue #22 point 5): one algorithm in several columns with other settings,
+each labelled by what differs and drawn in its own colour; the table, the figures, Measure, export and
+replay all per column. In-process, on the tiny real pair of test_ui."""
+from __future__ import annotations
+
+import json
+import re
+
+import gradio as gr
+import pytest
+
+import specviz
+from specviz.ui import AppConfig, Explorer, Session
+from specviz.ui import columns as cfg
+from specviz.ui.pairs import PairChoice
+from specviz.viz import algorithm_color
+from test_ui_support import save_tiny_pair
+
+SD2, SD8 = {"algorithm": "sd", "params": {"gamma": 2}}, {"algorithm": "sd", "params": {"gamma": 8}}
+
+
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory):
+    target, draft = save_tiny_pair(tmp_path_factory.mktemp("pair"))
+    ex = Explorer(AppConfig(max_columns=6, measure_repeats=1), presets=[PairChoice("tiny", target, draft)],
+                  pause=lambda control, seconds: control.stopped())
+    ex.build()
+    return ex
+
+
+def shown(outs):
+    last = {}
+    for out in outs:
+        last.update(out)
+    return last
+
+
+# ---- the columns value, checked on the server ----------------------------------------------------------------
+def test_columns_are_checked_whoever_sends_them():
+    algos = specviz.ALGORITHMS
+    chosen, problem = cfg.check_columns([SD2, SD8, "ar"], algos, 6)
+    assert problem is None and [a for a, _ in chosen] == ["sd", "sd", "ar"]
+    assert chosen[0][1] == {**algos["sd"].defaults, "gamma": 2} and chosen[2][1] == {}
+    assert cfg.check_columns([{"algorithm": "sd", "params": {"gamma": 3.0}}], algos, 6)[0][0][1]["gamma"] == 3
+    refusals = {
+        "Select at least one": [], "must be a list": "sd", "At most 6 columns": ["ar"] * 7,
+        "unknown algorithm": [{"algorithm": "nope"}], "has no setting 'gama'": [{"algorithm": "sd", "params": {"gama": 2}}],
+        "must be an algorithm's name": [{"algorithm": "sd", "extra": 1}], "its params must be": [{"algorithm": "sd", "params": [1]}],
+    }
+    for words, raw in refusals.items():
+        got, problem = cfg.check_columns(raw, algos, 6)
+        assert got == [] and problem and words in problem, (raw, problem)
+    assert cfg.check_columns([None], algos, 6)[1] and cfg.check_columns([{1: 2}], algos, 6)[1]
+
+
+def test_labels_show_only_what_differs_and_colours_follow_the_column():
+    labels = cfg.column_labels([("sd", {"gamma": 2}), ("sd", {"gamma": 8}), ("ar", {}), ("mcsd", {})])
+    assert labels == ["sd · gamma 2", "sd · gamma 8", "ar", "mcsd"]  # nothing extra for a lone algorithm
+    assert cfg.column_labels([("dsbd", {"threshold": 0.5}), ("dsbd", {"threshold": 0.9})]) == \
+        ["dsbd · threshold 0.5", "dsbd · threshold 0.9"]
+    assert cfg.column_labels([("sd", {}), ("sd", {})]) == ["sd #1", "sd #2"]  # the same settings: numbered
+    ts, fixed = cfg.column_labels([("sd", {"controller": "beta_ts"}), ("sd", {})])
+    assert ts.startswith("sd · controller beta_ts") and fixed.startswith("sd · controller static")
+    assert len(ts.split(", ")) <= cfg.MAX_SHOWN
+    colors = cfg.column_colors(["sd", "sd", "ar", "sd"])
+    assert len(set(colors)) == 4 and colors[0] == algorithm_color("sd")
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in colors)
+
+
+# ---- a run, its table and figures, Measure, export and replay ------------------------------------------------
+def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tmp_path):
+    session = Session(pair_key=explorer.default_key)
+    out = shown(explorer.run(session, "def f(x):\n", 10, 0.0, 1.0, 0, 0, [SD2, SD8], 0.0, False))
+    assert "Done · 2 runs" in out["status"]
+    a, b = session.columns
+    assert (a.params["gamma"], b.params["gamma"]) == (2, 8)
+    assert a.trace.params["gamma"] == 2 and b.trace.params["gamma"] == 8
+    assert (a.label, b.label) == ("sd · gamma 2", "sd · gamma 8")
+    assert a.color != b.color and a.color == algorithm_color("sd")
+    for i, col in enumerate((a, b)):  # the header names the column and wears its colour
+        head = out["header", i]
+        assert col.label in head and f"background:{col.color}" in head
+    table = out["table"]
+    assert table.count("<tr") - table.count("<thead") >= 2 and "sd · gamma 2" in table and "sd · gamma 8" in table
+    for fig in ("per_step", "cumulative"):
+        lines = {t.name: t.line.color for t in out[fig].data if str(t.name).startswith("sd")}
+        assert lines == {"sd · gamma 2": a.color, "sd · gamma 8": b.color}, fig
+    # export: two files, each its own configuration
+    assert a.path and b.path and a.path != b.path
+    assert "gamma_2" in a.path and "gamma_8" in b.path
+    saved = [json.loads(open(c.path).read()) for c in (a, b)]
+    assert [s["params"]["gamma"] for s in saved] == [2, 8]
+    # replay both: two columns, the same labels and colours, no model needed
+    replayed = Session()
+    view = explorer.upload([a.path, b.path], replayed)
+    assert [c.label for c in replayed.columns] == ["sd · gamma 2", "sd · gamma 8"]
+    assert [c.color for c in replayed.columns] == [a.color, b.color]
+    assert all(c.replayed and c.trace.steps for c in replayed.columns)
+    assert "sd · gamma 2" in view["table"] and "sd · gamma 8" in view["table"]
+    assert [c.trace.output_ids for c in replayed.columns] == [a.trace.output_ids, b.trace.output_ids]
+
+
+def test_measure_gives_a_row_per_column(explorer):
+    session = Session(pair_key=explorer.default_key)
+    out = shown(explorer.measure(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, [SD2, SD8, SD8], 0.0, False))
+    html = out["measurements"]
+    assert html.count('<th scope="row">') == 3
+    assert "gamma=2" in html and "gamma=8, controller=static) #1" in html and "#2" in html
+
+
+def test_over_six_columns_and_each_columns_cost_are_refused(explorer):
+    session = Session(pair_key=explorer.default_key)
+    (out,) = explorer.run(session, "x", 4, 0.0, 1.0, 0, 0, [SD2] * 7, 0.0, False)
+    assert "At most 6 columns" in out["status"]
+    out = shown(explorer.run(session, "x", 4, 0.0, 1.0, 0, 0, [SD2, {"algorithm": "sd", "params": {"gamma": 99}}],
+                             0.0, False))
+    assert "sv-error" in out["header", 1] and "gamma" in out["header", 1]  # refused by name, in its column
+    assert "sv-error" not in out["header", 0]
+
+
+# ---- the page's column editor -------------------------------------------------------------------------------
+def test_duplicate_a_column_then_change_its_gamma(explorer):
+    ed = explorer.editor
+    value = ed.value.value
+    assert [c["algorithm"] for c in value] == explorer.default_algorithms()
+    v = ed.on_algorithms(value, 0, ["sd"])
+    cols = v[ed.value]
+    assert [c["algorithm"] for c in cols] == ["sd"] and v[ed.pick].value == 0
+    v = ed.on_duplicate(cols, 0)
+    cols = v[ed.value]
+    assert [c["algorithm"] for c in cols] == ["sd", "sd"] and v[ed.pick].value == 1
+    v = ed.on_setting("sd", "gamma", cols, 1, 8.0)  # a slider sends a float
+    cols = v[ed.value]
+    assert [c["params"]["gamma"] for c in cols] == [4, 8]
+    assert [label for label, _ in v[ed.pick].choices] == ["1 · sd · gamma 4", "2 · sd · gamma 8"]
+    # picking column 1 loads its values into the shared controls
+    v = ed.on_pick(cols, 0)
+    assert v[ed.controls["sd", "gamma"]] == 4 and v[ed.groups["sd"]].visible is True
+    assert v[ed.groups["dsbd"]].visible is False
+    # the run takes the editor's value as it is
+    chosen, problem = cfg.check_columns(cols, specviz.ALGORITHMS, explorer.n_slots)
+    assert problem is None and [p["gamma"] for _, p in chosen] == [4, 8]
+    # remove; at most n columns; unchecking an algorithm removes all its columns
+    assert [c["params"]["gamma"] for c in ed.on_remove(cols, 0)[ed.value]] == [8]
+    full = cols
+    for _ in range(10):
+        full = ed.on_duplicate(full, 0)[ed.value]
+    assert len(full) == explorer.n_slots
+    assert ed.on_duplicate(full, 0)[ed.duplicate].interactive is False
+    assert ed.on_algorithms(full, 0, ["ar"])[ed.value] == [cfg.default_column(specviz.ALGORITHMS["ar"])]
+
+
+@pytest.mark.parametrize("bad", [None, "sd", 3, [None, 1, "x"], [{"algorithm": 5}], {"algorithm": "sd"},
+                                 [{"algorithm": "sd", "params": {"gamma": 10**30, "controller": float("nan")}}]])
+def test_editor_handlers_take_anything(explorer, bad):
+    ed = explorer.editor
+    for v in (ed.on_pick(bad, bad), ed.on_duplicate(bad, 99), ed.on_remove(bad, -1), ed.on_algorithms(bad, 0, bad),
+              ed.on_setting("sd", "gamma", bad, 0, bad)):
+        cols = v[ed.value]
+        assert isinstance(cols, list) and len(cols) <= explorer.n_slots
+        json.dumps(cols, allow_nan=False)  # the page can hold it
+        gr.JSON().postprocess(cols)
