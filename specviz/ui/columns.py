@@ -72,10 +72,10 @@ def shown(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def short(value: Any) -> str:
-    """A setting's value in a label: its text, cut to ``VALUE_CHARS``."""
+def short(value: Any, limit: int = VALUE_CHARS) -> str:
+    """A setting's value in a label (or a header): its text, cut to ``limit`` characters."""
     text = str(value)
-    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def check_columns(raw: Any, algorithms: Mapping[str, AlgorithmSpec], most: int

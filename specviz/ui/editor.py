@@ -104,7 +104,7 @@ class ColumnEditor:
         pick = gr.Radio(label="columns (pick one to see and change its settings)", elem_id="sv-col-pick",
                         **cls._pick_props(cols, 0, algorithms))
         with gr.Row(elem_id="sv-col-actions"):
-            duplicate = gr.Button("⧉ duplicate column", size="sm", elem_id="sv-col-dup",
+            duplicate = gr.Button("+ duplicate column", size="sm", elem_id="sv-col-dup",
                                   interactive=0 < len(cols) < most)
             remove = gr.Button("✕ remove column", size="sm", elem_id="sv-col-remove", interactive=bool(cols))
         note = gr.Markdown(cls._note(cols, 0, algorithms, most), elem_id="sv-col-note", elem_classes=["sv-note"])
@@ -142,7 +142,7 @@ class ColumnEditor:
         count = f"{len(cols)} of at most {most} columns"
         if not spec.params:
             return f"Column {i + 1} ({label}): {spec.name} has no settings · {count}"
-        return f"Column {i + 1} ({label}): its settings are under *{spec.name} settings* below · {count}"
+        return f"Column {i + 1} ({label}): its settings are in the group below · {count}"
 
     def outputs(self) -> list[Any]:
         return [self.value, self.pick, self.algos, self.note, self.duplicate, self.remove,

@@ -165,7 +165,7 @@ def _spread(median_value: float, lo: float | None, hi: float | None, fmt: str, u
 def measurements_html(rows: list[Measurement], note: str = "") -> str:
     """The measured medians with their spread (min–max over the timed runs) as a table (class ``sv-table``)."""
     if not rows:
-        return f'<div class="sv-empty">{html.escape(note) or "Press Measure to time the selected algorithms."}</div>'
+        return f'<div class="sv-empty">{html.escape(note) or "Press Measure to time the columns, one after another."}</div>'
     body = "".join(
         f'<tr><th scope="row">{html.escape(r.label)}</th><td>{r.new_tokens}</td><td>{r.target_calls}</td>'
         f"<td>{_spread(r.wall_s, r.wall_s_min, r.wall_s_max, '.3f')}</td>"

@@ -16,6 +16,7 @@ from specviz import viz
 from specviz.algorithms.registry import ALGORITHMS
 from specviz.trace import RunTrace
 from specviz.ui import stepcache
+from specviz.ui.columns import short
 from specviz.ui.runner import Column, Session, effective_params
 from specviz.viz import beams as viz_beams
 from specviz.viz import controller as viz_controller
@@ -54,7 +55,7 @@ def _chip(col: Column) -> str:
 
 def column_header(col: Column, i: int, step: int, running: bool) -> str:
     name = html.escape(col.label or col.algorithm)  # the configuration's label: "sd · gamma 2"
-    params = ", ".join(f"{html.escape(str(k))}={html.escape(str(v))}"
+    params = ", ".join(f"{html.escape(str(k))}={html.escape(short(v, 60))}"
                        for k, v in effective_params(col.algorithm, col.params).items())
     head = f'<div class="sv-colhead">{_chip(col)}<b>{name}</b>'
     if params:

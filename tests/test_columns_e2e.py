@@ -1,0 +1,87 @@
+"""Columns are configurations, in a browser (issue #22 point 5): duplicate a column, change the copy's gamma,
+run, and see two labelled sd columns, each in its own colour, in the headers, the table and the figures;
+then at a phone's width. Screenshots go to a temporary directory (and test-artifacts/)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from e2e_support import (ARTIFACTS, at_width, choose, misplaced, open_page, plot_info, set_number, to_phone_width,
+                         wait_plot_title, wait_status)
+
+pytestmark = pytest.mark.e2e
+
+PICK = "#sv-col-pick"
+
+
+def pick_labels(page) -> list[str]:
+    return page.locator(f"{PICK} label").all_inner_texts()
+
+
+def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, tmp_path):
+    url, _, _ = app_server
+    page = open_page(browser, url, width=1600)
+    choose(page, ["sd"])
+    page.wait_for_function("id => document.querySelectorAll(id + ' label').length === 1", arg=PICK, timeout=30_000)
+    page.click("#sv-col-dup")
+    page.wait_for_function("id => document.querySelectorAll(id + ' label').length === 2", arg=PICK, timeout=30_000)
+    assert [t.strip() for t in pick_labels(page)] == ["1 · sd #1", "2 · sd #2"]  # nothing tells them apart yet
+    assert page.locator(f"{PICK} input[type=radio]").nth(1).is_checked()  # the copy is picked
+    page.get_by_text("sd settings", exact=True).click()
+    page.locator("#sv-param-sd-gamma").wait_for(state="visible", timeout=30_000)
+    set_number(page, "sv-param-sd-gamma", 2)
+    page.wait_for_function("id => document.querySelector(id).innerText.includes('sd · gamma 2')", arg=PICK,
+                           timeout=30_000)
+    assert [t.strip() for t in pick_labels(page)] == ["1 · sd · gamma 4", "2 · sd · gamma 2"]
+    # picking the first column shows its own gamma in the shared controls
+    page.locator(f"{PICK} label").nth(0).click()
+    page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '4'",
+                           timeout=30_000)
+    page.locator(f"{PICK} label").nth(1).click()
+    page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '2'",
+                           timeout=30_000)
+
+    page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
+    set_number(page, "sv-max-new", 16)
+    set_number(page, "sv-pace", 0)
+    page.click("#sv-run")
+    wait_status(page, "Done")
+    heads = [page.inner_text(f"#sv-head-{i}") for i in range(2)]
+    assert "sd · gamma 4" in heads[0] and "gamma=4" in heads[0], heads
+    assert "sd · gamma 2" in heads[1] and "gamma=2" in heads[1], heads
+    assert not page.locator("#sv-col-2").is_visible()
+    chips = page.evaluate("() => [0, 1].map(i => getComputedStyle(document.querySelector("
+                          "'#sv-head-' + i + ' .sv-chip')).backgroundColor)")
+    assert chips[0] != chips[1], chips
+    rows = page.locator("#sv-table table.sv-table tbody tr")
+    assert rows.count() == 2
+    table = page.inner_text("#sv-table")
+    assert "sd · gamma 4" in table and "sd · gamma 2" in table
+    for i in range(2):
+        wait_plot_title(page, f"sv-tree-{i}", "step ")
+    legend = page.evaluate("""() => document.querySelector('#sv-per-step .js-plotly-plot').data
+                                   .filter(t => String(t.name).startsWith('sd')).map(t => [t.name, t.line.color])""")
+    assert [name for name, _ in legend] == ["sd · gamma 4", "sd · gamma 2"], legend
+    assert legend[0][1] != legend[1][1]
+    assert plot_info(page, "sv-cumulative")["traces"] > 0
+    assert misplaced(page) == []
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    page.screenshot(path=str(shots / "columns-1600.png"), full_page=True)
+    at_width(page, 1600)
+    page.locator("#sv-col-pick").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "columns-1600-sidebar.png"))
+    to_phone_width(page, "sv-tree-0", "sv-tree-1")
+    assert misplaced(page) == []
+    page.screenshot(path=str(shots / "columns-400.png"), full_page=True)
+    page.click("#sv-sidebar .toggle-button")  # the sidebar over the page, its column editor in view
+    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right >= 300",
+                           timeout=15_000)
+    page.locator("#sv-col-dup").scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(shots / "columns-400-sidebar.png"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    for shot in shots.iterdir():
+        shutil.copy(shot, ARTIFACTS / f"e2e-{shot.name}")
+    assert not page.errors, page.errors
+    page.close()
