@@ -7,8 +7,9 @@ every field of the stored trace except wall-clock ones (``StepRecord.timings``, 
 ``setup_ms``) and ``metrics`` (computed from the steps, which are compared, plus wall time); ids,
 tokens, statuses and texts exactly, floats to 1e-12 (the trace format's ``schema_version`` is not
 compared). The files are float32 CPU arithmetic on one thread (``tests/conftest.py``; the regeneration
-sets the same), so the test is skipped on another device (``SPECVIZ_TEST_DEVICE``). A field added to the trace format after the
-files were written is not compared (regenerate to cover it); a stored field that disappears fails.
+sets the same), so the test is skipped on another device (``SPECVIZ_TEST_DEVICE``). A field added to
+the trace format after the files were written is not compared (regenerate to cover it); a stored
+field that disappears fails.
 
 Regenerate (only when a change of behaviour is intended, and say so in the commit)::
 

@@ -5,7 +5,7 @@ An edge is an ``import`` statement anywhere in a module (at its top or inside a 
 a function-level import is a dependency deferred, not removed), to the module it names:
 ``from specviz.ui import stepcache`` -> ``specviz.ui.stepcache``, ``from specviz.trace import RunTrace`` ->
 ``specviz.trace``; relative imports resolved; imports under ``if TYPE_CHECKING:`` count too (a type a
-module's signatures name is part of its design: the known circle below is one). Not counted: the
+module's signatures name is part of its design). Not counted: the
 package ``__init__`` Python runs before a submodule (every module would otherwise depend on its
 package's re-exports)."""
 from __future__ import annotations
@@ -20,13 +20,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-
-# The one circle left, on purpose: drafters call the controller mid-draft and Controller.update takes
-# the engine's TreeStep. Its cut is the step-loop redesign (issue #22 point 1), not a module move. Any
-# other circle, or a module joining this one, fails below; when it is cut, remove it here.
-KNOWN_CIRCLES = [
-    {"specviz.algorithms.controllers", "specviz.algorithms.drafters", "specviz.algorithms.tree_engine"},
-]
 
 
 def module_files(package: Path) -> dict[str, Path]:
@@ -126,14 +119,13 @@ def a_cycle(graph: dict[str, set[str]], comp: set[str]) -> list[str]:
         seen.add(nxt[0])
 
 
-def test_no_import_circles_but_the_known_one():
+def test_no_import_circles():
+    """None at all: the last one (controllers <-> drafters <-> tree_engine) was cut by the step loop
+    (issue #22 point 1): drafters get a frozen ``Plan``, controllers learn from ``outcomes.StepResult``."""
     graph = import_graph(ROOT / "specviz")
-    assert "specviz.algorithms.tree_engine" in graph and graph["specviz.trace"]  # the walk found the package
+    assert "specviz.algorithms.step_loop" in graph and graph["specviz.trace"]  # the walk found the package
     found = circles(graph)
-    new = [c for c in found if c not in KNOWN_CIRCLES]
-    assert not new, "import circles: " + "; ".join(" -> ".join(a_cycle(graph, c)) for c in new)
-    gone = [c for c in KNOWN_CIRCLES if c not in found]
-    assert not gone, f"no longer a circle, remove it from KNOWN_CIRCLES: {gone}"
+    assert not found, "import circles: " + "; ".join(" -> ".join(a_cycle(graph, c)) for c in found)
 
 
 def test_the_walk_finds_circles_through_function_level_and_type_only_imports(tmp_path):

@@ -6,20 +6,19 @@ would overshoot is cut; tokens after EOS are dropped). Cache convention: at the 
 the last committed token is *not* in either model's cache, so ``context(lm)`` is never empty and
 ``CachedLM.extend`` returns the distribution for the first new token in the same call as the tree.
 ``record_top_k`` is how many of the likeliest tokens of p and q each ``PositionRecord`` keeps (0: no
-position records); ``lossless`` is set by the engine from the run's acceptance rule.
+position records); ``lossless`` (the run's rule keeps the output law) is set once by the step loop
+(``step_loop.run_steps``) from its verifier.
 """
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import torch
 
 from specviz.core.sampling import SamplingConfig, sample, uniform, warp
 from specviz.models.loading import ModelPair
 from specviz.models.tree_forward import CachedLM
-from specviz.trace import CommittedToken, StepRecord
+from specviz.trace import CommittedToken
 
 
 class Decoder:
@@ -37,10 +36,8 @@ class Decoder:
         self.finish_reason = ""
         self.target = CachedLM(pair.target, pair.vocab_size)
         self.draft = CachedLM(pair.draft, pair.vocab_size) if pair.draft is not None else None
-        self.timings: dict[str, float] = {}
         self.record_top_k = record_top_k
         self.lossless = True
-        self._sync = pair.device.type == "cuda"  # time GPU work, not its launch
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -82,45 +79,23 @@ class Decoder:
     def is_eos(self, token_id: int) -> bool:
         return token_id in self.eos
 
-    # ---- timing --------------------------------------------------------------------------------
-    @contextmanager
-    def timed(self, key: str) -> Iterator[None]:
-        """Accumulate wall milliseconds under ``key`` (e.g. ``draft_ms``, ``verify_ms``) for this step."""
-        if self._sync:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            if self._sync:
-                torch.cuda.synchronize()
-            self.timings[key] = self.timings.get(key, 0.0) + 1000 * (time.perf_counter() - start)
-
     # ---- committing ------------------------------------------------------------------------------
-    def new_step(self, index: int) -> StepRecord:
-        self.timings = {}
-        return StepRecord(index=index, n_before=len(self.output))
-
-    def record_calls(self, step: StepRecord, target_from: int, drafter_fed: Sequence[int] = (),
-                     draft_from: int = 0) -> None:
-        """Set ``step``'s call counts and per-call token counts (``target_fed``, ``draft_fed``) from the
-        target's and the drafter's ``fed`` logs, from the call indices the step started at."""
-        step.target_fed = self.target.fed[target_from:]
-        step.draft_fed = list(drafter_fed[draft_from:])
-        step.target_calls, step.draft_calls = len(step.target_fed), len(step.draft_fed)
-
-    def emit(self, step: StepRecord, produced: list[tuple[int, str, int | None]]) -> None:
-        """Append ``(token_id, kind, node_id)`` tokens to the output, stopping at the budget or at EOS."""
+    def commit_tokens(self, produced: Sequence[tuple[int, str, int | None]],
+                      final: bool = False) -> list[CommittedToken]:
+        """Append ``(token_id, kind, node_id)`` tokens to the output, stopping at the budget or at EOS,
+        and return them as committed; ``final``: the run ends after them (reason ``length`` unless EOS)."""
+        committed = []
         for token_id, kind, node_id in produced:
             if self.remaining <= 0:
                 break
             self.tokens.append(token_id)
-            step.committed.append(CommittedToken(token_id, self.text(token_id), kind, node_id))
+            committed.append(CommittedToken(token_id, self.text(token_id), kind, node_id))
             if self.is_eos(token_id):
                 self.finish_reason = "eos"
                 break
-        if not self.finish_reason and self.remaining <= 0:
+        if not self.finish_reason and (final or self.remaining <= 0):
             self.finish_reason = "length"
+        return committed
 
 
 class VerifyRows:

@@ -3,32 +3,35 @@
 
 A drafter implements
 
-* ``propose(dec, shape, rule, controller) -> DraftedTree``: draft at most the template ``shape`` (cut to
-  the budget by the engine), drawing each sibling group as ``rule.replacement`` requires and asking
-  ``controller.go_on`` after every drafted token and ``controller.keep`` after every level which nodes
-  to expand further; ``parent_q`` must hold the exact distribution each sibling group was drawn from
-  (a one-hot for a deterministic proposal), which is what makes verification exact;
-* ``observe(dec, tree, path)``: the accepted path (node ids), to keep its own state (caches) in step;
-* ``fed``: the tokens each forward it has made so far fed (its length is its call count); the engine
-  records the step's share as ``StepRecord.draft_calls`` and ``draft_fed``, so a drafter that is part of the target (early exit) counts its partial
-  forwards as draft calls, never as target calls.
+* ``propose(dec, plan, rule) -> DraftedTree``: draft at most the template ``plan.shape`` (cut to the
+  budget by the step loop), drawing each sibling group as ``rule.replacement`` requires and asking
+  the plan's ``go_on`` after every drafted token and ``keep`` after every level which nodes to expand
+  further (``plans.Plan``: the controller's decisions, not the controller); ``parent_q`` must hold
+  the exact distribution each sibling group was drawn from (a one-hot for a deterministic proposal),
+  which is what makes verification exact;
+* ``observe(dec, proposal, outcome)``: what verification kept (a tree walk's ``outcome.path``, node
+  ids), to keep its own state (caches) in step;
+* ``fed``: the tokens each forward it has made so far fed (its length is its call count); the step
+  loop records the step's share as ``StepRecord.draft_calls`` and ``draft_fed``, so a drafter that is
+  part of the target (early exit) counts its partial forwards as draft calls, never as target calls.
 
 ``ModelDrafter`` is the draft-model drafter every tree algorithm used before (same draws in the same
 order); ``DynamicTreeDrafter`` builds EAGLE-2's tree from the draft's cumulative probabilities, its
 own shape each step (the template only bounds its depth); ``NoDrafter`` proposes nothing (``ar``);
-``prompt_lookup.PromptLookupDrafter`` copies n-gram continuations from the text itself.
+``prompt_lookup.PromptLookupDrafter`` copies n-gram continuations from the text itself;
+``forest.ForestDrafter`` beam-samples ``dsbd``'s draft forest.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import torch
 
-from specviz.algorithms.controllers import Controller
 from specviz.algorithms.drafted_tree import DraftedTree
+from specviz.algorithms.plans import Plan
 from specviz.core.acceptance import draw_candidates, draw_probs, greedy_candidates
 from specviz.core.rules import AcceptanceRule
-from specviz.core.trees import ROOT, TreeShape
+from specviz.core.trees import ROOT
 from specviz.models.tree_forward import CachedLM
 
 if TYPE_CHECKING:
@@ -41,10 +44,9 @@ class Drafter(Protocol):
     @property
     def fed(self) -> Sequence[int]: ...
 
-    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule,
-                controller: Controller) -> DraftedTree: ...
+    def propose(self, dec: "Decoder", plan: Plan, rule: Any) -> Any: ...
 
-    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None: ...
+    def observe(self, dec: "Decoder", proposal: Any, outcome: Any) -> None: ...
 
 
 class NoDrafter:
@@ -52,10 +54,10 @@ class NoDrafter:
 
     fed: tuple[int, ...] = ()
 
-    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
+    def propose(self, dec: "Decoder", plan: Plan, rule: Any) -> DraftedTree:
         return DraftedTree()
 
-    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None:
+    def observe(self, dec: "Decoder", tree: DraftedTree, outcome: Any) -> None:
         return None
 
 
@@ -82,8 +84,8 @@ class ModelDrafter:
     def fed(self) -> list[int]:
         return self.lm.fed
 
-    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
-        tree = DraftedTree()
+    def propose(self, dec: "Decoder", plan: Plan, rule: AcceptanceRule) -> DraftedTree:
+        tree, shape = DraftedTree(), plan.shape
         if not len(shape):
             return tree
         greedy, replacement = dec.sampling.greedy, rule.replacement
@@ -111,9 +113,9 @@ class ModelDrafter:
                     dup = tok in seen
                     seen.add(tok)
                     i = tree.add(tok, r, slot, qd, dup)
-                    if controller.go_on(tree, i) and shape.children[slot] and not dup and not dec.is_eos(tok):
+                    if plan.go_on(tree, i) and shape.children[slot] and not dup and not dec.is_eos(tok):
                         fed.append((slot, i))
-            kept = set(controller.keep(tree, level, [i for _, i in fed]))
+            kept = set(plan.keep(tree, level, [i for _, i in fed]))
             fed = [(t, i) for t, i in fed if i in kept]
             if not fed:
                 break
@@ -126,9 +128,9 @@ class ModelDrafter:
             frontier = fed
         return tree
 
-    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None:
+    def observe(self, dec: "Decoder", tree: DraftedTree, outcome: Any) -> None:
         """Keep the accepted path in the draft cache, drop the rest."""
-        self.lm.commit([tree.draft_index[v] for v in path if v in tree.draft_index])
+        self.lm.commit([tree.draft_index[v] for v in outcome.path if v in tree.draft_index])
 
 
 class DynamicTreeDrafter:
@@ -149,8 +151,8 @@ class DynamicTreeDrafter:
     Nothing is drawn: the tree is a function of the context, so each sibling's proposal law is a point
     mass and the tree is verified by ``core.rules.PointMass`` (``ExactMatch`` at temperature 0);
     ``parent_q`` holds the draft's q at each parent for the views only, ``q_draw`` each node's q (the
-    factor c multiplies in). The controller's ``go_on`` and ``keep`` are not asked: the tree is
-    EAGLE-2's own policy.
+    factor c multiplies in). The plan's ``go_on`` and ``keep`` are not asked: the tree is EAGLE-2's
+    own policy.
     """
 
     def __init__(self, lm: CachedLM, nodes: int, topk: int):
@@ -160,7 +162,8 @@ class DynamicTreeDrafter:
     def fed(self) -> list[int]:
         return self.lm.fed
 
-    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
+    def propose(self, dec: "Decoder", plan: Plan, rule: AcceptanceRule) -> DraftedTree:
+        shape = plan.shape
         nodes: list[tuple[int, int, float, float, int]] = []  # drafted: (token, parent, q, c, level)
         laws: dict[int, torch.Tensor] = {}  # expanded node (ROOT included) -> the draft's warped q there
         pending: dict[int, int] = {}  # fed node -> its draft pending index
@@ -201,6 +204,6 @@ class DynamicTreeDrafter:
                     tree.draft_index[new_id[i]] = pending[i]
         return tree
 
-    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None:
+    def observe(self, dec: "Decoder", tree: DraftedTree, outcome: Any) -> None:
         """Keep the accepted path in the draft cache (its fed prefix), drop the rest."""
-        self.lm.commit([tree.draft_index[v] for v in path if v in tree.draft_index])
+        self.lm.commit([tree.draft_index[v] for v in outcome.path if v in tree.draft_index])

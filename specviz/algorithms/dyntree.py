@@ -24,7 +24,8 @@ from specviz.algorithms.controllers import Controller
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import DynamicTreeDrafter
 from specviz.algorithms.registry import Param, register
-from specviz.algorithms.tree_engine import TreeStep, run_engine
+from specviz.algorithms.outcomes import StepResult
+from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import PointMass
 from specviz.core.trees import ROOT, TreeShape, chain_shape
 from specviz.trace import StepRecord
@@ -42,7 +43,7 @@ class DynamicTreeController(Controller):
     def plan(self, dec: Decoder) -> TreeShape:
         return self.shape
 
-    def state(self, result: TreeStep) -> dict[str, Any]:
+    def state(self, result: StepResult) -> dict[str, Any]:
         tree, cum = result.tree, []
         for q, par in zip(tree.q_draw, tree.parents):
             cum.append((1.0 if par == ROOT else cum[par]) * q)  # as the drafter ranked: parent's c times q

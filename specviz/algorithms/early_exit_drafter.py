@@ -20,7 +20,7 @@ from specviz.models.early_exit import CalibrationHead, EarlyExitHead, EarlyExitL
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
-    from specviz.algorithms.tree_engine import TreeStep
+    from specviz.algorithms.outcomes import StepResult
 
 
 class EarlyExitDrafter(ModelDrafter):
@@ -52,7 +52,7 @@ class CalibratedTheta(ThetaModel):
     def close(self) -> None:
         self.handle.remove()
 
-    def verified(self, result: "TreeStep") -> None:
+    def verified(self, result: "StepResult") -> None:
         if not self.seen:
             return
         hidden = self.seen[0][0]  # [context + nodes, d] of the verification call

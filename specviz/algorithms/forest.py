@@ -12,15 +12,21 @@ token is EOS ends its draft beam: its row gets score -inf (no children), and dra
 when every node of a layer is EOS. A layer costs one draft call: the roots' uncached suffixes
 (d = 1) or the previous layer's nodes are fed under their parents in the draft's own cache (tree
 attention). Layer gamma is never fed to the draft.
+
+``ForestDrafter`` is a drafter of the step loop like any other: ``propose(dec, plan, rule)`` drafts
+``len(plan.shape)`` layers (the plan's chain, cut to the budget) of ``plan.width`` beams over the
+beams it holds in the draft's cache (``slots``); ``observe(dec, forest, outcome)`` keeps the carried
+beams' paths there (``outcome.carried``, ``outcome.outputs``: ``layer_verifier.LayerOutcome``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from specviz.algorithms.beam import Slot, feed, logprobs_at
+from specviz.algorithms.beam_state import Slot, feed, keep_slots, logprobs_at
+from specviz.algorithms.plans import Plan
 from specviz.core import beams as B
 from specviz.models.tree_forward import CachedLM
 
@@ -61,16 +67,17 @@ class DraftForest:
 
 
 class ForestDrafter:
-    """Draft ``gamma`` layers of ``width`` beams over the given roots (see module docstring)."""
+    """Draft ``gamma`` layers of ``width`` beams over the beams in ``slots`` (see module docstring)."""
 
-    def __init__(self, lm: CachedLM):
-        self.lm = lm
+    def __init__(self, lm: CachedLM, slots: list[Slot]):
+        self.lm, self.slots = lm, slots
 
     @property
     def fed(self) -> list[int]:
         return self.lm.fed
 
-    def propose(self, dec: "Decoder", slots: Sequence[Slot], gamma: int, width: int) -> DraftForest:
+    def propose(self, dec: "Decoder", plan: Plan, rule: Any) -> DraftForest:
+        gamma, width, slots = len(plan.shape), plan.width, self.slots
         forest = DraftForest()
         parents: list[int | None] = [None] * len(slots)   # layer-0 "nodes" are the roots
         trees = list(range(len(slots)))
@@ -118,8 +125,27 @@ class ForestDrafter:
             scores_prev = flat[torch.as_tensor(picks, dtype=torch.long)]
         return forest
 
+    def observe(self, dec: "Decoder", forest: DraftForest, outcome: Any) -> None:
+        """Keep the carried beams' paths in the draft's cache (their deepest fed node and the tokens after it)."""
+        if outcome.carried:
+            outs = [outcome.outputs[i] for i in outcome.carried]
+            self.slots = keep_slots(self.lm, [draft_chain(forest, self.slots[o.root], o.root, list(o.path), o.token)
+                                              for o in outs])
+
     @staticmethod
     def _cached_parent(forest: DraftForest, node: int) -> int:
         """Pending index in the draft's cache of ``node``'s parent (a root's last token or a node)."""
         par = forest.parent[node]
         return forest.root_index[forest.row[node]] if par is None else forest.draft_index[par]
+
+
+def draft_chain(forest: DraftForest, slot: Slot, root: int, path: list[int], token: int) -> tuple[int, list[int]]:
+    """Where a new beam sits in the draft's cache: its deepest fed node and the tokens after it."""
+    fed = [i for i, n in enumerate(path) if n in forest.draft_index]
+    if fed:
+        k = fed[-1]
+        return forest.draft_index[path[k]], [forest.tokens[n] for n in path[k + 1:]] + [token]
+    tail = [forest.tokens[n] for n in path] + [token]
+    if forest.root_index:
+        return forest.root_index[root], tail
+    return slot.anchor, slot.suffix + tail

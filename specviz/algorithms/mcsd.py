@@ -9,7 +9,7 @@ Algorithm 2 (siblings drawn without replacement; residual with the current q̄, 
 rejected token and is renormalised). When all siblings fail, the output comes from the final residual;
 when a leaf is accepted, a bonus token from the leaf's p. Exact for the warped target (App. A-B).
 
-Choices where the paper is silent (see ``tree_engine``): the depth is cut to the tokens still allowed;
+Choices where the paper is silent (see ``tree_verifier``): the depth is cut to the tokens still allowed;
 without replacement, a node never gets more children than its q has support (Algorithm 2 cannot
 draw past it); with replacement, a duplicate sibling keeps no subtree (it can never be accepted);
 temperature 0 is the exact-match rule with top-k siblings (without replacement) or the argmax

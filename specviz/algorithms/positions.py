@@ -26,11 +26,11 @@ def rounded(values: list[float]) -> list[float]:
 
 
 class Site(NamedTuple):
-    """One verified position to record: the target law ``p`` (warped), the draft law ``q`` (``None``
-    if nothing was drafted there), the candidates ``tested`` in draw order, the token ``produced``
-    there (accepted candidate or resampled/bonus draw, ``None`` if the step stopped before),
-    ``final_residual`` the law drawn from after every candidate was rejected, the tree / beam
-    ``root`` and ``mass`` = TV(p, q) when the caller has it already (else summed here)."""
+    """One verified position to record (the walks build it by name): the target law ``p`` (warped),
+    the draft law ``q`` (``None`` if nothing was drafted there), the candidates ``tested`` in draw
+    order, the token ``produced`` there (accepted candidate or resampled/bonus draw, ``None`` if the
+    step stopped before), ``final_residual`` the law drawn from after every candidate was rejected,
+    the tree / beam ``root`` and ``mass`` = TV(p, q) when the caller has it already (else summed here)."""
 
     parent: int | None
     p: torch.Tensor

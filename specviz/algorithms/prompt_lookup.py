@@ -13,14 +13,14 @@ Leviathan et al. 2023, Algorithm 1) is exact at any temperature and with any war
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from specviz.algorithms.controllers import Controller
 from specviz.algorithms.drafted_tree import DraftedTree
+from specviz.algorithms.plans import Plan
 from specviz.core.rules import AcceptanceRule
-from specviz.core.trees import ROOT, TreeShape
+from specviz.core.trees import ROOT
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
@@ -39,8 +39,8 @@ def lookup(tokens: list[int], num_tokens: int, max_ngram: int) -> list[int]:
 
 
 class PromptLookupDrafter:
-    """A chain from ``lookup`` (cut to the template's depth, the controller's ``go_on`` and the first
-    EOS), with one-hot ``parent_q``; makes no forward calls."""
+    """A chain from ``lookup`` (cut to the plan's depth, its ``go_on`` and ``keep`` and the first EOS),
+    with one-hot ``parent_q``; makes no forward calls."""
 
     fed: tuple[int, ...] = ()
 
@@ -48,17 +48,17 @@ class PromptLookupDrafter:
         self.num_tokens = num_tokens
         self.max_ngram = max_ngram
 
-    def propose(self, dec: "Decoder", shape: TreeShape, rule: AcceptanceRule, controller: Controller) -> DraftedTree:
+    def propose(self, dec: "Decoder", plan: Plan, rule: AcceptanceRule) -> DraftedTree:
         tree = DraftedTree()
         parent = ROOT
-        for tok in lookup(dec.tokens, min(self.num_tokens, shape.depth), self.max_ngram):
+        for tok in lookup(dec.tokens, min(self.num_tokens, plan.shape.depth), self.max_ngram):
             q = torch.zeros(dec.pair.vocab_size)
             q[tok] = 1.0
             tree.parent_q[parent] = q
             parent = tree.add(tok, parent, len(tree), 1.0)
-            if dec.is_eos(tok) or not controller.go_on(tree, parent) or not controller.keep(tree, len(tree), [parent]):
+            if dec.is_eos(tok) or not plan.go_on(tree, parent) or not plan.keep(tree, len(tree), [parent]):
                 break
         return tree
 
-    def observe(self, dec: "Decoder", tree: DraftedTree, path: list[int]) -> None:
+    def observe(self, dec: "Decoder", tree: DraftedTree, outcome: Any) -> None:
         return None

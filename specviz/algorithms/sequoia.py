@@ -10,7 +10,7 @@ App. C.2.2); with ``hardware_aware`` it first measures the target's verify time 
 call time c on this device and picks (n, d) maximising ``G(n, d) / (t(n) + (d - 1) c)`` with
 ``size`` and ``depth`` as upper bounds (paper Eq. 1, §3.3). Per step the tree is drafted level by
 level without replacement (uniform fallback once q is used up, Alg. 1 line 12) and verified exactly
-(``tree_engine``); near the end of the token budget the tree for (n, remaining) is used instead.
+(``tree_verifier``); near the end of the token budget the tree for (n, remaining) is used instead.
 Temperature 0: top-b siblings and exact match (the T -> 0 limit of drawing without replacement),
 with the acceptance vector measured at temperature 0.
 
@@ -50,7 +50,8 @@ from specviz.algorithms.registry import Param, register
 from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times, pair_cache
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.drafters import ModelDrafter
-from specviz.algorithms.tree_engine import TreeStep, run_engine
+from specviz.algorithms.outcomes import StepResult
+from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import MultiCandidate
 from specviz.core.sequoia_dp import SequoiaDP, choose_size_depth, solve
 from specviz.core.trees import TreeShape, expected_tokens, path_weights
@@ -124,9 +125,9 @@ class SequoiaController(Controller):
             self.shapes[levels] = self.dp.shape(self.dp.largest_feasible(self.n, levels), levels)
         return self.shapes[levels]
 
-    def state(self, result: TreeStep) -> dict[str, Any]:
+    def state(self, result: StepResult) -> dict[str, Any]:
         shape = result.shape
-        return {**self.summary, "setup_ms": self.setup_ms if result.step.index == 0 else 0.0,
+        return {**self.summary, "setup_ms": self.setup_ms if result.index == 0 else 0.0,
                 "step_n": len(shape) + 1, "step_d": shape.depth + 1,
                 "predicted_tokens": expected_tokens(shape, list(self.vector)),
                 "measured_tokens": result.produced,

@@ -33,7 +33,8 @@ from specviz import interrupt
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.controllers import StaticShape
 from specviz.algorithms.drafters import ModelDrafter
-from specviz.algorithms.tree_engine import engine_step
+from specviz.algorithms.step_loop import take_step
+from specviz.algorithms.tree_verifier import TreeVerifier
 from specviz.core.rules import MultiCandidate
 from specviz.core.sampling import SamplingConfig
 from specviz.core.trees import ROOT, TreeShape
@@ -179,11 +180,12 @@ def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, s
             continue
         dec = Decoder(pair, list(prompt), budget, sampling, seed + i, record_top_k=0)
         drafter, controller = ModelDrafter(dec.draft, fallback=True), StaticShape(shape)
+        verifier = TreeVerifier(MultiCandidate(replacement=False))
         for index in range(per_prompt):
             interrupt.check("Sequoia's calibration")
             if dec.finished or dec.remaining < 2:
                 break
-            ts = engine_step(dec, index, shape, drafter, controller, MultiCandidate(replacement=False))
+            ts = take_step(dec, index, drafter, verifier, controller)[1]
             if dec.finish_reason == "eos":  # the paper skips EOS-terminated steps
                 break
             counts[ts.tree.rank(ts.path[0]) - 1 if ts.path else width] += 1

@@ -22,7 +22,7 @@ from specviz.core.trees import TreeShape
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
-    from specviz.algorithms.tree_engine import TreeStep
+    from specviz.algorithms.outcomes import StepResult
 
 Measure = Callable[[AcceptanceRule, torch.Tensor, torch.Tensor, SiblingSchedule], dict[str, float]]
 DIGITS = 7
@@ -69,7 +69,7 @@ class ProbeController(StaticShape):
         self.probe.records = []
         return self.shape
 
-    def state(self, result: "TreeStep") -> dict[str, Any] | None:
+    def state(self, result: "StepResult") -> dict[str, Any] | None:
         if not self.probe.records:
             return None
         return {"kind": self.kind, "positions": list(self.probe.records)}

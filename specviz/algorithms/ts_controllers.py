@@ -35,7 +35,7 @@ from specviz.core.trees import TreeShape, chain_shape
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
-    from specviz.algorithms.tree_engine import TreeStep
+    from specviz.algorithms.outcomes import StepResult
 
 TS_CONTROLLERS = ("beta_ts", "cali_ts", "fixed")
 DIGITS = 5
@@ -109,13 +109,13 @@ class LengthController(Controller):
         self.draws.append(draw)
         return self.stop is None
 
-    def update(self, dec: "Decoder", result: "TreeStep") -> None:
+    def update(self, dec: "Decoder", result: "StepResult") -> None:
         k, a = len(result.tree.tokens), len(result.path)
         if k:
             self.learned = self.learn(k, a)
             self.round += 1
 
-    def state(self, result: "TreeStep") -> dict[str, Any]:
+    def state(self, result: "StepResult") -> dict[str, Any]:
         k, a = len(result.tree.tokens), len(result.path)
         return {"kind": self.kind, "round": self.round, **self.before, "draws": self.draws,
                 "stop_reason": self.stop, "k_cap_hit": self.stop == "k_cap", "k_max": self.k_max,
@@ -186,7 +186,7 @@ class ThetaModel:
     def round_start(self) -> None:
         return None
 
-    def verified(self, result: "TreeStep") -> None:
+    def verified(self, result: "StepResult") -> None:
         return None
 
     def theta_m(self, i: int) -> float:
@@ -219,7 +219,7 @@ class CaliTS(LengthController):
                 "sigma": _r(p.sigma), "theta_raw": _r(d.theta), "theta": _r(d.coin.theta), "u": _r(d.coin.u),
                 "chi": d.coin.chi}
 
-    def state(self, result: "TreeStep") -> dict[str, Any]:
+    def state(self, result: "StepResult") -> dict[str, Any]:
         out = super().state(result)
         if self.draws:  # the Gaussian of the round's first draft step (the figure's curve)
             out["mu"], out["sigma"] = self.draws[0]["mu"], self.draws[0]["sigma"]
@@ -227,7 +227,7 @@ class CaliTS(LengthController):
             out["w_m"] = self.draws[0]["w_m"]
         return out
 
-    def update(self, dec: "Decoder", result: "TreeStep") -> None:
+    def update(self, dec: "Decoder", result: "StepResult") -> None:
         self.model.verified(result)
         super().update(dec, result)
 

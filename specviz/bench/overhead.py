@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable
 from unittest import mock
 
-from specviz.algorithms import tree_engine
+from specviz.algorithms import tree_verifier
 
 
 class _Stopwatch:
@@ -61,7 +61,7 @@ def trace_overhead(pair, algorithm: str, prompts: list[Any], max_new_tokens: int
     ratios, full, off, shares, gcs = [], [], [], [], []
     gc.callbacks.append(watch.gc_callback)
     try:
-        with mock.patch.object(tree_engine, "position_records", watch.timed(tree_engine.position_records)):
+        with mock.patch.object(tree_verifier, "position_records", watch.timed(tree_verifier.position_records)):
             for prompt in prompts:  # warm-up
                 run(record_top_k, prompt), run(0, prompt)
             for i in range(rounds):
