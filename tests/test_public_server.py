@@ -72,13 +72,19 @@ class Server:
     def elem(self, elem_id: str) -> dict:
         return next(c for c in self.components.values() if c["props"].get("elem_id") == elem_id)
 
-    def run_data(self, **values: Any) -> list[Any]:
+    def run_data(self, algos: list[str] | None = None, **values: Any) -> list[Any]:
         """The run event's inputs at the page's defaults, with ``values`` by elem_id (``sv-`` and dashes
-        left out: ``max_new=8``, ``param_sequoia_size=64``)."""
+        left out: ``max_new=8``); ``algos`` and ``param_<algorithm>_<setting>=value`` (``param_sequoia_size=64``)
+        make the columns value: a column per algorithm, with those settings."""
         data = [self.components[i]["props"].get("value") for i in self.deps["run"]["inputs"]]
         ids = [self.components[i]["props"].get("elem_id") for i in self.deps["run"]["inputs"]]
+        params = {k[len("param_"):]: values.pop(k) for k in list(values) if k.startswith("param_")}
+        if algos is not None:
+            data[ids.index("sv-columns-spec")] = [
+                {"algorithm": a, "params": {k[len(a) + 1:]: v for k, v in params.items() if k.startswith(a + "_")}}
+                for a in algos]
         for name, value in values.items():
-            data[ids.index("sv-" + name.replace("_", "-", 2 if name.startswith("param_") else 9))] = value
+            data[ids.index("sv-" + name.replace("_", "-"))] = value
         return data
 
     def connection(self) -> http.client.HTTPConnection:
@@ -220,6 +226,26 @@ def test_no_endpoint_takes_remote_code_or_a_custom_pair(server, tmp_path):
     assert not marker.exists()
 
 
+def test_columns_are_checked_on_the_server(server):
+    """``/run``'s columns value, sent raw: more columns than public mode's 4, an unregistered algorithm, a
+    setting the algorithm does not declare (a ``trust_remote_code`` flag included) and a column over the
+    cost cap are each refused with a sentence; two columns of one algorithm run as two configurations."""
+    cases = {"At most 4 columns": ["ar"] * 5, "unknown algorithm": [{"algorithm": "os.system"}],
+             "has no setting": [{"algorithm": "sd", "params": {"trust_remote_code": True}}],
+             "token positions": [{"algorithm": "sequoia", "params": {"size": 512, "depth": 32}}]}
+    for words, columns in cases.items():
+        data = server.run_data(prompt=PROMPT, max_new=128, pace=0)  # public mode's most (refused before any run)
+        data[[server.components[i]["props"].get("elem_id") for i in server.deps["run"]["inputs"]]
+             .index("sv-columns-spec")] = columns
+        shown = texts(completed(server.join("run", data, new_session())))
+        assert words in shown and "Traceback" not in shown, (words, shown[:300])
+    data = server.run_data(prompt=PROMPT, max_new=4, pace=0, algos=["sd", "sd"], param_sd_gamma=2)
+    data[[server.components[i]["props"].get("elem_id") for i in server.deps["run"]["inputs"]]
+         .index("sv-columns-spec")][1]["params"]["gamma"] = 6
+    shown = json.dumps(completed(server.join("run", data, new_session())), ensure_ascii=False)
+    assert "Done · 2 runs" in shown and "sd · gamma 2" in shown and "sd · gamma 6" in shown, shown[:300]
+
+
 # ---- (b) a crafted page report cannot hold a decode slot ---------------------------------------------------
 def test_a_crafted_page_report_cannot_hold_a_decode_slot(server):
     done: dict[str, list[dict]] = {}
@@ -245,7 +271,7 @@ def test_a_crafted_page_report_cannot_hold_a_decode_slot(server):
     for event in started:
         assert event.wait(TIMEOUT_S), "an attacker's run never started"
     victim = Client(server.url, verbose=False, download_files=False)
-    job = victim.submit(prompt=PROMPT, max_new_tokens=8, algorithms=["ar"], pace=0, api_name="/run")
+    job = victim.submit(prompt=PROMPT, max_new_tokens=8, columns=["ar"], pace=0, api_name="/run")
     assert not done  # both slots are held (each attacker waits 4 s at least): the victim is queued behind them
     status = job.result(timeout=TIMEOUT_S)[0]
     for t in attackers:
