@@ -10,13 +10,16 @@ import torch
 import specviz
 from specviz.bench import costs
 from specviz.bench.goals import goals, goals_markdown
-from specviz.bench.run import algorithm_variants, run_all, to_markdown, write_report
+from specviz.bench.run import algorithm_variants, run_all, sd_rows, to_markdown, write_report
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord, TreeNode
 from tests.tiny import tiny_model, tiny_tokenizer
 
 ROW_FIELDS = {"method", "category", "tokens_per_s", "speedup_vs_ar", "tau", "target_calls", "greedy_equal",
               "predicted_speedup"}
+
+
+EXTRA_SD = sd_rows(controllers=("beta_ts",))  # a controller's row, checked like any other
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +31,17 @@ def report():
         m.generation_config.eos_token_id = None
     pair = ModelPair(target, draft, tok, len(tok), target_name="tiny-target", draft_name="tiny-draft")
     prompts = {"code": ["def add(a, b):\n"], "repetition": ["for i in range(10):\n    print(i)\nfor i in"]}
-    return run_all(pair, prompts, max_new_tokens=8, repeat=1, sizes=(1, 2, 4))
+    return run_all(pair, prompts, max_new_tokens=8, repeat=1, sizes=(1, 2, 4), extra_sd=EXTRA_SD)
+
+
+def test_extra_sd_rows_are_named_by_what_they_change():
+    assert algorithm_variants(["ar", "sd"], 4, sd_rows((2,), ("beta_ts",))) == [
+        ("ar", "ar", {}), ("sd_g2", "sd", {"gamma": 2}), ("sd_beta_ts", "sd", {"controller": "beta_ts"}), ("sd", "sd", {})]
 
 
 def test_report_structure(report, tmp_path):
-    variants = {name for name, _, _ in algorithm_variants(list(specviz.ALGORITHMS), 4)}  # dsbd twice
+    variants = {name for name, _, _ in algorithm_variants(list(specviz.ALGORITHMS), 4, EXTRA_SD)}  # dsbd twice
+    assert "sd_beta_ts" in variants
     assert variants | {"hf_generate", "hf_assisted", "hf_prompt_lookup"} == (
         {r["method"] for r in report["rows"]} | set(report["skipped"]))
     for key in ("trace_overhead", "target_call_ms", "draft_call_ms", "bare_matmul_ms", "stock_target_call_ms",

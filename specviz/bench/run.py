@@ -52,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="beams of `beam` and of the fixed-width `dsbd` row (whose width is twice this, at most 16)")
     p.add_argument("--sd-gammas", type=whole(1, 32), nargs="*", default=(),
                    help="extra `sd` rows at these draft lengths (`sd_g2`, ...), beside `sd` at its default")
+    p.add_argument("--sd-controllers", nargs="*", default=(), metavar="CONTROLLER",
+                   help="extra `sd` rows under these draft-length controllers (`sd_heuristic`, ...): "
+                        "beta_ts, cali_ts, fixed, heuristic, confidence, adaptive")
     p.add_argument("--repeat", "--repeats", dest="repeat", type=whole(1), default=3, help="timed passes after a warm-up")
     p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face peers")
     p.add_argument("--quick", action="store_true",
@@ -87,15 +90,24 @@ def target_logp(pair, prompt_ids: list[int], output_ids: list[int]) -> tuple[flo
     return float(logp[rows, torch.tensor(output_ids, device=pair.device)].sum()), len(output_ids)
 
 
-def algorithm_variants(algos: list[str], beam_width: int, sd_gammas: tuple[int, ...] = ()
+SdRows = tuple[tuple[str, dict[str, Any]], ...]
+
+
+def sd_rows(gammas: tuple[int, ...] = (), controllers: tuple[str, ...] = ()) -> SdRows:
+    """Extra ``sd`` rows ``(name, params)``: at each draft length (``sd_g<k>``) and under each draft-length
+    controller (``sd_<controller>``, its other settings at their defaults)."""
+    return tuple((f"sd_g{g}", {"gamma": g}) for g in gammas) + tuple((f"sd_{c}", {"controller": c}) for c in controllers)
+
+
+def algorithm_variants(algos: list[str], beam_width: int, extra_sd: SdRows = ()
                        ) -> list[tuple[str, str, dict[str, Any]]]:
     """``(row name, algorithm, params)``: each algorithm with its defaults; ``beam`` with
     ``beam_width`` beams and ``dsbd`` both dynamic and with the width fixed at ``beam_width``; ``sd``
-    also at each draft length of ``sd_gammas`` (rows ``sd_g<k>``)."""
+    also in each of ``extra_sd``'s rows (``sd_rows``)."""
     out = []
     for algo in algos:
         if algo == "sd":
-            out += [(f"sd_g{g}", "sd", {"gamma": g}) for g in sd_gammas]
+            out += [(name, "sd", dict(params)) for name, params in extra_sd]
         if algo == "beam":
             out.append((algo, algo, {"width": beam_width}))
         elif algo == "dsbd":
@@ -126,12 +138,12 @@ def _peer_method(fn, pair, max_new_tokens: int) -> Callable[[Any], Outcome]:
 
 
 def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_peers: bool, beam_width: int = 4,
-                sd_gammas: tuple[int, ...] = ()):
+                extra_sd: SdRows = ()):
     """``{name: (kind, lossless, fn)}`` for the specviz algorithms and the peers."""
     import specviz
 
     out: dict[str, tuple[str, bool, Callable[[Any], Outcome]]] = {}
-    for name, algo, params in algorithm_variants(algos, beam_width, sd_gammas):
+    for name, algo, params in algorithm_variants(algos, beam_width, extra_sd):
         out[name] = ("specviz", specviz.ALGORITHMS[algo].lossless, _specviz_method(pair, algo, max_new_tokens, params))
     if with_peers:
         for name, fn in peer_functions(pair, gamma).items():
@@ -142,14 +154,14 @@ def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_pe
 def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tokens: int, repeat: int,
               gamma: int = 4, with_peers: bool = True, t_target: dict[int, float] | None = None,
               t_drafts: dict[str, dict[int, float] | None] | None = None, beam_width: int = 4,
-              switch: dict[str, float] | None = None, sd_gammas: tuple[int, ...] = ()
+              switch: dict[str, float] | None = None, extra_sd: SdRows = ()
               ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Rows (one per method and category) and the methods skipped with why (e.g. an algorithm that
     needs an early-exit head the pair lacks). ``t_target`` and ``t_drafts`` (t(n) per kind of drafter,
     ``AlgorithmSpec.drafter``: ``costs.forward_times``, ``costs.early_exit_times``) give each specviz
     row its ``predicted_speedup`` and ``efficiency``, with ``switch`` (``costs.switch_ms``) for
     the separate draft model."""
-    methods = methods_for(pair, algos, max_new_tokens, gamma, with_peers, beam_width, sd_gammas)
+    methods = methods_for(pair, algos, max_new_tokens, gamma, with_peers, beam_width, extra_sd)
     skipped: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     for category, plist in prompts.items():
@@ -245,7 +257,7 @@ def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200, 
 def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None, max_new_tokens: int = 64,
             repeat: int = 3, gamma: int = 4, with_peers: bool = True,
             sizes: tuple[int, ...] = costs.FULL_SIZES, beam_width: int = 4,
-            sd_gammas: tuple[int, ...] = (), chat: bool = False) -> dict[str, Any]:
+            extra_sd: SdRows = (), chat: bool = False) -> dict[str, Any]:
     """The whole report as plain data (what ``bench.json`` holds); ``chat`` records that the prompts
     are chat-formatted questions."""
     import specviz
@@ -255,7 +267,7 @@ def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None,
     calls = measure_calls(pair, sizes, repeat, prefix=round(statistics.mean(lengths)) + max_new_tokens // 2)
     rows, skipped = benchmark(pair, prompts, algos, max_new_tokens, repeat, gamma, with_peers,
                               calls["t_target_ms"], {"draft": calls["t_draft_ms"], "early_exit": calls["t_early_exit_ms"]},
-                              beam_width, calls["switch_ms"], tuple(sd_gammas))
+                              beam_width, calls["switch_ms"], tuple(extra_sd))
     probe = "sd" if "sd" in algos and pair.draft is not None else "ar"
     first = next(iter(prompts.values()))
     over = trace_overhead(pair, probe, first, max_new_tokens, rounds=max(9, repeat))
@@ -336,6 +348,8 @@ def write_report(report: dict[str, Any], out: str) -> None:
 def main(args: argparse.Namespace) -> int:
     for algo in args.algos or ():
         get_algorithm(algo)  # an unknown name is refused before any model loads
+    for controller in args.sd_controllers or ():
+        get_algorithm("sd").resolve({"controller": controller})  # so is an unknown controller
     per_cat, new_tokens, repeat, sizes = args.prompts_per_category, args.max_new_tokens, args.repeat, costs.FULL_SIZES
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -354,7 +368,7 @@ def main(args: argparse.Namespace) -> int:
         if chat:  # token ids of the chat-formatted questions, the same for specviz and the peers
             prompts = {c: [encode_prompt(pair, p, chat=True)[0] for p in plist] for c, plist in prompts.items()}
     report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width,
-                     tuple(args.sd_gammas or ()), chat)
+                     sd_rows(tuple(args.sd_gammas or ()), tuple(args.sd_controllers or ())), chat)
     write_report(report, args.out)
     print(to_markdown(report))
     print(f"written: {args.out}/bench.json, bench.md, bench.html")
