@@ -24,7 +24,7 @@ def explorer(tmp_path_factory):
     target, draft = save_tiny_pair(tmp_path_factory.mktemp("pair"))
     ex = Explorer(AppConfig(max_columns=6, measure_repeats=1), presets=[PairChoice("tiny", target, draft)],
                   pause=lambda control, seconds: control.stopped())
-    ex.build()
+    ex.demo = ex.build()
     return ex
 
 
@@ -98,6 +98,13 @@ def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tm
     assert all(c.replayed and c.trace.steps for c in replayed.columns)
     assert "sd · gamma 2" in view["table"] and "sd · gamma 8" in view["table"]
     assert [c.trace.output_ids for c in replayed.columns] == [a.trace.output_ids, b.trace.output_ids]
+    # the page's replay sets the column editor to the replayed configurations, so Run runs them again
+    ed = explorer.editor
+    replay = next(f.fn for f in explorer.demo.fns.values() if f.name == "replay")
+    bound = replay([a.path, b.path], Session())
+    assert [(c["algorithm"], c["params"]["gamma"]) for c in bound[ed.value]] == [("sd", 2), ("sd", 8)]
+    assert [label for label, _ in bound[ed.pick].choices] == ["1 · sd · gamma 2", "2 · sd · gamma 8"]
+    assert bound[explorer.page.table] == view["table"] or "sd · gamma 8" in bound[explorer.page.table]
 
 
 def test_measure_gives_a_row_per_column(explorer):

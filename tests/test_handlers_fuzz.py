@@ -182,7 +182,7 @@ def snapshot(ex: Explorer) -> list[tuple[str, int]]:
 def test_every_handler_is_called(app):
     demo, ex = app
     named = {f.name for f in demo.fns.values() if f.fn is not None}
-    for needed in ("load", "run", "measure", "stop", "scrub", "select_node", "page_shown", "play", "upload",
+    for needed in ("load", "run", "measure", "stop", "scrub", "select_node", "page_shown", "play", "replay",
                    "input_message", "toggle_custom", "on_algorithms", "on_pick", "on_duplicate", "on_remove",
                    "on_setting", "param_visibility", "chat_default", "chat_example",
                    "code_example"):

@@ -363,10 +363,10 @@ class Explorer:
         if measure and len(chosen) > self.config.max_measure_columns:
             return (f"Measure times at most {self.config.max_measure_columns} columns here (each a warm-up and "
                     f"{self.config.measure_repeats} timed runs); you have {len(chosen)}.")
-        for algo, params in chosen:
+        for i, (algo, params) in enumerate(chosen, 1):
             refusal = cost_refusal(algo, params, max_new_tokens, self.config.max_run_cost)
-            if refusal:
-                return refusal
+            if refusal:  # which column, when an algorithm may fill several
+                return refusal if len(chosen) == 1 else f"Column {i}: {refusal}"
         return None
 
     def deadline(self) -> Callable[[], bool]:
@@ -659,6 +659,35 @@ class Explorer:
         view.update(settings)
         return view
 
+    def replayed_columns(self, session: Any) -> list[dict[str, Any]] | None:
+        """The column editor's value for a replay's columns (each trace's algorithm with the settings it
+        declares, as it ran), so Run runs them again here; None when a column's algorithm is not
+        registered here or a setting is not valid here (the editor is then left as it is)."""
+        if not isinstance(session, Session) or session.source != "replay" or not session.columns:
+            return None
+        out = []
+        for c in session.columns:
+            spec = self.algorithms.get(c.algorithm)
+            if spec is None:
+                return None
+            declared = {p.name for p in spec.params}
+            try:
+                params = spec.resolve({k: v for k, v in c.params.items() if k in declared})
+            except SpecvizError:
+                return None
+            out.append({"algorithm": spec.name, "params": params})
+        return out
+
+    def replay(self, files: Any, session: Session) -> dict[Any, Any] | list[Any]:
+        """``upload`` bound to the page, and the column editor set to the replayed columns
+        (``replayed_columns``) where it can be, as the sampling settings are (``replayed_settings``)."""
+        view = self.upload(files, session)
+        bound = self.page.bind(view)
+        cols = self.replayed_columns(view.get("session"))
+        if cols is not None and isinstance(bound, dict) and self.editor is not None:
+            bound.update(self.editor.view(cols, 0))
+        return bound
+
     def replayed_settings(self, trace: Any, pair: ModelPair | None = None) -> tuple[View, str]:
         """The sidebar's sampling settings set to those the (first) replayed trace used, each within what
         its box allows here, and the sentence saying which one could not be (else ""): a trace made with
@@ -882,7 +911,8 @@ class Explorer:
             play_event = play_btn.click(page.wire(self.play), [session, pace], outputs, concurrency_limit=16,
                                         concurrency_id="play", show_progress="hidden", api_visibility="private")
             pause_btn.click(None, None, None, cancels=[play_event], queue=False, api_visibility="private")
-            upload.upload(page.wire(self.upload), [upload, session], outputs, concurrency_limit=4, api_name="replay")
+            upload.upload(self.replay, [upload, session], outputs + editor.outputs(), concurrency_limit=4,
+                          api_name="replay")
         demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_max_size)
         return demo
 

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
         k = 0
         while time.monotonic() < stop_at:
             kwargs = {**defaults, "prompt": PROMPTS[(i + k) % len(PROMPTS)], "max_new_tokens": args.max_new_tokens,
-                      "temperature": args.temperature, "seed": 1000 * i + k, "algorithms": algorithms, "pace": 0.0}
+                      "temperature": args.temperature, "seed": 1000 * i + k, "columns": algorithms, "pace": 0.0}
             t0 = time.monotonic()
             ok, err = True, ""
             try:
