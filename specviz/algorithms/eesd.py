@@ -4,7 +4,8 @@ Liu et al. 2024, "Speculative Decoding via Early-exiting for Faster LLM Inferenc
 Sampling Control Mechanism" (arXiv 2406.03853), Algorithms 1-3. Per round the early-exit draft (the
 target's first N layers plus a trained exit layer, norm and LM head; ``early_exit_drafter``) drafts a
 chain token by token; after every token the controller (``ts_controllers``: ``beta_ts``, ``cali_ts``
-or ``fixed``) decides whether to draft on; the target verifies the chain in one call with the standard
+or ``fixed``; or transformers' ``heuristic`` / ``confidence`` / ``adaptive``, ``length_controllers``)
+decides whether to draft on; the target verifies the chain in one call with the standard
 rule (exact match at temperature 0, speculative sampling otherwise: Leviathan et al. 2023,
 Algorithm 1), so the output law is exactly the target's. Needs the pair's early-exit head
 (``load_pair(..., early_exit=DIR or N)``).
@@ -17,14 +18,14 @@ from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.early_exit_drafter import CalibratedTheta, EarlyExitDrafter
 from specviz.algorithms.registry import register
 from specviz.algorithms.tree_engine import run_engine
-from specviz.algorithms.ts_controllers import TS_CONTROLLERS, controller_params, make_controller
+from specviz.algorithms.length_choice import LENGTH_CONTROLLERS, controller_params, make_controller
 from specviz.core.rules import MultiCandidate
 from specviz.trace import StepRecord
 
 
 @register("eesd", description="Early-exit self-drafting: the target's first layers plus an exit head draft a chain "
           "whose length Thompson sampling decides after every token; verified in one target call.",
-          paper="Liu et al. 2024, arXiv 2406.03853, Algorithms 1-3", params=controller_params("beta_ts", TS_CONTROLLERS),
+          paper="Liu et al. 2024, arXiv 2406.03853, Algorithms 1-3", params=controller_params("beta_ts", LENGTH_CONTROLLERS),
           needs_draft=False, controller="thompson", drafter="early_exit")
 def run_eesd(dec: Decoder, **params: Any) -> Iterator[StepRecord]:
     head = dec.pair.early_exit  # present: ``decoding.LiveRun`` refuses a pair without one

@@ -11,9 +11,10 @@ one, so the acceptance rule is ``core.acceptance.sibling_schedule`` with k=1, wh
 checked exactly by enumeration. The chain is cut to the tokens still allowed, and drafting stops
 after an EOS draft, neither of which changes the output law.
 
-``controller`` (default ``static``: always ``gamma``) swaps in EESD's draft-length control
-(``ts_controllers``: ``beta_ts``, ``cali_ts``, ``fixed``; Liu et al. 2024, arXiv 2406.03853, Table 5:
-Beta-TS on vanilla SD). No calibration head fits a separate draft model, so ``cali_ts`` here uses
+``controller`` (default ``static``: always ``gamma``) swaps in a draft-length controller
+(``length_choice``): EESD's (``ts_controllers``: ``beta_ts``, ``cali_ts``, ``fixed``; Liu et al. 2024,
+arXiv 2406.03853, Table 5: Beta-TS on vanilla SD) or transformers' assisted generation's
+(``length_controllers``: ``heuristic``, ``confidence``, ``adaptive``). No calibration head fits a separate draft model, so ``cali_ts`` here uses
 the untrained head's theta_M = 0.5.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.tree_engine import run_engine, run_tree
-from specviz.algorithms.ts_controllers import TS_CONTROLLERS, controller_params, make_controller
+from specviz.algorithms.length_choice import LENGTH_CONTROLLERS, controller_params, make_controller
 from specviz.core.rules import MultiCandidate
 from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord
@@ -35,7 +36,7 @@ GAMMA = Param("gamma", 4, "int", 1, 32, help="draft tokens per step",
 
 @register("sd", description="Chain speculative sampling: draft gamma tokens, verify in one target call.",
           paper="Leviathan et al. 2023; Chen et al. 2023; theory paper Algorithm 1",
-          params=(GAMMA,) + controller_params("static", ("static",) + TS_CONTROLLERS))
+          params=(GAMMA,) + controller_params("static", ("static",) + LENGTH_CONTROLLERS))
 def run_sd(dec: Decoder, gamma: int, **control: Any) -> Iterator[StepRecord]:
     if control["controller"] == "static":
         yield from run_tree(dec, chain_shape(gamma), replacement=True)

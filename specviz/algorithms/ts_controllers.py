@@ -25,11 +25,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.drafted_tree import DraftedTree
-from specviz.algorithms.registry import Param
 from specviz.core import thompson as ts
 from specviz.core.trees import TreeShape, chain_shape
 
@@ -39,32 +37,6 @@ if TYPE_CHECKING:
 
 TS_CONTROLLERS = ("beta_ts", "cali_ts", "fixed")
 DIGITS = 5
-
-
-def controller_params(default: str, choices: tuple[str, ...]) -> tuple[Param, ...]:
-    """The declared parameters of the draft-length controllers (shared by ``eesd`` and ``sd``); each
-    controller's own settings apply only under it (``Param.applies_when``), ``k_max`` under any of them."""
-    beta, cali = ("controller", ("beta_ts",)), ("controller", ("cali_ts",))
-    return (
-        Param("controller", default, "choice", choices=choices,
-              help="draft-length control: beta_ts / cali_ts (Thompson sampling) or fixed"),
-        Param("fixed_length", 5, "int", 1, 64, help="tokens a round drafts under the fixed controller",
-              applies_when=("controller", ("fixed",))),
-        Param("k_max", 0, "int", 0, 256, help="safety cap on tokens a round (0: none); logged when it bites",
-              applies_when=("controller", TS_CONTROLLERS)),
-        Param("alpha0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior alpha", applies_when=beta),
-        Param("beta0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior beta", applies_when=beta),
-        Param("beta_rule", "paper", "choice", choices=ts.BETA_RULES, applies_when=beta,
-              help="Beta-TS update: paper (|Q_v| = a + 1), acceptance, or paper_literal (printed, breaks)"),
-        Param("sigma_m", 0.3, "float", 1e-3, 10.0, help="Cali-TS sigma_M (a saved calibration head's own wins)",
-              applies_when=cali),
-        Param("sigma_s", 0.25, "float", 1e-3, 10.0, help="Cali-TS sigma_S", applies_when=cali),
-        Param("theta_hat0", 0.5, "float", 0.0, 1.0, help="Cali-TS start of the running estimate", applies_when=cali),
-        Param("theta_hat_rule", "draft_fraction", "choice", choices=ts.THETA_HAT_RULES, applies_when=cali,
-              help="Cali-TS running estimate: draft_fraction, trials, or paper_literal (drifts to 1)"),
-        Param("cali_mode", "blend", "choice", choices=ts.CALI_MODES, help="Cali-TS: blend or an ablation",
-              applies_when=cali),
-    )
 
 
 def _r(x: float) -> float:
@@ -235,25 +207,3 @@ class CaliTS(LengthController):
         self.est, up = ts.cali_update(self.est, drafted, accepted, self.config)
         return {"theta_hat_before": _r(up.theta_hat_before), "theta_hat_after": _r(up.theta_hat_after),
                 "s": up.s, "c": up.c, "rule": up.rule}
-
-
-def controller_rng(dec: "Decoder") -> np.random.Generator:
-    """A numpy generator for the coins, seeded from the run's torch generator (one draw)."""
-    return np.random.default_rng(int(torch.randint(0, 2 ** 62, (1,), generator=dec.generator)))
-
-
-def make_controller(dec: "Decoder", params: dict[str, Any], model: ThetaModel | None = None,
-                    sigma_m: float | None = None) -> LengthController:
-    """The controller ``params["controller"]`` names, from the declared ``controller_params``.
-    ``model``: Cali-TS's theta_M (default ``ThetaModel()``, the untrained head); ``sigma_m``: the
-    calibration head's own sigma_M, overriding the parameter."""
-    name, rng, cap = params["controller"], controller_rng(dec), params["k_max"]
-    if name == "fixed":
-        return FixedLength(rng, params["fixed_length"], cap)
-    if name == "beta_ts":
-        return BetaTS(rng, params["alpha0"], params["beta0"], params["beta_rule"], cap)
-    if name == "cali_ts":
-        config = ts.CaliConfig(sigma_m if sigma_m is not None else params["sigma_m"], params["sigma_s"],
-                               params["theta_hat0"], params["theta_hat_rule"], params["cali_mode"])
-        return CaliTS(rng, model or ThetaModel(), config, cap)
-    raise ValueError(f"unknown controller {name!r}; one of {', '.join(TS_CONTROLLERS)}")

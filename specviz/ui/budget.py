@@ -93,7 +93,8 @@ def run_cost(algorithm: str, params: dict[str, Any], max_new_tokens: int) -> Cos
     elif algorithm == "beam":
         per_step, name = max(1, _int(params, "width", 4)), "width"
     else:  # chains: sd, eesd, biased_sd, pld, ...: the longest draft a step may make
-        lengths = {k: _int(params, k) for k in ("gamma", "fixed_length", "k_max", "num_tokens") if k in params}
+        lengths = {k: _int(params, k) for k in ("gamma", "fixed_length", "k_max", "num_tokens", "num_assistant_tokens")
+                   if k in params}
         if lengths:
             name = max(lengths, key=lengths.get)
             per_step = 1 + lengths[name]
