@@ -167,3 +167,12 @@ def test_editor_handlers_take_anything(explorer, bad):
         assert isinstance(cols, list) and len(cols) <= explorer.n_slots
         json.dumps(cols, allow_nan=False)  # the page can hold it
         gr.JSON().postprocess(cols)
+
+
+def test_editor_actions_in_quick_succession_all_count(explorer):
+    """Every editor event runs after a pending one of its kind, on the values it left (``always_last``):
+    with Gradio's default for ``.input`` and clicks (``once``) a second box unchecked while the first
+    was pending was dropped, and the run had a column too many (seen in test_e2e_app)."""
+    names = {"on_algorithms", "on_pick", "on_duplicate", "on_remove", "on_setting"}
+    modes = {f.name: f.trigger_mode for f in explorer.demo.fns.values() if f.name in names}
+    assert set(modes) == names and set(modes.values()) == {"always_last"}, modes

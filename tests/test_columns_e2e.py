@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
+
+import specviz
 from e2e_support import (ARTIFACTS, at_width, choose, misplaced, open_page, plot_info, set_number, to_phone_width,
                          wait_plot_title, wait_status)
 
@@ -83,5 +85,27 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     ARTIFACTS.mkdir(exist_ok=True)
     for shot in shots.iterdir():
         shutil.copy(shot, ARTIFACTS / f"e2e-{shot.name}")
+    assert not page.errors, page.errors
+    page.close()
+
+
+def test_replaying_two_sd_traces_gives_two_columns_and_sets_the_editor(app_server, browser, tmp_path):
+    url, (target, draft), _ = app_server
+    pair = specviz.load_pair(target, draft)
+    files = []
+    for gamma in (2, 8):
+        path = tmp_path / f"sd-{gamma}.json"
+        path.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=8, seed=1,
+                                       gamma=gamma).to_json())
+        files.append(str(path))
+    page = open_page(browser, url, width=1600)
+    page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)
+    page.set_input_files("#sv-upload input[type=file]", files)
+    wait_status(page, "Replaying 2", 60_000)
+    assert "sd · gamma 2" in page.inner_text("#sv-head-0") and "sd · gamma 8" in page.inner_text("#sv-head-1")
+    page.wait_for_function("id => document.querySelector(id).innerText.includes('sd · gamma 8')", arg=PICK,
+                           timeout=30_000)
+    assert [t.strip() for t in pick_labels(page)] == ["1 · sd · gamma 2", "2 · sd · gamma 8"]
+    assert page.locator("#sv-table table.sv-table tbody tr").count() == 2
     assert not page.errors, page.errors
     page.close()

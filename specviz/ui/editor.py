@@ -214,8 +214,11 @@ class ColumnEditor:
 
     def wire(self) -> None:
         """The editor's events: user actions only (``.input``, clicks), so loading a column's values into
-        the controls does not write them back."""
-        kw = dict(queue=False, show_progress="hidden", api_visibility="private")
+        the controls does not write them back. ``always_last``: an action while the previous one of its
+        kind is pending runs after it, on the values it left (Gradio's default for ``.input`` and clicks,
+        ``once``, dropped it: two boxes unchecked quickly left one column, a value typed quickly lost its
+        last keys)."""
+        kw = dict(queue=False, show_progress="hidden", api_visibility="private", trigger_mode="always_last")
         outputs = self.outputs()
         self.algos.input(self.on_algorithms, [self.value, self.pick, self.algos], outputs, **kw)
         self.pick.input(self.on_pick, [self.value, self.pick], outputs, **kw)
