@@ -22,7 +22,11 @@ view can draw. What it holds a trace to is what the engine writes (``specviz.alg
   own parameters, in their ranges (the views state its formula with them); another name is told
   without a formula.
 
-The work is one pass, linear in the trace's size, and bounded: at most ``MAX_STEPS`` steps and
+A trace that passes is checked in bulk (``_steps_pass``: every field of every step, node, committed
+token and position a column at a time, in C where it can be, no path written); anything that does not
+pass it goes through ``check_step`` step by step, which names the first problem.
+
+The work is linear in the trace's size, and bounded: at most ``MAX_STEPS`` steps and
 ``MAX_ITEMS`` nodes, committed tokens or positions a step. An algorithm name this specviz does not
 register is allowed (the replayed column says so): a trace is data, and a newer specviz may write one.
 """
@@ -30,12 +34,15 @@ from __future__ import annotations
 
 import math
 import numbers
+from itertools import accumulate, chain
+from operator import attrgetter
 from typing import Any, Iterable
 
 from specviz import validation
 from specviz.core import rule_words
 from specviz.errors import SpecvizError, TraceFormatError
-from specviz.trace import NODE_STATUSES, TOKEN_KINDS, RunTrace, StepRecord
+from specviz.trace import (NODE_STATUSES, TOKEN_KINDS, CommittedToken, PositionRecord, RunTrace, StepRecord, TreeNode,
+                           gc_paused)
 
 MAX_STEPS = 100_000       # a 64 MB trace of 1-token steps has about this many
 MAX_ITEMS = 20_000        # nodes / committed tokens / positions a step (mcsd drafts at most 1024 + 1)
@@ -442,16 +449,228 @@ def check_trace(trace: RunTrace) -> None:
     _count("steps", trace.steps, MAX_STEPS, "steps")
     first = trace.steps[0].controller if trace.steps else None
     beam = isinstance(first, dict) and first.get("kind") in BEAM_KINDS  # drawn by viz.beams (is_beam_trace)
+    with gc_paused():
+        if _steps_pass(trace.steps, vocab, MAX_BEAM_DEPTH if beam else None):
+            _check_free_form(trace.steps)
+        else:
+            _check_steps(trace.steps, vocab, MAX_BEAM_DEPTH if beam else None)
+    produced = sum(len(s.committed) for s in trace.steps)
+    _check_output(trace.output_ids, (c.token_id for s in trace.steps for c in s.committed), produced)
+
+
+def _check_steps(steps: list[StepRecord], vocab: int | None, max_depth: int | None) -> None:
+    """The steps one by one: in order, each counting what the steps before it committed, each coherent."""
     produced = 0
-    for i, step in enumerate(trace.steps):
+    for i, step in enumerate(steps):
         at = f"steps[{i}]"
         if step.index != i:
             raise _refuse(f"{at}.index", f"{i} (steps in order from 0)", step.index)
         if step.n_before != produced:
             raise _refuse(f"{at}.n_before", f"the tokens committed by the steps before it ({produced})", step.n_before)
-        check_step(step, at, vocab, MAX_BEAM_DEPTH if beam else None)
+        check_step(step, at, max_depth=max_depth, vocab=vocab)
         produced += len(step.committed)
-    _check_output(trace.output_ids, (c.token_id for s in trace.steps for c in s.committed), produced)
+
+
+# ---- the same checks in bulk --------------------------------------------------------------------------
+# ``_steps_pass`` says True only for steps every check of ``check_step`` (but the free-form controller and
+# rule objects, ``_check_free_form``) passes; False sends them to ``_check_steps``, which says why or, if
+# nothing is wrong after all (a value of a type this fast path does not take, such as a numpy number),
+# passes them. Each column is checked with exact types first (what ``json.loads`` makes).
+
+_NONE = type(None)
+
+
+def _column(objs: list[Any], name: str) -> list[Any]:
+    return list(map(attrgetter(name), objs))
+
+
+def _ints_in(xs: list[Any], lo: int, hi: int | None) -> bool:
+    """Every x an ``int`` (not bool) in [lo, hi) (``hi`` None: no bound)."""
+    return not xs or set(map(type, xs)) == {int} and min(xs) >= lo and (hi is None or max(xs) < hi)
+
+
+def _numbers_in(xs: list[Any], lo: float, hi: float, optional: bool = False) -> bool:
+    """Every x a finite ``int`` or ``float`` in [lo, hi] (None too when ``optional``)."""
+    kinds = set(map(type, xs))
+    if not kinds <= ({int, float, _NONE} if optional else {int, float}):
+        return False
+    values = list(filter(None, xs)) if _NONE in kinds else xs  # what filter drops (None, 0) is in range
+    if not values:
+        return True
+    if not (min(values) >= lo and max(values) <= hi):
+        return False
+    total = sum(values)  # finite numbers in [lo, hi]: a NaN among them makes the sum NaN
+    return total == total
+
+
+def _texts_ok(xs: list[Any]) -> bool:
+    """Every x a ``str`` that encodes as UTF-8 (``text``)."""
+    if not xs:
+        return True
+    if set(map(type, xs)) != {str}:
+        return False
+    joined = "".join(xs)  # a lone surrogate stays one when joined
+    if joined.isascii():
+        return True
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _lists(xs: list[Any], optional: bool) -> bool:
+    return set(map(type, xs)) <= ({list, _NONE} if optional else {list})
+
+
+def _items(lists: list[Any]) -> list[Any]:
+    return list(chain.from_iterable(filter(None, lists)))
+
+
+BLOCK = 128  # steps checked together: their objects stay in the processor's cache over a block's passes
+
+
+def _steps_pass(steps: list[StepRecord], vocab: int | None, max_depth: int | None) -> bool:
+    produced = 0
+    try:
+        for start in range(0, len(steps), BLOCK):
+            block = steps[start:start + BLOCK]
+            if not _block_pass(block, start, produced, vocab, max_depth):
+                return False
+            produced += sum(map(len, _column(block, "committed")))
+    except (TypeError, ValueError, OverflowError, AttributeError):  # a value not as written: the slow path says
+        return False
+    return True
+
+
+def _block_pass(steps: list[StepRecord], start: int, produced: int, vocab: int | None, max_depth: int | None) -> bool:
+    """Whether the steps ``start``, ``start + 1``, ... (``produced`` tokens committed before them) pass."""
+    if not steps:
+        return True
+    if set(map(type, steps)) != {StepRecord} or _column(steps, "index") != list(range(start, start + len(steps))):
+        return False
+    forests, committed, positions = (_column(steps, name) for name in ("forest", "committed", "positions"))
+    if not (_lists(forests, False) and _lists(committed, False) and _lists(positions, False)):
+        return False
+    counts = list(map(len, committed))
+    if _column(steps, "n_before") != list(accumulate(counts[:-1], initial=produced)):
+        return False
+    if max(max(map(len, forests)), max(counts), max(map(len, positions))) > MAX_ITEMS:
+        return False
+    nodes, tokens, records = _items(forests), _items(committed), _items(positions)
+    if not (set(map(type, nodes)) <= {TreeNode} and set(map(type, tokens)) <= {CommittedToken}
+            and set(map(type, records)) <= {PositionRecord}):
+        return False
+    # nodes
+    ids, parents, depths, token_ids_ = (_column(nodes, k) for k in ("id", "parent", "depth", "token_id"))
+    if not (_ints_in(ids, 0, MAX_INT + 1) and _ints_in(depths, 0, None) and _ints_in(token_ids_, 0, vocab)
+            and set(map(type, parents)) <= {int, _NONE} and _ints_in(_column(nodes, "root"), 0, MAX_ROOT)
+            and _texts_ok(_column(nodes, "token_text"))):
+        return False
+    if max_depth is not None and nodes and max(depths) > max_depth:
+        return False
+    statuses = _column(nodes, "status")
+    if not (set(map(type, statuses)) <= {str} and set(statuses) <= set(NODE_STATUSES)):
+        return False
+    for key in ("q", "p", "accept_prob", "draw", "p_residual"):
+        if not _numbers_in(_column(nodes, key), 0.0, 1.0 + PROB_SLACK, optional=True):
+            return False
+    # committed tokens
+    node_ids, committed_ids = _column(tokens, "node_id"), _column(tokens, "token_id")
+    if not (_ints_in(committed_ids, 0, vocab) and set(map(type, node_ids)) <= {int, _NONE}
+            and _texts_ok(_column(tokens, "text")) and set(map(type, kinds := _column(tokens, "kind"))) <= {str}
+            and set(kinds) <= set(TOKEN_KINDS)):
+        return False
+    # positions
+    record_parents = _column(records, "parent")
+    ids_lists, p_lists = _column(records, "ids"), _column(records, "p")
+    optional = {k: _column(records, k) for k in ("q", "final_residual", "residual", "texts")}
+    if not (set(map(type, record_parents)) <= {int, _NONE} and _ints_in(_column(records, "root"), 0, MAX_ROOT)
+            and _lists(ids_lists, False) and _lists(p_lists, False) and all(_lists(v, True) for v in optional.values())
+            and _numbers_in(_column(records, "residual_mass"), 0.0, 1.0 + PROB_SLACK, optional=True)):
+        return False
+    sizes = list(map(len, ids_lists))
+    if sizes and max(sizes) > MAX_POSITION_IDS or list(map(len, p_lists)) != sizes:
+        return False
+    for values in optional.values():
+        if any(v is not None and len(v) != n for v, n in zip(values, sizes)):
+            return False
+    hi = vocab if vocab is not None else MAX_INT + 1
+    if not (_ints_in(_items(ids_lists), 0, hi) and _texts_ok(_items(optional["texts"]))
+            and _numbers_in(_items(p_lists) + _items(optional["q"]) + _items(optional["final_residual"]), 0.0,
+                            1.0 + PROB_SLACK)
+            and _numbers_in(_items(optional["residual"]), 0.0, 2.0 + PROB_SLACK)):
+        return False
+    # the step's own fields
+    tvs, timings = _column(steps, "tv"), _column(steps, "timings")
+    if not (_lists(tvs, True) and _numbers_in(_items(tvs), 0.0, 1.0 + PROB_SLACK)
+            and set(map(type, timings)) == {dict} and _texts_ok(list(chain.from_iterable(timings)))
+            and _numbers_in(list(chain.from_iterable(map(dict.values, timings))), 0.0, MAX_MS)):
+        return False
+    calls = {k: _column(steps, k) for k in ("target_calls", "draft_calls")}
+    fed = {k: _column(steps, k) for k in ("target_fed", "draft_fed")}
+    if not (all(_ints_in(v, 0, MAX_INT + 1) for v in calls.values()) and all(_lists(v, False) for v in fed.values())
+            and all(_ints_in(_items(v), 0, MAX_INT + 1) for v in fed.values())):
+        return False
+    for target_calls, draft_calls, target_fed, draft_fed in zip(*calls.values(), *fed.values()):
+        if target_fed and (target_calls != len(target_fed) or draft_calls != len(draft_fed)):
+            return False
+    # what refers to a node of the same step: parents (a root at depth 0, a child one below its parent),
+    # committed tokens' nodes and their tokens, positions' parents
+    at_node = at_token = at_record = 0
+    for forest, tokens_, records_ in zip(forests, committed, positions):
+        k, m, r = len(forest), len(tokens_), len(records_)
+        step_ids = ids[at_node:at_node + k]
+        depth_of = dict(zip(step_ids, depths[at_node:at_node + k]))
+        if len(depth_of) != k:
+            return False
+        for parent, depth in zip(parents[at_node:at_node + k], depths[at_node:at_node + k]):
+            if depth != (0 if parent is None else depth_of.get(parent, -2) + 1):
+                return False
+        if m:
+            token_of = dict(zip(step_ids, token_ids_[at_node:at_node + k]))
+            for node_id, token in zip(node_ids[at_token:at_token + m], committed_ids[at_token:at_token + m]):
+                if node_id is not None and token_of.get(node_id, -1) != token:
+                    return False
+        if r and not all(p is None or p in depth_of for p in record_parents[at_record:at_record + r]):
+            return False
+        at_node, at_token, at_record = at_node + k, at_token + m, at_record + r
+    return True
+
+
+def _check_free_form(steps: list[StepRecord]) -> None:
+    """What ``_steps_pass`` leaves to ``check_step`` for steps that pass it: each step's controller state and
+    rule record, in step order (a step's controller before its rule, as ``check_step`` does them). A rule
+    record the same as one that passed (the same keys, value types and values) passes."""
+    passed: set[tuple[Any, ...]] = set()
+    for i, step in enumerate(steps):
+        at = f"steps[{i}]"
+        if step.controller is not None:
+            plain_json(f"{at}.controller", step.controller)
+            check_controller(f"{at}.controller", step.controller)
+        rule = step.rule
+        if rule is not None:
+            key = _rule_key(rule)
+            if key is not None and key in passed:
+                continue
+            plain_json(f"{at}.rule", rule)
+            why = rule_words.check_record(rule, f"{at}.rule")
+            if why:
+                raise TraceFormatError(f"Malformed trace: {why}.")
+            if key is not None:
+                passed.add(key)
+
+
+def _rule_key(rule: Any) -> tuple[Any, ...] | None:
+    """A rule record as a hashable key (keys, exact value types, values), or None if a value is no scalar."""
+    if type(rule) is not dict:
+        return None
+    key = []
+    for k, v in rule.items():
+        if type(v) not in (str, int, float, bool, _NONE) or type(k) is not str:
+            return None
+        key.append((k, type(v), v))
+    return tuple(key)
 
 
 def _check_output(output: list[int], committed: Iterable[int], n: int) -> None:

@@ -384,3 +384,108 @@ def test_fuzz_any_field_replays_or_is_refused_in_words(source, draw):
     trace.metrics = replay_metrics(trace)
     step = path[1] if path[0] == "steps" and isinstance(path[1], int) and path[1] < len(trace.steps) else 0
     render_replay(copy.deepcopy(trace), step)
+
+
+# ---- the bulk check (issue #23: a 12,000-step replay) agrees with the step-by-step one ---------------------
+
+def _agree(d: dict) -> None:
+    """The bulk paths pass only what the step-by-step ones pass: ``RunTrace``'s bulk build
+    (``trace._steps_in_bulk``) and ``trace_check._steps_pass`` against ``_step_from_dict`` / ``_check_steps``."""
+    from specviz import trace as trace_mod
+
+    rows = copy.deepcopy(d.get("steps"))
+    built = trace_mod._steps_in_bulk(copy.deepcopy(rows), own=True)
+    try:
+        slow = [trace_mod._step_from_dict(s, f"steps[{i}]") for i, s in enumerate(rows)]
+    except TraceFormatError:
+        assert built is None
+        return
+    except Exception:  # steps not a list of objects: refused by the run's own schema check before this
+        assert built is None
+        return
+    assert built is None or built == slow
+    vocab = d.get("pair", {}).get("shared_vocab_size")
+    beam = bool(slow) and isinstance(slow[0].controller, dict) and slow[0].controller.get("kind") in ("beam", "dsbd")
+    depth = trace_check.MAX_BEAM_DEPTH if beam else None
+    try:
+        trace_check._check_steps(slow, vocab, depth)
+        trace_check._check_free_form(slow)
+    except TraceFormatError:
+        if trace_check._steps_pass(slow, vocab, depth):  # then only a controller or rule is wrong
+            with pytest.raises(TraceFormatError):
+                trace_check._check_free_form(slow)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SOURCES + [("beam", 1.0), ("sequoia", 1.0), ("ar", 0.0)]), st.data())
+def test_fuzz_the_bulk_checks_pass_only_what_the_step_by_step_ones_pass(source, draw):
+    d = data(*source)
+    paths = [p for p, _ in _paths(d) if len(p) > 1 and p[0] == "steps"]
+    path = draw.draw(st.sampled_from(paths), label="path")
+    _set(path, draw.draw(HOSTILE, label="value"))(d)
+    _agree(d)
+
+
+@pytest.mark.parametrize("source,mutate,field", [m[1:] for m in MUTATIONS], ids=[m[0] for m in MUTATIONS])
+def test_the_bulk_checks_refuse_every_known_bad_value(source, mutate, field):
+    d = data(*source)
+    mutate(d)
+    _agree(d)
+
+
+def _long(n: int) -> dict:
+    """An sd export's steps repeated until it has ``n`` (more than one ``trace_check.BLOCK``), renumbered."""
+    d = data("sd", 1.0)
+    base, steps, produced = d["steps"], [], 0
+    for i in range(n):
+        s = copy.deepcopy(base[i % len(base)])
+        s["index"], s["n_before"] = i, produced
+        produced += len(s["committed"])
+        steps.append(s)
+    d["steps"] = steps
+    d["output_ids"] = [c["token_id"] for s in steps for c in s["committed"]]
+    return d
+
+
+def test_a_long_trace_is_checked_in_bulk_and_a_bad_value_past_the_first_block_named():
+    n = 2 * trace_check.BLOCK + 7
+    d = _long(n)
+    good = RunTrace.from_json(dump(d))
+    check_trace(good)
+    assert trace_check._steps_pass(good.steps, VOCAB, None)
+    last = n - 3
+    j = next(j for j, node in enumerate(d["steps"][last]["forest"]) if node["p"] is not None)
+    for path, value, field in [
+        (("steps", last, "forest", j, "p"), 1.5, f"steps[{last}].forest[{j}].p"),
+        (("steps", last, "n_before"), 0, f"steps[{last}].n_before"),
+        (("steps", last, "index"), 3, f"steps[{last}].index"),
+        (("steps", last, "timings", "total_ms"), math.nan, f"steps[{last}].timings.total_ms"),
+        (("steps", last, "rule", "name"), 7, f"steps[{last}].rule"),
+    ]:
+        bad = copy.deepcopy(d)
+        _set(path, value)(bad)
+        assert field in refused(dump(bad))
+
+
+def test_the_collector_is_paused_while_reading_and_enabled_after():
+    import gc
+
+    from specviz.trace import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    RunTrace.from_json(exported("sd", 1.0))
+    with pytest.raises(TraceFormatError):
+        RunTrace.from_json("{")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()
