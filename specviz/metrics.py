@@ -13,10 +13,13 @@ engines' per-position counts (vLLM ``num_accepted_tokens_per_pos``) made conditi
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate, chain
+from operator import attrgetter
 from typing import Any
 
 from specviz.trace import DRAFTED, TESTED, RunTrace, StepRecord
@@ -50,8 +53,14 @@ def tau(new_tokens: int, calls: int) -> float:
 
 def acceptance_rate(steps: list[StepRecord]) -> float | None:
     """Accepted draft tokens / drafted tokens over ``steps`` (None when nothing was drafted)."""
-    drafted = sum(s.n_drafted for s in steps)
-    return sum(s.n_accepted for s in steps) / drafted if drafted else None
+    drafted, accepted = _drafted_accepted(steps)
+    return accepted / drafted if drafted else None
+
+
+def _drafted_accepted(steps: list[StepRecord]) -> tuple[int, int]:
+    """``sum(s.n_drafted)`` and ``sum(s.n_accepted)`` over ``steps``, counted in one pass over the nodes."""
+    statuses = Counter(map(attrgetter("status"), chain.from_iterable(map(attrgetter("forest"), steps))))
+    return sum(statuses[k] for k in DRAFTED), statuses["accepted"]
 
 
 def tokens_per_s(new_tokens: int, wall_time_s: float) -> float:
@@ -65,15 +74,16 @@ def summarize(trace: RunTrace, wall_time_s: float | None = None) -> dict[str, An
     calls = target_calls(trace.steps)
     if wall_time_s is None:
         wall_time_s = sum(s.timings.get("total_ms", 0.0) for s in trace.steps) / 1000
+    drafted, accepted = _drafted_accepted(trace.steps)
     return {
         "new_tokens": new_tokens,
         "steps": len(trace.steps),
         "target_calls": calls,
         "draft_calls": sum(s.draft_calls for s in trace.steps),
         "tau": tau(new_tokens, calls),
-        "drafted": sum(s.n_drafted for s in trace.steps),
-        "accepted": sum(s.n_accepted for s in trace.steps),
-        "acceptance_rate": acceptance_rate(trace.steps),
+        "drafted": drafted,
+        "accepted": accepted,
+        "acceptance_rate": accepted / drafted if drafted else None,
         "wall_time_s": wall_time_s,
         "tokens_per_s": tokens_per_s(new_tokens, wall_time_s),
         "draft_ms": sum(s.timings.get("draft_ms", 0.0) for s in trace.steps),
@@ -299,16 +309,18 @@ def _rejection_overlay(trace: RunTrace, z: float) -> dict[str, list[float]]:
     keep = drafted_positions(trace)
     if any(d.reject_prob is None for d in keep):
         keep = []
-    out: dict[str, list[float]] = {k: [] for k in ("tv", "tv_sum", "expected", "low", "high", "measured", "step")}
-    tv_sum = measured = mean = var = 0.0
-    for d in keep:
-        tv_sum += d.tv
-        measured += d.rejected
-        mean += d.reject_prob  # core.theory.rejection_band, accumulated position by position
-        var += d.reject_prob * (1.0 - d.reject_prob)
-        half = z * math.sqrt(var)
-        for key, v in zip(out, (d.tv, tv_sum, mean, mean - half, mean + half, measured, d.step)):
-            out[key].append(v)
+    tv, probs = [d.tv for d in keep], [d.reject_prob for d in keep]
+    mean = _running(probs)  # core.theory.rejection_band, accumulated position by position
+    half = [z * math.sqrt(v) for v in _running([p * (1.0 - p) for p in probs])]
+    return {"tv": tv, "tv_sum": _running(tv), "expected": mean, "low": list(map(operator.sub, mean, half)),
+            "high": list(map(operator.add, mean, half)), "measured": _running([d.rejected for d in keep]),
+            "step": [d.step for d in keep]}
+
+
+def _running(xs: list[Any]) -> list[float]:
+    """The running sums of ``xs`` from 0.0, each as ``total += x`` makes it (the same floats)."""
+    out = list(accumulate(xs, operator.add, initial=0.0))
+    del out[0]
     return out
 
 
