@@ -82,8 +82,8 @@ def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tm
         assert col.label in head and f"background:{col.color}" in head
     table = out["table"]
     assert table.count("<tr") - table.count("<thead") >= 2 and "sd · gamma 2" in table and "sd · gamma 8" in table
-    for fig in ("per_step", "cumulative"):
-        lines = {t.name: t.line.color for t in out[fig].data if str(t.name).startswith("sd")}
+    for fig in ("per_step", "cumulative", "race"):  # the race: one drafted-length line per column
+        lines = {t.name: t.line.color for t in out[fig].data if str(t.name).startswith("sd") and t.showlegend is not False}
         assert lines == {"sd · gamma 2": a.color, "sd · gamma 8": b.color}, fig
     # export: two files, each its own configuration
     assert a.path and b.path and a.path != b.path

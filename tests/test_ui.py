@@ -194,8 +194,8 @@ def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
     # all runs on the same prompt, seed and settings; lossless ones match ar greedily
     assert len({tuple(c.trace.prompt_ids) for c in session.columns}) == 1
     assert table.count('class="sv-good">✓ identical') == len(FOUR) - 1 and "sv-bad" not in table
-    for name in ("per_step", "cumulative", "hist", "time"):
-        assert isinstance(final[name], go.Figure) and final[name].data
+    for name in ("per_step", "cumulative", "hist", "time", "positions", "race", "latency"):
+        assert isinstance(final[name], go.Figure) and final[name].data, name
     # Run is disabled while the run goes and enabled again at its end; Stop the other way round
     assert outs[0]["run_btn"].interactive is False and outs[0]["stop_btn"].interactive is True
     assert outs[-1]["run_btn"].interactive is True and outs[-1]["stop_btn"].interactive is False

@@ -858,6 +858,10 @@ class Explorer:
             with gr.Row(elem_classes=["sv-figrow"]):
                 fig_hist = gr.Plot(show_label=False, elem_id="sv-hist")
                 fig_time = gr.Plot(show_label=False, elem_id="sv-time")
+            with gr.Row(elem_classes=["sv-figrow"]):
+                fig_positions = gr.Plot(show_label=False, elem_id="sv-positions")
+                fig_race = gr.Plot(show_label=False, elem_id="sv-race")
+            fig_latency = gr.Plot(show_label=False, elem_id="sv-latency")
             gr.Markdown("## Measure", elem_id="sv-measure-title")
             with gr.Row(equal_height=True):
                 measure_btn = gr.Button("Measure ⏱", size="sm", scale=0, min_width=120, elem_id="sv-measure-btn")
@@ -868,7 +872,8 @@ class Explorer:
 
             page = Page(session=session, status=status, run_btn=run_btn, stop_btn=stop_btn, measure_btn=measure_btn,
                         input_msg=input_msg, slider=slider, step_label=step_label, table=table, per_step=fig_per_step,
-                        cumulative=fig_cumulative, hist=fig_hist, time=fig_time, measurements=measurements,
+                        cumulative=fig_cumulative, hist=fig_hist, time=fig_time, positions=fig_positions,
+                        race=fig_race, latency=fig_latency, measurements=measurements,
                         max_new=max_new, seed=seed, temperature=temperature, top_p=top_p, top_k=top_k, slots=slots)
             self.page = page
             outputs = page.outputs()

@@ -73,6 +73,9 @@ class Page:
     cumulative: gr.Plot
     hist: gr.Plot
     time: gr.Plot
+    positions: gr.Plot  # acceptance by draft position (viz.serving)
+    race: gr.Plot       # the draft-length race (viz.race)
+    latency: gr.Plot    # per-step draft / verify / bookkeeping time (viz.serving)
     measurements: gr.HTML
     max_new: gr.Number
     seed: gr.Textbox  # SeedBox, text: carried exactly up to 2^63 − 1 (ui.validate.check_seed)

@@ -228,4 +228,5 @@ def comparison(session: Session, step: int) -> dict[str, Any]:
     runs = session.runs()
     return {"table": table_html(session), "per_step": viz.tokens_per_step_figure(runs, step),
             "cumulative": viz.cumulative_figure(runs, step), "hist": viz.acceptance_histogram_figure(runs),
-            "time": viz.time_breakdown_figure(runs)}
+            "time": viz.time_breakdown_figure(runs), "positions": viz.acceptance_per_position_figure(runs),
+            "race": viz.race_figure(runs), "latency": viz.step_latency_figure(runs)}

@@ -9,6 +9,7 @@ from specviz.viz.controller import (CONTROLLER_VIEWS, controller_figure, control
                                     thompson_figures)
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.narrative import informative_step, step_narrative
+from specviz.viz.race import race_figure
 from specviz.viz.serving import acceptance_per_position_figure, step_latency_figure
 from specviz.viz.style import STATUS_COLORS, STATUS_LABELS, algorithm_color, message_figure
 from specviz.viz.table import TABLE_CSS, comparison_rows, comparison_table_html, first_divergence, greedy_check
@@ -21,7 +22,7 @@ __all__ = [
     "CONTROLLER_VIEWS", "CSS", "STATUS_COLORS", "STATUS_LABELS", "TABLE_CSS", "TOKENS_CSS",
     "acceptance_histogram_figure", "acceptance_per_position_figure", "algorithm_color", "comparison_rows",
     "comparison_table_html", "controller_figure", "controller_kind", "cumulative_figure", "distribution_figure",
-    "first_divergence", "greedy_check", "informative_step", "legend_html", "message_figure", "register_view",
+    "first_divergence", "greedy_check", "informative_step", "legend_html", "message_figure", "race_figure", "register_view",
     "step_latency_figure", "step_narrative", "step_tree_figure", "text_upto", "thompson_figures",
     "time_breakdown_figure", "tokens_html", "tokens_per_step_figure", "tree_figure", "tree_layout",
 ]
