@@ -9,11 +9,12 @@ import pytest
 
 import specviz
 from e2e_support import (ARTIFACTS, at_width, choose, misplaced, open_page, plot_info, set_number, to_phone_width,
-                         wait_plot_title, wait_status)
+                         unreadable, wait_plot_title, wait_status)
 
 pytestmark = pytest.mark.e2e
 
 PICK = "#sv-col-pick"
+SERVING = ("sv-positions", "sv-race", "sv-latency")  # the serving metrics and the draft-length race
 
 
 def pick_labels(page) -> list[str]:
@@ -24,24 +25,24 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     url, _, _ = app_server
     page = open_page(browser, url, width=1600)
     choose(page, ["sd"])
-    page.wait_for_function("id => document.querySelectorAll(id + ' label').length === 1", arg=PICK, timeout=30_000)
+    page.wait_for_function("id => document.querySelectorAll(id + ' label').length === 1", arg=PICK, timeout=120_000)
     page.click("#sv-col-dup")
-    page.wait_for_function("id => document.querySelectorAll(id + ' label').length === 2", arg=PICK, timeout=30_000)
+    page.wait_for_function("id => document.querySelectorAll(id + ' label').length === 2", arg=PICK, timeout=120_000)
     assert [t.strip() for t in pick_labels(page)] == ["1 · sd #1", "2 · sd #2"]  # nothing tells them apart yet
     assert page.locator(f"{PICK} input[type=radio]").nth(1).is_checked()  # the copy is picked
     page.get_by_text("sd settings", exact=True).click()
-    page.locator("#sv-param-sd-gamma").wait_for(state="visible", timeout=30_000)
+    page.locator("#sv-param-sd-gamma").wait_for(state="visible", timeout=120_000)
     set_number(page, "sv-param-sd-gamma", 2)
     page.wait_for_function("id => document.querySelector(id).innerText.includes('sd · gamma 2')", arg=PICK,
-                           timeout=30_000)
+                           timeout=120_000)
     assert [t.strip() for t in pick_labels(page)] == ["1 · sd · gamma 4", "2 · sd · gamma 2"]
     # picking the first column shows its own gamma in the shared controls
     page.locator(f"{PICK} label").nth(0).click()
     page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '4'",
-                           timeout=30_000)
+                           timeout=120_000)
     page.locator(f"{PICK} label").nth(1).click()
     page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '2'",
-                           timeout=30_000)
+                           timeout=120_000)
 
     page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
     set_number(page, "sv-max-new", 16)
@@ -66,16 +67,26 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     assert [name for name, _ in legend] == ["sd · gamma 4", "sd · gamma 2"], legend
     assert legend[0][1] != legend[1][1]
     assert plot_info(page, "sv-cumulative")["traces"] > 0
+    race = page.evaluate("""() => document.querySelector('#sv-race .js-plotly-plot').data
+                                 .filter(t => t.showlegend !== false).map(t => t.name)""")
+    assert race == ["sd · gamma 4", "sd · gamma 2"], race
+    assert all(plot_info(page, f)["traces"] > 0 for f in SERVING)
+    assert unreadable(page, *SERVING) == {}
     assert misplaced(page) == []
     shots = tmp_path / "shots"
     shots.mkdir()
     page.screenshot(path=str(shots / "columns-1600.png"), full_page=True)
+    page.locator("#sv-positions").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "columns-1600-serving.png"))
     at_width(page, 1600)
     page.locator("#sv-col-pick").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "columns-1600-sidebar.png"))
-    to_phone_width(page, "sv-tree-0", "sv-tree-1")
+    to_phone_width(page, "sv-tree-0", "sv-tree-1", *SERVING)
+    assert unreadable(page, *SERVING) == {}
     assert misplaced(page) == []
     page.screenshot(path=str(shots / "columns-400.png"), full_page=True)
+    page.locator("#sv-positions").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "columns-400-serving.png"), full_page=False)
     page.click("#sv-sidebar .toggle-button")  # the sidebar over the page, its column editor in view
     page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right >= 300",
                            timeout=15_000)
@@ -104,7 +115,7 @@ def test_replaying_two_sd_traces_gives_two_columns_and_sets_the_editor(app_serve
     wait_status(page, "Replaying 2", 60_000)
     assert "sd · gamma 2" in page.inner_text("#sv-head-0") and "sd · gamma 8" in page.inner_text("#sv-head-1")
     page.wait_for_function("id => document.querySelector(id).innerText.includes('sd · gamma 8')", arg=PICK,
-                           timeout=30_000)
+                           timeout=120_000)
     assert [t.strip() for t in pick_labels(page)] == ["1 · sd · gamma 2", "2 · sd · gamma 8"]
     assert page.locator("#sv-table table.sv-table tbody tr").count() == 2
     assert not page.errors, page.errors

@@ -63,7 +63,8 @@ def race_figure(runs: Runs, current_step: int | None = None, height: int = 380) 
                                       "ideal %{customdata}<extra></extra>"})
         data.append({"type": "scatter", "mode": "markers", "name": f"{label}: ideal", "legendgroup": str(label),
                      "showlegend": False, "x": xs, "y": r.ideal, "xaxis": "x", "yaxis": "y",
-                     "marker": {"color": color, "size": 5, "symbol": "circle-open"}, "hoverinfo": "skip"})
+                     "marker": {"color": color, "size": 8, "symbol": "circle-open", "line": {"width": 1.5}},
+                     "hoverinfo": "skip"})
         data.append({"type": "scatter", "mode": "lines", "name": f"{label}: waste", "legendgroup": str(label),
                      "showlegend": False, "x": xs, "y": r.wasted, "xaxis": "x2", "yaxis": "y2",
                      "line": {"color": color, "width": 2, "dash": dash},
