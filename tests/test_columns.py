@@ -3,6 +3,7 @@ each labelled by what differs and drawn in its own colour; the table, the figure
 replay all per column. In-process, on the tiny real pair of test_ui."""
 from __future__ import annotations
 
+import csv
 import json
 import re
 
@@ -90,6 +91,13 @@ def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tm
     assert "gamma_2" in a.path and "gamma_8" in b.path
     saved = [json.loads(open(c.path).read()) for c in (a, b)]
     assert [s["params"]["gamma"] for s in saved] == [2, 8]
+    # each column's tokens with their provenance, as CSV beside the JSON, offered in its column
+    for i, col in enumerate((a, b)):
+        with open(col.csv_path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        assert [int(r["token_id"]) for r in rows] == col.trace.output_ids
+        assert {r["kind"] for r in rows} <= {"draft", "resampled", "bonus"} and rows[0]["algorithm"] == "sd"
+        assert out["download_csv", i].visible and out["download_csv", i].value
     # replay both: two columns, the same labels and colours, no model needed
     replayed = Session()
     view = explorer.upload([a.path, b.path], replayed)
@@ -98,6 +106,7 @@ def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tm
     assert all(c.replayed and c.trace.steps for c in replayed.columns)
     assert "sd · gamma 2" in view["table"] and "sd · gamma 8" in view["table"]
     assert [c.trace.output_ids for c in replayed.columns] == [a.trace.output_ids, b.trace.output_ids]
+    assert [open(c.csv_path).read() for c in replayed.columns] == [open(c.csv_path).read() for c in (a, b)]
     # the page's replay sets the column editor to the replayed configurations, so Run runs them again
     ed = explorer.editor
     replay = next(f.fn for f in explorer.demo.fns.values() if f.name == "replay")

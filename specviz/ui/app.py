@@ -256,6 +256,7 @@ class Explorer:
             if full:
                 out["column", i] = gr.Column(visible=True)
                 out["download", i] = gr.DownloadButton(value=v.download, visible=v.download is not None)
+                out["download_csv", i] = gr.DownloadButton(value=v.download_csv, visible=v.download_csv is not None)
         return out
 
     def full_view(self, session: Session, note: str = "", compare: bool = True, force: bool = False,

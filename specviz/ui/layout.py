@@ -33,6 +33,7 @@ class Slot:
     beams: gr.HTML
     theory: gr.Plot
     download: gr.DownloadButton
+    download_csv: gr.DownloadButton
 
     @classmethod
     def declare(cls, i: int) -> "Slot":
@@ -49,6 +50,7 @@ class Slot:
                 beams=gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
                 theory=gr.Plot(show_label=False, visible=False, elem_id=f"sv-theory-{i}"),
                 download=gr.DownloadButton("⬇ trace JSON", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
+                download_csv=gr.DownloadButton("⬇ tokens CSV", visible=False, size="sm", elem_id=f"sv-dl-csv-{i}"),
             )
 
     @classmethod

@@ -41,6 +41,7 @@ class SlotView:
     beams: str | None = None        # beam / dsbd runs: the beams' texts and scores (HTML)
     theory: go.Figure | None = None  # the theory paper's quantities next to the measured ones
     lengths: go.Figure | None = None  # eesd / a draft-length controller: drafted vs accepted per round
+    download_csv: str | None = None  # the tokens' provenance as CSV, beside the JSON download
 
 
 def column_color(col: Column) -> str:
@@ -161,7 +162,7 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
         dist = distribution_figure(t.steps[k], col.selected)
     lengths = viz_controller.draft_lengths_figure(t, k) if viz.controller_kind(t) in LENGTH_KINDS else None
     return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams, theory,
-                    lengths)
+                    lengths, col.csv_path if col.done else None)
 
 
 def opening_step(trace: RunTrace) -> int:

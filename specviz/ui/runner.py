@@ -22,6 +22,7 @@ from specviz import interrupt, metrics
 from specviz.algorithms.registry import ALGORITHMS
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
+from specviz.export_tokens import tokens_csv
 from specviz.trace import RunTrace, StepRecord
 from specviz.trace_check import check_trace
 from specviz.ui.columns import column_colors, column_labels
@@ -57,6 +58,7 @@ class Column:
     error: str | None = None
     done: bool = False
     path: str | None = None            # exported JSON, once finished
+    csv_path: str | None = None        # its tokens with their provenance (export_tokens), beside the JSON
     pin: int | None = None             # the step this column shows regardless of the slider (after a run)
     selected: int | None = None        # the tree node whose distribution is shown (at the step shown)
     replayed: bool = False             # read from an uploaded file (``load_trace_file``): not run here
@@ -326,9 +328,24 @@ def export(col: Column, directory: str | None = None, quota: int | None = None) 
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
     col.path = path
+    write_tokens_csv(col, folder, safe)
     if quota is not None:
         enforce_quota(root, quota, keep=folder)
     return path
+
+
+REPLAY_CSV_MAX_STEPS = 2000  # a longer replay offers its JSON only: its CSV would cost the first view ~0.5 s
+
+
+def write_tokens_csv(col: Column, folder: str, safe: str) -> None:
+    """The column's tokens, each with how it was produced, as CSV (``export_tokens.tokens_csv``) in the
+    export's folder, so the quota counts it with the JSON."""
+    if col.trace is None:
+        return
+    path = os.path.join(folder, f"specviz-{safe}.tokens.csv")
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(tokens_csv(col.trace))
+    col.csv_path = path
 
 
 def export_copy(col: Column, source: str, quota: int | None = None) -> str | None:
@@ -346,6 +363,8 @@ def export_copy(col: Column, source: str, quota: int | None = None) -> str | Non
     path = os.path.join(folder, f"specviz-{safe}.json")
     shutil.copyfile(source, path)
     col.path = path
+    if col.trace is not None and len(col.trace.steps) <= REPLAY_CSV_MAX_STEPS:
+        write_tokens_csv(col, folder, safe)
     if quota is not None:
         enforce_quota(root, quota, keep=folder)
     return path
