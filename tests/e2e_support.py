@@ -256,6 +256,9 @@ def wait_plot_title(page, elem_id: str, prefix: str, exact: bool = False) -> Non
 def open_page(browser, url, width=1500, height=1000):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": width, "height": height})
+    # actions without their own timeout (a click, a check, a screenshot) wait up to 2 min, not
+    # Playwright's 30 s: each returns as soon as the page lets it, so only a page that is wrong waits it out
+    page.set_default_timeout(120_000)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.errors = errors

@@ -166,6 +166,18 @@ def test_duplicate_a_column_then_change_its_gamma(explorer):
     assert ed.on_algorithms(full, 0, ["ar"])[ed.value] == [cfg.default_column(specviz.ALGORITHMS["ar"])]
 
 
+
+def test_the_algorithm_boxes_are_written_back_only_when_the_columns_disagree(explorer):
+    """A box the user clicks is theirs: echoing the boxes back from an earlier click's event would
+    re-check one unchecked meanwhile (seen in a browser under load); only a refusal is written back."""
+    ed = explorer.editor
+    v = ed.on_algorithms(ed.value.value, 0, ["ar", "sd"])
+    assert ed.algos not in v and [c["algorithm"] for c in v[ed.value]] == ["ar", "sd"]
+    many = [a for a in specviz.ALGORITHMS if a != "eesd"][: explorer.n_slots + 1]  # one more than fits
+    v = ed.on_algorithms(None, 0, many)
+    assert len(v[ed.value]) == explorer.n_slots and v[ed.algos] == many[: explorer.n_slots]
+
+
 @pytest.mark.parametrize("bad", [None, "sd", 3, [None, 1, "x"], [{"algorithm": 5}], {"algorithm": "sd"},
                                  [{"algorithm": "sd", "params": {"gamma": 10**30, "controller": float("nan")}}]])
 def test_editor_handlers_take_anything(explorer, bad):

@@ -164,13 +164,23 @@ PAGE_JS = r"""
     if (r.top < b.top) sc.scrollTop -= b.top - r.top + 4;
     else if (r.bottom > b.bottom) sc.scrollTop += Math.min(r.bottom - b.bottom + 4, r.top - b.top - 4);
   };
+  // Gradio scrolls a new value to its end (autoscroll) whenever it gets to it, later on a busy machine:
+  // after a new text the current step is brought back a few times as the layout settles and, beyond
+  // those, on every scroll of the box the user did not make, until the user scrolls, clicks or types in
+  // it (so a late autoscroll cannot leave it out of view)
   const texts = new Map();
   setInterval(() => {
     document.querySelectorAll("[id^=sv-text-]").forEach((box) => {
       const html = box.querySelector(".sv-text");
       if (!html || texts.get(box.id) === html) return;  // only a text the server has just sent
       texts.set(box.id, html);
-      // after Gradio's own scrolling of a new value (autoscroll: to the end), whenever that comes
+      box.__svFollow = true;
+      if (!box.__svBound) {
+        box.__svBound = true;
+        box.addEventListener("scroll", () => { if (box.__svFollow) window.svShowCurrent(box); }, true);
+        for (const ev of ["wheel", "touchstart", "pointerdown", "keydown"])
+          box.addEventListener(ev, () => { box.__svFollow = false; }, {capture: true, passive: true});
+      }
       for (const ms of [50, 250, 600, 1200]) setTimeout(() => window.svShowCurrent(box), ms);
     });
   }, 200);
