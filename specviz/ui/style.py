@@ -164,24 +164,24 @@ PAGE_JS = r"""
     if (r.top < b.top) sc.scrollTop -= b.top - r.top + 4;
     else if (r.bottom > b.bottom) sc.scrollTop += Math.min(r.bottom - b.bottom + 4, r.top - b.top - 4);
   };
-  // Gradio scrolls a new value to its end (autoscroll) whenever it gets to it, later on a busy machine:
-  // after a new text the current step is brought back a few times as the layout settles and, beyond
-  // those, on every scroll of the box the user did not make, until the user scrolls, clicks or types in
-  // it (so a late autoscroll cannot leave it out of view)
-  const texts = new Map();
+  // A new text from the server (a live step, a replay's next window of steps) may come before or after
+  // the slider's own script, and Gradio may patch the old elements in place rather than replace them:
+  // so every change inside a text box brings its current step back into view, a few times as the
+  // layout settles, and so does any scroll of the box the user did not make (Gradio's autoscroll to the
+  // end comes late on a busy machine), until the user scrolls, clicks or types in the box
+  const follow = (box) => {
+    box.__svFollow = true;
+    for (const ms of [0, 50, 250, 600, 1200]) setTimeout(() => window.svShowCurrent(box), ms);
+  };
   setInterval(() => {
     document.querySelectorAll("[id^=sv-text-]").forEach((box) => {
-      const html = box.querySelector(".sv-text");
-      if (!html || texts.get(box.id) === html) return;  // only a text the server has just sent
-      texts.set(box.id, html);
-      box.__svFollow = true;
-      if (!box.__svBound) {
-        box.__svBound = true;
-        box.addEventListener("scroll", () => { if (box.__svFollow) window.svShowCurrent(box); }, true);
-        for (const ev of ["wheel", "touchstart", "pointerdown", "keydown"])
-          box.addEventListener(ev, () => { box.__svFollow = false; }, {capture: true, passive: true});
-      }
-      for (const ms of [50, 250, 600, 1200]) setTimeout(() => window.svShowCurrent(box), ms);
+      if (box.__svBound) return;
+      box.__svBound = true;
+      new MutationObserver(() => follow(box)).observe(box, {childList: true, subtree: true, characterData: true});
+      box.addEventListener("scroll", () => { if (box.__svFollow) window.svShowCurrent(box); }, true);
+      for (const ev of ["wheel", "touchstart", "pointerdown", "keydown"])
+        box.addEventListener(ev, () => { box.__svFollow = false; }, {capture: true, passive: true});
+      follow(box);
     });
   }, 200);
   const STATUSES = ["accepted", "rejected", "not_reached", "resampled", "bonus"];
