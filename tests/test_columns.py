@@ -14,6 +14,7 @@ import specviz
 from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui import columns as cfg
 from specviz.ui.pairs import PairChoice
+from test_ui import screen
 from specviz.viz import algorithm_color
 from test_ui_support import save_tiny_pair
 
@@ -27,13 +28,6 @@ def explorer(tmp_path_factory):
                   pause=lambda control, seconds: control.stopped())
     ex.demo = ex.build()
     return ex
-
-
-def shown(outs):
-    last = {}
-    for out in outs:
-        last.update(out)
-    return last
 
 
 # ---- the columns value, checked on the server ----------------------------------------------------------------
@@ -71,7 +65,7 @@ def test_labels_show_only_what_differs_and_colours_follow_the_column():
 # ---- a run, its table and figures, Measure, export and replay ------------------------------------------------
 def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tmp_path):
     session = Session(pair_key=explorer.default_key)
-    out = shown(explorer.run(session, "def f(x):\n", 10, 0.0, 1.0, 0, 0, [SD2, SD8], 0.0, False))
+    out = screen(explorer.run(session, "def f(x):\n", 10, 0.0, 1.0, 0, 0, [SD2, SD8], 0.0, False))
     assert "Done · 2 runs" in out["status"]
     a, b = session.columns
     assert (a.params["gamma"], b.params["gamma"]) == (2, 8)
@@ -118,7 +112,7 @@ def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tm
 
 def test_measure_gives_a_row_per_column(explorer):
     session = Session(pair_key=explorer.default_key)
-    out = shown(explorer.measure(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, [SD2, SD8, SD8], 0.0, False))
+    out = screen(explorer.measure(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, [SD2, SD8, SD8], 0.0, False))
     html = out["measurements"]
     assert html.count('<th scope="row">') == 3
     assert "gamma=2" in html and "gamma=8, controller=static) #1" in html and "#2" in html
@@ -128,7 +122,7 @@ def test_over_six_columns_and_each_columns_cost_are_refused(explorer):
     session = Session(pair_key=explorer.default_key)
     (out,) = explorer.run(session, "x", 4, 0.0, 1.0, 0, 0, [SD2] * 7, 0.0, False)
     assert "At most 6 columns" in out["status"]
-    out = shown(explorer.run(session, "x", 4, 0.0, 1.0, 0, 0, [SD2, {"algorithm": "sd", "params": {"gamma": 99}}],
+    out = screen(explorer.run(session, "x", 4, 0.0, 1.0, 0, 0, [SD2, {"algorithm": "sd", "params": {"gamma": 99}}],
                              0.0, False))
     assert "sv-error" in out["header", 1] and "gamma" in out["header", 1]  # refused by name, in its column
     assert "sv-error" not in out["header", 0]
