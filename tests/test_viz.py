@@ -220,7 +220,11 @@ def test_table_shows_metrics_definitions_and_greedy_check(traces):
             assert definition in html
     bad = copy.deepcopy(sd)
     bad.output_ids[3] = (bad.output_ids[3] + 1) % 16
-    assert "✗ differs at token 4" in viz.comparison_table_html([("ar", ar), ("sd", bad)])
+    differs = viz.comparison_table_html([("ar", ar), ("sd", bad)])
+    assert "✗ differs at token 4" in differs
+    # the long divergence sentence wraps inside its cell rather than widening the table past its column
+    assert '<td class="sv-bad sv-wrap">✗ differs' in differs and "td.sv-wrap { white-space: normal" in viz.TABLE_CSS
+    assert "<th title=\"one row per column" in html  # rows are the page's columns (configurations), not algorithms
     sampled = viz.comparison_table_html([("ar", traces[("ar", 1.0)]), ("sd", traces[("sd", 1.0)])])
     assert "n/a (T &gt; 0)" in sampled
     rows = viz.comparison_rows([("ar", ar), ("sd", sd)])

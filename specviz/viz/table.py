@@ -107,6 +107,7 @@ def _cell(key: str, v: Any) -> str:
 
 
 TIMED: tuple[str, ...] = ("wall_time_s", "tokens_per_s", "speedup")
+COLUMN_TIP = "one row per column of the page: its algorithm and the settings that tell it from its neighbours"
 
 
 def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions: bool = True,
@@ -141,7 +142,7 @@ def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions
             elif key in best and v == best[key]:
                 cls = ' class="sv-best"'
             elif key == "greedy" and str(v).startswith("✗"):
-                cls = ' class="sv-bad"'
+                cls = ' class="sv-bad sv-wrap"'
             elif key == "greedy" and str(v).startswith("✓"):
                 cls = ' class="sv-good"'
             cells.append(f"<td{cls}>{text}</td>")
@@ -151,7 +152,7 @@ def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions
     if not_comparable:
         warn = (f'<div class="sv-nc-note">* Wall-time figures are <b>not comparable</b>: {html.escape(not_comparable)}. '
                 "Press <b>Measure</b> for timings run one after another, unpaced, with repeats.</div>")
-    out = warn + (f'<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th>{head}</tr></thead>'
+    out = warn + (f'<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th title="{COLUMN_TIP}">column</th>{head}</tr></thead>'
            f'<tbody>{"".join(body)}</tbody></table></div>')
     if show_definitions:
         items = "".join(f"<li><b>{html.escape(h)}</b>: {html.escape(defs.get(d, ''))}</li>" for _, h, d in COLUMNS)
@@ -174,6 +175,7 @@ TABLE_CSS = """
 .sv-table .sv-bad { color: #b91c1c; font-weight: 600; }
 .sv-table .sv-nc { color: #9ca3af; }
 .sv-table .sv-vec { cursor: help; font-size: 12px; }
+.sv-table td.sv-wrap { white-space: normal; min-width: 120px; }
 .sv-nc-note { font-size: 12px; color: #92400e; background: #fffbeb; border: 1px solid #fde68a; border-radius: 6px;
   padding: 4px 8px; margin-bottom: 6px; }
 .sv-running { color: #7c3aed; font-weight: 400; font-size: 11px; }
