@@ -20,6 +20,7 @@ import specviz
 from specviz.algorithms.sequoia_tune import CACHE_CAPS, PairCache, pair_cache
 from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui import app as app_module
+from specviz.ui import replay as replay_module
 from specviz.ui import measure as measure_module
 from specviz.ui import runner
 from specviz.ui.budget import cost_refusal, run_cost
@@ -279,8 +280,8 @@ def test_replay_reads_only_the_files_it_shows(pair_dirs, shared_registry, tmp_pa
         p.write_text(trace.to_json())
         paths.append(str(p))
     read = []
-    real = app_module.load_trace_file
-    monkeypatch.setattr(app_module, "load_trace_file", lambda path, cap: read.append(path) or real(path, cap))
+    real = replay_module.load_trace_file
+    monkeypatch.setattr(replay_module, "load_trace_file", lambda path, cap: read.append(path) or real(path, cap))
     session = Session()
     out = ex.upload(paths, session)
     assert read == paths[: ex.n_slots] and len(session.columns) == ex.n_slots

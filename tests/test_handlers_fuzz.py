@@ -302,8 +302,8 @@ def test_seed_is_exact_as_text(app, monkeypatch):
     run = next(i for i, f in demo.fns.items() if f.name == "run")
     message = next(i for i, f in demo.fns.items() if f.name == "input_message")
     seen: list[Any] = []
-    check = ex.check_inputs
-    monkeypatch.setattr(ex, "check_inputs", lambda *a, **k: seen.append(check(*a, **k)) or seen[-1])
+    check = ex.checker.check_inputs
+    monkeypatch.setattr(ex.checker, "check_inputs", lambda *a, **k: seen.append(check(*a, **k)) or seen[-1])
 
     def call(fn_index: int, seed: Any) -> str:
         block_fn = demo.fns[fn_index]

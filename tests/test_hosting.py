@@ -21,6 +21,7 @@ import specviz
 from specviz.errors import SpecvizError
 from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui.app import CUSTOM, launch
+from specviz.ui.pair_loading import PairLoader
 from specviz.ui.config import UNSAFE_FLAG, UNSAFE_VAR, check_exposure, is_loopback, private_temp_dir
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
 from specviz.ui.safe_text import display_name, hide_paths, md_text
@@ -157,7 +158,7 @@ def test_remote_code_never_runs_from_the_load_handler(private, pair_dirs, tmp_pa
         assert out.pair_key == private.default_key
     assert not marker.exists()
     # nothing in the page or the API can ask for it
-    assert "trust" not in inspect.signature(Explorer.load).parameters
+    assert "trust" not in inspect.signature(PairLoader.load).parameters
     assert "trust_remote_code" not in inspect.signature(PairRegistry.load).parameters
 
 

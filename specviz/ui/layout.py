@@ -11,11 +11,16 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
 import gradio as gr
 
+if TYPE_CHECKING:
+    from specviz.ui.editor import ColumnEditor
+
 View = dict[Hashable, Any]
+# the sampling sliders' ranges (a trace made outside them, through the API, may be replayed: ui.replay)
+SLIDER_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.01, 1.0)}
 
 
 @dataclass
@@ -119,3 +124,30 @@ class Page:
         def call(*args: Any, **kwargs: Any) -> dict[Any, Any]:
             return self.bind(fn(*args, **kwargs))
         return call
+
+
+@dataclass
+class Controls:
+    """The page's other components an event reads or listens to (``Explorer.wire``), by name."""
+
+    pair_choice: gr.Dropdown
+    pair_note: gr.Markdown
+    custom_group: gr.Group
+    custom_target: gr.Textbox
+    custom_draft: gr.Textbox
+    load_btn: gr.Button
+    pair_md: gr.Markdown
+    editor: "ColumnEditor"
+    pace: gr.Slider
+    upload: gr.File
+    prompt: gr.Textbox
+    chat: gr.Checkbox
+    chat_examples: gr.Dataset
+    code_examples: gr.Dataset
+    prev_btn: gr.Button
+    next_btn: gr.Button
+    play_btn: gr.Button
+    pause_btn: gr.Button
+    latest_btn: gr.Button
+    node_pick: gr.Textbox   # a click on a tree node writes "column:node:nonce" here (NODE_CLICK_JS)
+    page_report: gr.Textbox  # the page writes "step:nonce" here when it has drawn a live update

@@ -62,7 +62,7 @@ class Column:
     pin: int | None = None             # the step this column shows regardless of the slider (after a run)
     selected: int | None = None        # the tree node whose distribution is shown (at the step shown)
     replayed: bool = False             # read from an uploaded file (``load_trace_file``): not run here
-    shown: dict[str, tuple] = field(default_factory=dict)  # what each panel group on screen shows (ui.app)
+    shown: dict[str, tuple] = field(default_factory=dict)  # what each panel group on screen shows (ui.views)
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # a finished run's reused views (ui.stepcache)
     _it: Iterator[StepRecord] | None = field(default=None, repr=False)
 
@@ -110,6 +110,18 @@ class Session:
         """``(label, trace)`` per column with a trace, for the table and the figures: the label is the
         column's (``RunLabel``, carrying the column's colour)."""
         return [(RunLabel(c.label, c.color), c.trace) for c in self.columns if c.trace is not None]
+
+
+def given_session(state: Any) -> Session | None:
+    """``state`` if it is a visitor's ``Session``, else None: a handler's session input may be anything
+    (an API client's value, a state Gradio dropped). The one place the app checks a session's type."""
+    return state if isinstance(state, Session) else None
+
+
+def visitor_session(state: Any, pair_key: str | None) -> Session:
+    """The visitor's ``Session``, or a fresh one on ``pair_key`` for state of any other type."""
+    session = given_session(state)
+    return session if session is not None else Session(pair_key=pair_key)
 
 
 class RunLabel(str):

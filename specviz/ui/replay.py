@@ -1,0 +1,135 @@
+"""Replaying uploaded trace files (no model needed): each file read within the upload cap and checked
+(``runner.load_trace_file``), one column per trace, the download's copy, and the sidebar set to what
+the traces ran with (the column editor and the sampling settings) so Run runs them again here.
+"""
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+from specviz.algorithms.registry import AlgorithmSpec
+from specviz.errors import SpecvizError
+from specviz.models.loading import ModelPair
+from specviz.ui.config import AppConfig
+from specviz.ui.editor import ColumnEditor
+from specviz.ui.layout import SLIDER_RANGES, Page, View
+from specviz.ui.pair_loading import PairLoader
+from specviz.ui.runner import RunRegistry, Session, columns_from_traces, export_copy, given_session, load_trace_file
+from specviz.ui.validate import max_new_limit
+from specviz.ui.views import full_view, message_view
+
+
+def replayed_settings(trace: Any, pair: ModelPair | None, max_new_tokens_cap: int) -> tuple[View, str]:
+    """The sidebar's sampling settings set to those the (first) replayed trace used, each within what
+    its box allows here, and the sentence saying which one could not be (else ""): a trace made with
+    more new tokens than this app (``max_new_tokens_cap``) or ``pair``'s context allows sets max new
+    tokens to that limit (the box's own, as its caption says), a temperature past the slider's end
+    leaves the slider as it is."""
+    s = trace.sampling or {}
+    made = len(trace.output_ids)
+    limit = max_new_limit(pair.context_length if pair is not None else None, 0, max_new_tokens_cap)
+    out: View = {"seed": str(trace.seed), "max_new": min(made, limit) or None}
+    said = []
+    if made > limit:
+        said.append(f"the trace made {made} new tokens; max new tokens is set to {limit}, the most allowed here")
+    for name in ("temperature", "top_p", "top_k"):
+        value = s.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            lo, hi = SLIDER_RANGES.get(name, (0, math.inf))
+            if not lo <= value <= hi:
+                said.append(f"the trace's {name.replace('_', '-')} {value:g} is outside its slider's "
+                            f"{lo:g} to {hi:g}, so it is left as it was")
+                continue
+            out[name] = value
+    return {k: v for k, v in out.items() if v is not None}, "; ".join(said) + ("." if said else "")
+
+
+def replayed_columns(session: Any, algorithms: Mapping[str, AlgorithmSpec]) -> list[dict[str, Any]] | None:
+    """The column editor's value for a replay's columns (each trace's algorithm with the settings it
+    declares, as it ran), so Run runs them again here; None when a column's algorithm is not
+    registered here or a setting is not valid here (the editor is then left as it is)."""
+    session = given_session(session)
+    if session is None or session.source != "replay" or not session.columns:
+        return None
+    out = []
+    for c in session.columns:
+        spec = algorithms.get(c.algorithm)
+        if spec is None:
+            return None
+        declared = {p.name for p in spec.params}
+        try:
+            params = spec.resolve({k: v for k, v in c.params.items() if k in declared})
+        except SpecvizError:
+            return None
+        out.append({"algorithm": spec.name, "params": params})
+    return out
+
+
+class Replay:
+    """The upload handler of a page of ``n_slots`` columns; refused while a run goes (``runs``)."""
+
+    def __init__(self, config: AppConfig, pairs: PairLoader, algorithms: Mapping[str, AlgorithmSpec],
+                 n_slots: int, runs: RunRegistry):
+        self.config = config
+        self.pairs = pairs
+        self.algorithms = algorithms
+        self.n_slots = n_slots
+        self.runs = runs
+        self.page: Page | None = None            # the page and its column editor, once built (``bind``)
+        self.editor: ColumnEditor | None = None
+
+    def bind(self, page: Page, editor: ColumnEditor) -> None:
+        self.page, self.editor = page, editor
+
+    def upload(self, files: Any, session: Session) -> View:
+        """Replay uploaded trace files (no model needed); bad files get a message, good ones are shown."""
+        session = self.pairs.session(session)
+        if not files:
+            return message_view(session, "No file received.")
+        if self.runs.get(id(session)) is not None:
+            return message_view(session, "A run is going in this page: press Stop before replaying a trace.")
+        given = files if isinstance(files, list) else [files]
+        paths = [f if isinstance(f, str) else getattr(f, "name", None) for f in given]
+        if not all(isinstance(p, str) and p for p in paths):
+            return message_view(session, "Could not replay: expected uploaded trace files.")
+        note = ""
+        if len(paths) > self.n_slots:  # only the files shown are read at all
+            note = f"showing the first {self.n_slots} of {len(paths)} files (the others were not read)"
+            paths = paths[: self.n_slots]
+        traces, sources, problems = [], [], []
+        for path in paths:
+            try:
+                traces.append(load_trace_file(path, self.config.max_upload_bytes))
+                sources.append(path)
+            except SpecvizError as exc:
+                problems.append(str(exc))
+            except OSError as exc:
+                problems.append(f"{Path(path).name}: could not be read ({exc}).")
+        if not traces:
+            return message_view(session, "Could not replay: " + " ".join(problems))
+        if problems:
+            note = (note + " · " if note else "") + "skipped: " + " ".join(html.escape(p) for p in problems)
+        session.run_id += 1
+        session.columns = columns_from_traces(traces)
+        for c, source in zip(session.columns, sources):
+            export_copy(c, source, quota=self.config.max_export_bytes)
+        session.step, session.source, session.running, session.pace = 0, "replay", False, 0.0
+        settings, lowered = replayed_settings(traces[0], self.pairs.registry.get(session.pair_key),
+                                              self.config.max_new_tokens_cap)
+        if lowered:
+            note = (note + " · " if note else "") + html.escape(lowered)
+        view = full_view(session, self.n_slots, note, force=True)
+        view.update(settings)
+        return view
+
+    def replay(self, files: Any, session: Session) -> dict[Any, Any] | list[Any]:
+        """``upload`` bound to the page, and the column editor set to the replayed columns
+        (``replayed_columns``) where it can be, as the sampling settings are (``replayed_settings``)."""
+        view = self.upload(files, session)
+        bound = self.page.bind(view)
+        cols = replayed_columns(view.get("session"), self.algorithms)
+        if cols is not None and isinstance(bound, dict) and self.editor is not None:
+            bound.update(self.editor.view(cols, 0))
+        return bound

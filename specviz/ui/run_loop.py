@@ -1,0 +1,226 @@
+"""A live run and a Measure, from the button press to the last update: the request checked
+(``ui.request``), one run per page at a time (``runner.RunRegistry``), the visitor's rate and the
+run's deadline, the columns advanced together and drawn as fast as the browser keeps up (or paced
+for watching), Stop, and the page's reports of what it has drawn.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterator
+
+import gradio as gr
+
+from specviz.errors import SpecvizError
+from specviz.ui import render
+from specviz.ui.config import AppConfig
+from specviz.ui.layout import View
+from specviz.ui.measure import measure, measurements_html
+from specviz.ui.ratelimit import RunLimiter, visitor_key
+from specviz.ui.request import RequestChecker, deadline, input_view, over_budget
+from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, export_finished, given_session,
+                               parse_prompt, start_columns, stop_columns)
+from specviz.ui.validate import check_pace
+from specviz.ui.views import buttons, full_view, message_view
+
+STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
+COMPARE_INTERVAL_S = 2.0   # live comparison table and figures at most this often
+TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
+MEASURE_TICK_S = 1.0       # Measure hands control back to Gradio at least this often (client gone? stop)
+BUSY = "A run is already going in this page: press Stop first."
+
+
+class RunLoop:
+    """Runs and measurements, one at a time per page (``runs``), within the visitors' rate (``limiter``)."""
+
+    def __init__(self, config: AppConfig, checker: RequestChecker, n_slots: int, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 pause: Callable[[RunControl, float], bool] = RunControl.pause,
+                 wait_page: Callable[[RunControl, int, float], None] = RunControl.wait_shown):
+        """``clock`` (throttling, pacing, deadlines), ``pause`` (waits up to the given seconds for the
+        run's Stop, returns whether it came) and ``wait_page`` (waits up to the given seconds for the
+        page to report a step drawn) are injectable so tests drive a live run's time explicitly."""
+        self.config = config
+        self.checker = checker
+        self.n_slots = n_slots
+        self.clock = clock
+        self.pause = pause
+        self.wait_page = wait_page
+        self.runs = RunRegistry()
+        self.limiter = RunLimiter(config.max_runs_per_minute, clock)
+
+    def run(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
+            top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
+        """Run the columns side by side (``columns``: each an algorithm and its settings, ``ui.columns``),
+        yielding the page as the steps come in. ``chat`` formats the prompt as a user turn in the pair's
+        chat template.
+
+        Paced (``pace`` seconds per step at least, for watching) or, unpaced, throttled to what the
+        browser can draw. Stop sets this run's flag; the run notices between two steps and ends with
+        its own update, marked "stopped". Its last update re-sends every panel in full."""
+        session = self.checker.pairs.session(session)
+        req = self.checker.check(session, prompt, max_new_tokens, top_k, seed, columns, chat, temperature, top_p)
+        if req.refusal:
+            yield {**message_view(session, req.refusal), **(input_view(req.checked) if req.checked else {})}
+            return
+        pace, problem = check_pace(pace, self.config.max_step_delay_s)
+        refusal = (problem or over_budget(req.columns, req.checked.max_new_tokens, self.config)
+                   or self.limiter.allow(visitor_key(session)))
+        if refusal:
+            yield message_view(session, refusal)
+            return
+        control = self.runs.begin(id(session))
+        if control is None:
+            yield message_view(session, BUSY)
+            return
+        expired = deadline(self.config.run_deadline_s, self.clock)
+        wait_left = [float("inf") if self.config.max_wait_s is None else float(self.config.max_wait_s)]
+
+        def waited(wait: Callable[[float], Any], seconds: float) -> Any:
+            """Wait (pace, page) at most ``seconds``, what is left of the run's waiting budget; it counts
+            against that budget and, like everything, against the deadline (both by ``clock``)."""
+            seconds = min(seconds, wait_left[0])
+            if seconds <= 0:
+                return control.stopped()
+            t0 = self.clock()
+            try:
+                return wait(seconds)
+            finally:
+                wait_left[0] -= max(0.0, self.clock() - t0)
+
+        def should_stop() -> bool:
+            return control.stopped() or expired()
+
+        checked = req.checked
+        session.run_id += 1
+        run_id = session.run_id
+        session.columns = start_columns(req.pair, prompt, req.columns,
+                                        max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
+                                        top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat)
+        session.step, session.source, session.running, session.pace = None, "live", True, pace
+        cols = session.columns
+        throttle = Throttle(STREAM_INTERVAL_S, clock=self.clock)
+        compare_throttle = Throttle(COMPARE_INTERVAL_S, ratio=0.0, clock=self.clock)
+        text_throttle = Throttle(TEXT_INTERVAL_S, ratio=0.0, clock=self.clock)
+        try:
+            yield {**full_view(session, self.n_slots, force=True), **buttons(True), **input_view(checked)}
+            throttle(force=True)
+            last = self.clock()
+            shown = session.n_steps
+            while advance(cols, should_stop) and not should_stop():
+                paced = pace > 0 and wait_left[0] > 0
+                if paced:
+                    if waited(lambda s: self.pause(control, s), pace - (self.clock() - last)):
+                        break  # stopped while pausing
+                    last = self.clock()
+                elif not throttle():
+                    continue
+                if expired():
+                    break
+                t_out, budget = self.clock(), wait_left[0]
+                t0 = time.perf_counter()
+                out = full_view(session, self.n_slots, compare=compare_throttle(), text=text_throttle())
+                throttle.rendered(time.perf_counter() - t0)
+                # a slow browser sets the pace, within the run's waiting budget
+                waited(lambda s: self.wait_page(control, shown, s), self.config.page_wait_s)
+                shown = session.n_steps
+                yield out
+                if paced:  # a paced run draws every step: that drawing (and sending) is pacing too
+                    wait_left[0] = min(wait_left[0], budget - (self.clock() - t_out))
+            timed_out = expired() and not control.stopped() and any(not c.done for c in cols)
+            stopped = control.stopped() or timed_out
+            if stopped:
+                stop_columns(cols)
+            else:
+                for c in cols:
+                    if c.trace is not None and c.trace.steps and not c.error:
+                        c.pin = render.opening_step(c.trace)
+            export_finished(cols, self.config.max_export_bytes)
+            session.running = False
+            note = (f'<span class="sv-bad">⚠ stopped: a run may take {self.config.run_deadline_s} s on this app '
+                    "(ask for fewer tokens or algorithms)</span>") if timed_out else ""
+            yield {**full_view(session, self.n_slots, note, force=True), **buttons(False)}
+        finally:
+            self.runs.end(id(session), control)
+            if session.run_id == run_id:
+                session.running = False
+                stop_columns(cols)
+
+    def measure(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
+                top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
+        """Time the columns (each an algorithm and its settings) one after another, unpaced, with a warm-up
+        and repeats (medians): one row per column. ``pace`` is not used (Measure is never paced)."""
+        session = self.checker.pairs.session(session)
+        req = self.checker.check(session, prompt, max_new_tokens, top_k, seed, columns, chat, temperature, top_p)
+        if req.refusal:
+            yield message_view(session, req.refusal)
+            return
+        refusal = (over_budget(req.columns, req.checked.max_new_tokens, self.config, measure=True)
+                   or self.limiter.allow(visitor_key(session)))
+        if refusal:
+            yield message_view(session, refusal)
+            return
+        control = self.runs.begin(id(session))
+        if control is None:
+            yield message_view(session, BUSY)
+            return
+        expired = deadline(self.config.run_deadline_s, self.clock)
+        checked = req.checked
+        try:
+            yield {"measurements": measurements_html([], "starting…"), **buttons(True)}
+            rows, note = [], ""
+            # it yields at least every MEASURE_TICK_S of decoding, so Gradio can end it when its client
+            # has gone (a generator is only dropped at a yield) and Stop and the deadline act between steps
+            for note, rows in measure(req.pair, parse_prompt(req.pair, prompt), req.columns,
+                                      repeats=self.config.measure_repeats,
+                                      should_stop=lambda: control.stopped() or expired(),
+                                      clock=self.clock, tick_s=MEASURE_TICK_S,
+                                      max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
+                                      top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat):
+                yield {"measurements": measurements_html(rows, note)}
+            if expired() and not control.stopped() and note.startswith("stopped"):
+                note += f": a Measure may take {self.config.run_deadline_s} s on this app"
+            yield {"measurements": measurements_html(rows, note), **buttons(False)}
+        except SpecvizError as exc:
+            yield {"measurements": measurements_html([], f"Could not measure: {exc}"), **buttons(False)}
+        finally:
+            self.runs.end(id(session), control)
+
+    def stop(self, session: Session) -> View:
+        """Ask this page's run (or measurement) to stop. The run ends itself between two steps with an
+        update showing what ran, marked "stopped"; this only flags it and greys the button."""
+        control = self.control(session)
+        if control is None:
+            return {}
+        control.stop()
+        return {"stop_btn": gr.Button(interactive=False)}
+
+    def session_deleted(self, session: Any) -> None:
+        """Gradio dropped a visitor's state (expired, over capacity, or the tab closed): stop its run,
+        if one is going, and let its traces go."""
+        session = given_session(session)
+        if session is None:
+            return
+        control = self.runs.get(id(session))
+        if control is not None:
+            control.stop()
+        if not session.running:
+            for c in session.columns:
+                c.cache.clear()  # a long replay's theory figure (ui.stepcache), whoever still holds the column
+            session.columns = []
+
+    def page_shown(self, session: Session, report: str) -> None:
+        """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update. Anything
+        else (not text, a sign, over 64 characters) is ignored. A report can only end a wait: what a
+        run waits for the page is bounded by ``config.page_wait_s`` a step and ``max_wait_s`` in all."""
+        control = self.control(session)
+        if control is None or not isinstance(report, str) or len(report) > 64:
+            return
+        head = report.split(":")[0].strip()
+        if not (head.isascii() and head.isdigit()) or len(head) > 9:  # digits only: no sign, no "1_000", no unicode digits
+            return
+        control.report_shown(int(head))
+
+    def control(self, session: Any) -> RunControl | None:
+        """The run going in this session's page, if any."""
+        session = given_session(session)
+        return self.runs.get(id(session)) if session is not None else None

@@ -1,0 +1,101 @@
+"""What the page shows of a session, as views (``ui.layout``: ``{name: value}``; a name left out stays
+as it is on screen). Every handler that changes the page returns one of these.
+
+Every Plotly redraw and every large HTML swap costs the browser tens of milliseconds, so the column
+panels are re-sent only when what they show changes (``slot_views``); moving the selected step within
+a text and the step markers of the comparison figures is done in the browser (``STEP_JS``).
+"""
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+
+from specviz.ui import render, stepcache
+from specviz.ui.layout import View
+from specviz.ui.runner import Session
+
+
+def slot_views(session: Session, step: int, n_slots: int, *, full: bool, force: bool = False,
+               text: bool = True) -> View:
+    """Per-column panels, sending only what changed on screen unless ``force``.
+
+    A column's text is re-sent only when the text itself changes (new steps, finished, pinned); its
+    step panels (tree, narrative, distribution, controller) only when the step it shows changes.
+    ``force`` re-sends everything: a run's last update carries every panel in full, so the page ends
+    on the state the server has, whatever became of the updates before it. ``text=False`` leaves the
+    texts as they are (a live run re-sends them less often than the trees). ``full`` also sets which
+    of the ``n_slots`` columns are visible and their download buttons.
+    """
+    out: View = {}
+    baseline = render.greedy_baseline(session)
+    for i in range(n_slots):
+        if i >= len(session.columns):
+            if full:
+                out["column", i] = gr.Column(visible=False)
+            continue
+        col = session.columns[i]
+        diverge_at = render.divergence(col, baseline)
+        window = stepcache.text_window(col, col.step_shown(step)) if col.n_steps else None
+        state = (col.n_steps, col.done, col.error, id(col.trace), diverge_at, col.pin, window)
+        step_key = (col.step_shown(step) if col.n_steps else None, col.selected, *state)
+        text_changed = force or (text and col.shown.get("text") != state)
+        step_changed = force or col.shown.get("step") != step_key
+        v = render.slot_view(col, i, step, session.running, diverge_at, text=text_changed)
+        out["header", i] = v.header
+        if text_changed:
+            out["tokens", i] = v.tokens if col.pin is None else f'<div class="sv-pinned">{v.tokens}</div>'
+        if step_changed:
+            out["tree", i] = v.tree
+            out["narrative", i] = gr.Markdown(value=v.narrative or "", visible=bool(v.narrative))
+            out["distribution", i] = gr.Plot(value=v.distribution, visible=v.distribution is not None)
+            out["controller", i] = gr.Plot(value=v.controller, visible=v.controller is not None)
+            out["lengths", i] = gr.Plot(value=v.lengths, visible=v.lengths is not None)
+            out["beams", i] = gr.HTML(value=v.beams or "", visible=bool(v.beams))
+            out["theory", i] = gr.Plot(value=v.theory, visible=v.theory is not None)
+        if text_changed:
+            col.shown["text"] = state
+        col.shown["step"] = step_key
+        if full:
+            out["column", i] = gr.Column(visible=True)
+            out["download", i] = gr.DownloadButton(value=v.download, visible=v.download is not None)
+            out["download_csv", i] = gr.DownloadButton(value=v.download_csv, visible=v.download_csv is not None)
+    return out
+
+
+def full_view(session: Session, n_slots: int, note: str = "", compare: bool = True, force: bool = False,
+              text: bool = True) -> View:
+    """Every output. ``compare=False`` leaves the comparison table and figures as they are (a live
+    run refreshes them less often than the columns)."""
+    step = session.view_step()
+    view: View = {"session": session, "status": render.status_html(session, note),
+                  "slider": slider(session), "step_label": render.step_label(session)}
+    if compare:
+        view.update(render.comparison(session, step))
+    view.update(slot_views(session, step, n_slots, full=True, force=force, text=text))
+    return view
+
+
+def step_view(session: Session, n_slots: int) -> View:
+    """Outputs of a step change: slider, label and the columns. The step markers of the
+    comparison figures and the highlighted step in the texts move in the browser (``STEP_JS``)."""
+    return {"slider": slider(session), "step_label": render.step_label(session),
+            **slot_views(session, session.view_step(), n_slots, full=False)}
+
+
+def message_view(session: Session, note: str) -> View:
+    """Only the status line changes (a refused request)."""
+    return {"session": session,
+            "status": render.status_html(Session(), f'<span class="sv-bad">⚠ {html.escape(note)}</span>')}
+
+
+def buttons(running: bool) -> View:
+    """Run and Measure are disabled while a run or a measurement goes; Stop only then enabled."""
+    return {"run_btn": gr.Button(interactive=not running), "measure_btn": gr.Button(interactive=not running),
+            "stop_btn": gr.Button(interactive=running)}
+
+
+def slider(session: Session) -> gr.Slider:
+    """The step slider over the session's steps, at the step shown."""
+    n = session.n_steps
+    return gr.Slider(minimum=1, maximum=max(n, 2), value=session.view_step() + 1, step=1, interactive=n > 1)
