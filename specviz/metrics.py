@@ -22,6 +22,7 @@ from itertools import accumulate, chain
 from operator import attrgetter
 from typing import Any
 
+from specviz.step_state import RejectionProbe, SequoiaState, TheoryState, TradeoffProbe
 from specviz.trace import DRAFTED, TESTED, RunTrace, StepRecord
 
 DEFINITIONS: dict[str, str] = {
@@ -210,7 +211,7 @@ def speedup(trace: RunTrace, baseline: RunTrace) -> float | None:
 # "A Theoretical Perspective for Speculative Decoding Algorithm" (Yin et al. 2024, arXiv:2411.00841),
 # in specviz's letters (p = target, q = draft; the paper swaps them). Computed from the trace's
 # position records (``residual_mass`` = TV(p, q), exact at run time) and, where an algorithm records
-# them (``StepRecord.controller["kind"] == "theory"``: ``batch_sd``, ``biased_sd``), the run-time
+# them (a ``step_state.TheoryState`` as ``StepRecord.controller``: ``batch_sd``, ``biased_sd``), the run-time
 # whole-vocabulary probabilities per position. Only DRAFTED positions count: a bonus token is never a
 # rejection.
 
@@ -231,7 +232,7 @@ class DraftedPosition:
     reject_prob: float | None
     rejected: bool
     candidates: int
-    probe: dict[str, float] | None = None
+    probe: RejectionProbe | TradeoffProbe | None = None
     first_rejected: bool = False  # the position's first candidate (drawn from q) was rejected
 
 
@@ -269,8 +270,7 @@ def drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
 def _drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
     out = []
     for s in trace.steps:
-        state = s.controller if isinstance(s.controller, dict) and s.controller.get("kind") == "theory" else {}
-        probes = state.get("positions") or []
+        probes = s.controller.positions if isinstance(s.controller, TheoryState) else ()
         records = [r for r in s.positions if r.q is not None and r.residual_mass is not None]
         drafted = [n for n in s.forest if n.status in DRAFTED]
         chosen = isinstance(s.rule, dict) and s.rule.get("name") == "point_mass"
@@ -278,10 +278,10 @@ def _drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
             probe = probes[i] if i < len(probes) else None
             here = [n for n in drafted if n.parent == r.parent and n.root == r.root]  # draw order
             k = len(here)
-            prob = probe["reject"] if probe else (r.residual_mass if k == 1 else None)
+            prob = probe.reject if probe else (r.residual_mass if k == 1 else None)
             if chosen and all(n.p is not None for n in here):  # distinct chosen children: all rejected w.p. 1 - sum p
                 prob = min(1.0, max(0.0, 1.0 - sum(n.p for n in here)))
-            tv = probe["tv"] if probe else r.residual_mass
+            tv = probe.tv if probe else r.residual_mass
             out.append(DraftedPosition(s.index, float(tv), prob, r.final_residual is not None, k, probe,
                                        bool(here) and here[0].status == "rejected"))
     return out
@@ -372,23 +372,23 @@ def tradeoff_point(trace: RunTrace, z: float = 1.96) -> dict[str, float] | None:
     rejection probability, the OPT bias (Thm 4's least, on the line ``rejection + bias = TV``) and the
     UNO bias (above it), the mean TV (the line's intercepts), and the measured rejection rate with a
     ``z`` binomial band. ``None`` when the trace records no bias."""
-    ds = [d for d in drafted_positions(trace) if d.probe and "bias_opt" in d.probe]
+    ds = [d for d in drafted_positions(trace) if isinstance(d.probe, TradeoffProbe)]
     if not ds:
         return None
+    probes: list[TradeoffProbe] = [d.probe for d in ds]
     n = len(ds)
     rate = sum(d.rejected for d in ds) / n
     half = z * (rate * (1 - rate) / n) ** 0.5
-    mean = lambda key: sum(d.probe[key] for d in ds) / n  # noqa: E731
-    return {"positions": n, "tv": sum(d.tv for d in ds) / n, "rejection": mean("reject_b"),
-            "bias_opt": mean("bias_opt"), "bias_uno": mean("bias_uno"),
+    return {"positions": n, "tv": sum(d.tv for d in ds) / n, "rejection": sum(p.reject_b for p in probes) / n,
+            "bias_opt": sum(p.bias_opt for p in probes) / n, "bias_uno": sum(p.bias_uno for p in probes) / n,
             "measured_rejection": rate, "measured_low": rate - half, "measured_high": rate + half}
 
 
 def predicted_vs_measured_tokens(trace: RunTrace) -> dict[str, list[float]] | None:
-    """Sequoia's per-step prediction (``StepRecord.controller``: ``predicted_tokens``, the DP tree's
+    """Sequoia's per-step prediction (``step_state.SequoiaState``: ``predicted_tokens``, the DP tree's
     expected tokens) next to the tokens the step produced (``measured_tokens``); None without them."""
-    rows = [(s.index, s.controller["predicted_tokens"], s.controller["measured_tokens"]) for s in trace.steps
-            if isinstance(s.controller, dict) and "predicted_tokens" in s.controller]
+    rows = [(s.index, s.controller.predicted_tokens, s.controller.measured_tokens) for s in trace.steps
+            if isinstance(s.controller, SequoiaState)]
     if not rows:
         return None
     return {"step": [r[0] for r in rows], "predicted": [float(r[1]) for r in rows],

@@ -10,15 +10,18 @@ import functools
 import gc
 import json
 import threading
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from itertools import chain, islice, repeat
 from typing import Any, Iterator, Literal
 
 from specviz.errors import TraceFormatError
+from specviz.step_state import ControllerState, read_state
 
-SCHEMA_VERSION = 5
-# v1 (no positions, all lossless), v2 (no chat fields), v3 (no step rule), v4 (no drafter) replay
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+SCHEMA_VERSION = 6
+# v1 (no positions, all lossless), v2 (no chat fields), v3 (no step rule), v4 (no drafter), v5 (untyped
+# controller state: the same JSON, read leniently, ``step_state.read_state``) replay
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
+TYPED_STATE_SINCE = 6  # the schema from which a controller state of a known kind must read as its type
 MAX_TRACE_BYTES = 64 * 1024 * 1024
 
 NodeStatus = Literal["accepted", "rejected", "not_reached", "resampled", "bonus"]
@@ -108,13 +111,15 @@ class StepRecord:
     empty in traces written before they were recorded. The cost model prices each call at t(n).
     ``rule``: the acceptance rule that decided the step, ``{"name": ..., parameters}`` (v4;
     ``core.rule_words`` states its formulas from it); ``None`` in older traces, told as the plain rule.
+    ``controller``: the controller's (or probe's) typed state (``specviz.step_state``), written as the
+    JSON object of its kind; ``None`` when the step's controller records nothing.
     """
 
     index: int
     n_before: int
     forest: list[TreeNode] = field(default_factory=list)
     committed: list[CommittedToken] = field(default_factory=list)
-    controller: dict[str, Any] | None = None
+    controller: ControllerState | None = None
     tv: list[float] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     target_calls: int = 1
@@ -163,7 +168,10 @@ class RunTrace:
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The trace as plain JSON values; each step's controller state as its kind's object."""
+        out = asdict(replace(self, steps=[]))
+        out["steps"] = [_step_dict(s) for s in self.steps]
+        return out
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=True)
@@ -187,8 +195,10 @@ class RunTrace:
             )
         kwargs = _checked_fields(cls, data, "")
         steps = kwargs.pop("steps", [])
-        built = _steps_in_bulk(steps, own)
-        kwargs["steps"] = built if built is not None else [_step_from_dict(s, f"steps[{i}]") for i, s in enumerate(steps)]
+        legacy = version < TYPED_STATE_SINCE
+        built = _steps_in_bulk(steps, own, legacy)
+        kwargs["steps"] = built if built is not None else \
+            [_step_from_dict(s, f"steps[{i}]", legacy) for i, s in enumerate(steps)]
         return cls(**kwargs)
 
     @classmethod
@@ -262,19 +272,42 @@ def describe_drafter(spec: Any, pair: dict[str, Any]) -> dict[str, Any] | None:
     return {"kind": "own", "name": f"{name}'s own drafter"}
 
 
+def _step_dict(step: StepRecord) -> dict[str, Any]:
+    state = step.controller
+    out = asdict(replace(step, controller=None)) if state is not None else asdict(step)
+    if state is not None:
+        out["controller"] = state.to_json()
+    return out
+
+
+def _read_state(step: StepRecord, where: str, legacy: bool) -> StepRecord:
+    """``step`` with its controller object read into its typed state (``step_state.read_state``), in
+    place; ``legacy``: a trace older than ``TYPED_STATE_SINCE``, whose state of a known kind that does not
+    read as its type is kept raw (``UnknownState``) instead of refused."""
+    if step.controller is not None and not isinstance(step.controller, ControllerState):
+        step.controller = read_state(step.controller, f"{where}.controller", legacy)
+    return step
+
+
 _NESTED: tuple[tuple[str, type], ...] = (("forest", TreeNode), ("committed", CommittedToken),
                                          ("positions", PositionRecord))
 
 
-def _steps_in_bulk(rows: Any, own: bool) -> list[StepRecord] | None:
+def _steps_in_bulk(rows: Any, own: bool, legacy: bool = False) -> list[StepRecord] | None:
     """The steps of a trace built at once when every step, node, committed token and position in them
     passes ``_well_formed`` (what ``to_json`` writes always does), checked a field at a time over all of
-    them (``_all_well_formed``) instead of an object at a time; ``None`` otherwise, and the per-object
-    path (``_step_from_dict``) then builds them or names the first problem. ``own``: see ``RunTrace._read``."""
+    them (``_all_well_formed``) instead of an object at a time, and every controller state reads as its
+    type; ``None`` otherwise, and the per-object path (``_step_from_dict``) then builds them or names the
+    first problem. ``own``: see ``RunTrace._read``; ``legacy``: see ``_read_state``."""
     if type(rows) is not list:
         return None
     step_keys = _all_well_formed(StepRecord, rows)
     if step_keys is None:
+        return None
+    try:  # before a row is changed: the per-object path may still need them as they were
+        states = [read_state(c, f"steps[{i}].controller", legacy) if type(c) is dict else c
+                  for i, c in enumerate(map(dict.get, rows, repeat("controller")))]
+    except TraceFormatError:
         return None
     parts = []
     for name, cls in _NESTED:
@@ -290,7 +323,10 @@ def _steps_in_bulk(rows: Any, own: bool) -> list[StepRecord] | None:
     for s, forest, committed, positions in zip(rows, *parts):
         s["forest"], s["committed"], s["positions"] = forest, committed, positions
     keys = set(map(tuple, rows))  # a step without "forest" (etc.) has it now, last
-    return _build(StepRecord, rows, keys, True)
+    steps = _build(StepRecord, rows, keys, True)
+    for step, state in zip(steps, states):
+        step.controller = state
+    return steps
 
 
 def _adopt(cls: type, data: dict[str, Any]) -> Any:
@@ -336,16 +372,16 @@ def _all_well_formed(cls: type, rows: list[Any]) -> set[tuple[str, ...]] | None:
     return orders
 
 
-def _step_from_dict(d: dict[str, Any], where: str = "a step") -> StepRecord:
+def _step_from_dict(d: dict[str, Any], where: str = "a step", legacy: bool = False) -> StepRecord:
     kwargs = _checked_fields(StepRecord, d, where)
     for name, cls in (("forest", TreeNode), ("committed", CommittedToken), ("positions", PositionRecord)):
         items = kwargs.get(name, [])
         kwargs[name] = [cls(**_checked_fields(cls, item, f"{where}.{name}[{j}]")) for j, item in enumerate(items)]
-    return StepRecord(**kwargs)
+    return _read_state(StepRecord(**kwargs), where, legacy)
 
 
 _TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "true or false",
-               "list": "a list", "dict": "an object", "None": "null"}
+               "list": "a list", "dict": "an object", "None": "null", "ControllerState": "an object"}
 
 
 def _describe(value: Any) -> str:
@@ -368,7 +404,7 @@ def _matches(value: Any, alternative: str) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if base == "str":
         return isinstance(value, str)
-    if base == "dict":
+    if base in ("dict", "ControllerState"):  # a state is read from its JSON object afterwards
         return isinstance(value, dict)
     if base == "list":
         if not isinstance(value, list):
@@ -378,7 +414,7 @@ def _matches(value: Any, alternative: str) -> bool:
     return True
 
 
-_EXACT = {"None": type(None), "bool": bool, "int": int, "str": str, "dict": dict}
+_EXACT = {"None": type(None), "bool": bool, "int": int, "str": str, "dict": dict, "ControllerState": dict}
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,8 +15,9 @@ view can draw. What it holds a trace to is what the engine writes (``specviz.alg
 * steps are in order, each ``n_before`` counts the tokens committed before it, ``output_ids`` is
   the steps' committed tokens end to end, calls match the per-call logs when those were recorded;
 * timings are finite numbers >= 0, sampling settings and the seed are in their ranges, a registered
-  algorithm's parameters pass its own checks, and the controller keys the views read unguarded
-  (beams, theory probes, Sequoia's predicted tokens) have the kinds they read;
+  algorithm's parameters pass its own checks; a step's controller state, typed when the trace was
+  read (``step_state``: a field of the wrong type is refused there, named), has values the views can
+  draw (beams, widths' laws, theory probes, Sequoia's predicted tokens, ``dyntree``'s ``cum_q``);
 * the run's ``drafter`` (v5) is null or an object with a ``kind`` and a ``name`` in text;
 * a step's ``rule`` (v4) is an object naming its rule; a rule ``core.rule_words`` knows has only its
   own parameters, in their ranges (the views state its formula with them); another name is told
@@ -41,6 +42,8 @@ from typing import Any, Iterable
 from specviz import validation
 from specviz.core import rule_words
 from specviz.errors import SpecvizError, TraceFormatError
+from specviz.step_state import (BeamStepState, ControllerState, DsbdState, DynTreeState, SequoiaState, TheoryState,
+                                TradeoffProbe, VerifiedLayer)
 from specviz.trace import (NODE_STATUSES, TOKEN_KINDS, CommittedToken, PositionRecord, RunTrace, StepRecord, TreeNode,
                            gc_paused)
 
@@ -53,7 +56,6 @@ PROB_SLACK = 1e-3         # float32 sums over a vocabulary may land just above 1
 MAX_MS = 1e12             # a step time (ms; about 30 years): sums over MAX_STEPS steps stay finite
 MAX_INT = 2**31 - 1       # node ids, call counts, token ids of an unknown vocabulary: sums stay in 64 bits
 MAX_JSON_INT = 2**53      # a whole number in a settings / controller object: what the page's JavaScript holds
-BEAM_KINDS = ("beam", "dsbd")
 MAX_NAME = 1_000          # characters of a drafter's kind or name (a draft model's name may be a long path)
 
 
@@ -261,80 +263,58 @@ def check_params(algorithm: str, params: dict[str, Any]) -> None:
             raise _refuse(path, "a plain value (text, a finite number, true/false or null)", value)
 
 
-# ---- controller keys read outside the guarded controller views -------------------------------------
+# ---- controller state: its values (its types were checked when it was read, ``step_state``) ---------------
 
-def _int_list(path: str, xs: Any) -> None:
-    if not isinstance(xs, list) or not all(_is_whole(x) for x in xs):
-        raise _refuse(path, "a list of whole numbers", xs)
-
-
-def check_controller(path: str, c: dict[str, Any]) -> None:
-    """The keys of a step's controller state that views read without a fallback: ``kind`` text; beams
-    (kinds beam and dsbd, ``viz.beams``); theory probes (``metrics.drafted_positions``); Sequoia's
-    ``predicted_tokens`` / ``measured_tokens`` (``metrics.predicted_vs_measured_tokens``)."""
-    kind = c.get("kind")
-    if kind is not None and not isinstance(kind, str):
-        raise _refuse(f"{path}.kind", "text", kind)
-    if "predicted_tokens" in c:
-        finite(f"{path}.predicted_tokens", c["predicted_tokens"])
-        finite(f"{path}.measured_tokens", c.get("measured_tokens"))
-    if kind in BEAM_KINDS:
+def check_controller(path: str, c: ControllerState, nodes: int | None = None) -> None:
+    """The values of a step's typed state that views draw: beams (``viz.beams``: parents, texts, a
+    log-likelihood that is no NaN, counts >= 0, the widths' laws as probabilities), theory probes
+    (``metrics.drafted_positions``: probabilities; biases finite), Sequoia's predicted and measured
+    tokens, ``dyntree``'s cumulative draft probabilities (at most one per drafted node, ``nodes``)."""
+    if isinstance(c, BeamStepState):
         _check_beams(path, c)
-    elif kind == "theory":
-        probes = c.get("positions") or []
-        if not isinstance(probes, list):
-            raise _refuse(f"{path}.positions", "a list", probes)
-        for i, probe in enumerate(probes):
+    elif isinstance(c, TheoryState):
+        for i, probe in enumerate(c.positions):
             at = f"{path}.positions[{i}]"
-            if not probe:
-                continue
-            if not isinstance(probe, dict):
-                raise _refuse(at, "an object or null", probe)
-            prob(f"{at}.tv", probe.get("tv"), optional=False)
-            prob(f"{at}.reject", probe.get("reject"), optional=False)
-            if "bias_opt" in probe:
+            prob(f"{at}.tv", probe.tv, optional=False)
+            prob(f"{at}.reject", probe.reject, optional=False)
+            if isinstance(probe, TradeoffProbe):
                 for key in ("bias_opt", "bias_uno", "reject_b"):
-                    finite(f"{at}.{key}", probe.get(key), None)
+                    finite(f"{at}.{key}", getattr(probe, key), None)
+    elif isinstance(c, SequoiaState):
+        finite(f"{path}.predicted_tokens", c.predicted_tokens)
+        whole(f"{path}.measured_tokens", c.measured_tokens, 0)
+    elif isinstance(c, DynTreeState):
+        probs(f"{path}.cum_q", list(c.cum_q), optional=False)
+        if nodes is not None and len(c.cum_q) > nodes:
+            raise _refuse(f"{path}.cum_q", f"at most one entry per node of the step ({nodes})", list(c.cum_q))
 
 
-def _check_beams(path: str, c: dict[str, Any]) -> None:
-    beams = c.get("beams", [])
-    if not isinstance(beams, list):
-        raise _refuse(f"{path}.beams", "a list", beams)
-    for i, b in enumerate(beams):
+def _check_beams(path: str, c: BeamStepState) -> None:
+    listed = c.beam_list
+    for i, b in enumerate(listed.beams):
         at = f"{path}.beams[{i}]"
-        if not isinstance(b, dict):
-            raise _refuse(at, "an object", b)
-        if not _is_whole(b.get("parent")):
-            raise _refuse(f"{at}.parent", "a whole number (an index into the step before's beams)", b.get("parent"))
-        text(f"{at}.text", b.get("text"))
-        _int_list(f"{at}.tokens", b.get("tokens"))
-        ll = b.get("loglik")
-        if not _is_real(ll) or ll != ll:  # NaN; -inf is a beam of probability 0
-            raise _refuse(f"{at}.loglik", "a number", ll)
-        if "length" in b:
-            whole(f"{at}.length", b["length"], 0)
-    if "length" in c:
-        whole(f"{path}.length", c["length"], 0)
-    for key in ("carried", "kept"):
-        if key in c:
-            _int_list(f"{path}.{key}", c[key])
-    levels = c.get("levels") or []
-    if not isinstance(levels, list):
-        raise _refuse(f"{path}.levels", "a list", levels)
-    for i, lv in enumerate(levels):
+        whole(f"{at}.parent", b.parent, 0)
+        text(f"{at}.text", b.text)
+        if b.loglik != b.loglik:  # NaN; -inf is a beam of probability 0
+            raise _refuse(f"{at}.loglik", "a number", b.loglik)
+        whole(f"{at}.length", b.length, 0)
+    whole(f"{path}.length", listed.length, 0)
+    if not isinstance(c, DsbdState):
+        return
+    for i, lv in enumerate(c.levels):
         at = f"{path}.levels[{i}]"
-        if not isinstance(lv, dict):
-            raise _refuse(at, "an object", lv)
-        for key in ("kept", "width"):
-            if key in lv:
-                whole(f"{at}.{key}", lv[key], 0)
-        if "p_accept" in lv:
-            probs(f"{at}.p_accept", lv["p_accept"], optional=False)
-            probs(f"{at}.survival", lv.get("survival", []), optional=False)
-            whole(f"{at}.width", lv.get("width"), 0)
-            if "threshold" in lv:
-                prob(f"{at}.threshold", lv["threshold"], optional=False)
+        whole(f"{at}.kept", lv.kept, 0)
+        if isinstance(lv, VerifiedLayer):
+            whole(f"{at}.width", lv.width, 0)
+            probs(f"{at}.p_accept", list(lv.p_accept), optional=False)
+            probs(f"{at}.survival", list(lv.survival), optional=False)
+            prob(f"{at}.threshold", lv.threshold, optional=False)
+
+
+def _check_state(at: str, step: StepRecord) -> None:
+    state = step.controller
+    plain_json(f"{at}.controller", state.to_json())
+    check_controller(f"{at}.controller", state, len(step.forest))
 
 
 # ---- steps ---------------------------------------------------------------------------------------------
@@ -417,8 +397,7 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
             if calls != len(fed):
                 raise _refuse(f"{at}.{name}_calls", f"the number of entries of {at}.{name}_fed ({len(fed)})", calls)
     if step.controller is not None:
-        plain_json(f"{at}.controller", step.controller)
-        check_controller(f"{at}.controller", step.controller)
+        _check_state(at, step)
     if step.rule is not None:
         plain_json(f"{at}.rule", step.rule)
         why = rule_words.check_record(step.rule, f"{at}.rule")
@@ -448,7 +427,7 @@ def check_trace(trace: RunTrace) -> None:
     check_drafter(trace.drafter)
     _count("steps", trace.steps, MAX_STEPS, "steps")
     first = trace.steps[0].controller if trace.steps else None
-    beam = isinstance(first, dict) and first.get("kind") in BEAM_KINDS  # drawn by viz.beams (is_beam_trace)
+    beam = isinstance(first, BeamStepState)  # drawn by viz.beams (is_beam_trace)
     with gc_paused():
         if _steps_pass(trace.steps, vocab, MAX_BEAM_DEPTH if beam else None):
             _check_free_form(trace.steps)
@@ -646,8 +625,7 @@ def _check_free_form(steps: list[StepRecord]) -> None:
     for i, step in enumerate(steps):
         at = f"steps[{i}]"
         if step.controller is not None:
-            plain_json(f"{at}.controller", step.controller)
-            check_controller(f"{at}.controller", step.controller)
+            _check_state(at, step)
         rule = step.rule
         if rule is not None:
             key = _rule_key(rule)

@@ -108,8 +108,8 @@ def test_a_step_is_m_branches_and_records_thm3(pair):
         logits_p = pair.target(torch.tensor([PROMPT])).logits[0, -1]
         logits_q = pair.draft(torch.tensor([PROMPT])).logits[0, -1]
     p, q = warp(logits_p, T1), warp(logits_q, T1)
-    first = step.controller["positions"][0]
-    assert step.controller["kind"] == "theory" and first["roots"] == m
+    first = step.controller.to_json()["positions"][0]
+    assert step.controller.to_json()["kind"] == "theory" and first["roots"] == m
     assert first["reject"] == pytest.approx(float(theory.batch_root_rejection(p, q, m)), rel=1e-4)
     assert first["tv"] == pytest.approx(float(theory.tv(p, q)), rel=1e-4)
-    assert len(step.controller["positions"]) == sum(1 for r in step.positions if r.q is not None)
+    assert len(step.controller.to_json()["positions"]) == sum(1 for r in step.positions if r.q is not None)

@@ -177,7 +177,7 @@ def test_trace_keeps_every_beam(close_pair):
     assert len(trace.output_ids) == 10 and trace.finish_reason == "length"
     for step in trace.steps:
         assert len(step.forest) == 3 and {n.status for n in step.forest} == {"bonus"}
-        state = step.controller
+        state = step.controller.to_json()
         assert state["kind"] == "beam" and len(state["beams"]) == 3
         assert [n.root for n in step.forest] == [b["parent"] for b in state["beams"]]
         assert abs(sum(n.p for n in step.forest) - 1.0) < 1.0 + 1e-6
@@ -194,7 +194,7 @@ def test_positions_one_per_beam(close_pair):
     trace = specviz.decode(close_pair, "beam", [1, 2, 3], max_new_tokens=10, temperature=1, width=3, seed=4,
                            record_top_k=4)
     for step in trace.steps:
-        beams = len(trace.steps[step.index - 1].controller["carried"]) if step.index else 1
+        beams = len(trace.steps[step.index - 1].controller.to_json()["carried"]) if step.index else 1
         assert sorted(r.root for r in step.positions) == list(range(beams))
         assert all(r.parent is None and r.q is None for r in step.positions)
         for n in step.forest:
@@ -220,7 +220,7 @@ def test_finished_beams_greedy_match_a_cache_free_reference(eos_pair):
             assert [r["tokens"] for r in best] == [trace.output_ids]
             for r in rows:  # per token of that beam: a beam that finished at EOS is shorter than the live ones
                 assert r["mean_logprob"] == pytest.approx(r["loglik"] / len(r["tokens"]))
-            finished = any(r["finished"] and r["tokens"] for s in trace.steps for r in s.controller["beams"])
+            finished = any(r["finished"] and r["tokens"] for s in trace.steps for r in s.controller.to_json()["beams"])
             outcomes.add((trace.finish_reason, finished))
     assert {("eos", True), ("length", True)} <= outcomes    # a finished beam won; one lost to a live beam
 

@@ -44,12 +44,12 @@ def test_best_beam_rows_rebuild_the_output(dsbd_trace, beam_trace):
 def test_forest_has_one_tree_per_beam_and_marks_kept(dsbd_trace):
     step = next(s for s in dsbd_trace.steps if len({n.root for n in s.forest}) > 1)
     prev = V.beam_rows(dsbd_trace, step.index - 1)
-    carried = dsbd_trace.steps[step.index - 1].controller["carried"]
+    carried = dsbd_trace.steps[step.index - 1].controller.to_json()["carried"]
     fig = validated(V.forest_figure(step, [prev[i]["text"] for i in carried]))
     names = [t.name for t in fig.data]
     assert sum(1 for n in names if n and n.startswith("beam ") and n != "kept beams") >= len(carried)
     kept = next(t for t in fig.data if t.name == "kept beams")
-    assert len(kept.x) == len(step.controller["kept"])
+    assert len(kept.x) == len(step.controller.to_json()["kept"])
     # every drafted node is drawn in its beam's colour
     colours = {t.marker.color for t in fig.data if t.mode == "markers+text" and t.meta != "beam"}
     assert len(colours) == len({n.root for n in step.forest})
@@ -70,10 +70,10 @@ def test_beam_figures_titles_and_legends_fit_the_narrowest_column(dsbd_trace, be
 
 
 def test_the_width_chosen_for_each_layer_is_under_the_title(dsbd_trace):
-    j = next(i for i, s in enumerate(dsbd_trace.steps) if "p_accept" in s.controller["levels"][0])
+    j = next(i for i, s in enumerate(dsbd_trace.steps) if "p_accept" in s.controller.to_json()["levels"][0])
     fig = V.width_figure(dsbd_trace, j)
     assert fig.layout.title.text == f"Beam widths · step {j + 1}"
-    levels = [lv for lv in dsbd_trace.steps[j].controller["levels"] if "p_accept" in lv]
+    levels = [lv for lv in dsbd_trace.steps[j].controller.to_json()["levels"] if "p_accept" in lv]
     sub = fig.layout.title.subtitle.text.replace("<br>", " · ")
     assert sub == " · ".join(f"L{lv['layer']}: W_L = {lv['width']}" for lv in levels)
     assert [t.name for t in fig.data if t.showlegend is not False] == [
@@ -83,13 +83,13 @@ def test_the_width_chosen_for_each_layer_is_under_the_title(dsbd_trace):
 def test_width_view_shows_widths_law_and_threshold(dsbd_trace):
     z = V.width_matrix(dsbd_trace)
     for j, s in enumerate(dsbd_trace.steps):
-        levels = s.controller["levels"]
+        levels = s.controller.to_json()["levels"]
         assert [z[i][j] for i in range(len(levels))] == [lv["kept"] for lv in levels]
         assert all(z[i][j] is None for i in range(len(levels), len(z)))
-    j = next(i for i, s in enumerate(dsbd_trace.steps) if "p_accept" in s.controller["levels"][0])
+    j = next(i for i, s in enumerate(dsbd_trace.steps) if "p_accept" in s.controller.to_json()["levels"][0])
     fig = validated(V.width_figure(dsbd_trace, j))
     bars = [t for t in fig.data if t.type == "bar"]
-    assert len(bars) == sum("p_accept" in lv for lv in dsbd_trace.steps[j].controller["levels"])
+    assert len(bars) == sum("p_accept" in lv for lv in dsbd_trace.steps[j].controller.to_json()["levels"])
     assert abs(sum(bars[0].y) - 1) < 1e-4
     assert any(sh.y0 == 0.6 and sh.y1 == 0.6 for sh in fig.layout.shapes)
 
@@ -117,7 +117,7 @@ def test_app_column_shows_the_beam_panels(dsbd_trace):
     view = slot_view(col, 0, k)
     assert view.tree.layout.title.text.startswith("Beam forest")
     roots = [t for t in view.tree.data if t.meta == "beam"]
-    assert len(roots) == len(dsbd_trace.steps[k - 1].controller["carried"]) > 1
+    assert len(roots) == len(dsbd_trace.steps[k - 1].controller.to_json()["carried"]) > 1
     assert view.controller.layout.title.text.startswith("Beam widths") and "<table" in view.beams
     assert view.narrative.startswith(f"**Step {k + 1}** · `dsbd`")  # told layer by layer (viz.beam_story)
 
@@ -158,7 +158,7 @@ def test_every_forest_node_is_clickable_and_opens_its_view(dsbd_trace, beam_trac
         if node.q is not None:
             assert "q_beam = " in head
         if algo == "dsbd" and node.status in ("accepted", "rejected"):
-            lv = step.controller["levels"][node.depth]
+            lv = step.controller.to_json()["levels"][node.depth]
             assert f"**W_L = {lv['width']}**" in head and "P(m = k)" in head
         col.selected = None
 
@@ -181,7 +181,7 @@ def test_the_dsbd_narrative_tells_each_layer(dsbd_trace):
             parent = idx.nodes.get(n.parent)
             if n.status == "rejected" and not n.p_residual and parent is not None and parent.status != "accepted":
                 assert f"(its parent, node {parent.id}, was not accepted: p_beam is 0 on its row)" in story
-        for lv in step.controller["levels"]:
+        for lv in step.controller.to_json()["levels"]:
             if lv.get("bonus"):
                 assert f"**Bonus layer {lv['layer']}**" in story
                 continue
@@ -194,7 +194,7 @@ def test_the_dsbd_narrative_tells_each_layer(dsbd_trace):
             else:
                 failed += 1
                 assert f"Accepted {lv['accepted']} of the {lv['width']} needed: **failed**" in story
-        kept = step.controller["kept"]
+        kept = step.controller.to_json()["kept"]
         assert f"**Kept** {len(kept)} beam" in story
         assert story.count("extending input beam") == len(kept)
         assert f"**Bought** +{len(step.committed)} token" in story
@@ -258,7 +258,7 @@ def test_a_dsbd_node_never_tested_says_why_by_its_layer(dsbd_trace):
 
     seen = set()
     for step in dsbd_trace.steps:
-        levels = [lv for lv in step.controller["levels"] if not lv.get("bonus")]
+        levels = [lv for lv in step.controller.to_json()["levels"] if not lv.get("bonus")]
         idx = StepIndex(step)
         for n in step.forest:
             if n.status != "not_reached":

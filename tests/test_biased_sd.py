@@ -93,7 +93,7 @@ def test_power_of_the_one_token_test(pair):
 
 def test_probe_records_the_tradeoff_exactly(pair):
     trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=20, seed=1, eps=0.1, gamma=2)
-    first = trace.steps[0].controller["positions"][0]
+    first = trace.steps[0].controller.to_json()["positions"][0]
     p, q = first_position(pair, T1)
     b = theory.eps_accept_probs(p, q, 0.1)
     rej, opt = theory.tradeoff(b, p, q, "opt")
@@ -101,7 +101,7 @@ def test_probe_records_the_tradeoff_exactly(pair):
     assert first["bias_opt"] == pytest.approx(float(opt), abs=1e-5)
     assert first["bias_uno"] == pytest.approx(float(theory.tradeoff(b, p, q, "target")[1]), abs=1e-5)
     for step in trace.steps:
-        for pos in step.controller["positions"]:
+        for pos in step.controller.to_json()["positions"]:
             assert pos["reject"] + pos["bias_opt"] == pytest.approx(pos["tv"], abs=1e-5)
             assert pos["bias_uno"] >= pos["bias_opt"] - 1e-6
 
@@ -126,7 +126,7 @@ def test_linear_knob_walks_theorem_5s_line(pair, lam):
     trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=20, seed=2, eps=0.0, lam=lam, gamma=3)
     assert not trace.lossless
     for step in trace.steps:
-        for pos in step.controller["positions"]:
+        for pos in step.controller.to_json()["positions"]:
             assert pos["reject_b"] == pytest.approx((1 - lam) * pos["tv"], abs=1e-5)
             assert pos["bias_opt"] == pytest.approx(lam * pos["tv"], abs=1e-5)
     if lam == 1.0:

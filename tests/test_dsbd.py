@@ -55,7 +55,7 @@ def test_fixed_width_greedy_equals_beam(close_pair, prompt):
         trace = specviz.decode(close_pair, "dsbd", prompt, max_new_tokens=24, temperature=0, width=width,
                                min_width=min_width, gamma=gamma, dynamic=False)
         assert trace.output_ids == ref.output_ids, (width, min_width, gamma)
-        accepted += sum(s.controller["l_last"] > 1 for s in trace.steps)
+        accepted += sum(s.controller.to_json()["l_last"] > 1 for s in trace.steps)
     assert accepted > 0        # some iterations passed a drafted layer: not only the target's own choices
 
 
@@ -74,7 +74,7 @@ def peaked_pair():
 
 def width_schedule(trace) -> list[int]:
     """Beams kept at each generated position (one per verified or bonus layer, in order)."""
-    return [lv["kept"] for s in trace.steps for lv in s.controller["levels"]]
+    return [lv["kept"] for s in trace.steps for lv in s.controller.to_json()["levels"]]
 
 
 def test_dynamic_greedy_is_beam_search_with_its_width_schedule(peaked_pair):
@@ -120,7 +120,7 @@ def run_counts(pair, runs: int, sampling: SamplingConfig = T1, **params) -> tupl
                                top_k=sampling.top_k, top_p=sampling.top_p, **params)
         counts[tuple(trace.output_ids)] += 1
         for step in trace.steps:
-            c = step.controller
+            c = step.controller.to_json()
             ends[(len({n.root for n in step.forest}), c["l_last"], c["levels"][-1].get("bonus", False))] += 1
     return counts, ends
 
@@ -172,7 +172,7 @@ def test_fixed_width_greedy_equals_beam_with_finished_beams(eos_pair):
 
 def finished_inside(step) -> bool:
     """A beam finished at a layer before the one the iteration ended in (an accepted EOS draft)."""
-    c = step.controller
+    c = step.controller.to_json()
     return any(b["finished"] and len(b["tokens"]) < c["l_last"] for b in c["beams"][:len(c["kept"])])
 
 
@@ -188,7 +188,7 @@ def test_fixed_width_output_law_with_finished_beams(eos_small_pair):
                                gamma=2, dynamic=False)
         counts[tuple(trace.output_ids)] += 1
         inside += any(finished_inside(s) for s in trace.steps)
-        all_done += any(not s.controller["carried"] and s.controller["levels"][-1].get("passed") for s in trace.steps)
+        all_done += any(not s.controller.to_json()["carried"] and s.controller.to_json()["levels"][-1].get("passed") for s in trace.steps)
     assert chi_square_pvalue(counts, law) > 1e-3
     assert inside > 0 and all_done > 0, (inside, all_done)
 
@@ -197,7 +197,7 @@ def test_one_target_call_per_iteration(close_pair):
     with count_forwards(target=close_pair.target, draft=close_pair.draft) as calls:
         trace = specviz.decode(close_pair, "dsbd", [1, 2, 3], max_new_tokens=20, temperature=1, width=4, gamma=3)
     assert all(s.target_calls == 1 for s in trace.steps)
-    assert all(s.draft_calls == s.controller["gamma"] for s in trace.steps)
+    assert all(s.draft_calls == s.controller.to_json()["gamma"] for s in trace.steps)
     assert trace.metrics["target_calls"] == calls["target"] == len(trace.steps)
     assert sum(s.draft_calls for s in trace.steps) == calls["draft"]
     assert len(trace.output_ids) == 20
@@ -209,7 +209,7 @@ def test_dynamic_trace_is_consistent(close_pair):
                            threshold=0.7, gamma=3, seed=3)
     assert len(trace.output_ids) == 30 and not trace.lossless     # its reference is beam, not ar
     for step in trace.steps:
-        c = step.controller
+        c = step.controller.to_json()
         assert c["kind"] == "dsbd" and c["l_last"] == len(c["levels"])
         n_out = len(c["beams"])
         for layer in c["levels"]:
@@ -221,7 +221,7 @@ def test_dynamic_trace_is_consistent(close_pair):
             assert layer["passed"] == (layer["accepted"] == layer["width"])
         assert n_out == c["levels"][-1]["kept"] and len(c["kept"]) == n_out
         roots = {n.root for n in step.forest}
-        assert roots <= set(range(len(trace.steps[step.index - 1].controller["carried"]) if step.index else 1))
+        assert roots <= set(range(len(trace.steps[step.index - 1].controller.to_json()["carried"]) if step.index else 1))
         for node_id in c["kept"]:
             assert step.forest[node_id].status in ("accepted", "resampled", "bonus")
     assert any(len({n.root for n in s.forest}) > 1 for s in trace.steps)     # forests of several trees
@@ -272,10 +272,10 @@ def test_single_beam_mode_carries_one_beam(close_pair):
                            single_beam=True, seed=1)
     assert len(trace.output_ids) == 25
     for step in trace.steps:
-        assert len(step.controller["carried"]) == 1
+        assert len(step.controller.to_json()["carried"]) == 1
         assert {n.root for n in step.forest} == {0}
         # every step commits the whole carried beam's new tokens
-        assert step.controller["beams"][step.controller["carried"][0]]["tokens"] == \
+        assert step.controller.to_json()["beams"][step.controller.to_json()["carried"][0]]["tokens"] == \
             [c.token_id for c in step.committed]
 
 

@@ -124,7 +124,7 @@ def test_each_step_is_eagle2s_tree_with_its_cumulative_probabilities(temperature
         want = reference_tree(pair, PROMPT + out[: step.n_before], sampling, params["nodes"],
                               min(params["depth"], left - 1), params["topk"])
         assert set(paths.values()) == set(want)
-        cum = step.controller["cum_q"]
+        cum = step.controller.to_json()["cum_q"]
         assert cum == pytest.approx([want[paths[n.id]] for n in drafted], rel=1e-4)
         assert [n.depth for n in drafted] == sorted(n.depth for n in drafted)  # breadth first
         assert step.draft_calls <= params["depth"]
@@ -138,7 +138,7 @@ def test_the_tree_view_shows_each_nodes_cumulative_probability():
     step = trace.steps[0]
     fig = tree_figure(step)
     labels = next(t for t in fig.data if t.meta == "cum_q")
-    cum = step.controller["cum_q"]
+    cum = step.controller.to_json()["cum_q"]
     assert list(labels.text) == [fmt_prob(c) for c in cum] and list(labels.customdata) == list(range(len(cum)))
     hovers = {i: h for t in fig.data if t.meta in ("accepted", "rejected", "not_reached")
               for i, h in zip(t.customdata, t.hovertext)}

@@ -271,7 +271,8 @@ def replay(url, browser, target, draft, tmp_path):
     # plot_clipped, not plot_overlaps)
     trace = specviz.RunTrace.from_json(good.read_text())
     for i, s in enumerate(trace.steps):
-        s.controller = {"kind": "notes", "step": f"step {i + 1}", "note": " ".join(["a note the controller left"] * 8)}
+        s.controller = specviz.step_state.UnknownState(
+            {"kind": "notes", "step": f"step {i + 1}", "note": " ".join(["a note the controller left"] * 8)})
     notes = tmp_path / "notes-trace.json"
     notes.write_text(trace.to_json())
     page.reload()

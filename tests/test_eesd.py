@@ -99,13 +99,13 @@ def test_calls_are_counted_where_they_happen():
     assert sum(s.target_calls for s in tr.steps) == counts["target"] == len(tr.steps)
     assert sum(s.draft_calls for s in tr.steps) == counts["draft"] > 0
     # a chain of k drafts costs k draft forwards (the last draft is never fed to the draft)
-    assert all(s.draft_calls == s.controller["drafted"] for s in tr.steps)
+    assert all(s.draft_calls == s.controller.to_json()["drafted"] for s in tr.steps)
 
 
 def test_beta_ts_state_follows_algorithm_2_round_by_round():
     pair = ee_pair("llama")
     tr = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=60, temperature=1.0, seed=4, controller="beta_ts")
-    states = [s.controller for s in tr.steps]
+    states = [s.controller.to_json() for s in tr.steps]
     json.dumps(states)  # plain JSON
     assert (states[0]["alpha"], states[0]["beta"]) == (1.0, 1.0)  # reset per prompt
     post = ts.beta_prior(1.0, 1.0)
@@ -133,25 +133,25 @@ def test_fixed_length_and_the_safety_cap_are_logged():
     tr = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=30, temperature=0, controller="fixed", fixed_length=4)
     for s in tr.steps:  # K a round, unless the budget (30 tokens; a chain never passes remaining - 1) cuts it
         room = 30 - s.n_before - 1
-        assert s.controller["drafted"] == min(4, room)
-        assert s.controller["stop_reason"] == ("fixed_length" if room > 4 else "max_len")
+        assert s.controller.to_json()["drafted"] == min(4, room)
+        assert s.controller.to_json()["stop_reason"] == ("fixed_length" if room > 4 else "max_len")
     capped = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=30, temperature=0, controller="fixed",
                             fixed_length=10, k_max=3)
     assert out(capped) == out(tr)
     for s in capped.steps:
-        st, room = s.controller, 30 - s.n_before - 1
+        st, room = s.controller.to_json(), 30 - s.n_before - 1
         assert st["drafted"] == min(3, room) and st["k_max"] == 3
         assert st["k_cap_hit"] == (st["stop_reason"] == "k_cap") == (room > 3)
     # the budget ends the last chain: 30 tokens, the chain never passes remaining - 1
     short = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=3, temperature=0, controller="fixed", fixed_length=10)
-    assert short.steps[0].controller["drafted"] == 2 and short.steps[0].controller["stop_reason"] == "max_len"
+    assert short.steps[0].controller.to_json()["drafted"] == 2 and short.steps[0].controller.to_json()["stop_reason"] == "max_len"
 
 
 def test_the_printed_running_estimate_drifts_to_one_and_the_default_does_not():
     pair = ee_pair("llama", init_range=0.2)  # a poor head: most drafts are rejected
     kw = dict(max_new_tokens=60, temperature=1.0, seed=1, controller="cali_ts")
-    fixed = specviz.decode(pair, "eesd", PROMPT, **kw).steps[-1].controller
-    literal = specviz.decode(pair, "eesd", PROMPT, theta_hat_rule="paper_literal", **kw).steps[-1].controller
+    fixed = specviz.decode(pair, "eesd", PROMPT, **kw).steps[-1].controller.to_json()
+    literal = specviz.decode(pair, "eesd", PROMPT, theta_hat_rule="paper_literal", **kw).steps[-1].controller.to_json()
     assert literal["after"]["theta_hat"] > 0.95 and fixed["after"]["theta_hat"] < 0.6
     assert fixed["theta_m_source"].startswith("untrained") and all(d["theta_m"] == 0.5 for d in fixed["draws"])
 
@@ -165,7 +165,7 @@ def test_cali_ts_reads_the_calibration_head_on_real_hidden_states():
     pair.extras["calibration"], pair.extras["calibration_sigma_m"] = cal, 0.2
     tr = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=30, temperature=0, controller="cali_ts", seed=0)
     assert not final_norm(pair.target)._forward_hooks  # the H^(T) hook is gone after the run
-    states = [s.controller for s in tr.steps]
+    states = [s.controller.to_json() for s in tr.steps]
     assert states[0]["theta_m_source"] == "calibration head" and states[0]["sigma_m"] == 0.2
     assert len({d["theta_m"] for st in states for d in st["draws"]}) > 3
     # Eq. 5 by hand for the first draft token of round 2: H^(T) at the last accepted position of round 1
@@ -188,10 +188,10 @@ def test_sd_keeps_its_static_gamma_unless_a_controller_is_given():
     assert all(s.controller is None for s in default.steps)
     assert all(len(s.forest) - 1 == min(3, 20 - s.n_before - 1) for s in default.steps)
     ts_run = specviz.decode(pair, "sd", PROMPT, controller="beta_ts", **kw)
-    assert all(s.controller["kind"] == "beta_ts" for s in ts_run.steps)
+    assert all(s.controller.to_json()["kind"] == "beta_ts" for s in ts_run.steps)
     assert len({len(s.forest) for s in ts_run.steps}) > 1
     fixed = specviz.decode(pair, "sd", PROMPT, controller="fixed", fixed_length=3, **kw)
-    assert all(s.controller["drafted"] == min(3, 20 - s.n_before - 1) for s in fixed.steps)
+    assert all(s.controller.to_json()["drafted"] == min(3, 20 - s.n_before - 1) for s in fixed.steps)
 
 
 def test_eesd_runs_on_the_bundled_pair_with_its_head():
@@ -209,11 +209,11 @@ def test_the_printed_beta_update_breaks_and_the_default_does_not():
     kw = dict(max_new_tokens=60, temperature=1.0, controller="beta_ts")
     # round 1 runs on the prior under either rule: pick a seed whose first round accepts nothing
     kw["seed"] = next(s for s in range(50) if specviz.decode(pair, "eesd", PROMPT, **{**kw, "seed": s,
-                                                             "max_new_tokens": 6}).steps[0].controller["accepted"] == 0)
+                                                             "max_new_tokens": 6}).steps[0].controller.to_json()["accepted"] == 0)
     steps = []
     with pytest.raises(ValueError, match="not a distribution"):
         for step in specviz.stream(pair, "eesd", PROMPT, beta_rule="paper_literal", **kw):
             steps.append(step)
-    assert steps[0].controller["accepted"] == 0 and steps[0].controller["update"]["d_alpha"] == -1.0
+    assert steps[0].controller.to_json()["accepted"] == 0 and steps[0].controller.to_json()["update"]["d_alpha"] == -1.0
     fine = specviz.decode(pair, "eesd", PROMPT, **kw)
-    assert len(fine.output_ids) == 60 and all(s.controller["alpha"] >= 1 for s in fine.steps)
+    assert len(fine.output_ids) == 60 and all(s.controller.to_json()["alpha"] >= 1 for s in fine.steps)

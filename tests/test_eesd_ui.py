@@ -15,7 +15,7 @@ def test_the_bundled_preset_brings_its_head_and_the_panel_follows_the_step():
     col = Column(label="eesd", algorithm="eesd", trace=trace, done=True)
     views = [render.slot_view(col, 0, k) for k in (1, 2)]
     for k, v in zip((1, 2), views):
-        st = trace.steps[k].controller
+        st = trace.steps[k].controller.to_json()
         assert v.controller.layout.title.text == f"Thompson sampling · round {k + 1}"
         assert f"Beta(α={st['alpha']:.1f}, β={st['beta']:.1f})" in v.controller.layout.title.subtitle.text
 
@@ -29,6 +29,6 @@ def test_a_thompson_column_also_shows_drafted_vs_accepted():
         assert (v.lengths is not None) == shown
         if shown:
             drafted = [t for t in v.lengths.data if t.name == "drafted"][0]
-            assert list(drafted.y) == [s.controller["drafted"] for s in trace.steps]
+            assert list(drafted.y) == [s.controller.to_json()["drafted"] for s in trace.steps]
     sd = specviz.decode(pair, "sd", "def add(a, b):\n", max_new_tokens=8, temperature=0)
     assert render.slot_view(Column(label="sd", algorithm="sd", trace=sd, done=True), 0, 0).lengths is None

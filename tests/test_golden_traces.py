@@ -14,6 +14,11 @@ field that disappears fails.
 Regenerate (only when a change of behaviour is intended, and say so in the commit)::
 
     python -m tests.test_golden_traces --regen
+
+or write only some cases' files (a case added later: ``sd_heuristic``, ``sd_confidence`` and
+``sd_adaptive`` were written by the typed-state code, schema 6, the rest by the dict-based one)::
+
+    python -m tests.test_golden_traces --regen sd_heuristic sd_confidence
 """
 from __future__ import annotations
 
@@ -45,6 +50,10 @@ CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "sd_beta_ts": ("tree", "sd", {"controller": "beta_ts", "alpha0": 3.0}),
     "sd_cali_ts": ("tree", "sd", {"controller": "cali_ts"}),
     "sd_fixed": ("tree", "sd", {"controller": "fixed", "fixed_length": 2, "k_max": 3}),
+    "sd_heuristic": ("tree", "sd", {"controller": "heuristic", "num_assistant_tokens": 2}),
+    "sd_confidence": ("tree", "sd", {"controller": "confidence", "num_assistant_tokens": 4,
+                                     "confidence_threshold": 0.1}),
+    "sd_adaptive": ("tree", "sd", {"controller": "adaptive", "num_assistant_tokens": 4, "confidence_threshold": 0.1}),
     "eesd": ("early_exit", "eesd", {"alpha0": 3.0}),
     "eesd_cali_ts": ("early_exit", "eesd", {"controller": "cali_ts"}),
     "mcsd": ("tree", "mcsd", {"k_config": "3x2x1"}),
@@ -149,18 +158,22 @@ def test_every_registered_algorithm_has_a_case():
     assert set(specviz.ALGORITHMS) <= {algorithm for _, algorithm, _ in CASES.values()}
 
 
-def regenerate() -> None:
+def regenerate(names: list[str]) -> None:
+    """Write the files of the cases ``names`` (every case when empty)."""
     import torch
 
     torch.set_num_threads(1)  # as tests/conftest.py: a thread count changes float32 sums
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    for name in sorted(CASES):
+    unknown = set(names) - set(CASES)
+    if unknown:
+        sys.exit(f"no such case: {', '.join(sorted(unknown))}")
+    for name in names or sorted(CASES):
         for t in TEMPERATURES:
             path_of(name, t).write_text(json.dumps(run(name, t), separators=(",", ":")) + "\n", encoding="utf-8")
             print("wrote", path_of(name, t))
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--regen"]:
-        sys.exit("usage: python -m tests.test_golden_traces --regen")
-    regenerate()
+    if sys.argv[1:2] != ["--regen"]:
+        sys.exit("usage: python -m tests.test_golden_traces --regen [CASE ...]")
+    regenerate(sys.argv[2:])

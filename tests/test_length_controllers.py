@@ -46,7 +46,7 @@ def test_eesd_greedy_equals_ar(controller):
     tr = specviz.decode(pair, "eesd", [5, 9, 2, 7], max_new_tokens=40, temperature=0, controller=controller,
                         num_assistant_tokens=4, seed=3)
     assert out(tr) == ar
-    assert all(s.controller["kind"] == controller for s in tr.steps)
+    assert all(s.controller.to_json()["kind"] == controller for s in tr.steps)
 
 
 @pytest.mark.slow
@@ -75,15 +75,15 @@ def test_the_heuristic_schedule_moves_plus_two_and_minus_one():
     tr = _trace("heuristic", num_assistant_tokens=3)
     length = 3
     for step in tr.steps:
-        st = step.controller
+        st = step.controller.to_json()
         qs, accepted = _drafted(step)
         assert st["length"] == length and len(qs) <= length
         if st["stop_reason"] == "length":
             assert len(qs) == length
         length = dl.heuristic_length(length, len(qs), accepted)
         assert st["after"]["length"] == length
-    grew = [s for s in tr.steps if s.controller["update"] and s.controller["update"]["length_after"] > s.controller["length"]]
-    shrank = [s for s in tr.steps if s.controller["update"] and s.controller["update"]["length_after"] < s.controller["length"]]
+    grew = [s for s in tr.steps if s.controller.to_json()["update"] and s.controller.to_json()["update"]["length_after"] > s.controller.to_json()["length"]]
+    shrank = [s for s in tr.steps if s.controller.to_json()["update"] and s.controller.to_json()["update"]["length_after"] < s.controller.to_json()["length"]]
     assert grew and shrank
 
 
@@ -92,7 +92,7 @@ def test_the_confidence_stop_ends_each_draft_at_the_first_unsure_token():
     reasons = set()
     for step in tr.steps:
         qs, _ = _drafted(step)
-        reason = step.controller["stop_reason"]
+        reason = step.controller.to_json()["stop_reason"]
         reasons.add(reason)
         assert all(q >= 0.3 for q in qs[:-1])  # every token before the last was confident
         if reason == "low_confidence":
@@ -106,7 +106,7 @@ def test_the_adaptive_threshold_is_the_roc_optimum_of_every_verified_token():
     tr = _trace("adaptive", num_assistant_tokens=6, confidence_threshold=0.4)
     probs, matches, threshold = [], [], 0.4
     for step in tr.steps:
-        st = step.controller
+        st = step.controller.to_json()
         assert st["threshold"] == round(threshold, 5)
         qs, accepted = _drafted(step)
         if not qs:
@@ -115,7 +115,7 @@ def test_the_adaptive_threshold_is_the_roc_optimum_of_every_verified_token():
         probs, matches = probs + p, matches + m
         threshold = min(dl.roc_threshold(probs, matches, threshold), 1.01)
         assert st["update"]["threshold_after"] == round(threshold, 5)
-    assert len({s.controller["threshold"] for s in tr.steps}) > 2  # it moved
+    assert len({s.controller.to_json()["threshold"] for s in tr.steps}) > 2  # it moved
 
 
 def test_a_public_host_prices_a_confidence_round_at_its_cap():

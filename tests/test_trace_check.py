@@ -24,6 +24,7 @@ from tiny import tiny_pair
 import specviz
 from specviz import metrics, trace_check
 from specviz.errors import TraceFormatError
+from specviz.step_state import BeamStepState
 from specviz.models.loading import attach_early_exit
 from specviz.trace import RunTrace
 from specviz.trace_check import check_trace
@@ -405,7 +406,7 @@ def _agree(d: dict) -> None:
         return
     assert built is None or built == slow
     vocab = d.get("pair", {}).get("shared_vocab_size")
-    beam = bool(slow) and isinstance(slow[0].controller, dict) and slow[0].controller.get("kind") in ("beam", "dsbd")
+    beam = bool(slow) and isinstance(slow[0].controller, BeamStepState)
     depth = trace_check.MAX_BEAM_DEPTH if beam else None
     try:
         trace_check._check_steps(slow, vocab, depth)

@@ -75,7 +75,7 @@ def test_trace_is_consistent(llama, algorithm, params, temperature):
 def test_sequoia_controller(llama):
     trace = specviz.decode(llama, "sequoia", PROMPTS[1], max_new_tokens=30, temperature=1.0, seed=0,
                            size=12, depth=5, hardware_aware=True, acceptance="0.6,0.2,0.1")
-    first = trace.steps[0].controller
+    first = trace.steps[0].controller.to_json()
     assert first["kind"] == "sequoia" and first["acceptance_source"] == "given"
     assert first["acceptance"] == [0.6, 0.2, 0.1] and first["hardware_aware"]
     assert first["timing"]["sizes"][0] == 1 and first["speedup"]["n"] == first["n"] <= 12
@@ -83,7 +83,7 @@ def test_sequoia_controller(llama):
     assert len(tree["parents"]) == first["n"] and max(tree["levels"]) <= first["d"] - 1
     assert sum(tree["f"]) == pytest.approx(first["expected_tokens"])
     for step in trace.steps:
-        c = step.controller
+        c = step.controller.to_json()
         assert c["measured_tokens"] == step.n_accepted + 1
         assert len(c["accepted_ranks"]) == step.n_accepted
         assert 1 <= c["predicted_tokens"] <= c["step_d"]
@@ -101,7 +101,7 @@ def test_same_seed_same_trace(llama):
     runs = [specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=16, seed=7, size=10, depth=4)
             for _ in range(2)]
     assert runs[0].output_ids == runs[1].output_ids
-    assert [s.controller["tree"] for s in runs[0].steps] == [s.controller["tree"] for s in runs[1].steps]
+    assert [s.controller.to_json()["tree"] for s in runs[0].steps] == [s.controller.to_json()["tree"] for s in runs[1].steps]
 
 
 def test_acceptance_vector_is_joint_and_exact_for_a_self_draft(llama):

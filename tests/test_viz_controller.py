@@ -1,6 +1,7 @@
 """EESD controller views (``specviz.viz.controller``) driven by REAL ``eesd`` traces: what each figure
 shows must be what the controller recorded, step by step."""
 import copy
+import dataclasses
 import html
 import math
 
@@ -86,7 +87,7 @@ def title(fig) -> str:
 def test_posterior_shows_the_round_its_thetas_and_earlier_rounds_faded(traces, controller):
     trace = traces[controller]
     for step in (0, 1, 5, len(trace.steps) - 2):
-        st = trace.steps[step].controller
+        st = trace.steps[step].controller.to_json()
         fig = validated(posterior_figure(trace, step, history=4))
         cur = by_name(fig, f"round {step + 1}")[0]
         xs, ys = list(cur.x), list(cur.y)
@@ -112,7 +113,7 @@ def test_posterior_shows_the_round_its_thetas_and_earlier_rounds_faded(traces, c
 def test_the_posterior_figure_moves_with_each_update(traces):
     trace = traces["beta_ts"]
     for step in range(4):
-        st, nxt = trace.steps[step].controller, trace.steps[step + 1].controller
+        st, nxt = trace.steps[step].controller.to_json(), trace.steps[step + 1].controller.to_json()
         assert (nxt["alpha"], nxt["beta"]) == (st["after"]["alpha"], st["after"]["beta"])
         a, b = posterior_figure(trace, step), posterior_figure(trace, step + 1)
         assert by_name(a, f"round {step + 1}")[0].y != by_name(b, f"round {step + 2}")[0].y  # every update moves it
@@ -122,8 +123,8 @@ def test_the_posterior_figure_moves_with_each_update(traces):
 def test_parameters_over_rounds_are_the_recorded_posterior(traces):
     trace = traces["beta_ts"]
     fig = validated(parameters_figure(trace, 3))
-    alphas = [s.controller["alpha"] for s in trace.steps]
-    betas = [s.controller["beta"] for s in trace.steps]
+    alphas = [s.controller.to_json()["alpha"] for s in trace.steps]
+    betas = [s.controller.to_json()["beta"] for s in trace.steps]
     assert list(by_name(fig, "α")[0].y) == alphas and list(by_name(fig, "β")[0].y) == betas
     assert list(by_name(fig, "mean α/(α+β)")[0].y) == pytest.approx([a / (a + b) for a, b in zip(alphas, betas)])
     assert fig.layout.shapes[0].x0 == 4  # the selected round
@@ -134,9 +135,9 @@ def test_cali_ts_shows_its_three_estimates(traces):
     fig = validated(parameters_figure(trace, 2))
     for name, key in (("θ_M (model)", "theta_m"), ("θ̂ (running)", "theta_hat"), ("μ (blend)", "mu"),
                       ("w_M (weight)", "w_m")):
-        assert list(by_name(fig, name)[0].y) == [s.controller.get(key) for s in trace.steps]
+        assert list(by_name(fig, name)[0].y) == [s.controller.to_json().get(key) for s in trace.steps]
     assert "untrained" in title(fig)  # the tiny pair has no calibration head: theta_M = 0.5
-    w = [s.controller.get("w_m") for s in trace.steps if s.controller.get("w_m") is not None]
+    w = [s.controller.to_json().get("w_m") for s in trace.steps if s.controller.to_json().get("w_m") is not None]
     assert w[0] == 1.0 and w == sorted(w, reverse=True)  # the model's weight falls as verifications accrue
 
 
@@ -154,7 +155,7 @@ def test_the_cap_is_marked_when_it_bites():
     trace = specviz.decode(pair, "eesd", [5, 9, 2, 7], max_new_tokens=30, temperature=0, controller="fixed",
                            fixed_length=8, k_max=3)
     fig = draft_lengths_figure(trace, 0)
-    capped = [i + 1 for i, s in enumerate(trace.steps) if s.controller["stop_reason"] == "k_cap"]
+    capped = [i + 1 for i, s in enumerate(trace.steps) if s.controller.to_json()["stop_reason"] == "k_cap"]
     assert capped and list(by_name(fig, "hit k_max")[0].x) == capped
 
 
@@ -177,7 +178,7 @@ def test_every_title_line_fits_the_narrowest_column(traces, controller):
             assert cut_title_lines(fig) == [], step
         for fig in (controller_figure(trace, step), draft_lengths_figure(trace, step)):  # the app's two
             assert legend_problems(fig) == [], step
-    st = trace.steps[-1].controller
+    st = trace.steps[-1].controller.to_json()
     shown = title(controller_figure(trace, len(trace.steps) - 1))
     if controller != "fixed":
         assert (f"round {len(trace.steps)}" in shown and "mean " in shown
@@ -191,7 +192,7 @@ def test_why_a_round_stopped_is_said_in_words(traces, controller):
     trace = traces[controller]
     seen = set()
     for step, s in enumerate(trace.steps):
-        code = s.controller["stop_reason"]
+        code = s.controller.to_json()["stop_reason"]
         fig = controller_figure(trace, step)
         if not fig.layout.title.text.startswith("Thompson sampling"):
             continue
@@ -202,17 +203,15 @@ def test_why_a_round_stopped_is_said_in_words(traces, controller):
             assert stops[0].customdata[-1][2] == f"stopped: {STOP_WORDS[code]} ({code})"
     assert "chi0" in seen
     bars = by_name(draft_lengths_figure(trace, 0), "drafted")[0]
-    assert [c.split(" (")[-1].rstrip(")") for c in bars.customdata] == [s.controller["stop_reason"] for s in trace.steps]
+    assert [c.split(" (")[-1].rstrip(")") for c in bars.customdata] == [s.controller.to_json()["stop_reason"] for s in trace.steps]
 
 
 def test_a_round_that_drafted_nothing_shows_the_last_posterior(traces):
     """The last step of a run may have no room to draft: Cali-TS then records no Gaussian for the
     round. Its figure stays the Thompson view, showing the latest posterior and saying whose it is."""
     trace = copy.deepcopy(traces["cali_ts"])
-    last = trace.steps[-1].controller
-    for key in ("mu", "sigma"):
-        last.pop(key, None)
-    last.update(drafted=0, accepted=0, draws=[])
+    last = trace.steps[-1]
+    last.controller = dataclasses.replace(last.controller, mu=None, sigma=None, drafted=0, accepted=0, draws=())
     n = len(trace.steps)
     for fig in (controller_figure(trace, n - 1), thompson_figures(trace, n - 1)["posterior"]):
         assert f"Thompson sampling · round {n}" in title(fig)

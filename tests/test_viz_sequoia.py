@@ -11,7 +11,7 @@ def test_sequoia_panel_shows_acceptance_timing_and_speedup():
     pair = tiny_pair("llama", vocab=16)
     trace = specviz.decode(pair, "sequoia", [1, 2, 3], max_new_tokens=6, temperature=1.0, size=8, depth=4,
                            hardware_aware=True, calibration_steps=8)
-    state = trace.steps[0].controller
+    state = trace.steps[0].controller.to_json()
     fig = go.Figure(controller_figure(trace, 0).to_dict())  # validated by plotly
     names = {t.name for t in fig.data}
     assert {"predicted (DP)", "measured", "acceptance vector p_k", "verify time t(n), ms",
@@ -43,7 +43,7 @@ def test_tick_labels_are_few_enough_to_stay_apart():
     trace = specviz.decode(pair, "sequoia", [1, 2, 3], max_new_tokens=4, temperature=1.0, size=32, depth=4,
                            acceptance=",".join(["0.02"] * 32))
     lay = controller_figure(trace, 0).layout
-    acc = trace.steps[0].controller["acceptance"]
+    acc = trace.steps[0].controller.to_json()["acceptance"]
     ranks = [lay[name] for name in ("xaxis2", "xaxis3") if lay[name] and lay[name].title.text == "sibling rank k"]
     assert ranks and len(acc) >= 17 and all(-(-len(acc) // ax.dtick) <= 8 for ax in ranks), (len(acc), ranks)
 

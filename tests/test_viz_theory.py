@@ -104,8 +104,8 @@ def test_theory_view_per_algorithm(pair, tmp_path):
     assert set(vt.theory_figures(runs["biased_sd"])) == {"rejections", "tradeoff"}
     assert set(vt.theory_figures(runs["sequoia"])) == {"sequoia", "first_drafts"}
     seq = vt.sequoia_figure(runs["sequoia"])
-    assert list(seq.data[1].y) == [s.controller["predicted_tokens"] for s in runs["sequoia"].steps]
-    assert list(seq.data[0].y) == [s.controller["measured_tokens"] for s in runs["sequoia"].steps]
+    assert list(seq.data[1].y) == [s.controller.to_json()["predicted_tokens"] for s in runs["sequoia"].steps]
+    assert list(seq.data[0].y) == [s.controller.to_json()["measured_tokens"] for s in runs["sequoia"].steps]
     for name, trace in runs.items():
         fig = vt.theory_view(trace, step=1)
         assert len(fig.data) >= 2

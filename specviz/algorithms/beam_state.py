@@ -12,12 +12,13 @@
 * ``BeamState``: the live beams, their target cache slots, their rows in the previous step's beam
   list, the finished beam and how many output tokens are settled; ``settle``: the tokens every live
   beam and the best finished one agree on (no later step can change them), or at the end the rest of
-  the best beam; ``beam_rows``: the step's beam list for ``StepRecord.controller``.
+  the best beam; ``beam_rows``: the step's beam list for ``StepRecord.controller``
+  (``step_state.BeamList``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
@@ -25,6 +26,7 @@ from specviz.algorithms.outcomes import Commit
 from specviz.core import beams as B
 from specviz.core.trees import ROOT
 from specviz.models.tree_forward import CachedLM
+from specviz.step_state import BeamList, BeamRow
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
@@ -140,25 +142,22 @@ def final_choice(live: Sequence[Beam], done: Beam | None) -> Beam:
 
 
 def beam_rows(dec: "Decoder", new: Sequence[tuple[int, list[int]]], beams: Sequence[Beam],
-              carried: Sequence[int], done: Finished) -> dict[str, Any]:
+              carried: Sequence[int], done: Finished) -> BeamList:
     """The per-step beam list for the trace: each new beam's parent (index into the previous step's
     ``beams``), its new tokens and text, its cumulative log-likelihood, length and whether it
     finished (EOS); then, if the best finished beam is from an earlier step, that beam again (parent:
     its row there) with no new tokens. ``best``: the row of ``final_choice``; ``carried``: the
     beams the next step extends; ``length``: the live beams' length (the best's when none is live)."""
-    rows = [{"parent": parent, "tokens": toks, "text": "".join(dec.text(t) for t in toks),
-             "loglik": round(b.loglik, 6), "length": len(b.tokens),
-             "finished": ended(dec, b)} for (parent, toks), b in zip(new, beams)]
+    rows = [BeamRow(parent, tuple(toks), "".join(dec.text(t) for t in toks), round(b.loglik, 6), len(b.tokens),
+                    ended(dec, b)) for (parent, toks), b in zip(new, beams)]
     listed = list(beams)
     if done.beam is not None and done.parent is not None:
-        rows.append({"parent": done.parent, "tokens": [], "text": "", "loglik": round(done.beam.loglik, 6),
-                     "length": len(done.beam.tokens), "finished": True})
+        rows.append(BeamRow(done.parent, (), "", round(done.beam.loglik, 6), len(done.beam.tokens), True))
         listed.append(done.beam)
     live = [beams[i] for i in carried]
     best = final_choice(live, done.beam)
     length = len(live[0].tokens) if live else len(best.tokens)
-    return {"beams": rows, "best": next(i for i, b in enumerate(listed) if b is best), "carried": list(carried),
-            "length": length}
+    return BeamList(tuple(rows), next(i for i, b in enumerate(listed) if b is best), tuple(carried), length)
 
 
 @dataclass

@@ -12,7 +12,7 @@ committed (``BeamState.settle``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -22,6 +22,7 @@ from specviz.algorithms.drafted_tree import DraftedTree
 from specviz.algorithms.outcomes import Commit, Recorded
 from specviz.algorithms.plans import Plan
 from specviz.core import beams as B
+from specviz.step_state import BeamList
 from specviz.trace import TreeNode
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class BeamOutcome:
     last: list[int]
     new: list[Beam]
     live: list[int]
-    rows: dict[str, Any]
+    rows: BeamList
 
 
 class BeamVerifier:

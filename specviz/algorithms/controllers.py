@@ -9,8 +9,8 @@ A controller is one object per run. The step loop (``step_loop``) calls
    stop-after-each-token rule, Liu et al. 2024, arXiv 2406.03853, Algorithm 1) and
    ``keep(tree, level, nodes)`` after each drafted level (which of its nodes are expanded further);
 2. ``update(dec, result)`` after verification (learn from the ``outcomes.StepResult``), then
-   ``state(result)``: the plain-JSON dict stored as ``StepRecord.controller`` (the only way controller
-   state reaches the trace).
+   ``state(result)``: the typed ``step_state.ControllerState`` stored as ``StepRecord.controller`` (the
+   only way controller state reaches the trace; its JSON is its kind's object).
 
 The drafter calls the decisions through the plan and never sees the controller; they only decide
 what is *expanded*: every drafted node stays in the tree, so the sibling groups the rule tests are
@@ -22,19 +22,20 @@ still drawn exactly as it assumes and losslessness is untouched.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from specviz.algorithms.drafted_tree import DraftedTree
 from specviz.algorithms.outcomes import StepResult
 from specviz.algorithms.plans import Plan
 from specviz.core.trees import TreeShape
+from specviz.step_state import BeamSearchState, ControllerState
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
 
 
 class Controller:
-    """Base controller: every hook is the neutral choice. ``kind`` names its ``StepRecord.controller``."""
+    """Base controller: every hook is the neutral choice. ``kind`` names its state's kind."""
 
     kind: str | None = None
 
@@ -53,7 +54,7 @@ class Controller:
     def update(self, dec: "Decoder", result: StepResult) -> None:
         return None
 
-    def state(self, result: StepResult) -> dict[str, Any] | None:
+    def state(self, result: StepResult) -> ControllerState | None:
         return None
 
 
@@ -69,7 +70,7 @@ class StaticShape(Controller):
 
 class BeamWidth(Controller):
     """``beam``'s controller: nothing to draft, ``width`` beams kept every step; its state is the
-    step's beam list (``beam_state.beam_rows``, kind ``beam``)."""
+    step's beam list (``beam_state.beam_rows``, a ``step_state.BeamSearchState``)."""
 
     kind = "beam"
 
@@ -79,5 +80,5 @@ class BeamWidth(Controller):
     def step_plan(self, dec: "Decoder") -> Plan:
         return Plan(TreeShape(()), width=self.width)
 
-    def state(self, result: StepResult) -> dict[str, Any]:
-        return {"kind": self.kind, **result.outcome.rows}
+    def state(self, result: StepResult) -> BeamSearchState:
+        return BeamSearchState(beam_list=result.outcome.rows)

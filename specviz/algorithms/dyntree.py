@@ -11,14 +11,14 @@ rejected children, renormalised; if none is, the token is drawn from p without t
 children as draws from the draft's q (MCSD's rule) would be biased here. Temperature 0: exact match, so
 the target's argmax is followed whenever it is a child, and the output is ``ar``'s.
 
-``StepRecord.controller`` (``kind = "dyntree"``): ``cum_q``, node i's cumulative draft probability
+``StepRecord.controller`` (``step_state.DynTreeState``, kind ``dyntree``): ``cum_q``, node i's cumulative draft probability
 (the product of ``q`` along its path, the value the tree was ranked by); ``expected_accepted``, their
 sum (the expected accepted drafts if the target were the draft: under this rule node v is accepted
 with the product of the target's p along its path); ``accepted``, the drafts accepted; ``drafted``.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.decoder import Decoder
@@ -28,6 +28,7 @@ from specviz.algorithms.outcomes import StepResult
 from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import PointMass
 from specviz.core.trees import ROOT, TreeShape, chain_shape
+from specviz.step_state import DynTreeState
 from specviz.trace import StepRecord
 
 
@@ -43,12 +44,11 @@ class DynamicTreeController(Controller):
     def plan(self, dec: Decoder) -> TreeShape:
         return self.shape
 
-    def state(self, result: StepResult) -> dict[str, Any]:
+    def state(self, result: StepResult) -> DynTreeState:
         tree, cum = result.tree, []
         for q, par in zip(tree.q_draw, tree.parents):
             cum.append((1.0 if par == ROOT else cum[par]) * q)  # as the drafter ranked: parent's c times q
-        return {"kind": "dyntree", "drafted": len(tree), "accepted": len(result.path),
-                "expected_accepted": sum(cum), "cum_q": cum}
+        return DynTreeState(drafted=len(tree), accepted=len(result.path), expected_accepted=sum(cum), cum_q=tuple(cum))
 
 
 @register("dyntree", description="Dynamic draft tree (EAGLE-2): the nodes of highest cumulative draft probability, "

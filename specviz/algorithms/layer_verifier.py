@@ -37,6 +37,7 @@ from specviz.algorithms.forest import DraftForest
 from specviz.algorithms.outcomes import Commit, Recorded
 from specviz.algorithms.plans import LayerWidth, Plan
 from specviz.core import beams as B
+from specviz.step_state import BeamList
 from specviz.trace import TreeNode
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class LayerOutcome:
     walk: LayerWalk
     outputs: list[OutputBeam]
     carried: list[int]
-    rows: dict[str, Any]
+    rows: BeamList
 
     @property
     def kept(self) -> list[int]:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from specviz import step_state as ss
 from specviz.algorithms.drafted_tree import DraftedTree
 from specviz.algorithms.ts_controllers import DIGITS, LengthController
 from specviz.core import draft_length as dl
@@ -43,20 +44,21 @@ class HeuristicLength(LengthController):
 
     kind = "heuristic"
     coin_stop = "length"
+    STATE, DRAW = ss.HeuristicState, ss.StopDraw
 
     def __init__(self, rng: np.random.Generator, num_assistant_tokens: int = NUM_ASSISTANT_TOKENS, k_max: int = 0):
         super().__init__(rng, k_max)
         self.length = int(num_assistant_tokens)
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"length": self.length}
+    def snapshot(self) -> ss.LengthSnapshot:
+        return ss.LengthSnapshot(self.length)
 
     def decide(self, i: int) -> dict[str, Any]:
         return {"chi": int(i < self.length)}
 
-    def learn(self, drafted: int, accepted: int) -> dict[str, Any]:
+    def learn(self, drafted: int, accepted: int) -> ss.HeuristicUpdate:
         before, self.length = self.length, dl.heuristic_length(self.length, drafted, accepted)
-        return {"length_before": before, "length_after": self.length, "all_accepted": accepted == drafted}
+        return ss.HeuristicUpdate(before, self.length, accepted == drafted)
 
 
 class ConfidenceStop(LengthController):
@@ -64,6 +66,7 @@ class ConfidenceStop(LengthController):
     ``num_assistant_tokens`` tokens."""
 
     kind = "confidence"
+    STATE, DRAW = ss.ConfidenceState, ss.ConfidenceDraw
 
     def __init__(self, rng: np.random.Generator, num_assistant_tokens: int = NUM_ASSISTANT_TOKENS,
                  threshold: float = CONFIDENCE_THRESHOLD, k_max: int = 0):
@@ -72,8 +75,8 @@ class ConfidenceStop(LengthController):
         self.q = 1.0
         self.round_q: list[float] = []
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"length": self.length, "threshold": _r(self.threshold)}
+    def snapshot(self) -> ss.Record:
+        return ss.ConfidenceSnapshot(self.length, _r(self.threshold))
 
     def begin_round(self) -> None:
         self.round_q = []
@@ -94,6 +97,7 @@ class AdaptiveConfidence(ConfidenceStop):
     from every (q, accepted?) sample so far: the accepted tokens and the first rejected one."""
 
     kind = "adaptive"
+    STATE = ss.AdaptiveState
 
     def __init__(self, rng: np.random.Generator, num_assistant_tokens: int = NUM_ASSISTANT_TOKENS,
                  threshold: float = CONFIDENCE_THRESHOLD, k_max: int = 0):
@@ -101,14 +105,13 @@ class AdaptiveConfidence(ConfidenceStop):
         self.probs: list[float] = []
         self.matches: list[int] = []
 
-    def snapshot(self) -> dict[str, Any]:
-        return {**super().snapshot(), "samples": len(self.probs), "accepted_samples": sum(self.matches)}
+    def snapshot(self) -> ss.AdaptiveSnapshot:
+        return ss.AdaptiveSnapshot(self.length, _r(self.threshold), len(self.probs), sum(self.matches))
 
-    def learn(self, drafted: int, accepted: int) -> dict[str, Any]:
+    def learn(self, drafted: int, accepted: int) -> ss.AdaptiveUpdate:
         probs, matches = dl.verified_samples(self.round_q, accepted)
         self.probs += probs
         self.matches += matches
         before = self.threshold
         self.threshold = min(dl.roc_threshold(self.probs, self.matches, self.threshold), STOP_EVERY_TOKEN)
-        return {"threshold_before": _r(before), "threshold_after": _r(self.threshold),
-                "samples_added": [[_r(q), m] for q, m in zip(probs, matches)]}
+        return ss.AdaptiveUpdate(_r(before), _r(self.threshold), tuple((_r(q), m) for q, m in zip(probs, matches)))

@@ -18,7 +18,7 @@ Sizes follow the paper: the tree size n (param ``size``) counts the root (the la
 so n - 1 tokens are speculated; the depth d (param ``depth``) counts the root's level, so a step
 yields at most d tokens.
 
-``StepRecord.controller`` (``kind = "sequoia"``), every field plain JSON:
+``StepRecord.controller`` (``step_state.SequoiaState``, kind ``sequoia``), as JSON:
 
 - ``acceptance``: p_1..p_K, the joint positional acceptance vector (p_k = P(the k-th drawn child is
   the accepted one)); ``acceptance_source``: ``"given"``, ``"builtin"`` or ``"prompt"``;
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Iterator
+from typing import Iterator
 
 from specviz import validation
 from specviz.algorithms.decoder import Decoder
@@ -56,6 +56,7 @@ from specviz.core.rules import MultiCandidate
 from specviz.core.sequoia_dp import SequoiaDP, choose_size_depth, solve
 from specviz.core.trees import TreeShape, expected_tokens, path_weights
 from specviz.errors import InvalidParameterError
+from specviz.step_state import SequoiaRun, SequoiaSpeedup, SequoiaState, SequoiaTiming, SequoiaTree, SizeBest
 from specviz.trace import StepRecord
 
 MAX_ACCEPTANCE = 64  # entries in a given acceptance vector: the widest calibration tree (``width``'s maximum)
@@ -101,10 +102,10 @@ def _dp(dec: Decoder, acceptance: tuple[float, ...], n: int, d: int) -> SequoiaD
     return pair_cache(dec.pair).get_or_make(("dp", acceptance, n, d), lambda: solve(acceptance, n, d))
 
 
-def _tree_info(shape: TreeShape, acceptance: tuple[float, ...]) -> dict[str, Any]:
+def _tree_info(shape: TreeShape, acceptance: tuple[float, ...]) -> SequoiaTree:
     f = path_weights(shape, list(acceptance))
-    return {"parents": shape.with_root(), "ranks": [0] + list(shape.ranks), "levels": [0] + list(shape.levels),
-            "f": [1.0] + f, "level_widths": [1] + shape.level_widths()}
+    return SequoiaTree(tuple(shape.with_root()), (0, *shape.ranks), (0, *shape.levels), (1.0, *f),
+                       (1, *shape.level_widths()))
 
 
 class SequoiaController(Controller):
@@ -113,7 +114,7 @@ class SequoiaController(Controller):
 
     kind = "sequoia"
 
-    def __init__(self, dp: SequoiaDP, n: int, d: int, vector: tuple[float, ...], summary: dict[str, Any],
+    def __init__(self, dp: SequoiaDP, n: int, d: int, vector: tuple[float, ...], summary: SequoiaRun,
                  setup_ms: float):
         self.dp, self.n, self.d, self.vector = dp, n, d, vector
         self.summary, self.setup_ms = summary, setup_ms
@@ -125,13 +126,12 @@ class SequoiaController(Controller):
             self.shapes[levels] = self.dp.shape(self.dp.largest_feasible(self.n, levels), levels)
         return self.shapes[levels]
 
-    def state(self, result: StepResult) -> dict[str, Any]:
+    def state(self, result: StepResult) -> SequoiaState:
         shape = result.shape
-        return {**self.summary, "setup_ms": self.setup_ms if result.index == 0 else 0.0,
-                "step_n": len(shape) + 1, "step_d": shape.depth + 1,
-                "predicted_tokens": expected_tokens(shape, list(self.vector)),
-                "measured_tokens": result.produced,
-                "accepted_ranks": [result.tree.rank(v) for v in result.path]}
+        return SequoiaState(run=self.summary, setup_ms=self.setup_ms if result.index == 0 else 0.0,
+                            step_n=len(shape) + 1, step_d=shape.depth + 1,
+                            predicted_tokens=expected_tokens(shape, list(self.vector)), measured_tokens=result.produced,
+                            accepted_ranks=tuple(result.tree.rank(v) for v in result.path))
 
     @classmethod
     def calibrated(cls, dec: Decoder, size: int, depth: int, hardware_aware: bool, width: int, acceptance: str,
@@ -154,20 +154,18 @@ class SequoiaController(Controller):
             verify_ms, draft_ms = measure_times(dec.pair, n)
             choice = choose_size_depth(dp, verify_ms, draft_ms, d)
             n, d = choice.n, choice.d
-            timing = {"sizes": sorted(verify_ms), "verify_ms": [verify_ms[k] for k in sorted(verify_ms)],
-                      "draft_ms": draft_ms}
-            speed = {"sizes": choice.sizes, "depths": choice.depths, "table": choice.table,
-                     "best_per_size": choice.best_per_size, "n": choice.n, "d": choice.d, "speedup": choice.speedup}
+            timing = SequoiaTiming(tuple(sorted(verify_ms)), tuple(verify_ms[k] for k in sorted(verify_ms)), draft_ms)
+            speed = SequoiaSpeedup(tuple(choice.sizes), tuple(choice.depths), tuple(map(tuple, choice.table)),
+                                   tuple(SizeBest(**b) for b in choice.best_per_size), choice.n, choice.d,
+                                   choice.speedup)
         n = dp.largest_feasible(n, d)
         shape = dp.shape(n, d)
         rejection, total = [], 0.0
         for p in vector:
             total += p
             rejection.append(max(0.0, 1.0 - total))
-        summary = {"kind": "sequoia", "acceptance": list(vector), "acceptance_source": source,
-                   "acceptance_steps": calib, "rejection": rejection, "n": n, "d": d,
-                   "hardware_aware": hardware_aware, "tree": _tree_info(shape, vector),
-                   "expected_tokens": dp.value(n, d), "timing": timing, "speedup": speed}
+        summary = SequoiaRun(tuple(vector), source, calib, tuple(rejection), n, d, hardware_aware,
+                             _tree_info(shape, vector), dp.value(n, d), timing, speed)
         return cls(dp, n, d, vector, summary, 1000 * (time.perf_counter() - t0))
 
 

@@ -14,8 +14,8 @@ Per step (``take_step``; ``run_steps`` repeats it until the decoder finishes):
 4. **Commit**: the verifier keeps what was accepted in the target's cache and names the tokens; the
    drafter keeps its own state in step (``Drafter.observe``); the decoder appends the tokens
    (``Decoder.commit_tokens``: budget and EOS honoured).
-5. **Learn**: ``Controller.update`` with the ``StepResult``; ``Controller.state`` becomes
-   ``StepRecord.controller``.
+5. **Learn**: ``Controller.update`` with the ``StepResult``; ``Controller.state`` (a typed
+   ``step_state.ControllerState``) becomes ``StepRecord.controller``.
 
 Each field of a ``StepRecord`` is set here once: ``timings`` (``draft_ms``, ``verify_ms``,
 ``total_ms`` from the plan to the record, ``bookkeeping_ms`` the rest), the call counts and the tokens
@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import torch
 
 from specviz.algorithms.outcomes import Recorded, StepResult
+from specviz.step_state import ControllerState
 from specviz.trace import CommittedToken, StepRecord
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class StepClock:
 
 
 def record_step(index: int, n_before: int, recorded: Recorded, committed: list[CommittedToken],
-                target_fed: list[int], draft_fed: list[int], controller: dict[str, Any] | None,
+                target_fed: list[int], draft_fed: list[int], controller: ControllerState | None,
                 timings: dict[str, float]) -> StepRecord:
     """The ``StepRecord`` of one step, every field from what the step did (module docstring)."""
     return StepRecord(index=index, n_before=n_before, forest=recorded.forest, committed=committed,

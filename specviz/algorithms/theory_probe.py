@@ -4,8 +4,9 @@ Algorithm", Yin et al. 2024, arXiv:2411.00841), taken where the full p and q vec
 A trace keeps only the top-k of p and q per position, and the overlays need whole-vocabulary sums
 (Thm 3's ``prod_m TV(p^m, q)``, Thm 5's rejection probability and bias). ``ProbedRule`` wraps an
 acceptance rule and, each time the engine asks it for a schedule (once per tested position, in walk
-order), stores ``measure(rule, p, q, schedule)``; ``ProbeController`` hands the step's measurements
-to the trace as ``StepRecord.controller = {"kind": "theory", "positions": [...]}``, one dict per
+order), stores ``measure(rule, p, q, schedule)`` as its typed probe row (``step_state.read_probe``:
+``RejectionProbe`` or ``TradeoffProbe``); ``ProbeController`` hands the step's measurements to the
+trace as a ``step_state.TheoryState`` (JSON ``{"kind": "theory", "positions": [...]}``), one probe per
 position record that has a ``q``, in the same order. Neither changes a draw, so exactness is untouched.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from specviz.algorithms.controllers import StaticShape
 from specviz.core.acceptance import SiblingSchedule
 from specviz.core.rules import AcceptanceRule
 from specviz.core.trees import TreeShape
+from specviz.step_state import RejectionProbe, TheoryState, TradeoffProbe, read_probe
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
@@ -44,11 +46,11 @@ class ProbedRule:
     def __init__(self, rule: AcceptanceRule, measure: Measure):
         self.rule, self.measure = rule, measure
         self.name, self.lossless, self.replacement = rule.name, rule.lossless, rule.replacement
-        self.records: list[dict[str, float]] = []
+        self.records: list[RejectionProbe | TradeoffProbe] = []
 
     def schedule(self, p: torch.Tensor, q: torch.Tensor, candidates: list[int]) -> SiblingSchedule:
         sched = self.rule.schedule(p, q, candidates)
-        self.records.append({k: rounded(v) for k, v in self.measure(self.rule, p, q, sched).items()})
+        self.records.append(read_probe({k: rounded(v) for k, v in self.measure(self.rule, p, q, sched).items()}))
         return sched
 
     def record(self) -> dict[str, Any]:
@@ -69,7 +71,7 @@ class ProbeController(StaticShape):
         self.probe.records = []
         return self.shape
 
-    def state(self, result: "StepResult") -> dict[str, Any] | None:
+    def state(self, result: "StepResult") -> TheoryState | None:
         if not self.probe.records:
             return None
-        return {"kind": self.kind, "positions": list(self.probe.records)}
+        return TheoryState(positions=tuple(self.probe.records))

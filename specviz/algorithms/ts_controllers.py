@@ -3,8 +3,8 @@
 Liu et al. 2024, "Speculative Decoding via Early-exiting for Faster LLM Inference with Thompson
 Sampling Control Mechanism" (arXiv 2406.03853), Algorithm 1 lines 8-11: after **every** drafted token
 (``go_on``) a coin decides whether to draft on; the token that drew the stop coin is still verified.
-``update`` learns from the verified round; ``state`` is the round as plain JSON for
-``StepRecord.controller``. The maths is ``specviz.core.thompson``:
+``update`` learns from the verified round; ``state`` is the round as its typed
+``step_state.LengthState`` (``StepRecord.controller``). The maths is ``specviz.core.thompson``:
 
 * ``BetaTS`` (Algorithm 2): theta ~ Beta(alpha, beta) at every step, posterior reset per prompt,
   updated by ``beta_update`` (``beta_rule``: the corrected ``|Q_v| = a + 1`` form by default, the
@@ -22,10 +22,12 @@ by the exact rule).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from specviz import step_state as ss
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.drafted_tree import DraftedTree
 from specviz.core import thompson as ts
@@ -45,10 +47,13 @@ def _r(x: float) -> float:
 
 class LengthController(Controller):
     """A chain whose length is decided token by token (``decide``); the shared stop/cap/budget logic
-    and the per-round record. Subclasses implement ``decide(i)`` and ``learn(k, a)``."""
+    and the per-round record. Subclasses implement ``decide(i)`` (the kind's own fields of its ``DRAW``
+    row, ``chi`` included), ``snapshot()`` and ``learn(k, a)``, and name their ``STATE`` and ``DRAW``."""
 
     kind = "length"
     coin_stop = "chi0"  # the stop reason logged when ``decide`` says stop
+    STATE: ClassVar[type[ss.LengthState]]
+    DRAW: ClassVar[type[ss.Record]]
 
     def __init__(self, rng: np.random.Generator, k_max: int = 0):
         self.rng = rng
@@ -56,10 +61,10 @@ class LengthController(Controller):
         self.round = 0
         self.budget = 0
         self.dec: "Decoder | None" = None
-        self.draws: list[dict[str, Any]] = []
+        self.draws: list[ss.Record] = []
         self.stop: str | None = None
-        self.before: dict[str, Any] = {}
-        self.learned: dict[str, Any] | None = None
+        self.before: ss.Record | None = None
+        self.learned: ss.Record | None = None
 
     # ---- engine hooks ----------------------------------------------------------------------------
     def plan(self, dec: "Decoder") -> TreeShape:
@@ -76,9 +81,8 @@ class LengthController(Controller):
         draw = self.decide(i)
         self.stop = ts.stop_reason(i, draw["chi"], self.k_max, self.budget, eos)
         self.stop = self.coin_stop if self.stop == "chi0" else self.stop
-        draw.update(i=i, token=int(tree.tokens[node]), chi=int(draw["chi"]), stop=self.stop)
-        draw["continue"] = self.stop is None
-        self.draws.append(draw)
+        draw.update(i=i, token=int(tree.tokens[node]), chi=int(draw["chi"]), stop=self.stop, go_on=self.stop is None)
+        self.draws.append(self.DRAW(**draw))
         return self.stop is None
 
     def update(self, dec: "Decoder", result: "StepResult") -> None:
@@ -87,15 +91,15 @@ class LengthController(Controller):
             self.learned = self.learn(k, a)
             self.round += 1
 
-    def state(self, result: "StepResult") -> dict[str, Any]:
+    def state(self, result: "StepResult") -> ss.LengthState:
         k, a = len(result.tree.tokens), len(result.path)
-        return {"kind": self.kind, "round": self.round, **self.before, "draws": self.draws,
-                "stop_reason": self.stop, "k_cap_hit": self.stop == "k_cap", "k_max": self.k_max,
-                "drafted": k, "accepted": a, "update": self.learned, "after": self.snapshot()}
+        return self.STATE(round=self.round, before=self.before, draws=tuple(self.draws), stop_reason=self.stop,
+                          k_cap_hit=self.stop == "k_cap", k_max=self.k_max, drafted=k, accepted=a,
+                          update=self.learned, after=self.snapshot())
 
     # ---- per controller --------------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        return {}
+    def snapshot(self) -> ss.Record:
+        raise NotImplementedError
 
     def begin_round(self) -> None:
         return None
@@ -103,7 +107,7 @@ class LengthController(Controller):
     def decide(self, i: int) -> dict[str, Any]:
         raise NotImplementedError
 
-    def learn(self, drafted: int, accepted: int) -> dict[str, Any] | None:
+    def learn(self, drafted: int, accepted: int) -> ss.Record | None:
         return None
 
 
@@ -112,13 +116,14 @@ class FixedLength(LengthController):
 
     kind = "fixed"
     coin_stop = "fixed_length"
+    STATE, DRAW = ss.FixedState, ss.StopDraw
 
     def __init__(self, rng: np.random.Generator, fixed_length: int, k_max: int = 0):
         super().__init__(rng, k_max)
         self.fixed_length = int(fixed_length)
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"fixed_length": self.fixed_length}
+    def snapshot(self) -> ss.FixedSnapshot:
+        return ss.FixedSnapshot(self.fixed_length)
 
     def decide(self, i: int) -> dict[str, Any]:
         return {"chi": ts.fixed_decide(i, self.fixed_length)}
@@ -128,6 +133,7 @@ class BetaTS(LengthController):
     """Beta-TS (Algorithm 2): theta ~ Beta(alpha, beta) and a coin after every drafted token."""
 
     kind = "beta_ts"
+    STATE, DRAW = ss.BetaTSState, ss.ThetaDraw
 
     def __init__(self, rng: np.random.Generator, alpha0: float = 1.0, beta0: float = 1.0,
                  rule: str = "paper", k_max: int = 0):
@@ -135,17 +141,17 @@ class BetaTS(LengthController):
         self.rule = rule
         self.post = ts.beta_prior(alpha0, beta0)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> ss.BetaSnapshot:
         p = self.post
-        return {"rule": self.rule, "alpha": _r(p.alpha), "beta": _r(p.beta), "mean": _r(p.mean)}
+        return ss.BetaSnapshot(self.rule, _r(p.alpha), _r(p.beta), _r(p.mean))
 
     def decide(self, i: int) -> dict[str, Any]:
         c = ts.beta_decide(self.post, self.rng)
         return {"theta": _r(c.theta), "u": _r(c.u), "chi": c.chi}
 
-    def learn(self, drafted: int, accepted: int) -> dict[str, Any]:
+    def learn(self, drafted: int, accepted: int) -> ss.BetaUpdate:
         self.post, up = ts.beta_update(self.post, drafted, accepted, self.rule)
-        return {"r": up.r, "n_trials": up.n_trials, "d_alpha": up.d_alpha, "d_beta": up.d_beta, "rule": up.rule}
+        return ss.BetaUpdate(up.r, up.n_trials, up.d_alpha, up.d_beta, up.rule)
 
 
 class ThetaModel:
@@ -170,16 +176,17 @@ class CaliTS(LengthController):
     on the draft's hidden state of token i) blended with the running estimate theta_hat (Eqs. 6-7)."""
 
     kind = "cali_ts"
+    STATE, DRAW = ss.CaliTSState, ss.CaliDraw
 
     def __init__(self, rng: np.random.Generator, model: "ThetaModel", config: ts.CaliConfig, k_max: int = 0):
         super().__init__(rng, k_max)
         self.model, self.config = model, config
         self.est = ts.cali_prior(config)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> ss.CaliSnapshot:
         e, c = self.est, self.config
-        return {"theta_hat": _r(e.theta_hat), "n_ver": e.n_ver, "weight": _r(e.weight), "rule": c.rule,
-                "mode": c.mode, "sigma_m": _r(c.sigma_m), "sigma_s": _r(c.sigma_s), "theta_m_source": self.model.source}
+        return ss.CaliSnapshot(_r(e.theta_hat), e.n_ver, _r(e.weight), c.rule, c.mode, _r(c.sigma_m), _r(c.sigma_s),
+                               self.model.source)
 
     def begin_round(self) -> None:
         self.model.round_start()
@@ -191,19 +198,18 @@ class CaliTS(LengthController):
                 "sigma": _r(p.sigma), "theta_raw": _r(d.theta), "theta": _r(d.coin.theta), "u": _r(d.coin.u),
                 "chi": d.coin.chi}
 
-    def state(self, result: "StepResult") -> dict[str, Any]:
+    def state(self, result: "StepResult") -> ss.CaliTSState:
         out = super().state(result)
-        if self.draws:  # the Gaussian of the round's first draft step (the figure's curve)
-            out["mu"], out["sigma"] = self.draws[0]["mu"], self.draws[0]["sigma"]
-            out["theta_m"] = _r(float(np.mean([d["theta_m"] for d in self.draws])))
-            out["w_m"] = self.draws[0]["w_m"]
+        if out.draws:  # the Gaussian of the round's first draft step (the figure's curve)
+            first = out.draws[0]
+            out = dataclasses.replace(out, mu=first.mu, sigma=first.sigma, w_m=first.w_m,
+                                      theta_m=_r(float(np.mean([d.theta_m for d in out.draws]))))
         return out
 
     def update(self, dec: "Decoder", result: "StepResult") -> None:
         self.model.verified(result)
         super().update(dec, result)
 
-    def learn(self, drafted: int, accepted: int) -> dict[str, Any]:
+    def learn(self, drafted: int, accepted: int) -> ss.CaliUpdate:
         self.est, up = ts.cali_update(self.est, drafted, accepted, self.config)
-        return {"theta_hat_before": _r(up.theta_hat_before), "theta_hat_after": _r(up.theta_hat_after),
-                "s": up.s, "c": up.c, "rule": up.rule}
+        return ss.CaliUpdate(_r(up.theta_hat_before), _r(up.theta_hat_after), up.s, up.c, up.rule)

@@ -3,7 +3,7 @@
 budget by the step loop), ``width`` (W_S) draft beams per layer and the per-layer width rule
 W_L^(l) (Eqs 2-7, ``plans.LayerWidth``) the layer verifier applies; it learns nothing across steps.
 
-Its state (``StepRecord.controller``, kind ``dsbd``): the settings, per walked layer the parents
+Its state (``StepRecord.controller``, a ``step_state.DsbdState``): the settings, per walked layer the parents
 still valid, the drafts, the chosen width and its unfloored value, the law P(m accepted) and its
 survival function behind the choice with the threshold, accepted and kept counts and whether the
 layer passed (the bonus layer: parents and kept); ``l_last`` (the layer where the iteration ended),
@@ -11,12 +11,13 @@ layer passed (the bonus layer: parents and kept); ``l_last`` (the layer where th
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.outcomes import StepResult
 from specviz.algorithms.plans import LayerWidth, Plan
 from specviz.core.trees import TreeShape, chain_shape
+from specviz.step_state import BonusLayer, DsbdState, VerifiedLayer
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 DIGITS = 6
 
 
-def _rounded(values: Iterable[float]) -> list[float]:
-    return [float(f"{v:.{DIGITS}g}") for v in values]
+def _rounded(values: Iterable[float]) -> tuple[float, ...]:
+    return tuple(float(f"{v:.{DIGITS}g}") for v in values)
 
 
 class WidthController(Controller):
@@ -45,23 +46,22 @@ class WidthController(Controller):
     def step_plan(self, dec: "Decoder") -> Plan:
         return Plan(self.plan(dec), width=self.width, layer_width=self.rule)
 
-    def levels(self, result: StepResult) -> list[dict[str, Any]]:
+    def levels(self, result: StepResult) -> tuple[BonusLayer | VerifiedLayer, ...]:
         """Per walked layer, what the width rule chose and what the layer did (module docstring)."""
-        out = []
+        out: list[BonusLayer | VerifiedLayer] = []
         for ls in result.outcome.walk.layers:
             if ls.verdict is None:
-                out.append({"layer": ls.layer, "bonus": True, "parents": ls.parents, "kept": len(ls.picks or [])})
+                out.append(BonusLayer(ls.layer, True, ls.parents, len(ls.picks or [])))
                 continue
             c, v = ls.choice, ls.verdict
-            out.append({"layer": ls.layer, "parents": ls.parents, "candidates": len(ls.nodes), "width": c.width,
-                        "unfloored": c.unfloored, "p_accept": _rounded(c.law), "survival": _rounded(c.survival),
-                        "threshold": self.threshold, "min_width": self.min_width, "accepted": v.n_accepted,
-                        "kept": len(v.kept), "passed": v.passed})
-        return out
+            out.append(VerifiedLayer(ls.layer, ls.parents, len(ls.nodes), c.width, c.unfloored, _rounded(c.law),
+                                     _rounded(c.survival), self.threshold, self.min_width, v.n_accepted,
+                                     len(v.kept), v.passed))
+        return tuple(out)
 
-    def state(self, result: StepResult) -> dict[str, Any]:
+    def state(self, result: StepResult) -> DsbdState:
         out = result.outcome
-        return {"kind": self.kind, "gamma": len(result.proposal.layers), "drafts": self.width,
-                "min_width": self.min_width, "threshold": self.threshold, "dynamic": self.dynamic,
-                "single_beam": self.single_beam, "l_last": len(out.walk.layers), "levels": self.levels(result),
-                "kept": out.kept, **out.rows}
+        return DsbdState(gamma=len(result.proposal.layers), drafts=self.width, min_width=self.min_width,
+                         threshold=self.threshold, dynamic=self.dynamic, single_beam=self.single_beam,
+                         l_last=len(out.walk.layers), levels=self.levels(result), kept=tuple(out.kept),
+                         beam_list=out.rows)

@@ -12,6 +12,8 @@ import statistics
 import time
 from typing import Any
 
+from specviz.step_state import SequoiaState
+
 DEFAULT_CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("sd", {"gamma": 4}),
     ("sd", {"gamma": 8}),
@@ -59,10 +61,10 @@ def tree_vs_sd(pair, prompts: list, configs: list[tuple[str, dict[str, Any]]] | 
                     made += 1
                     draft_calls += step.draft_calls
                     nodes += step.n_drafted + 1  # + the last committed token, fed with the tree
-                    if step.controller and step.controller.get("kind") == "sequoia" and not extra:
-                        c = step.controller
-                        extra = {"n": c["n"], "d": c["d"], "expected_tokens": c["expected_tokens"],
-                                 "acceptance": c["acceptance"][:8]}
+                    if isinstance(step.controller, SequoiaState) and not extra:
+                        run_info = step.controller.run
+                        extra = {"n": run_info.n, "d": run_info.d, "expected_tokens": run_info.expected_tokens,
+                                 "acceptance": list(run_info.acceptance[:8])}
                     if made >= steps:
                         break
                 wall += time.perf_counter() - start

@@ -18,15 +18,11 @@ from specviz.trace import RunTrace
 from specviz.ui import stepcache
 from specviz.ui.columns import short
 from specviz.ui.runner import Column, Session, effective_params
-from specviz.viz import beams as viz_beams
 from specviz.viz import controller as viz_controller
-from specviz.viz.beam_story import beam_narrative, beam_node_story
+from specviz.viz import registry as viz_registry
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.narrative import informative_step, step_narrative
 from specviz.viz.style import algorithm_color
-
-
-LENGTH_KINDS = ("beta_ts", "cali_ts")  # the fixed controller's own view is already drafted vs accepted
 
 
 @dataclass
@@ -38,9 +34,9 @@ class SlotView:
     narrative: str | None
     distribution: go.Figure | None
     download: str | None
-    beams: str | None = None        # beam / dsbd runs: the beams' texts and scores (HTML)
+    beams: str | None = None        # a state listing beams (beam / dsbd): the beams' texts and scores (HTML)
     theory: go.Figure | None = None  # the theory paper's quantities next to the measured ones
-    lengths: go.Figure | None = None  # eesd / a draft-length controller: drafted vs accepted per round
+    lengths: go.Figure | None = None  # a Thompson-sampling controller: drafted vs accepted per round
     download_csv: str | None = None  # the tokens' provenance as CSV, beside the JSON download
 
 
@@ -128,7 +124,12 @@ def divergence(col: Column, baseline: RunTrace | None) -> int | None:
 def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at: int | None = None,
               text: bool = True) -> SlotView:
     """Header, coloured text, tree and controller figure of column ``i`` at ``step`` (0-based);
-    ``text=False`` leaves the text out (``""``: it is O(steps), and a scrub does not re-send it)."""
+    ``text=False`` leaves the text out (``""``: it is O(steps), and a scrub does not re-send it).
+
+    The panels follow the type of the trace's controller state (``viz.registry``):
+    a view registered for its ``"tree"``, ``"beams"``, ``"narrative"``, ``"lengths"`` or ``"column"``
+    panel replaces the default (the step's tree, none, the tree walk told node by node, none, the
+    controller figure)."""
     t = col.trace
     header = column_header(col, i, step, running)
     if col.error and (t is None or not t.steps):
@@ -140,28 +141,19 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     k = col.step_shown(step)
     current = k if (col.pin is not None or step < n or not col.done) else None
     tokens = stepcache.tokens_html(col, k, current, diverge_at) if text else ""  # a long run's: a window
-    beams = None
-    if viz_beams.is_beam_trace(t):   # beam / dsbd: the forest by beam, the widths, the beams' texts
-        tree, beams = viz_beams.step_forest_figure(t, k), viz_beams.beams_html(t, k)
-        # plain beam keeps W beams every step and verifies no layer: its widths would be one solid bar
-        ctrl = viz_beams.width_figure(t, k) if viz.controller_kind(t) == "dsbd" else None
-    else:
-        tree = viz.step_tree_figure(t, k)
-        # a theory probe's state is drawn by the theory panel, not twice
-        ctrl = None if viz.controller_kind(t) == "theory" else viz.controller_figure(t, k)
-    theory = stepcache.theory_figure(col, k)  # a finished run's is built once, its marker moved
-    # the narrative walks a tree node by node; a beam layer is tested as a whole, told layer by layer
-    if beams is None:
-        story = step_narrative(t.steps[k], col.algorithm)
-    else:
-        story = beam_narrative(t, k)
-        if col.selected is not None:  # the clicked node's beam, p_beam / q_beam, layer law and fate, on top
-            story = beam_node_story(t, k, col.selected) + "\n\n---\n\n" + story
+    kind = viz_registry.state_type(t)
+    view = lambda panel: viz_registry.panel_view(t, panel, kind)  # noqa: E731 - the state type's view, if any
+    tree_view, beams_view, story_view, lengths_view = view("tree"), view("beams"), view("narrative"), view("lengths")
+    tree = tree_view(t, k) if tree_view else viz.step_tree_figure(t, k)
+    beams_html = beams_view(t, k) if beams_view else None
+    ctrl = viz_controller.column_figure(t, k)
+    theory_fig = stepcache.theory_figure(col, k)  # a finished run's is built once, its marker moved
+    story = story_view(t, k, col.selected) if story_view else step_narrative(t.steps[k], col.algorithm)
     dist = None
     if col.selected is not None:
         dist = distribution_figure(t.steps[k], col.selected)
-    lengths = viz_controller.draft_lengths_figure(t, k) if viz.controller_kind(t) in LENGTH_KINDS else None
-    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams, theory,
+    lengths = lengths_view(t, k) if lengths_view else None
+    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams_html, theory_fig,
                     lengths, col.csv_path if col.done else None)
 
 

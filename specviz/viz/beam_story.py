@@ -14,7 +14,7 @@ here layer by layer, from the trace alone:
 * the tests, in the words of the step's rule (``core.rule_words``, via ``viz.explain.describe_test``);
   a layer passes when W_L drafts were accepted (later drafts are skipped), else it fails: its beams
   are its accepted drafts, one draw from the final residual and fresh draws from p_beam.
-* the beams kept (``controller["kept"]``, ★ in the forest) and why, the best one, those set aside at
+* the beams kept (``DsbdState.kept``, ★ in the forest) and why, the best one, those set aside at
   EOS, and what the step committed.
 
 ``beam`` (beam sampling / search with the target alone) draws W beams i.i.d. from p_beam, or keeps
@@ -22,10 +22,10 @@ the W best candidates at T = 0: nothing is drafted or tested.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from specviz.step_state import BeamStepState, BonusLayer, DsbdState, VerifiedLayer
 from specviz.trace import DRAFTED, RunTrace, StepRecord, TreeNode
-from specviz.viz.beams import _state, beam_rows
+from specviz.viz.beams import _beams, _state, beam_rows
+from specviz.viz.registry import register_view
 from specviz.viz.explain import (TESTED, StepIndex, beam_layer_reason, describe_test, escape_ws, is_greedy_step,
                                  node_decision)
 from specviz.viz.narrative import _md
@@ -54,23 +54,23 @@ def _quote(text: str) -> str:
     return _md(("…" if len(text) > TAIL else "") + '"' + escape_ws(tail) + '"')
 
 
-def width_sentence(lv: dict[str, Any], dynamic: bool = True) -> str:
+def width_sentence(lv: VerifiedLayer, dynamic: bool = True) -> str:
     """How W_L of a verified layer was chosen, with the law behind it (Eqs 2-7)."""
-    law, surv = lv.get("p_accept"), lv.get("survival")
-    ws, width = lv.get("candidates"), lv.get("width")
-    if not law or surv is None:
+    law, surv = lv.p_accept, lv.survival
+    ws, width = lv.candidates, lv.width
+    if not law:
         return f"width W_L = {width}."
-    t, floor = lv.get("threshold"), lv.get("min_width", 1)
+    t, floor = lv.threshold, lv.min_width
     line = (f"P(m = k) for k = 0..{len(law) - 1}, the law of the number m of accepted drafts among the "
             f"W_S = {ws} (Eqs 2-4, from p_beam and q_beam): {_probs(law)}; P(m ≥ K): {_probs(surv)}. ")
     if not dynamic:
         return line + f"Dynamic width off: W_L = W_min = {width} (the law is shown for reference)."
-    tilde = lv.get("unfloored")
+    tilde = lv.unfloored
     line += f"The largest K with P(m ≥ K) ≥ t = {t:g} is {tilde} (Eq 7)"
-    if tilde is not None and floor is not None and tilde < floor:
+    if tilde < floor:
         line += f", raised to W_min = {floor} (Eq 6)"
     line += f": **W_L = {width}**, passed with chance P(m ≥ {width}) = "
-    line += f"{fmt_prob(surv[width]) if isinstance(width, int) and width < len(surv) else '0'}."
+    line += f"{fmt_prob(surv[width]) if width < len(surv) else '0'}."
     return line
 
 
@@ -82,15 +82,16 @@ def _orphan(n: TreeNode, idx: StepIndex) -> str:
     return ""
 
 
-def _layer_lines(step: StepRecord, idx: StepIndex, lv: dict[str, Any], dynamic: bool, greedy: bool) -> list[str]:
-    depth = lv["layer"] - 1
-    if lv.get("bonus"):
-        return [f"**Bonus layer {lv['layer']}**: every draft layer passed; {_plural(lv.get('kept', 0), 'beam')} "
+def _layer_lines(step: StepRecord, idx: StepIndex, lv: BonusLayer | VerifiedLayer, dynamic: bool,
+                 greedy: bool) -> list[str]:
+    depth = lv.layer - 1
+    if isinstance(lv, BonusLayer):
+        return [f"**Bonus layer {lv.layer}**: every draft layer passed; {_plural(lv.kept, 'beam')} "
                 f"drawn from {'the target beam search (T = 0)' if greedy else 'p_beam'} after the last layer's "
                 f"accepted drafts: one more token at no extra call."]
-    head = f"**Layer {lv['layer']}** ({_plural(lv.get('parents', 0), 'parent beam')}, {lv.get('candidates')} drafts)"
+    head = f"**Layer {lv.layer}** ({_plural(lv.parents, 'parent beam')}, {lv.candidates} drafts)"
     out = [f"{head}: " + ("the target's beam search keeps its W_L best candidates; a draft is accepted iff it is "
-                          f"one of them (W_L = {lv.get('width')})." if greedy else width_sentence(lv, dynamic))]
+                          f"one of them (W_L = {lv.width})." if greedy else width_sentence(lv, dynamic))]
     nodes = [n for n in step.forest if n.depth == depth and n.status in DRAFTED]
     tests = [f"({i}) {_tok(n)} (beam {n.root}, node {n.id}): {describe_test(n, idx)}{_orphan(n, idx)}"
              for i, n in enumerate((n for n in nodes if n.status in TESTED), 1)]
@@ -98,21 +99,21 @@ def _layer_lines(step: StepRecord, idx: StepIndex, lv: dict[str, Any], dynamic: 
         rule = "" if greedy else " (accept when u < a)"
         out.append(f"- Tested in draw order{rule}: " + "; ".join(tests) + ".")
     skipped = [n for n in nodes if n.status == "not_reached"]
-    if skipped and lv.get("passed"):
-        out.append(f"- Never tested: {', '.join(_tok(n) for n in skipped)} (W_L = {lv.get('width')} drafts were "
+    if skipped and lv.passed:
+        out.append(f"- Never tested: {', '.join(_tok(n) for n in skipped)} (W_L = {lv.width} drafts were "
                    f"already accepted).")
     elif skipped:
         out.append(f"- Never tested: {', '.join(_tok(n) for n in skipped)} (below a rejected draft).")
-    acc = lv.get("accepted", 0)
-    if lv.get("passed"):
-        out.append(f"- Accepted {acc} of the {lv.get('width')} needed: **passed**; its accepted drafts are the "
-                   f"beams layer {lv['layer'] + 1} extends.")
+    acc = lv.accepted
+    if lv.passed:
+        out.append(f"- Accepted {acc} of the {lv.width} needed: **passed**; its accepted drafts are the "
+                   f"beams layer {lv.layer + 1} extends.")
     elif greedy:
-        out.append(f"- Accepted {acc} of the {lv.get('width')} needed: **failed**; the step ends here: its beams are "
+        out.append(f"- Accepted {acc} of the {lv.width} needed: **failed**; the step ends here: its beams are "
                    f"the target's beam-search choices, drafted or not.")
     else:
-        fill = max(int(lv.get("kept", 0)) - acc - 1, 0)
-        out.append(f"- Accepted {acc} of the {lv.get('width')} needed: **failed**; the step ends here with its "
+        fill = max(lv.kept - acc - 1, 0)
+        out.append(f"- Accepted {acc} of the {lv.width} needed: **failed**; the step ends here with its "
                    f"{_plural(acc, 'accepted draft')}, one beam resampled from the layer's final residual"
                    + (f" and {_plural(fill, 'fresh draw')} from p_beam" if fill else "") + " (DSBD Alg. 1).")
     return out
@@ -121,30 +122,35 @@ def _layer_lines(step: StepRecord, idx: StepIndex, lv: dict[str, Any], dynamic: 
 def kept_reason(step: StepRecord, node: TreeNode) -> str:
     """Why a kept node is a beam: an accepted draft, a residual draw, a fresh or bonus draw."""
     st = _state(step)
-    if st.get("kind") == "beam":
+    if not isinstance(st, DsbdState):
         return "beam search (one of the W best candidates)" if node.p is None else "drawn from p_beam"
-    levels = st.get("levels") or []
-    lv = levels[node.depth] if node.depth < len(levels) else {}
+    lv = st.levels[node.depth] if node.depth < len(st.levels) else None
     if node.status == "accepted":
         return f"accepted draft of layer {node.depth + 1}"
     if node.status == "resampled" and step.rule is not None and step.rule.get("name") == "dsbd_greedy":
         return f"kept by the target's beam search at layer {node.depth + 1} (not drafted)"
     if node.status == "resampled":
         return f"resampled from layer {node.depth + 1}'s final residual (the layer failed)"
-    if lv.get("bonus"):
+    if isinstance(lv, BonusLayer):
         return "bonus layer: drawn from p_beam"
     return f"fresh draw from p_beam (layer {node.depth + 1} failed)"
 
 
+def _kept(step: StepRecord) -> list[int]:
+    """Trace node ids of the step's output beams: ``dsbd``'s ``kept``; every node of a ``beam`` step."""
+    st = _state(step)
+    return list(st.kept) if isinstance(st, DsbdState) else [n.id for n in step.forest]
+
+
 def _kept_lines(trace: RunTrace, k: int) -> list[str]:
     step = trace.steps[k]
-    st = _state(step)
     rows = beam_rows(trace, k)
-    kept = st.get("kept") if st.get("kind") == "dsbd" else [n.id for n in step.forest]
+    kept = _kept(step)
     byid = {n.id: n for n in step.forest}
-    carried = set(st.get("carried", range(len(rows))))
+    listed = _beams(step)
+    carried = set(listed.carried if listed is not None else range(len(rows)))
     items = []
-    for i, nid in enumerate(kept or []):
+    for i, nid in enumerate(kept):
         node = byid.get(nid)
         if node is None or i >= len(rows):
             continue
@@ -153,11 +159,11 @@ def _kept_lines(trace: RunTrace, k: int) -> list[str]:
                                  ("not carried on", not r["finished"] and i not in carried)) if on]
         items.append(f"- beam {i} {_quote(r['text'])}: {kept_reason(step, node)}, extending input beam {node.root} "
                      f"(log-lik {r['loglik']:.2f})" + (f" · {', '.join(flags)}" if flags else ""))
-    extra = [r for r in rows[len(kept or []):] if r["finished"]]
+    extra = [r for r in rows[len(kept):] if r["finished"]]
     for r in extra:
         items.append(f"- beam {r['index']} {_quote(r['text'])}: the best finished beam of an earlier step"
                      + (" · best" if r["best"] else ""))
-    head = f"**Kept** {_plural(len(kept or []), 'beam')} (★ in the forest); the best by mean log-probability is " \
+    head = f"**Kept** {_plural(len(kept), 'beam')} (★ in the forest); the best by mean log-probability is " \
            f"the output if the run ends here:"
     return [head, *items]
 
@@ -168,9 +174,10 @@ def beam_narrative(trace: RunTrace, k: int) -> str:
     st = _state(step)
     greedy = is_greedy_step(step) or float(trace.sampling.get("temperature", 1.0)) == 0.0
     head = f"**Step {step.index + 1}** · `{trace.algorithm}` · " + ("greedy (T = 0)" if greedy else "sampled")
-    n_in = len(_state(trace.steps[k - 1]).get("carried", [])) if k else 1
+    before = _beams(trace.steps[k - 1]) if k else None
+    n_in = (len(before.carried) if before is not None else 0) if k else 1
     out = [head, ""]
-    if st.get("kind") == "beam":
+    if not isinstance(st, DsbdState):
         w = len(step.forest)
         if greedy:
             out.append(f"**Scored** every (beam, next token) candidate of {_plural(n_in, 'input beam')} in one "
@@ -181,22 +188,21 @@ def beam_narrative(trace: RunTrace, k: int) -> str:
                        + "; ".join(f"{_tok(n)} after beam {n.root} (p_beam = {fmt_prob(n.p)})" for n in step.forest)
                        + ". Nothing is drafted or tested.")
     else:
-        levels = st.get("levels") or []
+        levels = st.levels
         drafted = [n for n in step.forest if n.status in DRAFTED]
-        g = sum(1 for lv in levels if not lv.get("bonus"))
+        g = len(st.verified)
         calls = f", in {_plural(step.draft_calls, 'draft call')}" if step.draft_calls else ""
         if drafted:
             out.append(f"**Drafted** a forest from {_plural(n_in, 'input beam')}: {_plural(g, 'layer')} of W_S = "
-                       f"{st.get('drafts')} drafts ({_plural(len(drafted), 'node')}), drawn i.i.d. from "
+                       f"{st.drafts} drafts ({_plural(len(drafted), 'node')}), drawn i.i.d. from "
                        f"{Q_BEAM}{calls}. "
                        f"Each layer is tested as a whole against {P_BEAM}.")
         else:
             out.append("**Drafted** nothing this step (no room left under max new tokens).")
-        dynamic = bool(st.get("dynamic", True))
         idx = StepIndex(step)
         for lv in levels:
-            out += ["", *_layer_lines(step, idx, lv, dynamic, greedy)]
-        unverified = [n for n in drafted if n.depth >= len(levels) or (levels[n.depth].get("bonus"))]
+            out += ["", *_layer_lines(step, idx, lv, st.dynamic, greedy)]
+        unverified = [n for n in drafted if n.depth >= len(levels) or isinstance(levels[n.depth], BonusLayer)]
         if unverified:
             out += ["", f"{_plural(len(unverified), 'drafted node')} in the layers after the last verified one "
                         f"{'was' if len(unverified) == 1 else 'were'} never tested."]
@@ -222,7 +228,7 @@ def beam_node_story(trace: RunTrace, k: int, node_id: int) -> str:
            + ("" if node.q is None else f", q_beam = {fmt_prob(node.q)}")
            + (f", p_res = {fmt_prob(node.p_residual)}" if node.p_residual is not None else "")
            + " (joint laws over the layer's (beam, token) candidates)."]
-    levels = st.get("levels") or []
+    levels = st.levels if isinstance(st, DsbdState) else ()
     lv = levels[node.depth] if node.depth < len(levels) else None
     if node.status == "not_reached":
         decision = beam_layer_reason(node, step) or node_decision(node, idx)
@@ -232,11 +238,11 @@ def beam_node_story(trace: RunTrace, k: int, node_id: int) -> str:
         decision = node_decision(node, idx)
     if decision:
         out.append(f"- {decision}.")
-    if lv and "p_accept" in lv and not is_greedy_step(step):
-        out.append(f"- Layer {lv['layer']}'s width: {width_sentence(lv, bool(st.get('dynamic', True)))}")
-    kept = st.get("kept") if st.get("kind") == "dsbd" else [n.id for n in step.forest]
-    if node.id in (kept or []):
-        out.append(f"- **Kept** as beam {list(kept).index(node.id)}: {kept_reason(step, node)}.")
+    if isinstance(lv, VerifiedLayer) and isinstance(st, DsbdState) and not is_greedy_step(step):
+        out.append(f"- Layer {lv.layer}'s width: {width_sentence(lv, st.dynamic)}")
+    kept = _kept(step)
+    if node.id in kept:
+        out.append(f"- **Kept** as beam {kept.index(node.id)}: {kept_reason(step, node)}.")
     elif node.status == "accepted":
         out.append("- Not kept itself: its layer passed, so the beams go on through the next layer's drafts.")
     else:
@@ -244,4 +250,12 @@ def beam_node_story(trace: RunTrace, k: int, node_id: int) -> str:
     return "\n".join(out)
 
 
-__all__ = ["beam_narrative", "beam_node_story", "kept_reason", "width_sentence"]
+@register_view(BeamStepState, "narrative")
+def beam_story(trace: RunTrace, k: int, selected: int | None = None) -> str:
+    """The narrative panel of a beam step: ``beam_narrative``, under the clicked node's story when a node
+    is selected (its beam, p_beam / q_beam, layer law and fate)."""
+    story = beam_narrative(trace, k)
+    return story if selected is None else beam_node_story(trace, k, selected) + "\n\n---\n\n" + story
+
+
+__all__ = ["beam_narrative", "beam_node_story", "beam_story", "kept_reason", "width_sentence"]

@@ -15,9 +15,12 @@ arXiv 2409.16560): pure functions of a ``RunTrace`` / ``StepRecord``.
   step's list), with cumulative and mean target log-likelihood; the best beam (the output when the
   run ends there) and the carried beams flagged.
 
-Keys read from ``StepRecord.controller`` (kinds ``beam`` and ``dsbd``): ``beams`` (``parent``,
-``tokens``, ``text``, ``loglik``), ``best``, ``carried``, ``length``; ``dsbd`` also ``levels``
-(``width``/``kept``, ``p_accept``, ``survival``, ``threshold``, ``bonus``), ``l_last`` and ``kept``.
+Read from ``StepRecord.controller``: a ``step_state.BeamStepState`` (``BeamSearchState`` for ``beam``,
+``DsbdState`` for ``dsbd``), its ``beam_list`` (rows with ``parent``, ``tokens``, ``text``, ``loglik``;
+``best``, ``carried``, ``length``); ``dsbd`` also ``levels`` and ``kept``. These views are registered
+for those types (``viz.controller.register_view``): the forest as the ``"tree"`` panel, the beams'
+table as ``"beams"``, the widths as ``dsbd``'s controller view; a ``beam`` column shows no controller
+plot (its width is the same every step).
 """
 from __future__ import annotations
 
@@ -26,20 +29,26 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from specviz.step_state import BeamList, BeamSearchState, BeamStepState, DsbdState
 from specviz.trace import RunTrace, StepRecord, TreeNode
+from specviz.viz.registry import hide_panel, register_view
 from specviz.viz.explain import TESTED, StepIndex, describe_test, node_decision
 from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, axis, base_layout, figure, fmt,
                                html_escape, message_figure, series_color, title_lines, titled, visible_text, wrap_html)
 
-BEAM_KINDS = ("beam", "dsbd")
 # the widths heat map writes each cell's width in it up to this many steps (at phone width a cell is
 # then about 10 px wide); beyond, the hover says it
 CELL_TEXT_STEPS = 10
 
 
-def _state(step: StepRecord | None) -> dict[str, Any]:
+def _state(step: StepRecord | None) -> BeamStepState | None:
     c = step.controller if step is not None else None
-    return c if isinstance(c, dict) and c.get("kind") in BEAM_KINDS else {}
+    return c if isinstance(c, BeamStepState) else None
+
+
+def _beams(step: StepRecord | None) -> BeamList | None:
+    st = _state(step)
+    return st.beam_list if st is not None else None
 
 
 def is_beam_trace(trace: RunTrace | None) -> bool:
@@ -56,16 +65,17 @@ def beam_rows(trace: RunTrace, step: int) -> list[dict[str, Any]]:
     toks: list[list[int]] = [[]]
     rows: list[dict[str, Any]] = []
     for s in trace.steps[: step + 1]:
-        st = _state(s)
-        beams = st.get("beams") or []
-        known = [0 <= b["parent"] < len(texts) for b in beams]
-        texts = [(texts[b["parent"]] if k else "") + b["text"] for b, k in zip(beams, known)]
-        toks = [(toks[b["parent"]] if k else []) + list(b["tokens"]) for b, k in zip(beams, known)]
-        length = max(int(st.get("length", 1)), 1)
-        carried = set(st.get("carried", range(len(beams))))
-        rows = [{"index": i, "parent": b["parent"], "text": t, "tokens": ids, "new": b["text"],
-                 "loglik": b["loglik"], "mean_logprob": b["loglik"] / max(int(b.get("length", length)), 1),
-                 "best": i == st.get("best"), "carried": i in carried, "finished": bool(b.get("finished"))}
+        st = _beams(s)
+        if st is None:
+            continue
+        beams = st.beams
+        known = [0 <= b.parent < len(texts) for b in beams]
+        texts = [(texts[b.parent] if k else "") + b.text for b, k in zip(beams, known)]
+        toks = [(toks[b.parent] if k else []) + list(b.tokens) for b, k in zip(beams, known)]
+        carried = set(st.carried)
+        rows = [{"index": i, "parent": b.parent, "text": t, "tokens": ids, "new": b.text,
+                 "loglik": b.loglik, "mean_logprob": b.loglik / max(b.length, 1),
+                 "best": i == st.best, "carried": i in carried, "finished": b.finished}
                 for i, (b, t, ids) in enumerate(zip(beams, texts, toks))]
     return rows
 
@@ -141,7 +151,7 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
     if step is None or not step.forest:
         return message_figure("No forest at this step.")
     st = _state(step)
-    kept = set(st.get("kept", [n.id for n in step.forest] if st.get("kind") == "beam" else []))
+    kept = set(st.kept if isinstance(st, DsbdState) else [n.id for n in step.forest] if st is not None else [])
     n_beams = len(beam_texts) if beam_texts else max(n.root for n in step.forest) + 1
     pos, beam_y = forest_layout(step.forest, n_beams)
     data: list[dict[str, Any]] = []
@@ -202,7 +212,8 @@ def step_forest_figure(trace: RunTrace, step: int, height: int | None = None) ->
         texts = [trace.prompt_text]
     else:
         rows = beam_rows(trace, step - 1)
-        carried = _state(trace.steps[step - 1]).get("carried", range(len(rows)))
+        before = _beams(trace.steps[step - 1])
+        carried = before.carried if before is not None else range(len(rows))
         texts = [rows[i]["text"] for i in carried if i < len(rows)]
     return forest_figure(trace.steps[step], texts, height)
 
@@ -214,8 +225,10 @@ def width_matrix(trace: RunTrace) -> list[list[float | None]]:
     cols = []
     for s in trace.steps:
         st = _state(s)
-        levels = st.get("levels")
-        cols.append([lv.get("kept", lv.get("width")) for lv in levels] if levels else [len(st.get("beams", []))])
+        if isinstance(st, DsbdState) and st.levels:
+            cols.append([lv.kept for lv in st.levels])
+        else:
+            cols.append([len(st.beam_list.beams) if st is not None else None])
     depth = max((len(c) for c in cols), default=0)
     return [[c[i] if i < len(c) else None for c in cols] for i in range(depth)]
 
@@ -235,19 +248,20 @@ def width_figure(trace: RunTrace | None, step: int, height: int = 246) -> go.Fig
         "name": "kept width", "showlegend": False}]
     if len(steps) <= CELL_TEXT_STEPS:  # more cells than that: too narrow for their numbers in a narrow column
         data[0].update(texttemplate="%{z}", textfont={"size": 10})
-    levels = [lv for lv in (_state(trace.steps[step]).get("levels") or []) if "p_accept" in lv]
+    st = _state(trace.steps[step])
+    levels = st.verified if isinstance(st, DsbdState) else ()
     threshold = None
     # legend names short enough for two a row at phone width; the chosen width on the lines under the title
     for i, lv in enumerate(levels):
         color = series_color(i + 1)
-        ks = list(range(len(lv["p_accept"])))
-        data.append({"type": "bar", "x": ks, "y": lv["p_accept"], "name": f"L{lv['layer']} P(m = k)",
+        ks = list(range(len(lv.p_accept)))
+        data.append({"type": "bar", "x": ks, "y": list(lv.p_accept), "name": f"L{lv.layer} P(m = k)",
                      "xaxis": "x2", "yaxis": "y2", "marker": {"color": color, "opacity": 0.55}})
-        data.append({"type": "scatter", "mode": "lines+markers", "x": ks, "y": lv.get("survival", []),
-                     "name": f"L{lv['layer']} P(m ≥ K)", "xaxis": "x2", "yaxis": "y2",
-                     "hovertemplate": f"P(m ≥ %{{x}}) = %{{y:.3f}}<extra>L{lv['layer']}: W_L = {lv['width']}</extra>",
+        data.append({"type": "scatter", "mode": "lines+markers", "x": ks, "y": list(lv.survival),
+                     "name": f"L{lv.layer} P(m ≥ K)", "xaxis": "x2", "yaxis": "y2",
+                     "hovertemplate": f"P(m ≥ %{{x}}) = %{{y:.3f}}<extra>L{lv.layer}: W_L = {lv.width}</extra>",
                      "line": {"color": color, "shape": "hv", "width": 1.5}, "marker": {"size": 6}})
-        threshold = lv.get("threshold", threshold)
+        threshold = lv.threshold
     title = f"Beam widths · step {step + 1}"
     layout = base_layout(title, barmode="group")
     # the gap between the panels holds the right panel's probability ticks and axis title (about 50 px,
@@ -269,6 +283,11 @@ def width_figure(trace: RunTrace | None, step: int, height: int = 246) -> go.Fig
                                   "xref": "paper", "yref": "paper", "showarrow": False,
                                   "font": {"size": 12, "color": "#6b7280"}}]
     layout["shapes"] = shapes
-    titled(layout, title_lines(title, [f"L{lv['layer']}: W_L = {lv['width']}" for lv in levels if "width" in lv]),
-           data, height)
+    titled(layout, title_lines(title, [f"L{lv.layer}: W_L = {lv.width}" for lv in levels]), data, height)
     return figure(data, layout)
+
+
+register_view(DsbdState)(width_figure)
+register_view(BeamStepState, "tree")(step_forest_figure)
+register_view(BeamStepState, "beams")(beams_html)
+hide_panel(BeamSearchState, "column")  # plain beam keeps W beams every step: its widths would be one solid bar

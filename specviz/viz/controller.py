@@ -1,25 +1,12 @@
-"""Controller views: a figure of the controller state a step carries, chosen by ``controller["kind"]``.
+"""Controller views: the figures of the typed state a step carries (``specviz.step_state``), chosen by
+the state's **type** (``viz.registry``: ``@register_view(ThompsonState)``).
 
-``controller_figure(trace, step)`` looks up the view registered for the kind of the step's
-controller dict; a view returns ``None`` when the keys it needs are missing, and the generic view
-(numeric scalars over steps, numeric lists at the selected step) is used instead, so an algorithm
-added later shows its state with no change here. Register a dedicated view with
-``@register_view("kind")``.
-
-Keys the dedicated views read (all optional beyond the first of each list):
-
-``beta_ts`` / ``cali_ts`` / ``fixed`` (EESD, ``specviz.algorithms.ts_controllers``): ``alpha``,
-``beta`` (Beta posterior used this round), or ``mu``, ``sigma`` (the Cali-TS Gaussian of the round's
-first draft step) with ``theta_m``, ``theta_hat``, ``w_m``; ``draws``: one dict per drafted token with
-``theta`` (sampled), ``u``, ``continue`` (the last ``False`` is the stop) and ``stop``; ``drafted``,
-``accepted``, ``stop_reason``. ``thompson_figures`` gives the separate views (posterior with earlier
-rounds faded, parameters over rounds, drafted vs accepted).
-
-``dsbd``: ``levels``: one dict per draft level with ``candidates`` (W_S), ``kept`` (W_L) and
-``accepted``; optional ``p_accept`` (P(m accepted), list) per level.
-
-``sequoia`` (see ``specviz.algorithms.sequoia``): ``expected_tokens``, ``n``, ``d``, per step
-``predicted_tokens`` and ``measured_tokens``, ``tree.level_widths``, ``acceptance``.
+``controller_figure(trace, step)`` draws the view registered for the state's type, or, when there is
+none or it has nothing to draw (a round with no posterior yet), the ``generic_view``: numeric scalars
+over steps and numeric lists at the step, read from the state's JSON, so a kind added later, or one
+this specviz does not know (``UnknownState``, with a note), shows its state with no change here. A view
+reads typed fields (checked once, when the trace was read), so it needs no type checks. The modules
+below import the other views so that every one is registered once this module is.
 """
 from __future__ import annotations
 
@@ -28,52 +15,45 @@ from typing import Any, Callable
 
 import plotly.graph_objects as go
 
+from specviz.step_state import (BetaTSState, CaliTSState, ControllerState, FixedState, LengthState, SequoiaState,
+                                ThompsonState, UnknownState)
 from specviz.trace import RunTrace
+from specviz.viz import beam_story, beams, theory  # noqa: F401 - they register their views
+from specviz.viz.registry import ABSENT, VIEWS, controller_kind, register_view, state_type, view_for
 from specviz.viz.style import (CURRENT_COLOR, MESSAGE_CHARS, STATUS_COLORS, axis, base_layout, figure,
                                message_figure, series_color, title_lines, titled, wrap_html)
 
-View = Callable[[RunTrace, int], "go.Figure | None"]
-CONTROLLER_VIEWS: dict[str, View] = {}
-
-
-def register_view(kind: str) -> Callable[[View], View]:
-    def wrap(fn: View) -> View:
-        CONTROLLER_VIEWS[kind] = fn
-        return fn
-    return wrap
-
-
-def controller_kind(trace: RunTrace | None) -> str | None:
-    """The controller kind of the first step that carries one, or ``None``."""
-    if trace is None:
-        return None
-    for s in trace.steps:
-        if isinstance(s.controller, dict):
-            return str(s.controller.get("kind", "state"))
-    return None
+CONTROLLER_VIEWS = VIEWS  # the registry (``viz.registry``), under its old name
+__all__ = ["CONTROLLER_VIEWS", "column_figure", "controller_figure", "controller_kind", "draft_lengths_figure",
+           "generic_view", "parameters_figure", "posterior_figure", "register_view", "thompson_figures"]
 
 
 def controller_figure(trace: RunTrace | None, step: int, height: int = 280) -> go.Figure | None:
-    """The controller view of step ``step`` (0-based), or ``None`` if the trace carries no controller."""
-    kind = controller_kind(trace)
+    """The controller view of step ``step`` (0-based), or ``None`` if the trace carries no state."""
+    kind = state_type(trace)
     if kind is None:
         return None
     step = max(0, min(step, len(trace.steps) - 1))
-    view = CONTROLLER_VIEWS.get(kind)
-    fig = None
-    if view is not None:
-        try:
-            fig = view(trace, step)
-        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
-            fig = None  # a state with unexpected shape still renders through the generic view
+    view = view_for(kind, "controller")
+    fig = view(trace, step) if view is not ABSENT and view is not None else None
     if fig is None:
         fig = generic_view(trace, step)
     fig.layout.height = fig.layout.height or height
     return fig
 
 
-def _states(trace: RunTrace) -> list[dict[str, Any] | None]:
-    return [s.controller if isinstance(s.controller, dict) else None for s in trace.steps]
+def column_figure(trace: RunTrace | None, step: int) -> go.Figure | None:
+    """The controller plot of the app's column: the ``"column"`` view, else ``controller_figure``."""
+    view = view_for(state_type(trace), "column")
+    if view is None:
+        return None
+    if view is ABSENT:
+        return controller_figure(trace, step)
+    return view(trace, max(0, min(step, len(trace.steps) - 1)))
+
+
+def _states(trace: RunTrace) -> list[ControllerState | None]:
+    return [s.controller for s in trace.steps]
 
 
 def _two_panels(layout: dict[str, Any], split: float = 0.5, right_gap: float = 0.04) -> None:
@@ -96,13 +76,16 @@ def tick_step(n: int, most: int) -> int:
 
 
 def _is_num(v: Any) -> bool:
+    """A finite JSON number (the generic view reads a state's untyped JSON object)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 # ---- generic ----------------------------------------------------------------------------------------
 def generic_view(trace: RunTrace, step: int) -> go.Figure:
-    """Numeric scalars of the controller state over steps (left) and numeric lists at ``step`` (right)."""
-    states = _states(trace)
+    """Numeric scalars of the controller state over steps (left) and numeric lists at ``step`` (right),
+    read from each state's JSON object (any kind, known or not); an ``UnknownState`` says why it is
+    drawn this way under the title."""
+    states = [s.to_json() if s is not None else None for s in _states(trace)]
     cur = states[step] or {}
     scalars = [k for k, v in cur.items() if _is_num(v)]
     for st in states:
@@ -121,8 +104,10 @@ def generic_view(trace: RunTrace, step: int) -> go.Figure:
         data.append({"type": "bar", "name": f"{k} (step {step + 1})", "x": list(range(len(cur[k]))), "y": cur[k],
                      "xaxis": "x2", "yaxis": "y2", "marker": {"color": series_color(i + 4)}})
     kind = cur.get("kind", controller_kind(trace))
+    state = trace.steps[step].controller
+    note = [state.note] if isinstance(state, UnknownState) and state.note else []
     if not data:
-        return _state_message(cur, kind)
+        return _state_message(cur, kind, note)
     layout = base_layout(f"Controller state: {kind}")
     if lists:
         _two_panels(layout, 0.55)
@@ -133,18 +118,25 @@ def generic_view(trace: RunTrace, step: int) -> go.Figure:
     layout["xaxis"]["title"] = {"text": "step", "font": {"size": 11}}
     layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "paper",
                          "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
-    titled(layout, title_lines(f"Controller state: {kind}", []), data, 210)
+    titled(layout, title_lines(f"Controller state: {kind}", note), data, 210)
     return figure(data, layout)
 
 
-def _state_message(state: dict[str, Any], kind: Any, limit: int = 200) -> go.Figure:
+def _state_message(state: dict[str, Any], kind: Any, note: list[str] = (), limit: int = 200) -> go.Figure:
     """A state with nothing to plot, as text: its first ``limit`` characters of ``key=value`` items on
-    lines that fit the narrowest column (a word longer than a line is cut short with "…")."""
+    lines that fit the narrowest column (a word longer than a line is cut short with "…"), after ``note``."""
     text = ", ".join(f"{k}={v}" for k, v in state.items() if k != "kind") or "no numeric state"
     text = f"controller {kind}: " + (text if len(text) <= limit else text[: limit - 1] + "…")
     words = [w if len(w) < MESSAGE_CHARS else w[: MESSAGE_CHARS - 2] + "…" for w in text.split(" ")]
     lines = wrap_html(" ".join(words), MESSAGE_CHARS)
-    return message_figure(lines, height=max(240, 100 + 18 * (lines.count("<br>") + 1)), title=f"Controller: {kind}")
+    said = wrap_html(" ".join(note), MESSAGE_CHARS) if note else ""
+    rows = lines.count("<br>") + 1 + (said.count("<br>") + 2 if said else 0)
+    fig = message_figure(lines, height=max(240, 100 + 18 * rows), title=f"Controller: {kind}")
+    if said:  # why the state is drawn this way, under it
+        fig.layout.annotations[0].y = 0.6
+        fig.add_annotation(text=said, x=0.5, y=0.15, xref="paper", yref="paper", showarrow=False,
+                           font={"size": 12, "color": "#6b7280"})
+    return fig
 
 
 # ---- EESD: Thompson sampling ---------------------------------------------------------------------
@@ -159,29 +151,17 @@ def normal_pdf(x: float, mu: float, sigma: float) -> float:
     return math.exp(-0.5 * ((x - mu) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
 
 
-def _draws(state: dict[str, Any]) -> list[dict[str, Any]]:
-    draws = state.get("draws")
-    if isinstance(draws, list):
-        return [d for d in draws if isinstance(d, dict) and _is_num(d.get("theta"))]
-    thetas = state.get("theta")
-    if isinstance(thetas, (int, float)):
-        thetas = [thetas]
-    if isinstance(thetas, list):
-        conts = state.get("continue") or state.get("chi") or []
-        return [{"theta": t, "continue": bool(conts[i]) if i < len(conts) else True} for i, t in enumerate(thetas)]
-    return []
-
-
-def _density(st: dict[str, Any]) -> tuple[Callable[[float], float], str, float] | None:
+def _density(st: ControllerState | None) -> tuple[Callable[[float], float], str, float] | None:
     """The round's posterior over theta: Beta(alpha, beta) (Beta-TS) or N(mu, sigma^2) (Cali-TS, the
-    Gaussian of the round's first draft step); ``(pdf, label, mean)`` or None."""
-    if _is_num(st.get("alpha")) and _is_num(st.get("beta")):
-        a, b = float(st["alpha"]), float(st["beta"])
+    Gaussian of the round's first draft step, absent when it drafted nothing); ``(pdf, label, mean)``
+    or None."""
+    if isinstance(st, BetaTSState):
+        a, b = float(st.before.alpha), float(st.before.beta)
         if a <= 0 or b <= 0:
             return None
         return (lambda x: beta_pdf(x, a, b)), f"Beta(α={a:.1f}, β={b:.1f})", a / (a + b)
-    if _is_num(st.get("mu")) and _is_num(st.get("sigma")):
-        mu, sigma = float(st["mu"]), max(float(st["sigma"]), 1e-6)
+    if isinstance(st, CaliTSState) and st.mu is not None and st.sigma is not None:
+        mu, sigma = float(st.mu), max(float(st.sigma), 1e-6)
         return (lambda x: normal_pdf(x, mu, sigma)), f"N(μ={mu:.3f}, σ={sigma:.3f})", mu
     return None
 
@@ -189,17 +169,17 @@ def _density(st: dict[str, Any]) -> tuple[Callable[[float], float], str, float] 
 GRID = [i / 200 for i in range(1, 200)]
 
 
-def _posterior_traces(states: list[dict[str, Any] | None], step: int, history: int,
+def _posterior_traces(states: list[ControllerState | None], step: int, history: int,
                       axes: dict[str, str]) -> list[dict[str, Any]] | None:
     """The selected round's density (filled), the ``history`` rounds before it faded behind it (older
     fainter), and every theta sampled in the round (continue ▲ / stop ✕)."""
     st = states[step]
-    cur = _density(st) if st else None
+    cur = _density(st)
     if cur is None:
         return None
     dens, label, _ = cur
     data: list[dict[str, Any]] = []
-    earlier = [(i, states[i]) for i in range(max(0, step - history), step) if states[i]]
+    earlier = [(i, states[i]) for i in range(max(0, step - history), step) if states[i] is not None]
     for n, (i, prev) in enumerate(earlier):
         d = _density(prev)
         if d is None:
@@ -213,28 +193,26 @@ def _posterior_traces(states: list[dict[str, Any] | None], step: int, history: i
                  "name": f"round {step + 1}", "line": {"color": "#2563eb", "width": 2.5}, "fill": "tozeroy",
                  "fillcolor": "rgba(37,99,235,0.10)",
                  "hovertemplate": "θ=%{x:.2f} density %{y:.2f}<extra>" + label + "</extra>"})
-    draws = _draws(st)
-    for group, name, sym, color in (([d for d in draws if d.get("continue", True)], "θ → continue", "triangle-up",
+    draws = st.draws
+    for group, name, sym, color in (([d for d in draws if d.go_on], "θ → continue", "triangle-up",
                                      STATUS_COLORS["accepted"]),
-                                    ([d for d in draws if not d.get("continue", True)], "θ → stop", "x",
-                                     STATUS_COLORS["rejected"])):
+                                    ([d for d in draws if not d.go_on], "θ → stop", "x", STATUS_COLORS["rejected"])):
         if group:
             data.append({"type": "scatter", "mode": "markers", "name": name, **axes,
-                         "x": [float(d["theta"]) for d in group],
-                         "y": [dens(min(max(float(d["theta"]), 1e-3), 1 - 1e-3)) for d in group],
+                         "x": [float(d.theta) for d in group],
+                         "y": [dens(min(max(float(d.theta), 1e-3), 1 - 1e-3)) for d in group],
                          "marker": {"symbol": sym, "size": 11, "color": color, "line": {"width": 1, "color": "white"}},
-                         "customdata": [[d.get("i", j + 1), d.get("u"), stop_hover(d.get("stop"))]
-                                        for j, d in enumerate(group)],
+                         "customdata": [[d.i, d.u, stop_hover(d.stop)] for d in group],
                          "hovertemplate": "draft token %{customdata[0]}: θ=%{x:.3f}  u=%{customdata[1]}"
                                           " %{customdata[2]}<extra>" + name + "</extra>"})
     return data
 
 
-def _posterior_round(states: list[dict[str, Any] | None], step: int) -> int | None:
+def _posterior_round(states: list[ControllerState | None], step: int) -> int | None:
     """The latest round up to ``step`` that carries a posterior: ``step`` itself, or for a round that
     drafted nothing (Cali-TS records its Gaussian at the first draft step; the last step of a run may
     have no room to draft) the round before it that did."""
-    return next((i for i in range(step, -1, -1) if states[i] and _density(states[i])), None)
+    return next((i for i in range(step, -1, -1) if _density(states[i])), None)
 
 
 # Why a round stopped drafting, in words: the ``stop_reason`` codes of the EESD controllers
@@ -256,16 +234,16 @@ def stop_hover(code: Any) -> str:
     return f"{stop_words(code)} ({code})" if code else ""
 
 
-def _round_title(st: dict[str, Any], step: int, label: str, mean: float, shown: int | None = None) -> list[str]:
+def _round_title(st: ControllerState | None, step: int, label: str, mean: float, shown: int | None = None) -> list[str]:
     """The round on the first line; the posterior (of round ``shown`` when not this one), drafted /
     accepted and why it stopped under it."""
     details = [label, f"mean {mean:.2f}"]
     if shown is not None and shown != step:
         details.insert(0, f"posterior of round {shown + 1} (none drafted)")
-    if _is_num(st.get("drafted")):
-        details.append(f"drafted {st['drafted']}, accepted {st.get('accepted', '?')}")
-    if st.get("stop_reason"):
-        details.append(stop_words(st["stop_reason"]))
+    if isinstance(st, LengthState):
+        details.append(f"drafted {st.drafted}, accepted {st.accepted}")
+        if st.stop_reason:
+            details.append(stop_words(st.stop_reason))
     return title_lines(f"Thompson sampling · round {step + 1}", details)
 
 
@@ -292,11 +270,12 @@ def posterior_figure(trace: RunTrace, step: int, history: int = 12, height: int 
     return figure(data, layout)
 
 
-def _series(states: list[dict[str, Any] | None], key: str) -> list[float | None]:
-    return [(s or {}).get(key) if _is_num((s or {}).get(key)) else None for s in states]
+def _series(states: list[ControllerState | None], kind: type, get: Callable[[Any], Any]) -> list[Any]:
+    """``get(state)`` of each state of type ``kind``, ``None`` for the others."""
+    return [get(s) if isinstance(s, kind) else None for s in states]
 
 
-def _over_rounds_traces(states: list[dict[str, Any] | None], axes: tuple[str, str, str]) -> list[dict[str, Any]]:
+def _over_rounds_traces(states: list[ControllerState | None], axes: tuple[str, str, str]) -> list[dict[str, Any]]:
     """Beta-TS: alpha and beta (left axis) and the posterior mean (right axis, [0, 1]) per round;
     Cali-TS: the three estimates theta_M, theta_hat and the blend mu, and the weight w_M, all in [0, 1]."""
     x, y_left, y_right = axes
@@ -304,15 +283,16 @@ def _over_rounds_traces(states: list[dict[str, Any] | None], axes: tuple[str, st
     line = lambda name, ys, color, yaxis, dash="solid": {  # noqa: E731
         "type": "scatter", "mode": "lines+markers", "name": name, "x": xs, "y": ys, "xaxis": x, "yaxis": yaxis,
         "line": {"color": color, "width": 2, "dash": dash}, "marker": {"size": 4}}
-    if any(_is_num((s or {}).get("alpha")) for s in states):
-        a, b = _series(states, "alpha"), _series(states, "beta")
+    if any(isinstance(s, BetaTSState) for s in states):
+        a = _series(states, BetaTSState, lambda s: s.before.alpha)
+        b = _series(states, BetaTSState, lambda s: s.before.beta)
         mean = [ai / (ai + bi) if ai is not None and bi is not None and ai + bi > 0 else None for ai, bi in zip(a, b)]
         return [line("α", a, "#1f9d55", y_left), line("β", b, "#d64545", y_left),
                 line("mean α/(α+β)", mean, "#2563eb", y_right, "dot")]
-    out = [line("θ_M (model)", _series(states, "theta_m"), "#e08a00", y_left),
-           line("θ̂ (running)", _series(states, "theta_hat"), "#1f9d55", y_left),
-           line("μ (blend)", _series(states, "mu"), "#2563eb", y_left),
-           line("w_M (weight)", _series(states, "w_m"), "#9ca3af", y_left, "dot")]
+    out = [line("θ_M (model)", _series(states, CaliTSState, lambda s: s.theta_m), "#e08a00", y_left),
+           line("θ̂ (running)", _series(states, CaliTSState, lambda s: s.before.theta_hat), "#1f9d55", y_left),
+           line("μ (blend)", _series(states, CaliTSState, lambda s: s.mu), "#2563eb", y_left),
+           line("w_M (weight)", _series(states, CaliTSState, lambda s: s.w_m), "#9ca3af", y_left, "dot")]
     return [t for t in out if any(v is not None for v in t["y"])]
 
 
@@ -326,7 +306,7 @@ def parameters_figure(trace: RunTrace, step: int, height: int = 216) -> go.Figur
         return None
     beta = any(t["name"] == "α" for t in data)
     title = "Posterior over rounds" if beta else "Cali-TS estimates over rounds"
-    source = next((str(s["theta_m_source"]) for s in states if s and s.get("theta_m_source")), "")
+    source = next((s.before.theta_m_source for s in states if isinstance(s, CaliTSState)), "")
     layout = base_layout(title)
     layout["xaxis"] = axis("round")
     layout["yaxis"] = axis("α, β" if beta else "θ", **({} if beta else {"range": [0, 1.02]}))
@@ -342,18 +322,20 @@ def draft_lengths_figure(trace: RunTrace, step: int, height: int = 196) -> go.Fi
     """Tokens drafted and accepted per round (the controller's ``drafted`` / ``accepted``), with the stop
     reason of each round on hover; round ``step`` marked; ``height``: pixels under the title and legend."""
     states = _states(trace)
-    if not any(_is_num((s or {}).get("drafted")) for s in states):
+    if not any(isinstance(s, LengthState) for s in states):
         return None
     xs = list(range(1, len(states) + 1))
-    reasons = [str((s or {}).get("stop_reason") or "") for s in states]
-    data = [{"type": "bar", "name": name, "x": xs, "y": _series(states, key), "marker": {"color": color},
+    reasons = _series(states, LengthState, lambda s: s.stop_reason or "")
+    drafted = _series(states, LengthState, lambda s: s.drafted)
+    accepted = _series(states, LengthState, lambda s: s.accepted)
+    data = [{"type": "bar", "name": name, "x": xs, "y": ys, "marker": {"color": color},
              "customdata": [stop_hover(r) for r in reasons],
              "hovertemplate": "round %{x}: %{y} " + name + "<br>%{customdata}<extra></extra>"}
-            for name, key, color in (("drafted", "drafted", "#aab2bd"), ("accepted", "accepted", STATUS_COLORS["accepted"]))]
+            for name, ys, color in (("drafted", drafted, "#aab2bd"), ("accepted", accepted, STATUS_COLORS["accepted"]))]
     capped = [x for x, r in zip(xs, reasons) if r == "k_cap"]
     if capped:
         data.append({"type": "scatter", "mode": "markers", "name": "hit k_max", "x": capped,
-                     "y": [states[x - 1]["drafted"] for x in capped],
+                     "y": [drafted[x - 1] for x in capped],
                      "marker": {"symbol": "line-ew-open", "size": 14, "color": STATUS_COLORS["rejected"]}})
     layout = base_layout("Drafted vs accepted per round", barmode="overlay", bargap=0.25)
     layout["xaxis"] = axis("round")
@@ -372,8 +354,7 @@ def thompson_figures(trace: RunTrace, step: int) -> dict[str, go.Figure]:
     return {k: v for k, v in figs.items() if v is not None}
 
 
-@register_view("beta_ts")
-@register_view("cali_ts")
+@register_view(ThompsonState)
 def thompson_view(trace: RunTrace, step: int) -> go.Figure | None:
     """Left: the round's posterior with its sampled thetas and earlier rounds faded behind it. Right:
     alpha/beta and the posterior mean (Beta-TS) or theta_M / theta_hat / mu / w_M (Cali-TS) over rounds."""
@@ -399,56 +380,17 @@ def thompson_view(trace: RunTrace, step: int) -> go.Figure | None:
     return figure(data, layout)
 
 
-@register_view("fixed")
+@register_view(FixedState)
 def fixed_view(trace: RunTrace, step: int) -> go.Figure | None:
     """The fixed-length baseline has no posterior: drafted vs accepted per round."""
     return draft_lengths_figure(trace, step)
 
 
-# ---- DSBD: beam widths per level -------------------------------------------------------------------
-@register_view("dsbd")
-def dsbd_view(trace: RunTrace, step: int) -> go.Figure | None:
-    """Left: candidate (W_S), kept (W_L) and accepted beams per draft level at this step.
-    Right: mean kept width per step."""
-    states = _states(trace)
-    st = states[step]
-    if not st or not isinstance(st.get("levels"), list) or not st["levels"]:
-        return None
-    levels = st["levels"]
-    xs = list(range(1, len(levels) + 1))
-    data: list[dict[str, Any]] = []
-    for key, name, color in (("candidates", "candidates W_S", "#c7d2fe"), ("kept", "kept W_L", "#4f46e5"),
-                             ("accepted", "accepted", STATUS_COLORS["accepted"])):
-        ys = [lv.get(key) if isinstance(lv, dict) else None for lv in levels]
-        if any(_is_num(y) for y in ys):
-            data.append({"type": "bar", "name": name, "x": xs, "y": ys, "marker": {"color": color}})
-    if not data:
-        return None
-    means = []
-    for s in states:
-        lv = (s or {}).get("levels") or []
-        kept = [v.get("kept") for v in lv if isinstance(v, dict) and _is_num(v.get("kept"))]
-        means.append(sum(kept) / len(kept) if kept else None)
-    data.append({"type": "scatter", "mode": "lines+markers", "name": "mean kept width", "x": list(range(1, len(states) + 1)),
-                 "y": means, "xaxis": "x2", "yaxis": "y2", "line": {"color": "#4f46e5"}, "marker": {"size": 4}})
-    layout = base_layout("DSBD beam widths", barmode="group")
-    _two_panels(layout, 0.55)
-    layout["xaxis"]["title"] = {"text": "draft level", "font": {"size": 11}}
-    layout["xaxis"]["dtick"] = 1
-    layout["yaxis"]["title"] = {"text": "beams", "font": {"size": 11}}
-    layout["xaxis2"]["title"] = {"text": "step", "font": {"size": 11}}
-    layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y2 domain",
-                         "xref": "x2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
-    titled(layout, title_lines(f"DSBD beam widths · step {step + 1}", []), data, 206)
-    return figure(data, layout)
+register_view(ThompsonState, "lengths")(draft_lengths_figure)  # beside the posterior, in its own panel
 
 
 # ---- Sequoia: DP tree and its expected tokens ------------------------------------------------------------
-def _nums(v: Any) -> list[float] | None:
-    return [float(x) for x in v] if isinstance(v, list) and v and all(_is_num(x) for x in v) else None
-
-
-@register_view("sequoia")
+@register_view(SequoiaState)
 def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     """Top left: tokens per step, the DP's prediction for the tree used (``predicted_tokens``) against
     what the step produced (``measured_tokens``). Top right: the chosen tree's shape (nodes per level,
@@ -458,37 +400,33 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     ``speedup``), the chosen n marked."""
     states = _states(trace)
     st = states[step]
-    if not st or not _is_num(st.get("expected_tokens")):
+    if not isinstance(st, SequoiaState):
         return None
     xs = list(range(1, len(states) + 1))
-    predicted = [(s or {}).get("predicted_tokens", (s or {}).get("expected_tokens")) for s in states]
-    measured = [(s or {}).get("measured_tokens", len(trace.steps[i].committed)) for i, s in enumerate(states)]
+    predicted = _series(states, SequoiaState, lambda s: s.predicted_tokens)
+    measured = [s.measured_tokens if isinstance(s, SequoiaState) else len(trace.steps[i].committed)
+                for i, s in enumerate(states)]
     data: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "lines", "name": "predicted (DP)", "x": xs, "y": predicted,
          "line": {"color": "#7c3aed", "width": 2, "dash": "dash", "shape": "hvh"}},
         {"type": "scatter", "mode": "lines+markers", "name": "measured", "x": xs, "y": measured,
          "line": {"color": STATUS_COLORS["accepted"], "width": 1.5, "shape": "hvh"}, "marker": {"size": 4}},
     ]
-    tree = st.get("tree") if isinstance(st.get("tree"), dict) else {}
-    widths = _nums(tree.get("level_widths"))
+    run = st.run
+    widths = list(run.tree.level_widths)
     right_title, right_y = "level (depth)", "nodes"
     if widths:
         data.append({"type": "bar", "name": "chosen tree: nodes per level", "x": list(range(len(widths))), "y": widths,
                      "xaxis": "x2", "yaxis": "y2", "marker": {"color": "#c4b5fd"},
                      "hovertemplate": "level %{x}: %{y} nodes<extra></extra>"})
     else:
-        acc = _nums(st.get("acceptance"))
+        acc = list(run.acceptance)
         if acc:
             data.append({"type": "bar", "name": "acceptance vector p_k", "x": list(range(1, len(acc) + 1)), "y": acc,
                          "xaxis": "x2", "yaxis": "y2", "marker": {"color": "#db2777"}})
             right_title, right_y = "sibling rank k", "P(k-th child accepted)"
-    bits = []
-    for key, name in (("n", "n"), ("d", "d")):
-        if _is_num(st.get(key)):
-            bits.append(f"{name}={int(st[key])}")
-    bits.append(f"E[tokens/step]={float(st['expected_tokens']):.2f}")
-    if _is_num(st.get("predicted_tokens")) and _is_num(st.get("measured_tokens")):
-        bits.append(f"this step {float(st['predicted_tokens']):.2f} → {int(st['measured_tokens'])}")
+    bits = [f"n={run.n}", f"d={run.d}", f"E[tokens/step]={float(run.expected_tokens):.2f}",
+            f"this step {float(st.predicted_tokens):.2f} → {st.measured_tokens}"]
     layout = base_layout("Sequoia")
     # the right plot's y title and ticks need about 36 px left of it: at phone width (plots about 250 px
     # wide) 0.11 of the width left them over the left plot
@@ -497,7 +435,7 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     layout["yaxis"]["title"] = {"text": "tokens per step", "font": {"size": 11}}
     layout["yaxis"]["rangemode"] = "tozero"
     layout["xaxis2"]["title"] = {"text": right_title, "font": {"size": 11}}
-    layout["xaxis2"]["dtick"] = tick_step(len(widths) if widths else len(_nums(st.get("acceptance")) or []), 8)
+    layout["xaxis2"]["dtick"] = tick_step(len(widths) if widths else len(run.acceptance), 8)
     layout["yaxis2"]["title"] = {"text": right_y, "font": {"size": 11}}
     layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y domain",
                          "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
@@ -509,15 +447,14 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     return figure(data, layout)
 
 
-def _sequoia_tuning_panels(st: dict[str, Any], data: list[dict[str, Any]], layout: dict[str, Any],
+def _sequoia_tuning_panels(st: SequoiaState, data: list[dict[str, Any]], layout: dict[str, Any],
                            with_acceptance: bool) -> bool:
     """Add the bottom row of ``sequoia_view`` (acceptance vector; t(n) and speed-up vs n)."""
-    acc = _nums(st.get("acceptance")) if with_acceptance else None
-    timing = st.get("timing") if isinstance(st.get("timing"), dict) else {}
-    speed = st.get("speedup") if isinstance(st.get("speedup"), dict) else {}
-    sizes, verify = _nums(timing.get("sizes")), _nums(timing.get("verify_ms"))
-    per_size = speed.get("best_per_size") if isinstance(speed.get("best_per_size"), list) else []
-    best_at = {b.get("n"): b.get("speedup") for b in per_size if isinstance(b, dict)}
+    run = st.run
+    acc = list(run.acceptance) if with_acceptance else None
+    sizes = list(run.timing.sizes) if run.timing else None
+    verify = list(run.timing.verify_ms) if run.timing else None
+    best_at = {b.n: b.speedup for b in run.speedup.best_per_size} if run.speedup else {}
     if not acc and not (sizes and verify):
         return False
     if acc:
@@ -531,14 +468,13 @@ def _sequoia_tuning_panels(st: dict[str, Any], data: list[dict[str, Any]], layou
                      "y": verify, "xaxis": "x4", "yaxis": "y4", "line": {"color": "#0f766e"}})
         layout["xaxis4"] = axis("tree size n", domain=[0.68, 1], anchor="y4", type="log")
         layout["yaxis4"] = axis("t(n) ms", domain=[0, 0.4], anchor="x4", rangemode="tozero")
-        best_x = [n for n in sizes if _is_num(best_at.get(int(n)))]
+        best_x = [n for n in sizes if n in best_at]
         if best_x:
             data.append({"type": "scatter", "mode": "lines+markers", "name": "best predicted speed-up at n",
                          "x": best_x, "y": [best_at[int(n)] for n in best_x], "xaxis": "x4", "yaxis": "y5",
                          "line": {"color": "#7c3aed", "dash": "dash"}})
             layout["yaxis5"] = axis("speed-up", overlaying="y4", side="right", anchor="x4", rangemode="tozero")
-        if _is_num(st.get("n")):
-            layout.setdefault("shapes", []).append(
-                {"type": "line", "x0": st["n"], "x1": st["n"], "y0": 0, "y1": 1, "xref": "x4", "yref": "y4 domain",
-                 "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}})
+        layout.setdefault("shapes", []).append(
+            {"type": "line", "x0": run.n, "x1": run.n, "y0": 0, "y1": 1, "xref": "x4", "yref": "y4 domain",
+             "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}})
     return True

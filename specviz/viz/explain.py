@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from specviz.core import rule_words
 from specviz.core.rule_words import RuleWords, Source, Test
+from specviz.step_state import DsbdState
 from specviz.trace import DRAFTED, TESTED, PositionRecord, StepRecord, TreeNode
 from specviz.viz.style import fmt_prob
 
@@ -206,14 +207,14 @@ def beam_layer_reason(node: TreeNode, step: StepRecord) -> str | None:
     """Why a drafted node of a ``dsbd`` step was never tested (None for other steps): its layer
     had accepted the W_L drafts it needed (the later ones are skipped, DSBD Alg. 1), or the step
     ended at an earlier layer that failed."""
-    c = step.controller if isinstance(step.controller, dict) else {}
-    if c.get("kind") != "dsbd" or not isinstance(c.get("levels"), list):
+    c = step.controller
+    if not isinstance(c, DsbdState):
         return None
-    levels = [lv for lv in c["levels"] if isinstance(lv, dict) and not lv.get("bonus")]
-    if node.depth < len(levels) and levels[node.depth].get("passed"):
+    levels = c.verified
+    if node.depth < len(levels) and levels[node.depth].passed:
         return (f"never tested: layer {node.depth + 1} had already accepted the W_L = "
-                f"{levels[node.depth].get('width')} drafts it needed, so its later drafts are skipped")
-    if levels and levels[-1].get("passed"):  # no parent left: every draft it accepted was EOS
+                f"{levels[node.depth].width} drafts it needed, so its later drafts are skipped")
+    if levels and levels[-1].passed:  # no parent left: every draft it accepted was EOS
         return (f"never verified: the step ended after layer {len(levels)}, whose accepted drafts all ended at "
                 f"EOS, before this node's layer {node.depth + 1}")
     return (f"never verified: the step ended at layer {len(levels)}, which failed, before this node's layer "

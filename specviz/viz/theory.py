@@ -13,8 +13,9 @@ section). specviz's letters: p = target, q = draft (the paper swaps them).
 
 ``theory_figures(trace)`` returns the ones a trace supports; ``theory_view(trace, step)`` stacks those
 that say something (the per-position ones only for a run that left rejections to chance, T > 0) in
-one figure and is the controller view of ``kind = "theory"`` (the step is marked); ``theory_panel``
-is the app's per-column theory panel (``None`` when nothing would be said).
+one figure and is the controller view of a ``step_state.TheoryState`` (the step is marked; in the app
+the theory panel draws it, so a theory column shows no controller plot); ``theory_panel`` is the app's
+per-column theory panel (``None`` when nothing would be said).
 """
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ from typing import Any
 import plotly.graph_objects as go
 
 from specviz import metrics
+from specviz.step_state import DynTreeState, SequoiaState, TheoryState, TradeoffProbe
 from specviz.trace import RunTrace
-from specviz.viz.controller import controller_kind as viz_kind
-from specviz.viz.controller import register_view
+from specviz.viz.registry import hide_panel, register_view, state_type
 from specviz.viz.style import CURRENT_COLOR, LEGEND_CHARS, axis, base_layout, figure, message_figure, series_color
 
 BAND = "rgba(37,99,235,0.15)"
@@ -66,14 +67,27 @@ def _first_draft_traces(trace: RunTrace) -> list[dict[str, Any]]:
     ]
 
 
+def _own_expectation(trace: RunTrace) -> str | None:
+    """The legend of the run's own expected rejections, told by its step state: a batch probe's Thm 3
+    (``batch_sd``), an over-acceptance probe's Z (``biased_sd``), a chosen tree's 1 − Σp(c)
+    (``dyntree``); ``None`` for a run whose expectation is Thm 1's."""
+    for s in trace.steps:
+        c = s.controller
+        if isinstance(c, TheoryState) and c.positions:
+            return "expected Z ± 95%" if isinstance(c.positions[0], TradeoffProbe) else "Thm 3 ± 95%"
+        if isinstance(c, DynTreeState):
+            return "1 − Σp(c) ± 95%"
+    return None
+
+
 def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
     ov = metrics.rejection_overlay(trace)
     if not ov["tv"]:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
-    own = trace.algorithm in ("batch_sd", "biased_sd", "dyntree")  # its own expectation, beside SD's ΣTV
-    label = {"batch_sd": "Thm 3 ± 95%", "biased_sd": "expected Z ± 95%",
-             "dyntree": "1 − Σp(c) ± 95%"}.get(trace.algorithm, "Thm 1 ± 95%")
+    own_label = _own_expectation(trace)
+    own = own_label is not None  # its own expectation, beside SD's ΣTV
+    label = own_label or "Thm 1 ± 95%"
     out = [  # the band shares the expected line's legend entry (one click hides both)
         dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
              line={"width": 0}, hoverinfo="skip", name="95% band of the rejection count", legendgroup="expected",
@@ -236,11 +250,12 @@ def theory_panel(trace: RunTrace, step: int | None = None) -> go.Figure | None:
     for ``ar`` (nothing drafted) nor for a greedy (T = 0) run, whose TVs are all 0 or 1. Sequoia's
     predicted-vs-measured tokens per step are left out: its controller view draws them (each
     figure once)."""
-    panels = _panels(trace, sequoia=viz_kind(trace) != "sequoia")
+    kind = state_type(trace)
+    panels = _panels(trace, sequoia=not (kind is not None and issubclass(kind, SequoiaState)))
     return theory_view(trace, step, panels=panels) if panels else None
 
 
-@register_view("theory")
+@register_view(TheoryState)
 def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 170,
                 panels: list[PerPanel] | None = None) -> go.Figure:
     """Every panel of ``_panels`` stacked in one figure, ``panel_height`` pixels of plot each; ``step``
@@ -296,3 +311,6 @@ def _step_positions(trace: RunTrace, step: int | None) -> list[int]:
     if step is None:
         return []
     return [i + 1 for i, s in enumerate(_overlay(trace)["step"]) if s == step]
+
+
+hide_panel(TheoryState, "column")  # the column's theory panel draws it (``theory_panel``), not twice

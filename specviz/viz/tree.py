@@ -16,12 +16,12 @@ Trace naming contract (tests rely on it): one scatter trace per node status, ``m
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import networkx as nx
 import plotly.graph_objects as go
 
+from specviz.step_state import DynTreeState
 from specviz.trace import NODE_STATUSES, StepRecord, TreeNode
 from specviz.viz.explain import TESTED, StepIndex, is_greedy_step, node_decision
 from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, MONO, PATH_COLOR, STATUS_COLORS, STATUS_LABELS,
@@ -80,13 +80,10 @@ def committed_path(step: StepRecord, g: nx.DiGraph) -> list[int]:
 
 def cumulative_draft_probs(step: StepRecord) -> dict[int, float]:
     """Node id -> cumulative draft probability (the product of q along its path) for a step whose
-    controller records it (``dyntree``'s ``cum_q``, one per drafted node); {} otherwise or if malformed."""
-    c = step.controller if isinstance(step.controller, dict) else {}
-    cum = c.get("cum_q") if c.get("kind") == "dyntree" else None
-    if not isinstance(cum, list) or len(cum) > len(step.forest) or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in cum):
-        return {}
-    return {i: float(x) for i, x in enumerate(cum)}
+    controller records it (``step_state.DynTreeState.cum_q``, one per drafted node, checked on reading
+    by ``trace_check``); {} otherwise."""
+    c = step.controller
+    return {i: float(x) for i, x in enumerate(c.cum_q)} if isinstance(c, DynTreeState) else {}
 
 
 def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None,

@@ -1,0 +1,764 @@
+"""Typed step state: what a controller (or a probe) records per step, as ``StepRecord.controller``.
+
+Each controller kind has one frozen dataclass here (a ``ControllerState``), each row inside it a small
+frozen ``Record``: the views read typed fields, never a dict. A state writes itself as the same JSON
+object the dict-based controllers wrote (``to_json``: ``{"kind": ..., fields in declaration order}``,
+so traces and ``tests/data/golden`` are unchanged) and reads itself back once, checking every field's
+type (``read_state``: a ``TraceFormatError`` sentence names the bad field). The codec is declarative:
+a field's annotation is its schema (``int``, ``float``, ``bool``, ``str``, ``X | None``,
+``tuple[T, ...]`` from a JSON list, a nested ``Record``, ``dict[str, Any]`` free-form); ``field``
+metadata: ``key`` (a JSON key that is no identifier, ``"continue"``), ``flat`` (a nested record whose
+keys sit in the parent object), ``omit_none`` (written only when set; absent reads as ``None``). A
+field with a default may be absent (keys an older trace did not write).
+
+``STATE_TYPES`` maps each ``kind`` to its type (filled by subclassing); an unknown kind reads as
+``UnknownState`` (the raw object kept, drawn by the generic view with a note), as does a state of a
+known kind in a trace older than schema 6 whose layout this version cannot type (the migration: an
+old trace still replays). ``STATE_VERSION`` is the version of this layout (trace schema 6).
+
+No torch here: a trace is read and drawn without the model stack.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Union
+
+from specviz.errors import TraceFormatError
+
+# The version of the layout below. A trace says which layout its states have by its ``schema_version``:
+# 6 (``trace.TYPED_STATE_SINCE``) and later, this one, read strictly; 1 to 5, the dict-based controllers'
+# objects, the same keys, read by ``read_state(..., legacy=True)``. A change of layout bumps both, and
+# ``read_state`` migrates the older one.
+STATE_VERSION = 1
+
+Reader = Callable[[Any, Any], Any]
+
+
+Where = Any  # a field's path: the trace's path (text), or (parent path, key or index), formatted on error
+
+
+def _path(where: Where) -> str:
+    parts = []
+    while isinstance(where, tuple):
+        where, k = where
+        parts.append(f"[{k}]" if isinstance(k, int) else f".{k}")
+    return str(where) + "".join(reversed(parts))
+
+
+def _describe(value: Any) -> str:
+    kind = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+    shown = json.dumps(value, default=str)
+    return kind if len(shown) > 40 else f"{kind} ({shown})"
+
+
+def _refuse(where: Where, expected: str, value: Any) -> TraceFormatError:
+    return TraceFormatError(f"Malformed trace: {_path(where)} should be {expected}, got {_describe(value)}.")
+
+
+# ---- the codec ------------------------------------------------------------------------------------------
+
+def _scalar(expected: str, types_: tuple[type, ...] | None) -> tuple[Reader, str]:
+    def read(value: Any, where: Where) -> Any:
+        if types_ is not None and type(value) not in types_:
+            raise _refuse(where, expected, value)
+        return value
+    return read, expected
+
+
+# the exact types ``json.loads`` makes that each scalar annotation takes (never ``bool`` for a number)
+_SCALAR_TYPES: dict[Any, tuple[type, ...]] = {int: (int,), float: (int, float), bool: (bool,), str: (str,),
+                                              type(None): (type(None),)}
+_SCALARS: dict[Any, tuple[Reader, str]] = {
+    int: _scalar("a whole number", (int,)),
+    float: _scalar("a number", (int, float)),
+    bool: _scalar("true or false", (bool,)),
+    str: _scalar("a string", (str,)),
+    type(None): _scalar("null", (type(None),)),
+    Any: _scalar("any value", None),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _reader(tp: Any) -> tuple[Reader, str]:
+    """The reader of one annotation and its expectation in words."""
+    if tp in _SCALARS:
+        return _SCALARS[tp]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        parts = [_reader(a) for a in args]
+        records = [a for a in args if isinstance(a, type) and issubclass(a, Record)]
+        words = " or ".join(w for _, w in parts)
+        simple = {t for a in args for t in _SCALAR_TYPES.get(a, ())}
+
+        def read_union(value: Any, where: Where) -> Any:
+            if type(value) in simple:
+                return value
+            if records and type(value) is dict:  # a tagged row: the first record type that claims it
+                for r in records:
+                    if r.claims(value):
+                        return r.from_json(value, where)
+            raise _refuse(where, words, value)
+        return read_union, words
+    if origin is tuple:
+        item, words = _reader(args[0])
+        if args[0] in (int, float):  # a list of numbers: checked at once
+            allowed = {int} if args[0] is int else {int, float}
+
+            def read_numbers(value: Any, where: Where) -> tuple[Any, ...]:
+                if type(value) is not list:
+                    raise _refuse(where, f"a list of {words}", value)
+                if not set(map(type, value)) <= allowed:
+                    for i, v in enumerate(value):
+                        item(v, (where, i))
+                return tuple(value)
+            return read_numbers, f"a list of {words}"
+
+        def read_tuple(value: Any, where: Where) -> tuple[Any, ...]:
+            if type(value) is not list:
+                raise _refuse(where, f"a list of {words}", value)
+            return tuple([item(v, (where, i)) for i, v in enumerate(value)])
+        return read_tuple, f"a list of {words}"
+    if origin is dict:
+        return _scalar("an object", (dict,))
+    if isinstance(tp, type) and issubclass(tp, Record):
+        return tp.from_json, "an object"
+    raise TypeError(f"step_state: no JSON reader for {tp!r}")
+
+
+def _write(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json()
+    if type(value) is tuple:
+        return [_write(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str
+    key: str
+    read: Reader
+    required: bool
+    flat: type[Record] | None
+    omit_none: bool
+    default: Any
+
+
+class Record:
+    """A frozen dataclass read from and written to one JSON object by its annotations (module doc)."""
+
+    @classmethod
+    def claims(cls, data: dict[str, Any]) -> bool:
+        """Whether a JSON object of a union of row types is this one (a tag key; default: any)."""
+        return True
+
+    @classmethod
+    def json_keys(cls) -> frozenset[str]:
+        """The JSON keys of this record, those of its flat records included."""
+        return _keys(cls)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for s in _slots(type(self)):
+            value = getattr(self, s.name)
+            if s.flat is not None:
+                out.update(value.to_json())
+            elif not (s.omit_none and value is None):
+                out[s.key] = _write(value)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: Where) -> Any:
+        """Read ``data``, refusing a non-object, an unknown or missing key or a value of the wrong type."""
+        if type(data) is not dict:
+            raise _refuse(where, "an object", data)
+        known = _keys(cls)
+        if not data.keys() <= known:
+            unknown = [k for k in data if k not in known]
+            raise TraceFormatError(f"Malformed trace: unknown field {', '.join(map(repr, unknown))} of "
+                                   f"{_path(where)} (the fields are: {', '.join(sorted(known - {'kind'}))}).")
+        return _build(cls, data, where)
+
+
+def _build(cls: type, data: dict[str, Any], where: Where) -> Any:
+    """``cls`` from ``data``'s keys, each read by its slot; its fields set as ``__init__`` would set them
+    (the dataclasses here have no ``__post_init__``), in a third of the time."""
+    fields_: dict[str, Any] = {}
+    for s in _slots(cls):
+        if s.flat is not None:
+            fields_[s.name] = _build(s.flat, data, where)
+        elif s.key in data:
+            fields_[s.name] = s.read(data[s.key], (where, s.key))
+        elif s.required:
+            raise TraceFormatError(f"Malformed trace: the required field {s.key!r} of {_path(where)} is missing.")
+        else:
+            fields_[s.name] = s.default
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields_)
+    return obj
+
+
+@functools.lru_cache(maxsize=None)
+def _slots(cls: type) -> tuple[_Slot, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        flat = hints[f.name] if f.metadata.get("flat") else None
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append(_Slot(f.name, f.metadata.get("key", f.name), _reader(hints[f.name])[0], required, flat,
+                         bool(f.metadata.get("omit_none")), f.default))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _keys(cls: type) -> frozenset[str]:
+    """``cls``'s JSON keys (a state's ``"kind"`` among them)."""
+    own = frozenset(k for s in _slots(cls) for k in ((s.key,) if s.flat is None else _keys(s.flat)))
+    return own | {"kind"} if issubclass(cls, ControllerState) else own
+
+
+def key(name: str) -> Any:
+    """A field written under JSON key ``name`` (one that is no Python identifier)."""
+    return field(metadata={"key": name})
+
+
+def flat() -> Any:
+    """A nested record whose keys sit in the parent JSON object."""
+    return field(metadata={"flat": True})
+
+
+def optional() -> Any:
+    """A field written only when set (``None``: absent)."""
+    return field(default=None, metadata={"omit_none": True})
+
+
+# ---- states -------------------------------------------------------------------------------------------
+
+STATE_TYPES: dict[str, type["ControllerState"]] = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerState(Record):
+    """What one step's controller recorded. A subclass names its ``kind`` (and so registers itself)."""
+
+    kind: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if cls.__dict__.get("kind"):
+            STATE_TYPES[cls.kind] = cls
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **super().to_json()}
+
+
+@dataclass(frozen=True)
+class UnknownState(ControllerState):
+    """A state this specviz cannot type: an unknown ``kind`` (a newer specviz, another tool) or an older
+    trace's layout. The raw object is kept as read and written back as it was; ``note`` says why in a
+    few words (the generic view shows it), ``detail`` what did not read."""
+
+    data: dict[str, Any]
+    note: str = ""
+    detail: str = ""
+
+    @property
+    def kind_name(self) -> str:
+        return str(self.data.get("kind", "state"))
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+
+def read_state(data: Any, where: str, legacy: bool = False) -> ControllerState:
+    """The typed state of a step's ``controller`` object. ``legacy``: the trace is older than schema 6,
+    so a known kind whose layout does not read is kept as ``UnknownState`` instead of refused."""
+    if type(data) is not dict:
+        raise _refuse(where, "an object", data)
+    kind = data.get("kind")
+    if kind is not None and type(kind) is not str:
+        raise _refuse(f"{where}.kind", "a string", kind)
+    cls = STATE_TYPES.get(kind)
+    if cls is None:
+        return UnknownState(dict(data), "a kind unknown here")
+    try:
+        return cls.from_json(data, where)
+    except TraceFormatError as exc:
+        if not legacy:
+            raise
+        return UnknownState(dict(data), "an older layout, as stored", str(exc))
+
+
+# ---- draft-length controllers (EESD's Thompson sampling, transformers' schedules) ------------------------
+
+@dataclass(frozen=True)
+class StopDraw(Record):
+    """One drafted token of a fixed or heuristic round: the coin ``chi`` (1: draft on), the token's
+    level ``i`` and id, why the round stopped after it (``None``: it went on) and ``go_on``."""
+
+    chi: int
+    i: int
+    token: int
+    stop: str | None
+    go_on: bool = key("continue")
+
+
+@dataclass(frozen=True)
+class ThetaDraw(Record):
+    """Beta-TS: theta ~ Beta(alpha, beta), the uniform ``u`` it was compared with, then as ``StopDraw``."""
+
+    theta: float
+    u: float
+    chi: int
+    i: int
+    token: int
+    stop: str | None
+    go_on: bool = key("continue")
+
+
+@dataclass(frozen=True)
+class CaliDraw(Record):
+    """Cali-TS: theta_M, theta_hat, their blend N(mu, sigma^2) (weight w_M), the raw and clipped theta."""
+
+    theta_m: float
+    theta_hat: float
+    w_m: float
+    mu: float
+    sigma: float
+    theta_raw: float
+    theta: float
+    u: float
+    chi: int
+    i: int
+    token: int
+    stop: str | None
+    go_on: bool = key("continue")
+
+
+@dataclass(frozen=True)
+class ConfidenceDraw(Record):
+    """Confidence stop: the token's draft probability ``q`` against the ``threshold``."""
+
+    q: float
+    threshold: float
+    chi: int
+    i: int
+    token: int
+    stop: str | None
+    go_on: bool = key("continue")
+
+
+@dataclass(frozen=True)
+class FixedSnapshot(Record):
+    fixed_length: int
+
+
+@dataclass(frozen=True)
+class BetaSnapshot(Record):
+    """The Beta posterior (``rule``: the update's form) and its mean."""
+
+    rule: str
+    alpha: float
+    beta: float
+    mean: float
+
+
+@dataclass(frozen=True)
+class CaliSnapshot(Record):
+    """Cali-TS's running estimate theta_hat (``n_ver`` verifications, ``weight``) and its settings."""
+
+    theta_hat: float
+    n_ver: int
+    weight: float
+    rule: str
+    mode: str
+    sigma_m: float
+    sigma_s: float
+    theta_m_source: str
+
+
+@dataclass(frozen=True)
+class LengthSnapshot(Record):
+    length: int
+
+
+@dataclass(frozen=True)
+class ConfidenceSnapshot(Record):
+    length: int
+    threshold: float
+
+
+@dataclass(frozen=True)
+class AdaptiveSnapshot(Record):
+    length: int
+    threshold: float
+    samples: int
+    accepted_samples: int
+
+
+@dataclass(frozen=True)
+class BetaUpdate(Record):
+    r: float
+    n_trials: float
+    d_alpha: float
+    d_beta: float
+    rule: str
+
+
+@dataclass(frozen=True)
+class CaliUpdate(Record):
+    theta_hat_before: float
+    theta_hat_after: float
+    s: float
+    c: float
+    rule: str
+
+
+@dataclass(frozen=True)
+class HeuristicUpdate(Record):
+    length_before: int
+    length_after: int
+    all_accepted: bool
+
+
+@dataclass(frozen=True)
+class AdaptiveUpdate(Record):
+    """The ROC retune: threshold before and after, and the (q, accepted 0/1) samples the step added."""
+
+    threshold_before: float
+    threshold_after: float
+    samples_added: tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LengthState(ControllerState):
+    """One round of a draft-length controller (``algorithms.ts_controllers.LengthController``): the
+    controller's values before the round (``before``, its keys inline), a draw per drafted token, why the
+    round stopped, the cap, drafted and accepted counts, the update it learned and the values after.
+    A subclass narrows ``before``/``after``, ``draws`` and ``update`` to its kind's rows."""
+
+    round: int
+    before: Record = flat()
+    draws: tuple[Record, ...]
+    stop_reason: str | None
+    k_cap_hit: bool
+    k_max: int | None
+    drafted: int
+    accepted: int
+    update: Record | None
+    after: Record
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixedState(LengthState):
+    kind: ClassVar[str] = "fixed"
+    before: FixedSnapshot = flat()
+    draws: tuple[StopDraw, ...]
+    update: None
+    after: FixedSnapshot
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThompsonState(LengthState):
+    """A Thompson-sampling round (Beta-TS or Cali-TS): ``density`` is the round's posterior over theta."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BetaTSState(ThompsonState):
+    kind: ClassVar[str] = "beta_ts"
+    before: BetaSnapshot = flat()
+    draws: tuple[ThetaDraw, ...]
+    update: BetaUpdate | None
+    after: BetaSnapshot
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaliTSState(ThompsonState):
+    """Also the Gaussian of the round's first draft step (``mu``, ``sigma``, ``w_m``) and the mean
+    theta_M of the round: absent when the round drafted nothing."""
+
+    kind: ClassVar[str] = "cali_ts"
+    before: CaliSnapshot = flat()
+    draws: tuple[CaliDraw, ...]
+    update: CaliUpdate | None
+    after: CaliSnapshot
+    mu: float | None = optional()
+    sigma: float | None = optional()
+    theta_m: float | None = optional()
+    w_m: float | None = optional()
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeuristicState(LengthState):
+    kind: ClassVar[str] = "heuristic"
+    before: LengthSnapshot = flat()
+    draws: tuple[StopDraw, ...]
+    update: HeuristicUpdate | None
+    after: LengthSnapshot
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfidenceState(LengthState):
+    kind: ClassVar[str] = "confidence"
+    before: ConfidenceSnapshot = flat()
+    draws: tuple[ConfidenceDraw, ...]
+    update: None
+    after: ConfidenceSnapshot
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdaptiveState(LengthState):
+    kind: ClassVar[str] = "adaptive"
+    before: AdaptiveSnapshot = flat()
+    draws: tuple[ConfidenceDraw, ...]
+    update: AdaptiveUpdate | None
+    after: AdaptiveSnapshot
+
+
+# ---- beams (``beam``, ``dsbd``) -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BeamRow(Record):
+    """A beam after the step: its parent (row in the step before's list), new tokens and their text, its
+    cumulative target log-likelihood, length and whether it finished at EOS."""
+
+    parent: int
+    tokens: tuple[int, ...]
+    text: str
+    loglik: float
+    length: int
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class BeamList(Record):
+    """The step's beams (``algorithms.beam_state.beam_rows``): the row of the best, the rows carried on
+    and the live beams' length."""
+
+    beams: tuple[BeamRow, ...]
+    best: int
+    carried: tuple[int, ...]
+    length: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class BeamStepState(ControllerState):
+    """A state that lists the step's beams (``beam_list``, its keys inline, declared by each subclass
+    where its keys come in the object)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BeamSearchState(BeamStepState):
+    """``beam``: beam sampling / search with the target alone."""
+
+    kind: ClassVar[str] = "beam"
+    beam_list: BeamList = flat()
+
+
+@dataclass(frozen=True)
+class VerifiedLayer(Record):
+    """A verified dsbd layer: parents still valid, drafts (W_S), the width W_L chosen and its unfloored
+    value, the law P(m accepted) and its survival function, the threshold and floor, accepted and kept
+    counts and whether it passed (W_L acceptances)."""
+
+    layer: int
+    parents: int
+    candidates: int
+    width: int
+    unfloored: int
+    p_accept: tuple[float, ...]
+    survival: tuple[float, ...]
+    threshold: float
+    min_width: int
+    accepted: int
+    kept: int
+    passed: bool
+
+    bonus: ClassVar[bool] = False
+
+
+@dataclass(frozen=True)
+class BonusLayer(Record):
+    """The bonus layer after every draft layer passed: its parents and the beams kept."""
+
+    layer: int
+    is_bonus: bool = key("bonus")
+    parents: int = 0
+    kept: int = 0
+
+    bonus: ClassVar[bool] = True
+
+    @classmethod
+    def claims(cls, data: dict[str, Any]) -> bool:
+        return data.get("bonus") is True
+
+
+@dataclass(frozen=True, kw_only=True)
+class DsbdState(BeamStepState):
+    """``dsbd``: its settings, the walked layers (``levels``), the layer it ended in (``l_last``), the
+    trace node ids of the output beams (``kept``) and the beams."""
+
+    kind: ClassVar[str] = "dsbd"
+    gamma: int
+    drafts: int
+    min_width: int
+    threshold: float
+    dynamic: bool
+    single_beam: bool = False
+    l_last: int
+    levels: tuple[BonusLayer | VerifiedLayer, ...]
+    kept: tuple[int, ...]
+    beam_list: BeamList = flat()
+
+    @property
+    def verified(self) -> tuple[VerifiedLayer, ...]:
+        """The verified layers, in order (the bonus layer left out)."""
+        return tuple(lv for lv in self.levels if isinstance(lv, VerifiedLayer))
+
+
+# ---- trees ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class DynTreeState(ControllerState):
+    """``dyntree``: each drafted node's cumulative draft probability (``cum_q``, the rank it was kept
+    by), their sum, drafted and accepted counts."""
+
+    kind: ClassVar[str] = "dyntree"
+    drafted: int
+    accepted: int
+    expected_accepted: float = 0.0
+    cum_q: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SequoiaTree(Record):
+    """The chosen tree, root included: parents (-1 for the root), sibling ranks, levels, f (P(node
+    accepted)) and nodes per level."""
+
+    parents: tuple[int, ...]
+    ranks: tuple[int, ...]
+    levels: tuple[int, ...]
+    f: tuple[float, ...]
+    level_widths: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SequoiaTiming(Record):
+    """Measured verify time t(n) per size and the draft's call time (ms)."""
+
+    sizes: tuple[int, ...]
+    verify_ms: tuple[float, ...]
+    draft_ms: float
+
+
+@dataclass(frozen=True)
+class SizeBest(Record):
+    n: int
+    d: int
+    expected_tokens: float
+    verify_ms: float
+    speedup: float
+
+
+@dataclass(frozen=True)
+class SequoiaSpeedup(Record):
+    """The surface the hardware-aware choice maximised: ``table[i][j]`` = speed-up(sizes[i], depths[j])."""
+
+    sizes: tuple[int, ...]
+    depths: tuple[int, ...]
+    table: tuple[tuple[float | None, ...], ...]
+    best_per_size: tuple[SizeBest, ...]
+    n: int
+    d: int
+    speedup: float
+
+
+@dataclass(frozen=True)
+class SequoiaRun(Record):
+    """The run's calibration and DP choice (``algorithms.sequoia``), the same every step."""
+
+    acceptance: tuple[float, ...]
+    acceptance_source: str
+    acceptance_steps: int
+    rejection: tuple[float, ...]
+    n: int
+    d: int
+    hardware_aware: bool
+    tree: SequoiaTree
+    expected_tokens: float
+    timing: SequoiaTiming | None
+    speedup: SequoiaSpeedup | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SequoiaState(ControllerState):
+    """``sequoia``: the run (``run``, its keys inline), the setup time (first step), the tree used this
+    step and what it predicted and produced, and the sibling rank accepted at each level."""
+
+    kind: ClassVar[str] = "sequoia"
+    run: SequoiaRun = flat()
+    setup_ms: float = 0.0
+    step_n: int
+    step_d: int
+    predicted_tokens: float
+    measured_tokens: int
+    accepted_ranks: tuple[int, ...]
+
+
+# ---- theory probes ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RejectionProbe(Record):
+    """``batch_sd``: TV(p, q) at a tested position, P(all candidates rejected) and the candidates."""
+
+    tv: float
+    reject: float
+    roots: float
+
+
+@dataclass(frozen=True)
+class TradeoffProbe(Record):
+    """``biased_sd``: TV(p, q), P(rejection) and Thm 5's rejection and biases (OPT / UNO residual)."""
+
+    tv: float
+    reject: float
+    reject_b: float
+    bias_opt: float
+    bias_uno: float
+
+    @classmethod
+    def claims(cls, data: dict[str, Any]) -> bool:
+        return "bias_opt" in data
+
+
+Probe = Union[TradeoffProbe, RejectionProbe]
+
+
+def read_probe(data: dict[str, Any], where: str = "a probe") -> TradeoffProbe | RejectionProbe:
+    """A probe's measurements (``algorithms.theory_probe``) as its typed row."""
+    return _reader(Probe)[0](data, where)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TheoryState(ControllerState):
+    """``theory``: per tested position with a recorded q, in walk order, the probe's measurements."""
+
+    kind: ClassVar[str] = "theory"
+    positions: tuple[TradeoffProbe | RejectionProbe, ...]
+
+
+__all__ = [
+    "STATE_TYPES", "STATE_VERSION", "AdaptiveSnapshot", "AdaptiveState", "AdaptiveUpdate", "BeamList", "BeamRow",
+    "BeamSearchState", "BeamStepState", "BetaSnapshot", "BetaTSState", "BetaUpdate", "BonusLayer", "CaliDraw",
+    "CaliSnapshot", "CaliTSState", "CaliUpdate", "ConfidenceDraw", "ConfidenceSnapshot", "ConfidenceState",
+    "ControllerState", "DsbdState", "DynTreeState", "FixedSnapshot", "FixedState", "HeuristicState",
+    "HeuristicUpdate", "LengthSnapshot", "LengthState", "Record", "RejectionProbe", "SequoiaRun", "SequoiaSpeedup",
+    "SequoiaState", "SequoiaTiming", "SequoiaTree", "SizeBest", "StopDraw", "ThetaDraw", "ThompsonState",
+    "TheoryState", "TradeoffProbe", "UnknownState", "VerifiedLayer", "read_probe", "read_state",
+]
