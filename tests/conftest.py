@@ -17,6 +17,12 @@ def weight(item) -> int:
     return max((w for mark, w in WEIGHTS.items() if item.get_closest_marker(mark)), default=0)
 
 
+def together(item) -> bool:
+    """Whether ``item``'s file runs on one worker: a browser test file, or one whose module sets
+    ``ONE_WORKER = True`` (a module-scoped fixture too costly to build once per worker)."""
+    return bool(item.get_closest_marker("e2e") or getattr(getattr(item, "module", None), "ONE_WORKER", False))
+
+
 def pytest_collection_modifyitems(config, items):
     """Long tests first, shared fairly between the workers. Under ``-n N --dist worksteal``
     (``scripts/test.sh``) xdist hands each worker one contiguous share of this order (the first
@@ -26,12 +32,14 @@ def pytest_collection_modifyitems(config, items):
     what gets stolen. (One long list at the front went all to one worker: the slow tests ran one after
     another while the other worker ran out of quick ones.) ``-m "not slow and not e2e"`` is the quick loop."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    units: dict = {}  # a browser test file's tests stay together (they share a server started per worker)
-    for item in items:
-        if weight(item):
-            units.setdefault(item.path if item.get_closest_marker("e2e") else item, []).append(item)
+    units: dict = {}  # a file's tests stay together when they share a costly setup made once per worker:
+    for item in items:  # a browser test file's server, or a file that says ONE_WORKER (a loaded model)
+        if together(item):
+            units.setdefault(item.path, []).append(item)
+        elif weight(item):
+            units.setdefault(item, []).append(item)
     heavy = sorted(units.values(), key=lambda unit: sum(map(weight, unit)), reverse=True)  # stable: file order
-    quick = [item for item in items if not weight(item)]
+    quick = [item for item in items if not weight(item) and not together(item)]
     sizes, left = [], len(items)
     for k in range(workers, 0, -1):  # xdist's shares, in its order
         sizes.append(left // k)
@@ -39,13 +47,15 @@ def pytest_collection_modifyitems(config, items):
     shares: list[list] = [[] for _ in sizes]
     loads = [0] * len(sizes)
     for unit in heavy:
-        k = min((k for k in range(len(sizes)) if len(shares[k]) + len(unit) <= sizes[k]), key=lambda k: loads[k])
+        fits = [k for k in range(len(sizes)) if len(shares[k]) + len(unit) <= sizes[k]]
+        k = min(fits or range(len(sizes)), key=lambda k: loads[k] if fits else len(shares[k]) - sizes[k])
         shares[k] += unit
         loads[k] += sum(map(weight, unit))
     for share, size in zip(shares, sizes):
-        share += quick[:size - len(share)]
-        del quick[:size - len(share)]
-    items[:] = [item for share in shares for item in share]
+        room = max(0, size - len(share))
+        share += quick[:room]
+        del quick[:room]
+    items[:] = [item for share in shares for item in share] + quick  # a run of a few files may not split evenly
 
 
 @pytest.fixture(scope="session")

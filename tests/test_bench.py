@@ -15,6 +15,7 @@ from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord, TreeNode
 from tests.tiny import tiny_model, tiny_tokenizer
 
+ONE_WORKER = True  # the report fixture (every method on a tiny pair) is built once (tests/conftest.py)
 ROW_FIELDS = {"method", "category", "tokens_per_s", "speedup_vs_ar", "tau", "target_calls", "greedy_equal",
               "predicted_speedup"}
 

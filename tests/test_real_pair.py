@@ -15,6 +15,7 @@ from specviz.errors import PromptError
 from specviz.models.packaged import cache_problem
 
 pytestmark = pytest.mark.slow
+ONE_WORKER = True  # the real pair and ar's answers load once (tests/conftest.py)
 PROMPTS = ("Why is the sky blue?", "List three fruits that are red.")
 
 
