@@ -183,7 +183,7 @@ def test_trace_keeps_every_beam(close_pair):
         assert abs(sum(n.p for n in step.forest) - 1.0) < 1.0 + 1e-6
     # the committed output is the best final beam, rebuilt from the per-step beam lists
     final = trace.steps[-1].controller
-    assert final["length"] == 10
+    assert final.beam_list.length == 10
     again = RunTrace.from_json(trace.to_json())
     assert again.steps[-1].controller == final
 
