@@ -53,7 +53,7 @@ def test_same_seed_same_trace_and_json_round_trip(pair):
     assert strip(a) != strip(c)
     again = specviz.RunTrace.from_json(a.to_json())
     assert again == a
-    assert json.loads(again.to_json())["schema_version"] == specviz.trace.SCHEMA_VERSION == 5
+    assert json.loads(again.to_json())["schema_version"] == specviz.trace.SCHEMA_VERSION == 6
 
 
 def test_stream_yields_the_steps_live(pair):
