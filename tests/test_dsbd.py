@@ -188,7 +188,8 @@ def test_fixed_width_output_law_with_finished_beams(eos_small_pair):
                                gamma=2, dynamic=False)
         counts[tuple(trace.output_ids)] += 1
         inside += any(finished_inside(s) for s in trace.steps)
-        all_done += any(not s.controller.to_json()["carried"] and s.controller.to_json()["levels"][-1].get("passed") for s in trace.steps)
+        states = [s.controller.to_json() for s in trace.steps]
+        all_done += any(not c["carried"] and c["levels"][-1].get("passed") for c in states)
     assert chi_square_pvalue(counts, law) > 1e-3
     assert inside > 0 and all_done > 0, (inside, all_done)
 
@@ -221,7 +222,7 @@ def test_dynamic_trace_is_consistent(close_pair):
             assert layer["passed"] == (layer["accepted"] == layer["width"])
         assert n_out == c["levels"][-1]["kept"] and len(c["kept"]) == n_out
         roots = {n.root for n in step.forest}
-        assert roots <= set(range(len(trace.steps[step.index - 1].controller.to_json()["carried"]) if step.index else 1))
+        assert roots <= set(range(len(trace.steps[step.index - 1].controller.beam_list.carried) if step.index else 1))
         for node_id in c["kept"]:
             assert step.forest[node_id].status in ("accepted", "resampled", "bonus")
     assert any(len({n.root for n in s.forest}) > 1 for s in trace.steps)     # forests of several trees

@@ -144,7 +144,8 @@ def test_fixed_length_and_the_safety_cap_are_logged():
         assert st["k_cap_hit"] == (st["stop_reason"] == "k_cap") == (room > 3)
     # the budget ends the last chain: 30 tokens, the chain never passes remaining - 1
     short = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=3, temperature=0, controller="fixed", fixed_length=10)
-    assert short.steps[0].controller.to_json()["drafted"] == 2 and short.steps[0].controller.to_json()["stop_reason"] == "max_len"
+    first = short.steps[0].controller
+    assert first.drafted == 2 and first.stop_reason == "max_len"
 
 
 def test_the_printed_running_estimate_drifts_to_one_and_the_default_does_not():
@@ -209,7 +210,7 @@ def test_the_printed_beta_update_breaks_and_the_default_does_not():
     kw = dict(max_new_tokens=60, temperature=1.0, controller="beta_ts")
     # round 1 runs on the prior under either rule: pick a seed whose first round accepts nothing
     kw["seed"] = next(s for s in range(50) if specviz.decode(pair, "eesd", PROMPT, **{**kw, "seed": s,
-                                                             "max_new_tokens": 6}).steps[0].controller.to_json()["accepted"] == 0)
+                                                             "max_new_tokens": 6}).steps[0].controller.accepted == 0)
     steps = []
     with pytest.raises(ValueError, match="not a distribution"):
         for step in specviz.stream(pair, "eesd", PROMPT, beta_rule="paper_literal", **kw):

@@ -82,8 +82,9 @@ def test_the_heuristic_schedule_moves_plus_two_and_minus_one():
             assert len(qs) == length
         length = dl.heuristic_length(length, len(qs), accepted)
         assert st["after"]["length"] == length
-    grew = [s for s in tr.steps if s.controller.to_json()["update"] and s.controller.to_json()["update"]["length_after"] > s.controller.to_json()["length"]]
-    shrank = [s for s in tr.steps if s.controller.to_json()["update"] and s.controller.to_json()["update"]["length_after"] < s.controller.to_json()["length"]]
+    states = [s.controller for s in tr.steps]
+    grew = [c for c in states if c.update and c.update.length_after > c.before.length]
+    shrank = [c for c in states if c.update and c.update.length_after < c.before.length]
     assert grew and shrank
 
 

@@ -101,7 +101,7 @@ def test_same_seed_same_trace(llama):
     runs = [specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=16, seed=7, size=10, depth=4)
             for _ in range(2)]
     assert runs[0].output_ids == runs[1].output_ids
-    assert [s.controller.to_json()["tree"] for s in runs[0].steps] == [s.controller.to_json()["tree"] for s in runs[1].steps]
+    assert [s.controller.run.tree for s in runs[0].steps] == [s.controller.run.tree for s in runs[1].steps]
 
 
 def test_acceptance_vector_is_joint_and_exact_for_a_self_draft(llama):

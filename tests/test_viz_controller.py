@@ -203,7 +203,7 @@ def test_why_a_round_stopped_is_said_in_words(traces, controller):
             assert stops[0].customdata[-1][2] == f"stopped: {STOP_WORDS[code]} ({code})"
     assert "chi0" in seen
     bars = by_name(draft_lengths_figure(trace, 0), "drafted")[0]
-    assert [c.split(" (")[-1].rstrip(")") for c in bars.customdata] == [s.controller.to_json()["stop_reason"] for s in trace.steps]
+    assert [c.split(" (")[-1].rstrip(")") for c in bars.customdata] == [s.controller.stop_reason for s in trace.steps]
 
 
 def test_a_round_that_drafted_nothing_shows_the_last_posterior(traces):

@@ -11,8 +11,8 @@ rejected children, renormalised; if none is, the token is drawn from p without t
 children as draws from the draft's q (MCSD's rule) would be biased here. Temperature 0: exact match, so
 the target's argmax is followed whenever it is a child, and the output is ``ar``'s.
 
-``StepRecord.controller`` (``step_state.DynTreeState``, kind ``dyntree``): ``cum_q``, node i's cumulative draft probability
-(the product of ``q`` along its path, the value the tree was ranked by); ``expected_accepted``, their
+``StepRecord.controller`` (``step_state.DynTreeState``, kind ``dyntree``): ``cum_q``, node i's cumulative
+draft probability (the product of ``q`` along its path, the value the tree was ranked by); ``expected_accepted``, their
 sum (the expected accepted drafts if the target were the draft: under this rule node v is accepted
 with the product of the target's p along its path); ``accepted``, the drafts accepted; ``drafted``.
 """
