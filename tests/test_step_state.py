@@ -200,6 +200,13 @@ def test_a_view_is_found_by_the_state_type_and_a_subclass_inherits_it():
     assert "Controller state: custom" in viz_controller.controller_figure(trace, 2).layout.title.text
 
 
+def test_a_view_is_registered_for_a_type_not_a_kind_name():
+    with pytest.raises(TypeError, match="state type"):
+        registry.register_view("beta_ts")
+    with pytest.raises(ValueError, match="unknown panel"):
+        registry.register_view(ss.BetaTSState, "sidebar")
+
+
 def test_the_app_chooses_panels_by_state_type_not_by_name():
     """``ui.render`` names no kind and no algorithm: its panels come from the view registry."""
     import specviz.ui.render as render
