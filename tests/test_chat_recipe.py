@@ -89,7 +89,7 @@ def test_the_recipe_end_to_end_and_again_for_the_same_seed(target_dir, tmp_path)
     assert {t.dtype for t in weights.values()} == {torch.bfloat16}
     pair = specviz.load_pair(str(target_dir), str(tmp_path / "a" / "draft"), early_exit=str(tmp_path / "a" / "early_exit"),
                              device="cpu")
-    assert pair.has_chat_template and pair.early_exit.shared_head and pair.extras["calibration"] is not None
+    assert pair.has_chat_template and pair.early_exit.shared_head and pair.heads.calibration is not None
     head_weights = load_file(str(tmp_path / "a" / "early_exit" / "early_exit.safetensors"))
     assert not any("lm_head" in k for k in head_weights)  # the target's own head, not a copy
     cal = report["calibration"]

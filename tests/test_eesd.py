@@ -14,6 +14,7 @@ these seeds); 8000 runs are needed for it. The rule itself is exact by enumerati
 """
 import json
 import os
+from dataclasses import replace
 
 import pytest
 import torch
@@ -163,7 +164,7 @@ def test_cali_ts_reads_the_calibration_head_on_real_hidden_states():
     cal = CalibrationHead(32)
     with torch.no_grad():
         cal.w_p.weight.normal_(0, 0.5)
-    pair.extras["calibration"], pair.extras["calibration_sigma_m"] = cal, 0.2
+    pair.heads = replace(pair.heads, calibration=cal, calibration_sigma_m=0.2)  # as load_pair attaches a saved one
     tr = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=30, temperature=0, controller="cali_ts", seed=0)
     assert not final_norm(pair.target)._forward_hooks  # the H^(T) hook is gone after the run
     states = [s.controller.to_json() for s in tr.steps]

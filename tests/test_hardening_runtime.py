@@ -28,7 +28,7 @@ def test_extra_special_tokens_beyond_the_rows_are_masked_with_a_note(tmp_path):
     with pytest.warns(UserWarning, match="masked"):
         pair = load_pair(target, draft, device="cpu")
     assert pair.vocab_size == rows
-    assert pair.extras["masked_token_ids"] == [rows, rows + 1]
+    assert pair.masked_token_ids == (rows, rows + 1)
     assert "<|im_start|>" in pair.describe()["vocab_note"]
     ar = specviz.decode(pair, "ar", "def add(a, b):\n", max_new_tokens=6, temperature=0)
     sd = specviz.decode(pair, "sd", "def add(a, b):\n", max_new_tokens=6, temperature=0)

@@ -34,7 +34,7 @@ def test_the_preset_loads_the_packaged_target_with_its_draft_and_head(pair):
     assert d["target_params"] > 130e6 and d["draft_params"] < 0.2 * d["target_params"]
     assert pair.vocab_size == 49152 and pair.has_chat_template
     assert pair.early_exit is not None and pair.early_exit.shared_head
-    assert pair.extras.get("calibration") is not None
+    assert pair.heads.calibration is not None
 
 
 def test_a_chat_prompt_is_formatted_and_recorded(pair):

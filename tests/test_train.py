@@ -110,7 +110,7 @@ def test_train_early_exit_cli_lowers_the_loss_and_saves_a_loadable_head(tiny_tar
     pair = specviz.load_pair(target_dir, early_exit=str(out), device="cpu")
     head = pair.early_exit
     # Cali-TS's calibration head is trained too, saved with the head and attached by load_pair
-    cal, sigma_m = pair.extras["calibration"], pair.extras["calibration_sigma_m"]
+    cal, sigma_m = pair.heads.calibration, pair.heads.calibration_sigma_m
     assert sigma_m == meta["calibration"]["sigma_m"] and 0 < sigma_m < 1
     assert 0 <= meta["calibration"]["heldout_accuracy"] <= 1 and meta["calibration"]["samples"] > 100
     with torch.no_grad():

@@ -28,13 +28,12 @@ from specviz.trace import StepRecord
           paper="Liu et al. 2024, arXiv 2406.03853, Algorithms 1-3", params=controller_params("beta_ts", LENGTH_CONTROLLERS),
           needs_draft=False, controller="thompson", drafter="early_exit")
 def run_eesd(dec: Decoder, **params: Any) -> Iterator[StepRecord]:
-    head = dec.pair.early_exit  # present: ``decoding.LiveRun`` refuses a pair without one
-    drafter = EarlyExitDrafter(head, dec)
-    saved = dec.pair.extras.get("calibration")
+    heads = dec.pair.heads  # present: ``decoding.LiveRun`` refuses a pair without an early-exit head
+    drafter = EarlyExitDrafter(heads.early_exit, dec)
     model = None
-    if params["controller"] == "cali_ts" and saved is not None:
-        model = CalibratedTheta(saved, drafter, dec.pair.target)
-    controller = make_controller(dec, params, model, dec.pair.extras.get("calibration_sigma_m") if model else None)
+    if params["controller"] == "cali_ts" and heads.calibration is not None:
+        model = CalibratedTheta(heads.calibration, drafter, dec.pair.target)
+    controller = make_controller(dec, params, model, heads.calibration_sigma_m if model else None)
     try:
         yield from run_engine(dec, drafter, controller, MultiCandidate(replacement=True))
     finally:

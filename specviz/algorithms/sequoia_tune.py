@@ -12,17 +12,19 @@
   keeps its fastest reading (other work only ever adds time) and the curve is fitted non-decreasing
   in n (a call on more tokens is never cheaper), so one noisy reading cannot pick the size.
 
-Both, and the DP tables built from them (``sequoia._dp``), are cached on the pair
-(``pair.extras["sequoia"]``, a ``PairCache``) per sampling settings / size grid, so they are paid once per
-loaded pair. The cache is shared by every caller of the pair (all visitors of the app), so it is
-bounded: the least recently used entries of a kind go first, at most ``CACHE_CAPS`` of each (a DP
-table for n = 512, d = 32 and a 64-entry vector is about 18 MB; issue #21). ``measure_times`` is wall-clock and therefore not reproducible across
-processes; everything else is.
+Both, and the DP tables built from them (``sequoia._dp``), are cached per pair (``pair_cache(pair)``,
+a ``PairCache`` this module keeps for each loaded pair, not on the pair) per sampling settings / size
+grid, so they are paid once per loaded pair. The cache is shared by every caller of the pair (all
+visitors of the app), so it is bounded: the least recently used entries of a kind go first, at most
+``CACHE_CAPS`` of each (a DP table for n = 512, d = 32 and a 64-entry vector is about 18 MB; issue
+#21). ``measure_times`` is wall-clock and therefore not reproducible across processes; everything
+else is.
 """
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
@@ -138,13 +140,20 @@ class PairCache:
             return len(self._kinds.get(kind, ()))
 
 
+# Sequoia's cache of each loaded pair, owned here and keyed by the pair itself (``ModelPair`` is
+# hashed by identity): it lives as long as the pair and goes with it. Its values are plain data
+# (vectors, timings, DP tables), never the pair, so they do not keep the pair alive.
+_CACHES: "weakref.WeakKeyDictionary[ModelPair, PairCache]" = weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
 def pair_cache(pair: ModelPair) -> PairCache:
-    """The pair's bounded Sequoia cache (``pair.extras["sequoia"]``), made on first use; a plain dict
-    left there by older code is replaced."""
-    cache = pair.extras.get("sequoia")
-    if not isinstance(cache, PairCache):
-        cache = pair.extras["sequoia"] = PairCache()
-    return cache
+    """The pair's bounded Sequoia cache, made on first use (one per pair, whichever thread asks first)."""
+    with _CACHES_LOCK:
+        cache = _CACHES.get(pair)
+        if cache is None:
+            cache = _CACHES[pair] = PairCache()
+        return cache
 
 
 

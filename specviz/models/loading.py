@@ -12,7 +12,7 @@ import os
 import warnings
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,12 +21,37 @@ from specviz.errors import ModelLoadError
 from specviz.models.memory import check_fits, config_of
 from specviz.models.vocab import shared_vocab_size, unmodelled_special_ids
 
+if TYPE_CHECKING:
+    from specviz.core.cali_ts import CalibrationHead
+    from specviz.models.early_exit import EarlyExitHead
+
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-@dataclass
+@dataclass(frozen=True)
+class PairHeads:
+    """The heads ``attach_early_exit`` puts on a pair's target, as one value (replaced, never edited).
+
+    ``early_exit``: EESD's ``EarlyExitHead``. ``source``: where it came from, as traces show it (the
+    head directory's display name, or the exit layer ``N`` of a fresh head). ``calibration`` and
+    ``calibration_sigma_m``: Cali-TS's calibration head and its sigma_M when one was saved beside the
+    head (``calibration.safetensors``), else None; ``eesd`` with ``controller="cali_ts"`` reads them."""
+
+    early_exit: "EarlyExitHead"
+    source: str | int
+    calibration: "CalibrationHead | None" = None
+    calibration_sigma_m: float | None = None
+
+
+@dataclass(eq=False)  # a loaded pair is one object: compared and hashed by identity (algorithms key caches by it)
 class ModelPair:
-    """A loaded target, optional draft, the shared tokenizer and the shared vocabulary size."""
+    """A loaded target, optional draft, the shared tokenizer and the shared vocabulary size.
+
+    ``masked_token_ids`` / ``vocab_note``: added special tokens beyond the models' output rows (masked:
+    never generated, refused in prompts) and the sentence saying so, set by ``load_pair``. ``heads``:
+    the early-exit head and Cali-TS's calibration head (``attach_early_exit``), or None. What an
+    algorithm computes per pair is cached on the algorithm's side, keyed by the pair (Sequoia's
+    ``sequoia_tune.pair_cache``), never on the pair."""
 
     target: Any
     draft: Any | None
@@ -34,13 +59,15 @@ class ModelPair:
     vocab_size: int
     target_name: str = "target"
     draft_name: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)  # e.g. an early-exit head
+    masked_token_ids: tuple[int, ...] = ()
+    vocab_note: str | None = None
+    heads: PairHeads | None = None
     _token_texts: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
-    def early_exit(self):
+    def early_exit(self) -> "EarlyExitHead | None":
         """The attached ``EarlyExitHead`` (``load_pair(..., early_exit=...)``), or None."""
-        return self.extras.get("early_exit")
+        return self.heads.early_exit if self.heads is not None else None
 
     @property
     def has_chat_template(self) -> bool:
@@ -85,12 +112,12 @@ class ModelPair:
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": str(self.device),
         }
-        if self.extras.get("vocab_note"):
-            out["vocab_note"] = self.extras["vocab_note"]
-        if self.early_exit is not None:
-            out["early_exit"] = {"exit_layer": self.early_exit.exit_layer,
-                                 "source": self.extras.get("early_exit_source"),
-                                 "params": _n_params(self.early_exit)}
+        if self.vocab_note:
+            out["vocab_note"] = self.vocab_note
+        if self.heads is not None:
+            out["early_exit"] = {"exit_layer": self.heads.early_exit.exit_layer,
+                                 "source": self.heads.source,
+                                 "params": _n_params(self.heads.early_exit)}
         return out
 
     def decode_token(self, token_id: int) -> str:
@@ -262,12 +289,12 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     masked = unmodelled_special_ids(t_tok, vocab)
     if masked:  # added special tokens beyond the models' output rows: masked, with a note
         names = [t_tok.convert_ids_to_tokens(i) for i in masked[:5]]
-        pair.extras["masked_token_ids"] = masked
-        pair.extras["vocab_note"] = (
+        pair.masked_token_ids = tuple(masked)
+        pair.vocab_note = (
             f"The tokenizer has {len(t_tok)} tokens but the models only {vocab} output rows; the extra "
             f"{len(masked)} ({', '.join(map(str, names))}{', ...' if len(masked) > 5 else ''}) are added special "
             f"tokens the models were not trained on: they are masked (never generated, refused in prompts).")
-        warnings.warn(pair.extras["vocab_note"], stacklevel=2)
+        warnings.warn(pair.vocab_note, stacklevel=2)
     if early_exit is not None:
         attach_early_exit(pair, early_exit)
     return pair
@@ -298,9 +325,11 @@ def checkpoint_source(name: str) -> str:
 
 
 def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
-    """Put an early-exit head on ``pair.target``: a saved head directory or an exit layer ``N`` (fresh head)."""
+    """Put an early-exit head on ``pair.target`` (``pair.heads``): a saved head directory (with Cali-TS's
+    calibration head when one was saved beside it) or an exit layer ``N`` (fresh head)."""
     from specviz.models.early_exit import EarlyExitHead, load_calibration, load_early_exit
 
+    calibration = None
     try:
         if isinstance(early_exit, bool) or not isinstance(early_exit, (int, str, os.PathLike)):
             raise ModelLoadError(f"early_exit must be a head directory or an exit layer (int), got {early_exit!r}.")
@@ -311,11 +340,10 @@ def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
             if not os.path.isdir(path):
                 raise ModelLoadError(f"No early-exit head directory at {str(early_exit)!r}.")
             head = load_early_exit(path, pair.target)
-            calibration = load_calibration(path, like=head.lm_head.weight)
-            if calibration is not None:  # Cali-TS's theta_M head and its sigma_M, saved with the head
-                pair.extras["calibration"], pair.extras["calibration_sigma_m"] = calibration
+            calibration = load_calibration(path, like=head.lm_head.weight)  # Cali-TS's theta_M head, sigma_M
     except (TypeError, ValueError, FileNotFoundError) as exc:
         raise ModelLoadError(f"Could not attach the early-exit head {early_exit!r}: {exc}") from exc
-    pair.extras["early_exit"] = head
-    pair.extras["early_exit_source"] = early_exit if isinstance(early_exit, int) else str(early_exit)
+    cal, sigma_m = calibration if calibration is not None else (None, None)
+    pair.heads = PairHeads(head, early_exit if isinstance(early_exit, int) else str(early_exit), cal, sigma_m)
     return pair
+

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +128,8 @@ def name_pair(pair: ModelPair, target: str, draft: str | None) -> ModelPair:
     it was loaded from."""
     pair.target_name = display_name(target) or "target"
     pair.draft_name = display_name(draft) if draft else None
-    source = pair.extras.get("early_exit_source")
-    if isinstance(source, str):
-        pair.extras["early_exit_source"] = display_name(source)
+    if pair.heads is not None and isinstance(pair.heads.source, str):
+        pair.heads = replace(pair.heads, source=display_name(pair.heads.source))
     return pair
 
 
