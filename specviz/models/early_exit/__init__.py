@@ -20,8 +20,9 @@ The package by concern: ``layout`` (architecture discovery: the backbone, its la
 norm), ``head`` (``EarlyExitHead`` and the stock exit model built around it), ``cache``
 (``EarlyExitLM``, the drafting ``CachedLM``, and ``SharedPrefixLayer``, the ``DynamicLayer`` that
 reads the target's trunk KV), ``files`` (a head directory: ``early_exit.safetensors`` +
-``early_exit.json``) and ``calibration`` (Cali-TS's calibration head, saved beside it). Every name
-is also importable from here.
+``early_exit.json``) and ``calibration`` (the file of Cali-TS's calibration head, saved beside it; the
+head itself, ``CalibrationHead``, is algorithm maths in ``specviz.core.cali_ts``). Every name is also
+importable from here.
 """
 from specviz.models.early_exit.cache import EarlyExitLM, SharedPrefixLayer
 from specviz.models.early_exit.calibration import CALIBRATION_WEIGHTS, CalibrationHead, load_calibration, save_calibration

@@ -1,41 +1,18 @@
-"""Cali-TS's calibration head (Liu et al. 2024, arXiv 2406.03853, Eq. 5), saved beside an early-exit
-head (``calibration.safetensors``; its sigma_M in ``early_exit.json``). ``load_pair`` attaches it
-(``pair.extras["calibration"]``); ``algorithms.early_exit_drafter.CalibratedTheta`` reads theta_M from it."""
+"""The file of Cali-TS's calibration head, saved beside an early-exit head (``calibration.safetensors``;
+its sigma_M in ``early_exit.json``). The head itself (Liu et al. 2024, arXiv 2406.03853, Eq. 5) is
+algorithm maths, defined in ``specviz.core.cali_ts`` (importable from here too). ``load_pair`` attaches
+it (``pair.heads.calibration``); ``algorithms.early_exit_drafter.CalibratedTheta`` reads theta_M from it."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 import torch
-from torch import nn
 
+from specviz.core.cali_ts import CalibrationHead
 from specviz.models.early_exit.files import FORMAT, read_early_exit_config
 
 CALIBRATION_WEIGHTS = "calibration.safetensors"
-
-
-class CalibrationHead(nn.Module):
-    """theta_M = softmax(W_p [W^j H^(T); H^(D)])[1] (EESD Eq. 5), ``j = min(i, 10)`` the 1-based index
-    of the draft token in the round. ``W^1..W^10`` are d x d (identity at init), ``W_p`` is 2 x 2d; no
-    biases. ``H^(T)``: the target's last-layer hidden state at the last committed position;
-    ``H^(D)``: the draft's post-norm hidden state of draft token i (``EarlyExitLM.last_hidden``)."""
-
-    def __init__(self, hidden_size: int, positions: int = 10):
-        super().__init__()
-        self.positions = positions
-        self.w = nn.Parameter(torch.eye(hidden_size).repeat(positions, 1, 1))
-        self.w_p = nn.Linear(2 * hidden_size, 2, bias=False)
-        nn.init.zeros_(self.w_p.weight)  # theta_M = 0.5 before training
-
-    def project_target(self, h_target: torch.Tensor) -> torch.Tensor:
-        """``W^j H^(T)`` for j = 1..positions, ``[positions, d]``: computed once per round."""
-        return torch.einsum("jde,e->jd", self.w, h_target.to(self.w.dtype))
-
-    def forward(self, projected: torch.Tensor, h_draft: torch.Tensor, i: int) -> torch.Tensor:
-        """theta_M for draft token ``i`` (1-based) from ``project_target(...)`` and its ``h_D``."""
-        j = min(max(int(i), 1), self.positions)
-        z = self.w_p(torch.cat([projected[j - 1], h_draft.to(self.w.dtype)], -1))
-        return torch.softmax(z, -1)[..., 1]
 
 
 def save_calibration(cal: CalibrationHead, path: str | os.PathLike, dtype: torch.dtype = torch.float32) -> Path:
