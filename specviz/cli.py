@@ -132,7 +132,16 @@ def write_text(text: str, out: str, flag: str = "--out", what: str = "the trace"
 
 
 def write_trace(trace: RunTrace, out: str) -> None:
-    write_text(trace.to_json(), out)
+    """The trace's JSON to ``out``, gzip-compressed when the name ends in ``.gz`` (``specviz.trace_io``)."""
+    from specviz import trace_io
+
+    if not trace_io.is_gzip_name(out):
+        write_text(trace.to_json(), out)
+        return
+    try:
+        trace_io.save_trace(trace, out, compress=True)
+    except OSError as exc:
+        raise SpecvizError(f"--out {out}: could not write the trace ({exc.strerror or exc}).") from exc
 
 
 def write_tokens(traces: list[RunTrace], out: str) -> None:
@@ -242,7 +251,8 @@ def _build_run(run: argparse.ArgumentParser) -> None:
     add_pair_args(run)
     _add_decode_args(run)
     run.add_argument("--algo", default="sd")
-    run.add_argument("--out", help="write the trace JSON here")
+    run.add_argument("--out", help="write the trace JSON here; gzip-compressed when the name ends in .gz "
+                     "(x.json.gz: what the app's replay also reads, for long runs)")
     run.add_argument("--tokens-csv", metavar="PATH", help="write every generated token with how it was produced "
                      "(kind, drafter, p, q, acceptance probability, draw) as CSV here")
     run.add_argument("--no-color", action="store_true", help="plain markers instead of ANSI colours")

@@ -166,9 +166,9 @@ class Explorer:
                                          "at full speed." if cfg.max_wait_s is not None else ""),
                                  elem_id="sv-pace")
                 gr.Markdown("### Replay a saved trace")
-                upload = gr.File(label=f"trace JSON (up to {cfg.max_upload_bytes // (1024 * 1024)} MB each)",
-                                 file_count="multiple", file_types=[".json"], type="filepath", elem_id="sv-upload",
-                                 height=110)
+                upload = gr.File(label=f"trace .json or .json.gz (up to {cfg.max_upload_bytes // 2**20} MB each)",
+                                 file_count="multiple", file_types=[".json", ".gz"], type="filepath",
+                                 elem_id="sv-upload", height=110)
 
             # ---- main area
             with gr.Row(equal_height=True, elem_id="sv-prompt-row"):

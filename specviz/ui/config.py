@@ -1,14 +1,14 @@
 """App settings from the environment: one place for the public-hosting switch and its limits.
 
-Public mode (``AppConfig.public``) restricts pairs to the presets (by default only the ones that
-need no network, i.e. the bundled pair: a visitor must not be able to make a small host download and
-load a 7B model; ``SPECVIZ_PRESETS=name,name`` chooses others), caps ``max_new_tokens``, the prompt
-length, the number of side-by-side runs and the upload size. Every limit can be overridden by its own
-variable. It is on with ``SPECVIZ_PUBLIC=1`` and whenever the app can be reached from other machines:
-a server name that is not loopback (``GRADIO_SERVER_NAME``, ``python app.py --host``; the Docker
-image binds 0.0.0.0), a Gradio share link (``GRADIO_SHARE``) or a Hugging Face Space (``SPACE_ID``).
-Only ``SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS=1`` turns it off there, with a warning in the log
-(docs/hosting.md). ``trust_remote_code`` is never reachable from the app, in any mode.
+Public mode (``AppConfig.public``) restricts pairs to the presets (by default only the ones that need no
+network, i.e. the bundled pair: a visitor must not be able to make a small host download and load a 7B
+model; ``SPECVIZ_PRESETS=name,name`` chooses others), caps ``max_new_tokens``, the prompt length, the
+number of side-by-side runs, the upload size and the JSON a replay may decompress. Every limit can be
+overridden by its own variable. It is on with ``SPECVIZ_PUBLIC=1`` and whenever the app can be reached
+from other machines: a server name that is not loopback (``GRADIO_SERVER_NAME``, ``python app.py
+--host``; the Docker image binds 0.0.0.0), a Gradio share link (``GRADIO_SHARE``) or a Hugging Face
+Space (``SPACE_ID``). Only ``SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS=1`` turns it off there, with a warning in
+the log (docs/hosting.md). ``trust_remote_code`` is never reachable from the app, in any mode.
 """
 from __future__ import annotations
 
@@ -82,7 +82,8 @@ class AppConfig:
     max_new_tokens_cap: int = 1024        # the slider's maximum and the server-side clamp
     default_max_new_tokens: int = 64
     max_prompt_chars: int = 20_000
-    max_upload_bytes: int = 64 * 1024 * 1024
+    max_upload_bytes: int = 64 * 1024 * 1024  # one uploaded trace file, as sent (a .json.gz counts compressed)
+    max_replay_json_bytes: int = 256 * 1024 * 1024  # JSON one replay reads, all its files together, decompressed
     max_columns: int = 6                  # algorithms run side by side at once
     concurrency: int = 2                  # decoding runs in flight at once (all visitors)
     queue_max_size: int | None = 64       # waiting requests before new ones are turned away
@@ -136,6 +137,8 @@ class AppConfig:
                                        _int(env, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens_cap)),
             max_prompt_chars=_int(env, "SPECVIZ_MAX_PROMPT_CHARS", base.max_prompt_chars),
             max_upload_bytes=_int(env, "SPECVIZ_MAX_UPLOAD_MB", base.max_upload_bytes // (1024 * 1024)) * 1024 * 1024,
+            max_replay_json_bytes=max(1, _int(env, "SPECVIZ_MAX_REPLAY_JSON_MB",
+                                              base.max_replay_json_bytes // (1024 * 1024))) * 1024 * 1024,
             max_columns=max(1, _int(env, "SPECVIZ_MAX_COLUMNS", base.max_columns)),
             concurrency=max(1, _int(env, "SPECVIZ_CONCURRENCY", base.concurrency)),
             queue_max_size=_int(env, "SPECVIZ_QUEUE_SIZE", base.queue_max_size or 0) or None,
@@ -167,7 +170,8 @@ class AppConfig:
     def public_defaults(cls) -> "AppConfig":
         """Public mode's limits (docs/hosting.md lists them; each variable above overrides its own)."""
         return cls(public=True, max_new_tokens_cap=128, default_max_new_tokens=64, max_prompt_chars=2_000,
-                   max_upload_bytes=5 * 1024 * 1024, max_columns=4, concurrency=2, queue_max_size=32,
+                   max_upload_bytes=12 * 1024 * 1024, max_replay_json_bytes=48 * 1024 * 1024, max_columns=4,
+                   concurrency=2, queue_max_size=32,
                    max_pairs=1, max_step_delay_s=0.5, measure_repeats=2, max_measure_columns=3,
                    max_run_cost=16_384, run_deadline_s=120, max_wait_s=10, max_runs_per_minute=10,
                    max_uploads_per_minute=10, max_upload_bytes_per_minute=32 * 1024 * 1024,

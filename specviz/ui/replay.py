@@ -1,4 +1,5 @@
-"""Replaying uploaded trace files (no model needed): each file read within the upload cap and checked
+"""Replaying uploaded trace files (no model needed): each file (``.json`` or ``.json.gz``) read within the
+upload cap and, decompressed, within what is left of the replay's JSON cap, and checked
 (``runner.load_trace_file``), one column per trace, the download's copy, and the sidebar set to what
 the traces ran with (the column editor and the sampling settings) so Run runs them again here.
 """
@@ -12,6 +13,7 @@ from typing import Any, Mapping
 from specviz.algorithms.registry import AlgorithmSpec
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
+from specviz.trace_io import ReadBudget
 from specviz.ui.config import AppConfig
 from specviz.ui.editor import ColumnEditor
 from specviz.ui.layout import SLIDER_RANGES, Page, View
@@ -99,9 +101,11 @@ class Replay:
             note = f"showing the first {self.n_slots} of {len(paths)} files (the others were not read)"
             paths = paths[: self.n_slots]
         traces, sources, problems = [], [], []
+        # each file within the upload cap, their JSON (decompressed) within one replay's cap, all together
+        budget = ReadBudget(self.config.max_upload_bytes, self.config.max_replay_json_bytes)
         for path in paths:
             try:
-                traces.append(load_trace_file(path, self.config.max_upload_bytes))
+                traces.append(load_trace_file(path, budget))
                 sources.append(path)
             except SpecvizError as exc:
                 problems.append(str(exc))

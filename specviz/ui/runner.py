@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import specviz
-from specviz import interrupt, metrics
+from specviz import interrupt, metrics, trace_io
 from specviz.algorithms.registry import ALGORITHMS
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
@@ -323,22 +323,24 @@ EXPORT_NAME_CHARS = 80  # the file name's label part (a label can be any length:
 
 
 def export(col: Column, directory: str | None = None, quota: int | None = None) -> str | None:
-    """Write the column's trace as JSON; returns the path. With ``quota`` (bytes, all exports in the
-    directory together), a trace larger than the quota is not written, and older exports go first."""
+    """Write the column's trace as JSON, gzip-compressed (``.json.gz``) when it is over
+    ``trace_io.COMPRESS_OVER`` (a small one stays plain ``.json``, readable as it is); returns the path.
+    With ``quota`` (bytes, all exports in the directory together), a file larger than the quota is not
+    written, and older exports go first."""
     if col.trace is None:
         return None
     root = directory or export_root()
     if directory is None:
         sweep_exports(root)
-    text = col.trace.to_json()
-    if quota is not None and len(text.encode("utf-8")) > quota:
+    data, suffix = trace_io.for_download(col.trace.to_json(), trace_io.COMPRESS_OVER)
+    if quota is not None and len(data) > quota:
         return None
     folder = os.path.join(root, uuid.uuid4().hex[:12])
     os.makedirs(folder, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", col.label).strip("_")[:EXPORT_NAME_CHARS] or col.algorithm
-    path = os.path.join(folder, f"specviz-{safe}.json")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    path = os.path.join(folder, f"specviz-{safe}{suffix}")
+    with open(path, "wb") as fh:
+        fh.write(data)
     col.path = path
     write_tokens_csv(col, folder, safe)
     if quota is not None:
@@ -363,7 +365,8 @@ def write_tokens_csv(col: Column, folder: str, safe: str) -> None:
 def export_copy(col: Column, source: str, quota: int | None = None) -> str | None:
     """A replayed column's download: the uploaded file itself, copied byte for byte into the export
     directory (``export`` would serialise the whole trace again: 16 s for a 12,000-step trace). Its
-    metrics are the file's own; the page shows them recomputed (``replay_metrics``)."""
+    metrics are the file's own; the page shows them recomputed (``replay_metrics``). A gzip upload
+    stays gzip, named ``.json.gz``."""
     root = export_root()
     sweep_exports(root)
     size = os.path.getsize(source)
@@ -372,7 +375,9 @@ def export_copy(col: Column, source: str, quota: int | None = None) -> str | Non
     folder = os.path.join(root, uuid.uuid4().hex[:12])
     os.makedirs(folder, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", col.label).strip("_")[:EXPORT_NAME_CHARS] or col.algorithm
-    path = os.path.join(folder, f"specviz-{safe}.json")
+    with open(source, "rb") as fh:
+        suffix = ".json.gz" if fh.read(2) == trace_io.GZIP_MAGIC else ".json"
+    path = os.path.join(folder, f"specviz-{safe}{suffix}")
     shutil.copyfile(source, path)
     col.path = path
     if col.trace is not None and len(col.trace.steps) <= REPLAY_CSV_MAX_STEPS:
@@ -382,20 +387,20 @@ def export_copy(col: Column, source: str, quota: int | None = None) -> str | Non
     return path
 
 
-def load_trace_file(path: str, max_bytes: int) -> RunTrace:
-    """Read one uploaded trace, refusing it with a clear message if it is too large, malformed or
-    incoherent (``specviz.trace_check``); its metrics are recomputed from its steps (``replay_metrics``)."""
-    size = os.path.getsize(path)
+def load_trace_file(path: str, max_bytes: int | trace_io.ReadBudget) -> RunTrace:
+    """Read one uploaded trace (``.json`` or ``.json.gz``), refusing it with a clear message if it is too
+    large, malformed or incoherent (``specviz.trace_check``); its metrics are recomputed from its steps
+    (``replay_metrics``). ``max_bytes``: the file's cap (its JSON then up to ``trace_io.MAX_JSON_BYTES``
+    once decompressed), or a ``trace_io.ReadBudget`` shared by the files of one replay, charged with the
+    JSON this one held."""
+    budget = max_bytes if isinstance(max_bytes, trace_io.ReadBudget) else \
+        trace_io.ReadBudget(max_bytes, trace_io.MAX_JSON_BYTES, "the limit is {cap} MB")
     name = os.path.basename(path)
-    if size > max_bytes:
-        raise specviz.TraceFormatError(
-            f"{name} is {size / 1e6:.1f} MB; this app accepts traces up to {max_bytes / 1e6:.1f} MB.")
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise specviz.TraceFormatError(f"{name} is not a text (UTF-8 JSON) file.") from exc
+    if budget.left <= 0:
+        raise specviz.TraceFormatError(f"{name} was not read: {budget.says()}.")
+    text = trace_io.read_trace_text(path, budget.file_bytes, min(budget.left, trace_io.MAX_JSON_BYTES),
+                                    budget.says())
+    budget.charge(len(text))
     try:
         trace = RunTrace.from_json(text)
         check_trace(trace)
