@@ -318,7 +318,7 @@ def test_uploads_over_the_limit_get_429_with_a_sentence(server):
     assert text.startswith(f"This app takes at most {per_minute} uploads and {mb_per_minute} MB a minute from one "
                            "address; try again in ")
     assert server.upload(b"{}", "198.51.100.2")[0] == 200  # another client has its own minute
-    big = b"[" + b"0," * 2_499_999 + b"0]"  # 5,000,001 bytes: under the 5 MB a file
+    big = b"[" + b"0," * 2_499_999 + b"0]"  # 5,000,001 bytes: under the 12 MB a file
     statuses = [server.upload(big, "198.51.100.3")[0] for _ in range(7)]
     assert statuses == [200] * 6 + [429]  # 7 x 5 MB is over 32 MB a minute
     assert server.upload(b"{}", "198.51.100.4", chunked=True)[0] == 411  # a size it does not declare

@@ -54,7 +54,7 @@ class Slot:
                 lengths=gr.Plot(show_label=False, visible=False, elem_id=f"sv-lengths-{i}"),
                 beams=gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
                 theory=gr.Plot(show_label=False, visible=False, elem_id=f"sv-theory-{i}"),
-                download=gr.DownloadButton("⬇ trace JSON", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
+                download=gr.DownloadButton("⬇ trace", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
                 download_csv=gr.DownloadButton("⬇ tokens CSV", visible=False, size="sm", elem_id=f"sv-dl-csv-{i}"),
             )
 
