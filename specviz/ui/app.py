@@ -15,6 +15,7 @@ handlers in-process (``ex.run(...)``, ``ex.scrub(...)``); ``launch()`` builds, q
 from __future__ import annotations
 
 import html
+import inspect
 import os
 import time
 from typing import Any, Callable
@@ -337,6 +338,12 @@ def launch(demo: gr.Blocks | None = None, **kwargs: Any) -> Any:
     if os.path.basename(temp.rstrip(os.sep)).startswith("specviz-gradio-"):  # ours, not an operator's directory
         start_quota_sweeper(temp, config.max_temp_bytes)
     ours = launch_kwargs(config)
+    if "_frontend" in inspect.signature(demo.launch).parameters:
+        # Gradio asks for the page once before it returns, giving up at the first 3 s timeout with "When
+        # localhost is not accessible, a shareable link must be created" and no app; the first page can
+        # take longer on a busy CPU (a fresh-clone CI run lost the real pair's app so). The server is up
+        # either way: skip that check (its only use of ``_frontend``; gradio 6.31).
+        ours["_frontend"] = False
     if "app_kwargs" in ours and "app_kwargs" in kwargs:  # the caller's FastAPI arguments, and our middleware
         given = dict(kwargs["app_kwargs"] or {})
         given["middleware"] = [*given.get("middleware", []), *ours["app_kwargs"]["middleware"]]
