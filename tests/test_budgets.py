@@ -502,3 +502,21 @@ def test_gradios_upload_route_answers_429_over_the_limit(monkeypatch, tmp_path):
     assert upload(first, fill=b"y").status_code == 200
     kept = sorted(f.read_bytes()[:1] for f in tmp_path.rglob("t.json"))
     assert kept == [b"x", b"x", b"y"]  # what was let through (two distinct contents from the first), nothing refused
+
+
+def test_a_page_load_copies_no_model(pair_dirs, shared_registry, monkeypatch):
+    """Gradio deep-copies the page's config on every page load (``routes.get_config``): nothing in it may
+    reach the loaded models (a bound method as the state's delete callback copied the default pair's
+    weights on each load: 2.5 GB and 5 s, and concurrent loads ran out of memory)."""
+    import torch
+    from gradio import utils as gradio_utils
+
+    copied = []
+    monkeypatch.setattr(torch.nn.Parameter, "__deepcopy__", lambda self, memo: copied.append(1) or self)
+    monkeypatch.setattr(torch.Tensor, "__deepcopy__", lambda self, memo: copied.append(1) or self)
+    ex = make(pair_dirs, shared_registry)
+    demo = ex.build()
+    config = gradio_utils.safe_deepcopy(demo.config)
+    assert copied == [], f"a page load copied {len(copied)} tensors"
+    callback = config["components"][0]["props"]["delete_callback"]
+    callback(Session(pair_key=ex.default_key))  # a dropped state (what it stops: the test above)

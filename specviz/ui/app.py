@@ -120,8 +120,16 @@ class Explorer:
                         delete_cache=(3600, 3600)) as demo:
             # a visitor's state expires (public: session_ttl_s after its last change) and Gradio keeps at
             # most session_capacity of them (launch_kwargs); a dropped state stops its run, if any
+            loop = self.loop
+
+            def session_deleted(state: Any) -> None:  # a function, not the bound method: see below
+                loop.session_deleted(state)
+
+            # Gradio deep-copies the page's config on every page load (routes.get_config); a bound
+            # method there is copied with its object, which reaches the loaded models (2.5 GB and 5 s
+            # a load for the default pair, and concurrent loads ran out of memory); a function is not
             session = gr.State(Session(pair_key=self.default_key), time_to_live=cfg.session_ttl_s,
-                               delete_callback=self.loop.session_deleted)
+                               delete_callback=session_deleted)
             gr.HTML(HEADER_HTML, elem_id="sv-header")
             with gr.Sidebar(width=370, open=True, label="Settings", elem_id="sv-sidebar"):
                 gr.Markdown("### Model pair")
