@@ -48,6 +48,15 @@ class RunLoop:
         self.runs = RunRegistry()
         self.limiter = RunLimiter(config.max_runs_per_minute, clock)
 
+    def admit(self, session: Session, refusal: str | None) -> tuple[RunControl | None, View | None]:
+        """A checked run or Measure starts here: refused (``refusal``, then the visitor's rate), or busy
+        (a run already going in this page), each as the page's message; else its ``RunControl``."""
+        refusal = refusal or self.limiter.allow(visitor_key(session))
+        control = None if refusal else self.runs.begin(id(session))
+        if control is None:
+            return None, message_view(session, refusal or BUSY)
+        return control, None
+
     def run(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
             top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
         """Run the columns side by side (``columns``: each an algorithm and its settings, ``ui.columns``),
@@ -63,14 +72,10 @@ class RunLoop:
             yield {**message_view(session, req.refusal), **(input_view(req.checked) if req.checked else {})}
             return
         pace, problem = check_pace(pace, self.config.max_step_delay_s)
-        refusal = (problem or over_budget(req.columns, req.checked.max_new_tokens, self.config)
-                   or self.limiter.allow(visitor_key(session)))
-        if refusal:
-            yield message_view(session, refusal)
-            return
-        control = self.runs.begin(id(session))
-        if control is None:
-            yield message_view(session, BUSY)
+        control, refused = self.admit(session, problem or over_budget(req.columns, req.checked.max_new_tokens,
+                                                                     self.config))
+        if refused:
+            yield refused
             return
         expired = deadline(self.config.run_deadline_s, self.clock)
         wait_left = [float("inf") if self.config.max_wait_s is None else float(self.config.max_wait_s)]
@@ -154,14 +159,10 @@ class RunLoop:
         if req.refusal:
             yield message_view(session, req.refusal)
             return
-        refusal = (over_budget(req.columns, req.checked.max_new_tokens, self.config, measure=True)
-                   or self.limiter.allow(visitor_key(session)))
-        if refusal:
-            yield message_view(session, refusal)
-            return
-        control = self.runs.begin(id(session))
-        if control is None:
-            yield message_view(session, BUSY)
+        control, refused = self.admit(session, over_budget(req.columns, req.checked.max_new_tokens, self.config,
+                                                           measure=True))
+        if refused:
+            yield refused
             return
         expired = deadline(self.config.run_deadline_s, self.clock)
         checked = req.checked
