@@ -109,3 +109,57 @@ def test_wrong_types_are_refused_with_the_field_named():
         RunTrace.from_dict(_replace(VALID, ("steps", 0, "forest", 0, "token_id"), math.inf))
     with pytest.raises(TraceFormatError):
         RunTrace.from_json(12)
+
+
+# ``trace.loads`` (orjson where it reads exactly what json reads, json.loads otherwise): the same values,
+# types, key order and float bits as ``json.loads``, and the same error, for any text.
+def _same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return a == b
+
+
+def _outcome(parse, text):
+    try:
+        return "ok", parse(text)
+    except Exception as exc:  # noqa: BLE001 - the kind and words of the error are compared
+        return "error", (type(exc), str(exc))
+
+
+def _parses_as_json(text) -> None:
+    from specviz.trace import loads
+
+    want, got = _outcome(json.loads, text), _outcome(loads, text)
+    assert want[0] == got[0] and (_same(want[1], got[1]) if want[0] == "ok" else want[1] == got[1]), (text, want, got)
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 1, "a": 2}', '{"a": 1, "b": 2, "a": 3}', "1e999", "-1e999", "NaN", "[Infinity, -Infinity]", "-0", "-0.0",
+    "18446744073709551615", "18446744073709551616", "-9223372036854775808", "-9223372036854775809",
+    "9999999999999999999", "-9999999999999999999", '{"seed":\t123456789012345678901234567890}',
+    '[1,\n-12345678901234567890]', "1e-0000000000000000000001", '"\\ud800"', '{"\\ud800": 1}', '"\ud800"',
+    "\ufeff{}", " {} ", "{} x", "[" * 2000 + "]" * 2000, '"\\u0000"', "[5e-324, 2.2250738585072014e-308]",
+    "0.30000000000000004441", "1.00000000000000011102230246251565404236316680908203125", '"12345678901234567890"',
+    b'\xef\xbb\xbf{"a": 1}', '{"a": 1}'.encode("utf-16"), '{"a": 1}'.encode("utf-32-le"), b"\xff", b'{"a": 1}',
+])
+def test_loads_reads_as_json_does(text):
+    _parses_as_json(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_loads_reads_any_json_as_json_does(value):
+    _parses_as_json(json.dumps(value, allow_nan=True))
+    _parses_as_json(json.dumps(value, allow_nan=True, ensure_ascii=False))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=200), st.binary(max_size=200)))
+def test_loads_reads_any_text_as_json_does(text):
+    _parses_as_json(text)

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from specviz.algorithms.registry import AlgorithmSpec
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
+from specviz.trace import gc_paused
 from specviz.trace_io import ReadBudget
 from specviz.ui.config import AppConfig
 from specviz.ui.editor import ColumnEditor
@@ -100,6 +101,14 @@ class Replay:
         if len(paths) > self.n_slots:  # only the files shown are read at all
             note = f"showing the first {self.n_slots} of {len(paths)} files (the others were not read)"
             paths = paths[: self.n_slots]
+        # the collector paused from the read to the first view: a 12,000-step trace is some 400,000
+        # objects, and collecting while its figures are drawn walked them all two or three times (0.5 to
+        # 1.3 s of an upload); it collects once afterwards, as it would on its own (``trace.gc_paused``)
+        with gc_paused():
+            return self._show(paths, session, note)
+
+    def _show(self, paths: list[str], session: Session, note: str) -> View:
+        """``upload`` once its files are known: read, check and show them."""
         traces, sources, problems = [], [], []
         # each file within the upload cap, their JSON (decompressed) within one replay's cap, all together
         budget = ReadBudget(self.config.max_upload_bytes, self.config.max_replay_json_bytes)
