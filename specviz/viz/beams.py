@@ -5,7 +5,8 @@ arXiv 2409.16560): pure functions of a ``RunTrace`` / ``StepRecord``.
   its drafted layers to the right), nodes and edges coloured by beam, the node's verification
   status as its outline (one trace per beam and status, ``meta`` the status and ``customdata`` the
   node ids: a click opens the node's view, ``viz.beam_story.beam_node_story``), and the beams kept
-  at the end of the step (``controller["kept"]``, or every node of a ``beam`` step) marked with a star.
+  at the end of the step (``controller["kept"]``, or every node of a ``beam`` step) drawn as stars
+  (the node's own marker, so the mark never falls on an edge or a label beside it).
 * ``width_figure(trace, step)``: left, the kept width W_L per layer (rows) and step (columns) as a
   heat map (the bonus layer included); right, for the selected step, the law P(m accepted) of each
   verified layer as bars and P(#accepted >= K) as markers, with the threshold t as a line: the
@@ -39,6 +40,9 @@ from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, a
 # the widths heat map writes each cell's width in it up to this many steps (at phone width a cell is
 # then about 10 px wide); beyond, the hover says it
 CELL_TEXT_STEPS = 10
+# a forest node's marker (px, without its 3 px status outline) and a kept node's star: a star of the same
+# size looks smaller than the circle, so it is drawn a little larger, still well within a row (26 px)
+NODE_SIZE, KEPT_SIZE = 12, 15
 
 
 def _state(step: StepRecord | None) -> BeamStepState | None:
@@ -184,17 +188,19 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
             "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
             "text": [html_escape(visible_text(n.token_text, 8)) for n in nodes], "textposition": "top center",
             "textfont": {"family": MONO, "size": 10},
-            "hovertext": [f"node {n.id} · beam {b}<br>{html_escape(repr(n.token_text))}<br>status {n.status}"
+            "hovertext": [f"node {n.id} · beam {b}{' · ★ kept' if n.id in kept else ''}<br>{html_escape(repr(n.token_text))}"
+                          f"<br>status {n.status}"
                           f"<br>q {fmt(n.q)} · p {fmt(n.p)} · accept {fmt(n.accept_prob)}{_said(n, idx)}"
                           for n in nodes],
             "hoverinfo": "text",
-            "marker": {"size": 12, "color": series_color(b + 1),
+            # a kept node is drawn as a star, in its place: no mark of its own beside it, which would fall on
+            # the edges to its children or its neighbours' labels at some widths
+            "marker": {"size": [KEPT_SIZE if n.id in kept else NODE_SIZE for n in nodes],
+                       "symbol": ["star" if n.id in kept else "circle" for n in nodes], "color": series_color(b + 1),
                        "line": {"width": 3, "color": [STATUS_COLORS.get(n.status, "#9ca3af") for n in nodes]}}})
-    marks = [n for n in step.forest if n.id in kept]
-    if marks:
-        data.append({"type": "scatter", "mode": "markers", "name": "kept beams",
-                     "x": [pos[n.id][0] + 0.18 for n in marks], "y": [pos[n.id][1] for n in marks],
-                     "hoverinfo": "skip", "marker": {"symbol": "star", "size": 11, "color": CURRENT_COLOR}})
+    if any(n.id in kept for n in step.forest):  # the legend's entry only: the stars are the nodes themselves
+        data.append({"type": "scatter", "mode": "markers", "name": "kept beams", "x": [None], "y": [None],
+                     "hoverinfo": "skip", "marker": {"symbol": "star", "size": KEPT_SIZE, "color": "#6b7280"}})
     rows = len({y for _, y in pos.values()}) + len(beam_y)
     title = f"Beam forest · step {step.index + 1}"
     layout = base_layout(title)
