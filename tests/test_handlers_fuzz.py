@@ -131,8 +131,17 @@ def preprocessed(demo: gr.Blocks, fn_index: int, inputs: list[Any]) -> bool:
     return True
 
 
-def directly(fn: Any, args: list[Any]) -> list[Any]:
-    out = fn(*args)
+def named(block_fn: Any, args: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+    """``args`` (in the order of ``block_fn.inputs``) as Gradio passes them: the named inputs
+    (``inputs_kwargs``, last) by name, the others in order."""
+    names = list(block_fn.input_keyword_names)
+    n = len(args) - len(names)
+    return list(args[:n]), dict(zip(names, args[n:]))
+
+
+def directly(block_fn: Any, args: list[Any]) -> list[Any]:
+    positional, keywords = named(block_fn, args)
+    out = block_fn.fn(*positional, **keywords)
     return list(out) if isinstance(out, Iterator) else [out]
 
 
@@ -140,7 +149,9 @@ def base_inputs(ex: Explorer, block_fn: Any) -> list[Any]:
     """Valid values for every input: the components' own, and for a run a short one of ``ar``."""
     base = [getattr(b, "value", None) for b in block_fn.inputs]
     if block_fn.name in ("run", "measure"):
-        base[1], base[2], base[7] = "def f(x):\n", 2, ["ar"]
+        given = {"prompt": "def f(x):\n", "max_new_tokens": 2, "columns": ["ar"]}
+        for name, value in given.items():
+            base[block_fn.input_parameter_names.index(name)] = value
     return base
 
 
@@ -217,7 +228,7 @@ def test_hostile_values_through_gradio_and_directly(app, tmp_path, monkeypatch):
         # the handler itself, given the raw value with a fresh valid session
         raw = [Session(pair_key=ex.default_key) if b.stateful else a for b, a in zip(block_fn.inputs, args)]
         try:
-            assert_clean(directly(block_fn.fn, raw), what + " (direct)")
+            assert_clean(directly(block_fn, raw), what + " (direct)")
         except gr.Error as exc:
             assert_clean([exc.message], what)
         except AssertionError as exc:
@@ -243,7 +254,7 @@ def test_session_state_of_the_wrong_type(app):
             args = [bad if b.stateful else a for b, a in zip(block_fn.inputs, base)]
             what = f"fn_index {i} ({block_fn.name}) with state {bad!r}"
             try:
-                assert_clean(directly(block_fn.fn, args), what)
+                assert_clean(directly(block_fn, args), what)
             except gr.Error as exc:
                 assert_clean([exc.message], what)
             except Exception as exc:  # noqa: BLE001

@@ -836,3 +836,95 @@ def test_greedy_divergence_is_marked_in_the_text(explorer):
     assert render.divergence(sd, ar.trace) == 4
     html = render.slot_view(sd, 1, 0, diverge_at=4).tokens
     assert html.count("sv-diverge") == 1 and "differs from ar" in html
+
+
+# ---- one declaration per panel, per figure; Run and Measure by name (issue #22, point 4) ------------------
+
+PANEL_IDS = {"header": "sv-head-{}", "tokens": "sv-text-{}", "tree": "sv-tree-{}", "narrative": "sv-story-{}",
+             "distribution": "sv-dist-{}", "controller": "sv-ctrl-{}", "lengths": "sv-lengths-{}",
+             "beams": "sv-beams-{}", "theory": "sv-theory-{}", "download": "sv-dl-{}", "download_csv": "sv-dl-csv-{}"}
+
+
+def test_a_column_panel_is_one_declaration(explorer):
+    """``layout.PANELS`` is the one declaration of a column's panels: the column's components, their
+    order and element ids (the browser tests'), ``render.SlotView``'s fields and defaults, and what
+    ``views.slot_views`` sends all follow from it."""
+    from dataclasses import fields
+
+    from specviz.ui import layout, views
+
+    names = [p.name for p in layout.PANELS]
+    assert names == list(PANEL_IDS) and Slot.panels() == ["column", *names]
+    assert [(f.name, f.default) for f in fields(render.SlotView)] == [(p.name, p.hidden) for p in layout.PANELS]
+    with pytest.raises(TypeError):
+        render.SlotView(sidebar="x")  # a panel not declared
+    explorer.build()
+    page = explorer.page
+    for i, slot in enumerate(page.slots):
+        assert slot.column.elem_id == f"sv-col-{i}"
+        assert [slot.components[p].elem_id for p in names] == [PANEL_IDS[p].format(i) for p in names]
+        with pytest.raises(AttributeError):
+            slot.sidebar
+    # hidden until there is something to show: as the page has always opened
+    shown = {p.name for p in layout.PANELS if page.slots[0].components[p.name].visible is not False}
+    assert shown == {"header", "tokens", "tree"}
+    # a full forced view sends every declared panel of a column, each as its update says
+    trace = specviz.decode(explorer.registry.get(explorer.default_key), "sd", [1, 2, 3], max_new_tokens=3)
+    session = Session(columns=[Column("sd", "sd", trace=trace, done=True)], source="replay")
+    out = views.slot_views(session, 0, explorer.n_slots, full=True, force=True)
+    assert {k for k in out if k[1] == 0} == {(p, 0) for p in Slot.panels()}
+    v = render.slot_view(session.columns[0], 0, 0)
+    for p in layout.PANELS:
+        expected = p.update(getattr(v, p.name))
+        got = out[p.name, 0]
+        assert type(got) is type(expected)
+        if isinstance(got, gr.components.Component):
+            assert got.visible == expected.visible
+    assert out["distribution", 0].visible is False and out["tree", 0] is not None
+
+
+def test_the_comparison_figures_are_one_declaration_each(explorer):
+    """``layout.FIGURES``: the page's figure components (ids, rows), the outputs after the table and the
+    values ``render.comparison`` computes, by one name each."""
+    from specviz.ui import layout
+
+    demo = explorer.build()
+    page = explorer.page
+    names = [f.name for f in layout.FIGURES]
+    assert names == ["per_step", "cumulative", "hist", "time", "positions", "race", "latency"]
+    assert [page.figures[n].elem_id for n in names] == [f.elem_id for f in layout.FIGURES]
+    assert page.race is page.figures["race"] and page.component("race") is page.figures["race"]
+    outputs = page.outputs()
+    at = outputs.index(page.table)
+    assert outputs[at + 1: at + 1 + len(names)] == [page.figures[n] for n in names]
+    rows = {}
+    for b in demo.blocks.values():
+        if isinstance(b, gr.Row) and "sv-figrow" in (b.elem_classes or []):
+            rows[b._id] = [c.elem_id for c in b.children]
+    assert sorted(rows.values()) == [["sv-hist", "sv-time"], ["sv-per-step", "sv-cumulative"],
+                                     ["sv-positions", "sv-race"]]
+    assert set(render.comparison(Session(), 0)) == {"table", *names}
+
+
+def test_run_and_measure_take_their_values_by_name(explorer):
+    """Gradio passes Run's, Measure's and the sampling message's values by parameter name
+    (``inputs_kwargs``), never by position; the API keeps the names and their order."""
+    import inspect
+
+    demo = explorer.build()
+    page = explorer.page
+    fns = {}
+    for f in demo.fns.values():
+        fns.setdefault(f.name, []).append(f)
+    for name in ("run", "measure", "input_message"):
+        for f in fns[name]:
+            assert list(f.input_keyword_names) == f.input_parameter_names  # every input named
+            params = list(inspect.signature(getattr(explorer, name)).parameters)
+            assert f.input_parameter_names == [p for p in params if p in f.input_parameter_names]
+            by_name = dict(zip(f.input_parameter_names, f.inputs))
+            assert by_name["session"] is page.session and by_name["seed"] is page.seed
+            assert by_name["max_new_tokens"] is page.max_new and by_name["top_k"] is page.top_k
+    api = demo.get_api_info()["named_endpoints"]
+    for endpoint in ("/run", "/measure"):
+        assert [p["parameter_name"] for p in api[endpoint]["parameters"]] == [
+            "prompt", "max_new_tokens", "temperature", "top_p", "top_k", "seed", "columns", "pace", "chat"]

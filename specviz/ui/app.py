@@ -30,7 +30,7 @@ from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads
 from specviz.ui.editor import ColumnEditor, param_elem_id  # noqa: F401  (param_elem_id: tests import it here)
 from specviz.ui.examples import CHAT_PROMPTS, CODE_PROMPTS, example_prompts
 from specviz.ui.gpu import gpu
-from specviz.ui.layout import SLIDER_RANGES, Controls, Page, Slot
+from specviz.ui.layout import SLIDER_RANGES, Controls, Page, Slot, declare_figures
 from specviz.ui.measure import measurements_html
 from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
 from specviz.ui.pair_loading import CUSTOM, PairLoader  # noqa: F401  (CUSTOM: tests import it here)
@@ -218,16 +218,7 @@ class Explorer:
 
             gr.Markdown("## Comparison", elem_id="sv-compare-title")
             table = gr.HTML(render.table_html(Session()), elem_id="sv-table")
-            with gr.Row(elem_classes=["sv-figrow"]):
-                fig_per_step = gr.Plot(show_label=False, elem_id="sv-per-step")
-                fig_cumulative = gr.Plot(show_label=False, elem_id="sv-cumulative")
-            with gr.Row(elem_classes=["sv-figrow"]):
-                fig_hist = gr.Plot(show_label=False, elem_id="sv-hist")
-                fig_time = gr.Plot(show_label=False, elem_id="sv-time")
-            with gr.Row(elem_classes=["sv-figrow"]):
-                fig_positions = gr.Plot(show_label=False, elem_id="sv-positions")
-                fig_race = gr.Plot(show_label=False, elem_id="sv-race")
-            fig_latency = gr.Plot(show_label=False, elem_id="sv-latency")
+            figures = declare_figures()
             gr.Markdown("## Measure", elem_id="sv-measure-title")
             with gr.Row(equal_height=True):
                 measure_btn = gr.Button("Measure ⏱", size="sm", scale=0, min_width=120, elem_id="sv-measure-btn")
@@ -237,9 +228,8 @@ class Explorer:
             measurements = gr.HTML(measurements_html([]), elem_id="sv-measure")
 
             page = Page(session=session, status=status, run_btn=run_btn, stop_btn=stop_btn, measure_btn=measure_btn,
-                        input_msg=input_msg, slider=slider, step_label=step_label, table=table, per_step=fig_per_step,
-                        cumulative=fig_cumulative, hist=fig_hist, time=fig_time, positions=fig_positions,
-                        race=fig_race, latency=fig_latency, measurements=measurements,
+                        input_msg=input_msg, slider=slider, step_label=step_label, table=table, figures=figures,
+                        measurements=measurements,
                         max_new=max_new, seed=seed, temperature=temperature, top_p=top_p, top_k=top_k, slots=slots)
             controls = Controls(pair_choice=pair_choice, pair_note=pair_note, custom_group=custom_group,
                                 custom_target=custom_target, custom_draft=custom_draft, load_btn=load_btn,
@@ -269,18 +259,25 @@ class Explorer:
                          ).then(pairs.chat_default, [session], [c.chat], queue=False, **private)
         # the columns and the sampling inputs
         c.editor.wire()
-        checked_inputs = [session, c.prompt, page.max_new, page.top_k, page.seed, c.chat]
+        # named inputs (``inputs_kwargs``): each value reaches the handler's parameter of that name; the API
+        # takes them in this order, under these names
+        checked_inputs = dict(session=session, prompt=c.prompt, max_new_tokens=page.max_new, top_k=page.top_k,
+                              seed=page.seed, chat=c.chat)
         for box in (page.max_new, page.top_k, page.seed, c.chat):
-            box.change(page.wire(checker.input_message), checked_inputs, outputs, queue=False, **private)
-        c.prompt.blur(page.wire(checker.input_message), checked_inputs, outputs, queue=False, **private)
+            box.change(page.wire(checker.input_message), outputs=outputs, inputs_kwargs=checked_inputs, queue=False,
+                       **private)
+        c.prompt.blur(page.wire(checker.input_message), outputs=outputs, inputs_kwargs=checked_inputs, queue=False,
+                      **private)
         # runs
-        run_inputs = [session, c.prompt, page.max_new, page.temperature, page.top_p, page.top_k, page.seed,
-                      c.editor.value, c.pace, c.chat]
-        run_kw = dict(concurrency_limit=cfg.concurrency, concurrency_id="decode", show_progress="minimal",
-                      show_progress_on=[page.status], time_limit=600 if cfg.public else None, trigger_mode="once")
-        page.run_btn.click(gpu(page.wire(loop.run)), run_inputs, outputs, api_name="run", **run_kw)
-        c.prompt.submit(gpu(page.wire(loop.run)), run_inputs, outputs, **private, **run_kw)
-        page.measure_btn.click(gpu(page.wire(loop.measure)), run_inputs, outputs, api_name="measure", **run_kw)
+        run_inputs = dict(session=session, prompt=c.prompt, max_new_tokens=page.max_new, temperature=page.temperature,
+                          top_p=page.top_p, top_k=page.top_k, seed=page.seed, columns=c.editor.value, pace=c.pace,
+                          chat=c.chat)
+        run_kw = dict(inputs_kwargs=run_inputs, concurrency_limit=cfg.concurrency, concurrency_id="decode",
+                      show_progress="minimal", show_progress_on=[page.status], time_limit=600 if cfg.public else None,
+                      trigger_mode="once")
+        page.run_btn.click(gpu(page.wire(loop.run)), outputs=outputs, api_name="run", **run_kw)
+        c.prompt.submit(gpu(page.wire(loop.run)), outputs=outputs, **private, **run_kw)
+        page.measure_btn.click(gpu(page.wire(loop.measure)), outputs=outputs, api_name="measure", **run_kw)
         # no `cancels=`: a cancelled generator never sends its last update; the run ends itself
         page.stop_btn.click(page.wire(loop.stop), [session], outputs, queue=False, **private)
         # steps

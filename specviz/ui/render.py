@@ -1,22 +1,22 @@
 """Session -> what each component shows, as plain values (HTML strings, Plotly figures).
 
-Kept free of Gradio so the views can be tested and timed directly; ``specviz.ui.app`` wraps them
-in component updates. A scrub calls ``slot_view`` only for the columns whose step changed: one tree,
-one text and one controller figure each, all computed from the stored traces.
+Plain values, no Gradio components, so the views can be tested and timed directly; ``ui.views`` makes
+them component updates (each panel's ``update`` in ``layout.PANELS``). A scrub calls ``slot_view``
+only for the columns whose step changed: one tree, one text and one controller figure each, all
+computed from the stored traces.
 """
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import field, make_dataclass
 from typing import Any
-
-import plotly.graph_objects as go
 
 from specviz import viz
 from specviz.algorithms.registry import ALGORITHMS
 from specviz.trace import RunTrace
 from specviz.ui import stepcache
 from specviz.ui.columns import short
+from specviz.ui.layout import FIGURES, PANELS
 from specviz.ui.runner import Column, Session, effective_params
 from specviz.viz import controller as viz_controller
 from specviz.viz import registry as viz_registry
@@ -25,19 +25,11 @@ from specviz.viz.narrative import informative_step, step_narrative
 from specviz.viz.style import algorithm_color
 
 
-@dataclass
-class SlotView:
-    header: str
-    tokens: str
-    tree: go.Figure
-    controller: go.Figure | None
-    narrative: str | None
-    distribution: go.Figure | None
-    download: str | None
-    beams: str | None = None        # a state listing beams (beam / dsbd): the beams' texts and scores (HTML)
-    theory: go.Figure | None = None  # the theory paper's quantities next to the measured ones
-    lengths: go.Figure | None = None  # a Thompson-sampling controller: drafted vs accepted per round
-    download_csv: str | None = None  # the tokens' provenance as CSV, beside the JSON download
+# a column's panels as plain values, one field per ``layout.PANELS`` entry (its ``hidden`` value the
+# default): ``SlotView(header=..., tree=...)``, read as ``view.tree``; an unknown name is a TypeError
+SlotView = make_dataclass("SlotView", [(p.name, Any, field(default=p.hidden)) for p in PANELS])
+SlotView.__doc__ = "What each panel of a column shows (``layout.PANELS``), as plain values."
+SlotView.__module__ = __name__
 
 
 def column_color(col: Column) -> str:
@@ -133,10 +125,10 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     t = col.trace
     header = column_header(col, i, step, running)
     if col.error and (t is None or not t.steps):
-        return SlotView(header, viz.tokens_html(t), viz.message_figure("No tree: the run did not start."),
-                        None, None, None, None)
+        return SlotView(header=header, tokens=viz.tokens_html(t),
+                        tree=viz.message_figure("No tree: the run did not start."))
     if t is None or not t.steps:
-        return SlotView(header, viz.tokens_html(t), viz.tree_figure(None), None, None, None, None)
+        return SlotView(header=header, tokens=viz.tokens_html(t), tree=viz.tree_figure(None))
     n = len(t.steps)
     k = col.step_shown(step)
     current = k if (col.pin is not None or step < n or not col.done) else None
@@ -153,8 +145,9 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     if col.selected is not None:
         dist = distribution_figure(t.steps[k], col.selected)
     lengths = lengths_view(t, k) if lengths_view else None
-    return SlotView(header, tokens, tree, ctrl, story, dist, col.path if col.done else None, beams_html, theory_fig,
-                    lengths, col.csv_path if col.done else None)
+    return SlotView(header=header, tokens=tokens, tree=tree, controller=ctrl, narrative=story, distribution=dist,
+                    download=col.path if col.done else None, beams=beams_html, theory=theory_fig, lengths=lengths,
+                    download_csv=col.csv_path if col.done else None)
 
 
 def opening_step(trace: RunTrace) -> int:
@@ -216,10 +209,7 @@ def step_label(session: Session) -> str:
 
 
 def comparison(session: Session, step: int) -> dict[str, Any]:
-    """The comparison table and figures; ``step`` places the time series' step marker, which the
-    browser moves afterwards (``ui.style.STEP_JS``)."""
+    """The comparison table and figures (``layout.FIGURES``); ``step`` places the time series' step
+    marker, which the browser moves afterwards (``ui.style.STEP_JS``)."""
     runs = session.runs()
-    return {"table": table_html(session), "per_step": viz.tokens_per_step_figure(runs, step),
-            "cumulative": viz.cumulative_figure(runs, step), "hist": viz.acceptance_histogram_figure(runs),
-            "time": viz.time_breakdown_figure(runs), "positions": viz.acceptance_per_position_figure(runs),
-            "race": viz.race_figure(runs), "latency": viz.step_latency_figure(runs)}
+    return {"table": table_html(session), **{f.name: f.draw(runs, step) for f in FIGURES}}

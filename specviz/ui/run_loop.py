@@ -61,13 +61,15 @@ class RunLoop:
             top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
         """Run the columns side by side (``columns``: each an algorithm and its settings, ``ui.columns``),
         yielding the page as the steps come in. ``chat`` formats the prompt as a user turn in the pair's
-        chat template.
+        chat template. The page passes every value by its parameter's name (``Explorer.wire``); each is
+        checked here (``RequestChecker.check``) whoever sent it.
 
         Paced (``pace`` seconds per step at least, for watching) or, unpaced, throttled to what the
         browser can draw. Stop sets this run's flag; the run notices between two steps and ends with
         its own update, marked "stopped". Its last update re-sends every panel in full."""
         session = self.checker.pairs.session(session)
-        req = self.checker.check(session, prompt, max_new_tokens, top_k, seed, columns, chat, temperature, top_p)
+        req = self.checker.check(session, prompt=prompt, max_new_tokens=max_new_tokens, top_k=top_k, seed=seed,
+                                 columns=columns, chat=chat, temperature=temperature, top_p=top_p)
         if req.refusal:
             yield {**message_view(session, req.refusal), **(input_view(req.checked) if req.checked else {})}
             return
@@ -153,9 +155,11 @@ class RunLoop:
     def measure(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
                 top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
         """Time the columns (each an algorithm and its settings) one after another, unpaced, with a warm-up
-        and repeats (medians): one row per column. ``pace`` is not used (Measure is never paced)."""
+        and repeats (medians): one row per column. ``pace`` is not used (Measure is never paced). The
+        values come by name, as Run's."""
         session = self.checker.pairs.session(session)
-        req = self.checker.check(session, prompt, max_new_tokens, top_k, seed, columns, chat, temperature, top_p)
+        req = self.checker.check(session, prompt=prompt, max_new_tokens=max_new_tokens, top_k=top_k, seed=seed,
+                                 columns=columns, chat=chat, temperature=temperature, top_p=top_p)
         if req.refusal:
             yield message_view(session, req.refusal)
             return

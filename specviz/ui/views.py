@@ -12,7 +12,7 @@ import html
 import gradio as gr
 
 from specviz.ui import render, stepcache
-from specviz.ui.layout import View
+from specviz.ui.layout import PANELS, View
 from specviz.ui.runner import Session
 
 
@@ -20,8 +20,9 @@ def slot_views(session: Session, step: int, n_slots: int, *, full: bool, force: 
                text: bool = True) -> View:
     """Per-column panels, sending only what changed on screen unless ``force``.
 
-    A column's text is re-sent only when the text itself changes (new steps, finished, pinned); its
-    step panels (tree, narrative, distribution, controller) only when the step it shows changes.
+    Each panel is sent as its ``layout.PANELS`` entry says: a column's text only when the text itself
+    changes (new steps, finished, pinned); its step panels (tree, narrative, distribution, controller…)
+    only when the step it shows changes.
     ``force`` re-sends everything: a run's last update carries every panel in full, so the page ends
     on the state the server has, whatever became of the updates before it. ``text=False`` leaves the
     texts as they are (a live run re-sends them less often than the trees). ``full`` also sets which
@@ -42,24 +43,17 @@ def slot_views(session: Session, step: int, n_slots: int, *, full: bool, force: 
         text_changed = force or (text and col.shown.get("text") != state)
         step_changed = force or col.shown.get("step") != step_key
         v = render.slot_view(col, i, step, session.running, diverge_at, text=text_changed)
-        out["header", i] = v.header
-        if text_changed:
-            out["tokens", i] = v.tokens if col.pin is None else f'<div class="sv-pinned">{v.tokens}</div>'
-        if step_changed:
-            out["tree", i] = v.tree
-            out["narrative", i] = gr.Markdown(value=v.narrative or "", visible=bool(v.narrative))
-            out["distribution", i] = gr.Plot(value=v.distribution, visible=v.distribution is not None)
-            out["controller", i] = gr.Plot(value=v.controller, visible=v.controller is not None)
-            out["lengths", i] = gr.Plot(value=v.lengths, visible=v.lengths is not None)
-            out["beams", i] = gr.HTML(value=v.beams or "", visible=bool(v.beams))
-            out["theory", i] = gr.Plot(value=v.theory, visible=v.theory is not None)
+        if text_changed and col.pin is not None:
+            v.tokens = f'<div class="sv-pinned">{v.tokens}</div>'
+        if full:
+            out["column", i] = gr.Column(visible=True)
+        sent = {"always": True, "text": text_changed, "step": step_changed, "full": full}
+        for panel in PANELS:  # each panel when its ``sent`` says, as its ``update``
+            if sent[panel.sent]:
+                out[panel.name, i] = panel.update(getattr(v, panel.name))
         if text_changed:
             col.shown["text"] = state
         col.shown["step"] = step_key
-        if full:
-            out["column", i] = gr.Column(visible=True)
-            out["download", i] = gr.DownloadButton(value=v.download, visible=v.download is not None)
-            out["download_csv", i] = gr.DownloadButton(value=v.download_csv, visible=v.download_csv is not None)
     return out
 
 
