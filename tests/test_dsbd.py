@@ -22,7 +22,7 @@ from test_beam import (LAW_RUNS, PROMPT, T1, cache_free_beam_search, eos_pair, e
                        exact_output_law, sequence_loglik)
 from test_beams_law import chi_square_power
 from counting import count_forwards
-from tiny import FAMILIES, chi_square_pvalue, exact_distribution, tiny_pair, with_eos
+from tiny import FAMILIES, chi_square_pvalue, exact_distribution, memoised_forwards, tiny_pair, with_eos
 
 import specviz
 from specviz.core import beams as B
@@ -115,13 +115,14 @@ def test_greedy_width_law_is_binomial_in_the_drafts_confidence():
 
 def run_counts(pair, runs: int, sampling: SamplingConfig = T1, **params) -> tuple[Counter, Counter]:
     counts, ends = Counter(), Counter()
-    for seed in range(runs):
-        trace = specviz.decode(pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, temperature=sampling.temperature,
-                               top_k=sampling.top_k, top_p=sampling.top_p, **params)
-        counts[tuple(trace.output_ids)] += 1
-        for step in trace.steps:
-            c = step.controller.to_json()
-            ends[(len({n.root for n in step.forest}), c["l_last"], c["levels"][-1].get("bonus", False))] += 1
+    with memoised_forwards():  # the same numbers, each distinct model call computed once (tiny.py)
+        for seed in range(runs):
+            trace = specviz.decode(pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, temperature=sampling.temperature,
+                                   top_k=sampling.top_k, top_p=sampling.top_p, record_top_k=0, **params)
+            counts[tuple(trace.output_ids)] += 1
+            for step in trace.steps:
+                c = step.controller.to_json()
+                ends[(len({n.root for n in step.forest}), c["l_last"], c["levels"][-1].get("bonus", False))] += 1
     return counts, ends
 
 
@@ -183,13 +184,14 @@ def test_fixed_width_output_law_with_finished_beams(eos_small_pair):
     and iterations end because every kept beam finished."""
     law = exact_output_law(eos_small_pair, PROMPT, 2, 3, T1)
     counts, inside, all_done = Counter(), 0, 0
-    for seed in range(LAW_RUNS):
-        trace = specviz.decode(eos_small_pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, width=3, min_width=2,
-                               gamma=2, dynamic=False)
-        counts[tuple(trace.output_ids)] += 1
-        inside += any(finished_inside(s) for s in trace.steps)
-        states = [s.controller.to_json() for s in trace.steps]
-        all_done += any(not c["carried"] and c["levels"][-1].get("passed") for c in states)
+    with memoised_forwards():
+        for seed in range(LAW_RUNS):
+            trace = specviz.decode(eos_small_pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, width=3, min_width=2,
+                                   gamma=2, dynamic=False, record_top_k=0)
+            counts[tuple(trace.output_ids)] += 1
+            inside += any(finished_inside(s) for s in trace.steps)
+            states = [s.controller.to_json() for s in trace.steps]
+            all_done += any(not c["carried"] and c["levels"][-1].get("passed") for c in states)
     assert chi_square_pvalue(counts, law) > 1e-3
     assert inside > 0 and all_done > 0, (inside, all_done)
 

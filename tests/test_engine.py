@@ -1,11 +1,12 @@
 """The engine's contracts: calls counted where they happen, controller hooks, trace v2 positions,
 the lossless flag, input validation, and old (v1) traces still loading."""
+import dataclasses
 import json
 
 import pytest
 import torch
 from counting import count_forwards
-from tiny import tiny_pair
+from tiny import memoised_forwards, tiny_pair
 
 import specviz
 import specviz.metrics
@@ -216,6 +217,50 @@ def test_recording_never_changes_the_output(algorithm):
         assert runs[0].output_ids == runs[1].output_ids
         assert not any(s.positions for s in runs[1].steps)
     assert algorithm == "ar" or any(s.positions for s in runs[0].steps)
+
+
+@pytest.mark.parametrize("algorithm", list(specviz.ALGORITHMS))
+def test_memoised_forwards_change_nothing(algorithm):
+    """The exactness tests' memo (``tiny.memoised_forwards``) replays a model call only with the numbers
+    it would compute: every algorithm's steps (trees, p and q, coins, committed tokens, controller
+    states; all but timings) are identical run plainly, and run twice under the memo, the second time
+    replayed call for call wherever no hook watches the model."""
+    from specviz.models.loading import attach_early_exit
+
+    pair = attach_early_exit(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), 1)
+
+    def untimed(step):  # a step without its clock readings (Sequoia's state times its tree's set-up)
+        state = step.controller
+        if hasattr(state, "setup_ms"):
+            state = dataclasses.replace(state, setup_ms=0.0)
+        return dataclasses.replace(step, timings={}, controller=state)
+
+    def steps(seed: int) -> tuple:
+        trace = specviz.decode(pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed)
+        return trace.output_ids, [untimed(s) for s in trace.steps]
+
+    steps(0)  # per-pair caches filled first (Sequoia's tuned tree: its state says whether it was cached)
+    plain = [steps(seed) for seed in range(3)]
+    with memoised_forwards() as memo:
+        first = [steps(seed) for seed in range(3)]
+        calls = len(memo)
+        again = [steps(seed) for seed in range(3)]
+    assert plain == first == again
+    assert calls > 0 and len(memo) == calls  # the first runs filled it; the repeats only replayed
+
+
+def test_a_watched_model_is_never_replayed(pair):
+    """A forward hook (the early-exit drafter's capture of the target's last norm) sees every call."""
+    seen: list[int] = []
+    handle = pair.target.model.norm.register_forward_hook(lambda *_: seen.append(1))
+    try:
+        with memoised_forwards():
+            traces = [specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=6, temperature=1.0, seed=0, gamma=2)
+                      for _ in range(2)]
+    finally:
+        handle.remove()
+    calls = [specviz.metrics.target_calls(trace.steps) for trace in traces]
+    assert len(seen) == sum(calls) and calls[0] == calls[1] > 0
 
 
 def test_greedy_positions_show_only_what_matters(pair):

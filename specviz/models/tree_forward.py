@@ -158,13 +158,21 @@ class CachedLM:
         masks = {kind: self._float_mask(n, rows, cols, None if w is None else positions[:, None] - w)
                  for kind, w in self.windows.items()}
         ids, positions = torch.tensor([tokens], device=self.device), positions[None].to(self.device)
-        if self.lean is not None:
-            logits = self.lean(ids, positions, masks, self.cache, where[0] if n == 1 else None)[0].float()
-        else:
-            logits = self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
-                                position_ids=positions, cache=self.cache, use_cache=True).logits[0].float()
+        logits = self.compute(ids, positions, masks, where[0] if n == 1 else None)
         self.fed.append(n)
         return logits[:, : self.vocab_size] if self.vocab_size else logits
+
+    def compute(self, ids: torch.Tensor, positions: torch.Tensor, masks: dict[str, torch.Tensor],
+                position: int | None) -> torch.Tensor:
+        """The one place the model runs: float32 logits ``[n, V_model]`` of ``ids`` (``[1, n]``) at
+        ``positions`` under ``masks`` (layer type -> additive mask), their KV appended to ``self.cache``.
+        ``position``: a one-token call's position as an int (``LeanForward`` memoises its rotary table).
+        A deterministic function of its arguments, the model and the cache's content (the exactness tests'
+        memo relies on it: ``tests/tiny.py``)."""
+        if self.lean is not None:
+            return self.lean(ids, positions, masks, self.cache, position)[0].float()
+        return self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
+                          position_ids=positions, cache=self.cache, use_cache=True).logits[0].float()
 
     def _float_mask(self, n: int, rows: tuple[int, ...], cols: tuple[int, ...], oldest: torch.Tensor | None
                     ) -> torch.Tensor:
