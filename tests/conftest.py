@@ -34,8 +34,9 @@ def pytest_collection_modifyitems(config, items):
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     units: dict = {}  # a file's tests stay together when they share a costly setup made once per worker:
     for item in items:  # a browser test file's server, or a file that says ONE_WORKER (a loaded model)
-        if together(item):
-            units.setdefault(item.path, []).append(item)
+        if together(item):  # every browser test on the shared app (``app_server``): one unit, one app start
+            units.setdefault("app_server" if "app_server" in getattr(item, "fixturenames", ()) else item.path,
+                             []).append(item)
         elif weight(item):
             units.setdefault(item, []).append(item)
     heavy = sorted(units.values(), key=lambda unit: sum(map(weight, unit)), reverse=True)  # stable: file order
@@ -66,14 +67,20 @@ def app_server(tmp_path_factory):
     from e2e_support import BUNDLED, HAVE_BUNDLED, start_app, stop
 
     tmp = tmp_path_factory.mktemp("e2e")
+    # Measure: a warm-up and one timed run per column (the page's table is checked, not its medians); a live
+    # step waits up to 30 s for the page to draw the one before (the app's default is 3 s): a loaded test
+    # machine's chromium takes seconds to draw a step of four columns, and with 3 s the app sent steps
+    # faster than the page drew them, the page fell behind and a click or screenshot waited for it to
+    # catch up (a Stop click took 69 s). Still a bound: a page that never reports fails the wait.
+    env = {"SPECVIZ_MEASURE_REPEATS": "1", "SPECVIZ_PAGE_WAIT_S": "30"}
     if HAVE_BUNDLED:
-        proc, url, _ = start_app(tmp)
+        proc, url, _ = start_app(tmp, **env)
         pair_dirs = BUNDLED
     else:
         from test_ui_support import save_tiny_pair
 
         pair_dirs = save_tiny_pair(tmp / "pair")
-        proc, url, _ = start_app(tmp, SPECVIZ_TARGET=pair_dirs[0], SPECVIZ_DRAFT=pair_dirs[1])
+        proc, url, _ = start_app(tmp, SPECVIZ_TARGET=pair_dirs[0], SPECVIZ_DRAFT=pair_dirs[1], **env)
     yield url, pair_dirs, tmp
     stop(proc)
 
