@@ -368,3 +368,26 @@ def test_fast_json_matches_plotly(traces):
     for fig in (viz.step_tree_figure(trace, 1), viz.cumulative_figure(runs, 2), viz.tokens_per_step_figure(runs, 0),
                 viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs), viz.message_figure("x")):
         assert json.loads(fig.to_json()) == json.loads(go.Figure.to_json(fig))
+
+
+def test_long_lists_are_not_deep_copied_and_the_figure_is_the_same():
+    """``style.figure`` hands a trace's long lists to the figure as they are (issue #23): the figure's
+    JSON, its plotly dict and its key order are those of plotly's own (deep-copying) build."""
+    import json
+
+    from specviz.viz import style
+    n = style.LONG_LIST + 5
+    x, y = list(range(n)), [i / n for i in range(n)]
+
+    def build():
+        return ([{"type": "scatter", "x": x, "y": y, "mode": "lines", "customdata": list(x), "name": "a"},
+                 {"type": "bar", "x": [1, 2], "y": [3, 4]}], {"height": 300, "xaxis": {"title": {"text": "t"}}})
+
+    fast = style.figure(*build())
+    slow = style.Figure({"data": build()[0], "layout": build()[1]}, _validate=False)
+    assert fast.to_json() == go.Figure.to_json(slow) == slow.to_json()
+    assert fast.to_plotly_json() == slow.to_plotly_json()
+    assert [list(d) for d in fast._data] == [list(d) for d in slow._data]
+    assert fast._data[0]["x"] is x  # not a copy
+    assert fast.data[0].y == tuple(y)
+    assert json.loads(fast.to_json()) == json.loads(go.Figure(fast.to_dict()).to_json())  # validates

@@ -7,9 +7,11 @@ alternating, ``Explorer.upload`` of the file (read, parse, value check, metrics,
 with:
 
 * ``after``: the code as it is (``trace.loads``: orjson where it reads exactly what json reads; the
-  collector paused from the read to the first view, ``ui.replay``);
-* ``before``: the same with ``trace.loads`` replaced by ``json.loads`` and the upload's pause removed
-  (the parse and the check keep their own pauses, as before).
+  collector paused from the read to the first view, ``ui.replay``; a figure's long lists not
+  deep-copied by plotly, ``viz.style.figure``);
+* ``before``: the same with ``trace.loads`` replaced by ``json.loads``, the upload's pause removed
+  (the parse and the check keep their own pauses, as before) and every list deep-copied
+  (``viz.style.LONG_LIST`` past any length).
 
 The collector's catch-up after an upload (what the pause defers: ``gc.collect(1)`` right after it,
 the young generations the next allocations would walk) is timed apart, and so is the time until the
@@ -67,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     from specviz.ui.app import Explorer
     from specviz.ui.config import AppConfig
     from specviz.ui.pairs import PairChoice, PairRegistry
+    from specviz.viz import style
 
     path, folder = args.file, None
     if path is None:
@@ -83,18 +86,18 @@ def main(argv: list[str] | None = None) -> None:
     gc.collect()
     ex = Explorer(AppConfig(max_upload_bytes=64 * 1024 * 1024), registry=PairRegistry(),
                   presets=[PairChoice("none", "/nonexistent", None)], preload=False)
-    after = (trace_mod.loads, replay_mod.gc_paused)
-    before = (json.loads, contextlib.nullcontext)
+    after = (trace_mod.loads, replay_mod.gc_paused, style.LONG_LIST)
+    before = (json.loads, contextlib.nullcontext, 10**12)
     _upload(ex, path)  # warm: imports, caches
     load0 = os.getloadavg()[0]
     results: dict[str, list[tuple[float, float, float]]] = {"before": [], "after": []}
     try:
         for _ in range(args.rounds):
-            for name, (loads, pause) in (("before", before), ("after", after)):
-                trace_mod.loads, replay_mod.gc_paused = loads, pause
+            for name, (loads, pause, long_list) in (("before", before), ("after", after)):
+                trace_mod.loads, replay_mod.gc_paused, style.LONG_LIST = loads, pause, long_list
                 results[name].append(_upload(ex, path))
     finally:
-        trace_mod.loads, replay_mod.gc_paused = after
+        trace_mod.loads, replay_mod.gc_paused, style.LONG_LIST = after
     load1 = os.getloadavg()[0]
     size = os.path.getsize(path)
     print(f"{os.path.basename(path)}: {size / 1e6:.1f} MB on disk; {args.rounds} rounds, alternating; "

@@ -55,15 +55,17 @@ APP_CSS = VIZ_CSS + """
 .sv-beams table.beams { width: 100%; margin: 0; table-layout: auto; }
 .sv-beams table.beams th, .sv-beams table.beams td { padding: 4px 5px; }
 .sv-beams table.beams td:nth-child(2) { overflow-wrap: anywhere; }
-/* Plotly's toolbar (modebar) never covers a title: on a screen wide enough for it, it has a strip of
-   its own above the figure (shown on hover, as plotly shows it); on a phone it is hidden (a touch
-   showed it over the title, and the figures there are read, not zoomed) */
-.js-plotly-plot .plot-container { padding-top: 26px; }
-.js-plotly-plot .modebar-container { top: -26px !important; }
+/* Plotly's toolbar (modebar) never covers a title, and takes no strip of its own: a figure's title,
+   subtitle and legend all lie in its top margin (viz.style.titled), so the toolbar, upright
+   (viz.style.base_layout), starts where the plot area starts (--sv-plot-top, set by PAGE_JS from the
+   figure's own layout when it is drawn) and runs down the right edge, shown on hover as plotly shows
+   it; hidden until the page knows that place, and on a phone (a touch showed it over the title, and
+   the figures there are read, not zoomed) */
+.js-plotly-plot .modebar-container { display: none !important; }
+.js-plotly-plot[data-sv-bar] .modebar-container { display: block !important; top: var(--sv-plot-top) !important; }
 /* phones: columns and figures stack, nothing is wider than the screen */
 @media (max-width: 760px) {
-  .js-plotly-plot .plot-container { padding-top: 0; }
-  .js-plotly-plot .modebar-container { display: none !important; }
+  .js-plotly-plot[data-sv-bar] .modebar-container { display: none !important; }
   #sv-columns, .sv-figrow, #sv-prompt-row { flex-direction: column !important; flex-wrap: nowrap !important; }
   #sv-columns > .sv-col, .sv-figrow > div, #sv-prompt-row > div { min-width: 0 !important; width: 100% !important; }
   #sv-scrub { flex-wrap: wrap !important; }
@@ -212,6 +214,31 @@ PAGE_JS = r"""
   // laid out, a resize while plotly was busy drawing), a figure laid out for another width than its
   // box's is laid out again for its box (Plots.resize; at most twice for one width, so a box plotly
   // cannot match is not redrawn forever): what it shows is decided by its box, not by timing.
+  // the toolbar's place (APP_CSS): the top of the figure's plot area, under its title and legend, as
+  // plotly laid it out, and further down past any title, legend or note that reaches the right edge
+  // there (a subplot's title); set when the figure is drawn (and checked with its width below)
+  const placeBar = (el) => {
+    const size = el._fullLayout && el._fullLayout._size;
+    if (!size) return;
+    const box = el.getBoundingClientRect(), bar = el.querySelector(".modebar");
+    const b = bar ? bar.getBoundingClientRect() : {width: 0, height: 0};
+    let y = size.t;
+    if (b.width && b.height) {
+      const texts = [...el.querySelectorAll(".g-gtitle, .infolayer .legend, .annotation")].map((t) => t.getBoundingClientRect());
+      for (let moved = true, n = 0; moved && n < 50; n++) {
+        moved = false;
+        for (const r of texts) {
+          if (r.width && r.right > box.right - b.width - 2 && r.bottom > box.top + y && r.top < box.top + y + b.height) {
+            y = r.bottom - box.top + 2;
+            moved = true;
+          }
+        }
+      }
+    }
+    const top = Math.round(y) + "px";
+    if (el.style.getPropertyValue("--sv-plot-top") !== top) el.style.setProperty("--sv-plot-top", top);
+    if (el.dataset.svBar !== "1") el.dataset.svBar = "1";
+  };
   setInterval(() => {
     const P = window.Plotly;
     document.querySelectorAll(".js-plotly-plot").forEach((el) => {
@@ -219,6 +246,11 @@ PAGE_JS = r"""
         el.__svSized = true;
         relayout.observe(el);
       }
+      if (!el.__svBar && el.on) {
+        el.__svBar = true;
+        el.on("plotly_afterplot", () => placeBar(el));
+      }
+      placeBar(el);
       const w = Math.round(el.getBoundingClientRect().width), full = el._fullLayout;
       if (!P || !full || el.__svFixing || w < 10 || Math.abs(full.width - w) <= 1) return;
       el.__svTries = el.__svWidth === w ? (el.__svTries || 0) + 1 : 1;

@@ -211,6 +211,10 @@ def base_layout(title: str | None = None, height: int = 320, **extra: Any) -> di
         "showlegend": True,
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
                    "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0.6)"},
+        # the toolbar upright down the right edge from the plot area's top, under the title and legend
+        # (``ui.style.APP_CSS``), short enough for a short plot: zoom, pan, reset and download (the
+        # selection tools select nothing here; the mouse wheel and a double click zoom and reset too)
+        "modebar": {"orientation": "v", "remove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]},
     }
     if title:
         layout["title"] = {"text": title, "x": 0.01, "xanchor": "left", "y": 0.98, "yanchor": "top",
@@ -256,13 +260,29 @@ class Figure(go.Figure):
             return super().to_json()
 
 
+LONG_LIST = 64  # a trace's list of more items than this is handed to the figure as it is, not deep-copied
+
+
 def figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
     """Build a figure from plain dicts without plotly's per-property validation.
 
     Validation costs ~5x the rest of a figure build; the builders' output is validated once in the
-    test suite instead (``tests/test_viz.py`` rebuilds every figure with validation on).
+    test suite instead (``tests/test_viz.py`` rebuilds every figure with validation on). A trace's long
+    lists (its ``x``, ``y``, ``customdata`` of more than ``LONG_LIST`` points) become the figure's own
+    without the deep copy plotly makes of every trace (a 12,000-step theory panel: 320,000 numbers,
+    most of its build; issue #23); the figure holds the same values, in the same key order. The lists
+    are the builder's: a builder makes them for the figure and does not change them after.
     """
-    return Figure({"data": data, "layout": layout}, _validate=False)
+    long = [{k: v for k, v in tr.items() if type(v) is list and len(v) > LONG_LIST} for tr in data]
+    if not any(long):
+        return Figure({"data": data, "layout": layout}, _validate=False)
+    short = [{**tr, **dict.fromkeys(big, ())} if big else tr for tr, big in zip(data, long)]  # a stand-in each
+    fig = Figure({"data": short, "layout": layout}, _validate=False)
+    if not all(props.get(k) == () for big, props in zip(long, fig._data) for k in big):  # a plotly that rewrites
+        return Figure({"data": data, "layout": layout}, _validate=False)
+    for big, props in zip(long, fig._data):  # the dicts the trace objects read: plotly's key order kept
+        props.update(big)
+    return fig
 
 
 def message_figure(text: str, height: int = 220, title: str | None = None) -> go.Figure:
