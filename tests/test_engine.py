@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from counting import count_forwards
-from tiny import memoised_forwards, tiny_pair
+from tiny import memoised_forwards, tiny_pair, with_eos
 
 import specviz
 import specviz.metrics
@@ -219,15 +219,18 @@ def test_recording_never_changes_the_output(algorithm):
     assert algorithm == "ar" or any(s.positions for s in runs[0].steps)
 
 
-@pytest.mark.parametrize("algorithm", list(specviz.ALGORITHMS))
-def test_memoised_forwards_change_nothing(algorithm):
+@pytest.mark.parametrize("algorithm,eos", [(name, False) for name in specviz.ALGORITHMS]
+                         + [(name, True) for name in ("sd", "beam", "dsbd")])
+def test_memoised_forwards_change_nothing(algorithm, eos):
     """The exactness tests' memo (``tiny.memoised_forwards``) replays a model call only with the numbers
     it would compute: every algorithm's steps (trees, p and q, coins, committed tokens, controller
     states; all but timings) are identical run plainly, and run twice under the memo, the second time
-    replayed call for call wherever no hook watches the model."""
+    replayed call for call wherever no hook watches the model (``eos``: past ``with_eos``' pure hook)."""
     from specviz.models.loading import attach_early_exit
 
     pair = attach_early_exit(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), 1)
+    if eos:
+        pair = with_eos(pair, 0, 2.0)
 
     def untimed(step):  # a step without its clock readings (Sequoia's state times its tree's set-up)
         state = step.controller

@@ -123,18 +123,22 @@ def exact_distribution(pair: ModelPair, prompt: list[int], n: int, sampling: Sam
 
 
 def _model_key(model: torch.nn.Module) -> tuple | None:
-    """The model and its parameters' identities, or None when a forward hook or pre-hook anywhere in it
-    would observe the call (the early-exit drafter captures the target's final norm so): such a call
-    must run. Parameters by identity: a module swapped in at run time (an exit head) is a new key."""
-    params: list[int] = []
+    """The model, its parameters' and hooks' identities, or None when a forward hook or pre-hook anywhere
+    in it would observe the call (the early-exit drafter captures the target's final norm so): such a
+    call must run. A hook marked ``pure`` only rewrites its module's output (``with_eos``), so a replayed
+    output already holds its effect. Parameters by identity: a module swapped in at run time (an exit
+    head) is a new key."""
+    parts: list[int] = []
     stack = [model]  # by ``_modules`` directly: ``modules()``' generators cost 3x
     while stack:
         module = stack.pop()
-        if module._forward_hooks or module._forward_pre_hooks:
-            return None
-        params += [id(p) for p in module._parameters.values() if p is not None]
+        for hook in (*module._forward_hooks.values(), *module._forward_pre_hooks.values()):
+            if not getattr(hook, "pure", False):
+                return None
+            parts.append(id(hook))
+        parts += [id(p) for p in module._parameters.values() if p is not None]
         stack += [m for m in module._modules.values() if m is not None]
-    return (model, tuple(params))
+    return (model, tuple(parts))
 
 
 @contextlib.contextmanager
@@ -291,6 +295,7 @@ def with_eos(pair: ModelPair, eos: int = 0, bias: float = 2.0, draft_bias: float
             out[..., eos] += b
             return out
 
+        shift.pure = True  # a function of the head's output only (``memoised_forwards`` may replay past it)
         model.get_output_embeddings().register_forward_hook(shift)
         model.generation_config.eos_token_id = eos
     return pair
