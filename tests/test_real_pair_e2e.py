@@ -32,7 +32,9 @@ def test_a_paced_live_run_of_the_real_pair(real_app, browser):
     assert page.locator("#sv-prompt textarea").input_value().endswith("?")  # a question, not code
     page.locator("#sv-prompt textarea").fill("Why is the sky blue?")
     choose(page, ["ar", "sd"])
-    set_number(page, "sv-max-new", 16)  # the live view costs ~1 s a step on this pair under load: enough to be English
+    # the live view costs ~1 s a step on this pair under load (a step of ar is a token): 8 tokens are English
+    # (greedy: "The answer to this question lies in the"), and sd's column has several steps to watch
+    set_number(page, "sv-max-new", 8)
     assert float(page.locator("#sv-pace input[type=number]").input_value()) > 0  # paced by default
     page.click("#sv-run")
     seen: set[int] = set()
