@@ -26,7 +26,9 @@ CLICK_JS = """id => { const el = document.querySelector('#' + id + ' .js-plotly-
 def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url, height=1100)
-    run_unpaced(page, ["dsbd"], "def add(a, b):\n", 24)  # watched step by step below; pacing is test_e2e_app's
+    # watched step by step below (pacing is test_e2e_app's); 12 tokens are 5 steps of dsbd, the first ones
+    # already a forest of 4 beams, and 12 steps of beam in the two-column run below
+    run_unpaced(page, ["dsbd"], "def add(a, b):\n", 12)
     wait_plot_title(page, "sv-tree-0", "Beam forest")
     head = page.inner_text("#sv-head-0")
     n_steps = int(head.split("/")[1].split()[0])

@@ -27,7 +27,7 @@ def assert_thompson_figures_readable(page, i: int) -> None:
 def test_eesd_posterior_updates_between_steps_in_the_browser(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url, width=1400)
-    run_unpaced(page, ["eesd"], "def add(a, b):\n", 24)
+    run_unpaced(page, ["eesd"], "def add(a, b):\n", 12)  # 4 rounds greedy: rounds 1 and 2 are looked at
     box = page.locator("#sv-step input[type=number]")
     box.fill("1")
     box.press("Enter")
