@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=12000)
     ap.add_argument("--scrubs", type=int, default=20)
-    ap.add_argument("--file", help="replay this trace file instead of building one")
+    ap.add_argument("--file", help="replay this trace file (.json or .json.gz) instead of building one")
     args = ap.parse_args(argv)
     from specviz.trace_check import check_trace
     from specviz.ui.app import Explorer
@@ -87,8 +87,9 @@ def main(argv: list[str] | None = None) -> None:
     ex = Explorer(AppConfig(max_upload_bytes=64 * 1024 * 1024), registry=PairRegistry(),
                   presets=[PairChoice("none", "/nonexistent", None)], preload=False)
     # the parts of an upload on their own (the upload below does them again)
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+    from specviz.trace_io import read_trace_text
+
+    text = read_trace_text(path)  # a .json or a .json.gz, as an upload reads it
     t0 = time.perf_counter()
     trace = RunTrace.from_json(text)
     parse = time.perf_counter() - t0
