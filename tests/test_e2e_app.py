@@ -43,7 +43,7 @@ def test_clicking_a_tree_node_opens_its_distribution(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url)
     choose(page, ["sd"])
-    set_number(page, "sv-max-new", 24)
+    set_number(page, "sv-max-new", 12)  # a few steps of sd, each drafting gamma tokens: nodes to click
     set_number(page, "sv-temperature", 0.8)  # sampling: p and q are real distributions, not one-hots
     set_number(page, "sv-pace", 0)
     page.click("#sv-run")
