@@ -111,6 +111,7 @@ def check_decode_args(args: argparse.Namespace, algorithms: list[str]) -> None:
     for algo in algorithms:
         check_request(algo, max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
                       top_k=args.top_k, seed=args.seed, **_algo_params(args, algo))
+    check_pair_limits(args, args.max_new_tokens)
     for dest, flag, what in (("out", "--out", "the trace"), ("tokens_csv", "--tokens-csv", "the tokens")):
         out = getattr(args, dest, None)
         if out is None:
@@ -120,6 +121,102 @@ def check_decode_args(args: argparse.Namespace, algorithms: list[str]) -> None:
             raise SpecvizError(f"{flag} must name a file to write {what} to, got {out!r}.")
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise SpecvizError(f"{flag} {out}: the directory {folder} does not exist or is not writable.")
+
+
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions")  # what ``loading._context_length`` reads first
+
+
+def _config_context(ref: str | None) -> int | None:
+    """The context length a model's ``config.json`` states, read without loading the model: a local
+    directory's, a hub model's already in the local Hugging Face cache (no network), or a packaged
+    checkpoint's cached conversion; None where it cannot be read here (the load checks it then)."""
+    if not isinstance(ref, str) or not ref.strip():
+        return None
+    import json
+
+    try:
+        if os.path.isdir(ref):
+            path: str | None = os.path.join(ref, "config.json")
+        elif ref.startswith("package:"):
+            import hashlib
+
+            from specviz.models import packaged
+
+            gguf = packaged.PackagedFile.parse(ref).locate()  # as convert_packaged names its cache entry
+            source = {"ref": ref, **packaged._source_key(gguf)}
+            key = hashlib.sha256(json.dumps(source, sort_keys=True).encode()).hexdigest()[:12]
+            name = packaged.PackagedFile.parse(ref).name
+            path = str(packaged.cache_root() / "converted" / f"{name}-{key}" / "config.json")
+        else:
+            from huggingface_hub import try_to_load_from_cache
+
+            found = try_to_load_from_cache(ref, "config.json")
+            path = found if isinstance(found, str) else None
+        if not path or not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as fh:
+            config = json.load(fh)
+    except Exception:  # noqa: BLE001 - anything unreadable is left to the load, which says what is wrong
+        return None
+    for key in CONTEXT_KEYS:
+        value = config.get(key) if isinstance(config, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _pair_refs(args: argparse.Namespace) -> list[str]:
+    """The target and draft the pair options name (``--target``/``--draft``, else the preset's)."""
+    if getattr(args, "target", None):
+        return [args.target, getattr(args, "draft", None)]
+    try:
+        from specviz.presets import default_preset, get_preset
+
+        preset = get_preset(args.preset) if getattr(args, "preset", None) else default_preset()
+        return [preset.target_ref(), preset.draft]
+    except Exception:  # noqa: BLE001 - an unknown or missing preset is refused by the load, in its words
+        return []
+
+
+def check_pair_limits(args: argparse.Namespace, max_new_tokens: int | None) -> None:
+    """What the pair options and ``max_new_tokens`` must satisfy, checked before any model loads: the
+    options agree (``pair_options.check_pair_args``), ``--early-exit`` is a directory or a layer
+    number, ``--prompt`` is not empty, and ``max_new_tokens`` plus at least one prompt token fit the
+    context the models' configs state (read from the files, ``_config_context``)."""
+    from specviz.pair_options import check_pair_args
+
+    check_pair_args(args)
+    early_exit = getattr(args, "early_exit", None)
+    if isinstance(early_exit, str) and not early_exit.isdigit() and not os.path.isdir(early_exit):
+        raise SpecvizError(f"--early-exit {early_exit}: not a head directory (none is there) nor an exit layer "
+                           "number N.")
+    prompt = getattr(args, "prompt", None)
+    if isinstance(prompt, str) and not prompt.strip():
+        raise SpecvizError("--prompt is empty: give some text to continue.")
+    if max_new_tokens is None:
+        return
+    known = [(context, ref) for ref in _pair_refs(args) if (context := _config_context(ref)) is not None]
+    if known:
+        context, ref = min(known)
+        if max_new_tokens >= context:
+            raise SpecvizError(f"--max-new-tokens {max_new_tokens}: the models' context is {context} tokens ({ref}'s "
+                               f"config) and the prompt takes at least one, so at most {context - 1} new tokens fit.")
+
+
+def check_out_dir(out: str, flag: str = "--out", what: str = "the report") -> None:
+    """A directory option (``bench --out``, ``theory --figures``), checked before any work: it names a
+    directory or none yet, and the deepest part of it that exists is a directory this user can write to
+    (the rest is created)."""
+    if not isinstance(out, str) or not out.strip():
+        raise SpecvizError(f"{flag} must name a directory to write {what} to, got {out!r}.")
+    path = os.path.abspath(out)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise SpecvizError(f"{flag} {out}: a file is there; it must name a directory to write {what} to.")
+    existing = path
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        raise SpecvizError(f"{flag} {out}: the directory {existing} does not exist or is not writable.")
 
 
 def write_text(text: str, out: str, flag: str = "--out", what: str = "the trace") -> None:
@@ -242,9 +339,23 @@ def cmd_algorithms(_: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from specviz.bench.run import main as bench_main
+    from specviz.bench.run import check_args, main as bench_main
 
+    check_args(args)  # bench's own options (--out, --categories, --algos, --sd-controllers)
+    if not args.random_pair:  # a random pair is built, not loaded: no pair options to check
+        check_pair_limits(args, min(args.max_new_tokens, 32) if args.quick else args.max_new_tokens)
     return bench_main(args)
+
+
+def cmd_theory(args: argparse.Namespace) -> int:
+    from specviz.theory.cli import main as theory_main
+
+    check_out_dir(args.figures, "--figures", "the figures")
+    try:
+        return theory_main(args)
+    except OSError as exc:  # the checks above passed but writing did not (a full disk, a special filesystem)
+        where = exc.filename or args.figures
+        raise SpecvizError(f"--figures {args.figures}: could not write {where} ({exc.strerror or exc}).") from exc
 
 
 def _build_run(run: argparse.ArgumentParser) -> None:
@@ -285,10 +396,10 @@ def _build_bench(bench: argparse.ArgumentParser) -> None:
 
 
 def _build_theory(theory: argparse.ArgumentParser) -> None:
-    from specviz.theory.cli import add_arguments as theory_arguments, main as theory_main
+    from specviz.theory.cli import add_arguments as theory_arguments
 
     theory_arguments(theory)
-    theory.set_defaults(fn=theory_main, flags=option_names(theory))
+    theory.set_defaults(fn=cmd_theory, flags=option_names(theory))
 
 
 # name -> (help, what builds its options); ``train`` is handed to specviz.train.cli whole (see ``main``)

@@ -69,6 +69,15 @@ def refused_in_one_line(code: int, err: str) -> str:
     (["bench", "--device", "tpu"], "--device", "--device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
     (["run", "--dtype", "int8"], "--dtype", "--dtype must be one of auto, float32"),
     (["compare", "--repeats", "0"], "--repeats", r"--repeats: expected an integer in \[1, 100\], got '0'"),
+    # the pair's context, read from its config files before any model loads (the bundled pair: 1024)
+    (["run", "--max-new-tokens", "5000"], "--max-new-tokens", r"--max-new-tokens 5000: the models' context is 1024 "
+                                                               r"tokens .* at most 1023 new tokens fit"),
+    (["run", "--max-new-tokens", "1024"], "--max-new-tokens", "at most 1023 new tokens fit"),
+    (["compare", "--max-new-tokens", "5000"], "--max-new-tokens", "the models' context is 1024 tokens"),
+    (["bench", "--max-new-tokens", "5000"], "--max-new-tokens", "the models' context is 1024 tokens"),
+    (["run", "--early-exit", "/nonexistent-specviz-head"], "--early-exit", "not a head directory"),
+    (["bench", "--categories", "code", "nope"], "--categories", r"unknown prompt categories 'nope'; known: code"),
+    (["bench", "--algos", "nope"], "--algos", "--algos must be the name of a registered algorithm"),
 ])
 def test_each_bad_option_is_one_line_naming_its_flag(no_loading, capsys, argv, flag, match):
     prompt = [] if argv[0] == "bench" else ["--prompt", "def f():"]
@@ -138,6 +147,51 @@ def test_the_out_file_is_checked_before_loading(no_loading, capsys, tmp_path):
         assert "does not exist or is not writable" in refused_in_one_line(code, err)
     finally:
         (tmp_path / "locked").chmod(0o700)
+
+
+def test_an_empty_prompt_is_refused_before_loading(no_loading, capsys):
+    code, _, err = cli(["run", "--prompt", "  ", *PAIR], capsys)
+    assert "--prompt is empty" in refused_in_one_line(code, err)
+
+
+def test_bench_checks_its_out_directory_before_loading(no_loading, capsys, tmp_path):
+    """``bench --out`` is a directory made if missing: a file there, or a path under a file (or an
+    unwritable directory), is refused at once instead of after the benchmark."""
+    a_file = tmp_path / "report.txt"
+    a_file.write_text("")
+    code, _, err = cli(["bench", "--out", str(a_file), *PAIR], capsys)
+    assert "--out" in refused_in_one_line(code, err) and "a file is there" in err
+    code, _, err = cli(["bench", "--out", str(a_file / "out"), *PAIR], capsys)
+    assert f"the directory {a_file} does not exist or is not writable" in refused_in_one_line(code, err)
+    code, _, err = cli(["bench", "--out", " ", *PAIR], capsys)
+    assert "--out must name a directory" in refused_in_one_line(code, err)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        import os
+
+        if not os.access(locked, os.W_OK):  # root writes anywhere: the cases above stand for it
+            code, _, err = cli(["bench", "--out", str(locked / "new" / "out"), *PAIR], capsys)
+            assert "is not writable" in refused_in_one_line(code, err)
+    finally:
+        locked.chmod(0o700)
+
+
+def test_theory_checks_its_figures_directory_first(capsys, tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr("specviz.theory.cli.main", lambda args: ran.append(args) or 0)
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    code, _, err = cli(["theory", "--figures", str(a_file / "figs")], capsys)
+    assert "--figures" in refused_in_one_line(code, err) and not ran
+
+    def failing(args):
+        raise OSError(28, "No space left on device", str(tmp_path / "figs" / "fig1.html"))
+
+    monkeypatch.setattr("specviz.theory.cli.main", failing)
+    code, _, err = cli(["theory", "--figures", str(tmp_path / "figs")], capsys)
+    assert "No space left on device" in refused_in_one_line(code, err)
 
 
 # ---------------------------------------------------------------- compare: warm-up and repeats

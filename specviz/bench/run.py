@@ -345,11 +345,38 @@ def write_report(report: dict[str, Any], out: str) -> None:
     write_html(figs, os.path.join(out, "bench.html"))
 
 
-def main(args: argparse.Namespace) -> int:
+def check_args(args: argparse.Namespace) -> None:
+    """bench's own options, refused before any model loads or any pass runs: an unknown algorithm,
+    controller or prompt category, and an ``--out`` that cannot take the report (``cli.check_out_dir``'s
+    rule: the deepest existing part of it is a writable directory)."""
+    from specviz.bench.prompts import CHAT_PROMPTS, PROMPTS
+
     for algo in args.algos or ():
         get_algorithm(algo)  # an unknown name is refused before any model loads
     for controller in args.sd_controllers or ():
         get_algorithm("sd").resolve({"controller": controller})  # so is an unknown controller
+    if not args.random_pair:  # random prompts have no categories
+        table = {None: {**PROMPTS, **CHAT_PROMPTS}, True: CHAT_PROMPTS, False: PROMPTS}[args.chat]
+        unknown = [c for c in args.categories or () if c not in table]
+        if unknown:
+            raise SpecvizError(f"--categories: unknown prompt categories {', '.join(map(repr, unknown))}; known: "
+                               f"{', '.join(table)}.")
+    out = args.out
+    if not isinstance(out, str) or not out.strip():
+        raise SpecvizError(f"--out must name a directory to write bench.json, bench.md and bench.html to, got {out!r}.")
+    path = os.path.abspath(out)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise SpecvizError(f"--out {out}: a file is there; it must name a directory for bench.json, bench.md and "
+                           "bench.html.")
+    existing = path
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        raise SpecvizError(f"--out {out}: the directory {existing} does not exist or is not writable.")
+
+
+def main(args: argparse.Namespace) -> int:
+    check_args(args)
     per_cat, new_tokens, repeat, sizes = args.prompts_per_category, args.max_new_tokens, args.repeat, costs.FULL_SIZES
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -369,7 +396,11 @@ def main(args: argparse.Namespace) -> int:
             prompts = {c: [encode_prompt(pair, p, chat=True)[0] for p in plist] for c, plist in prompts.items()}
     report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width,
                      sd_rows(tuple(args.sd_gammas or ()), tuple(args.sd_controllers or ())), chat)
-    write_report(report, args.out)
+    try:
+        write_report(report, args.out)
+    except OSError as exc:  # checked before the run (check_args), so the disk or the directory changed since
+        where = exc.filename or args.out
+        raise SpecvizError(f"--out {args.out}: could not write {where} ({exc.strerror or exc}).") from exc
     print(to_markdown(report))
     print(f"written: {args.out}/bench.json, bench.md, bench.html")
     return 0
