@@ -45,7 +45,7 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
                            timeout=120_000)
 
     page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
-    set_number(page, "sv-max-new", 16)
+    set_number(page, "sv-max-new", 8)  # a few steps of each sd column: every figure below has its two entries
     set_number(page, "sv-pace", 0)
     page.click("#sv-run")
     wait_status(page, "Done")
@@ -91,7 +91,8 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right >= 300",
                            timeout=15_000)
     page.locator("#sv-col-dup").scroll_into_view_if_needed()
-    page.wait_for_timeout(500)
+    # the sidebar has finished sliding in (its CSS transition), instead of a fixed half-second sleep
+    page.wait_for_function("document.getAnimations().every(a => a.playState !== 'running')", timeout=15_000)
     page.screenshot(path=str(shots / "columns-400-sidebar.png"))
     ARTIFACTS.mkdir(exist_ok=True)
     for shot in shots.iterdir():
