@@ -1,13 +1,15 @@
 """Beam views (``specviz.viz.beams``) on real ``beam`` and ``dsbd`` traces of a tiny pair."""
 from __future__ import annotations
 
+from collections import Counter
+
 import plotly.graph_objects as go
 import pytest
 from tiny import tiny_pair
 
 import specviz
 from specviz.viz import beams as V
-from specviz.viz.style import fmt_prob
+from specviz.viz.style import STATUS_LABELS, fmt_prob
 from test_viz_controller import cut_title_lines, legend_problems
 
 
@@ -61,7 +63,11 @@ def test_forest_has_one_tree_per_beam_and_marks_kept(dsbd_trace):
     colours = {t.marker.color for t in fig.data if t.mode == "markers+text" and t.meta != "beam"}
     assert len(colours) == len({n.root for n in step.forest})
     # each beam named beside its square, not in the legend: it keeps one row however many beams
-    assert [t.name for t in fig.data if t.showlegend is not False] == ["kept beams"]
+    # beams are named beside their squares; the legend names the kept star and what each outline says,
+    # with the nodes of that status counted (at most six entries, however many beams)
+    counts = Counter(n.status for n in step.forest)
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["kept beams"] + [
+        f"{label} ({counts[status]})" for status, label in STATUS_LABELS.items() if counts[status]]
     assert all(t.text[0] == t.name for t in fig.data if t.meta == "beam")
 
 

@@ -3,8 +3,9 @@ arXiv 2409.16560): pure functions of a ``RunTrace`` / ``StepRecord``.
 
 * ``forest_figure(step)``: the step's draft forest, one tree per input beam (the beam at the left,
   its drafted layers to the right), nodes and edges coloured by beam, the node's verification
-  status as its outline (one trace per beam and status, ``meta`` the status and ``customdata`` the
-  node ids: a click opens the node's view, ``viz.beam_story.beam_node_story``), and the beams kept
+  status as its outline, named in the legend with its count as the tree view's statuses are (one
+  trace per beam and status, ``meta`` the status and ``customdata`` the node ids: a click opens the
+  node's view, ``viz.beam_story.beam_node_story``), and the beams kept
   at the end of the step (``controller["kept"]``, or every node of a ``beam`` step) drawn as stars
   (the node's own marker, so the mark never falls on an edge or a label beside it).
 * ``width_figure(trace, step)``: left, the kept width W_L per layer (rows) and step (columns) as a
@@ -26,6 +27,7 @@ plot (its width is the same every step).
 from __future__ import annotations
 
 import html
+from collections import Counter
 from typing import Any
 
 import plotly.graph_objects as go
@@ -34,8 +36,8 @@ from specviz.step_state import BeamList, BeamSearchState, BeamStepState, DsbdSta
 from specviz.trace import RunTrace, StepRecord, TreeNode
 from specviz.viz.registry import hide_panel, register_view
 from specviz.viz.explain import TESTED, StepIndex, describe_test, node_decision
-from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, axis, base_layout, figure, fmt,
-                               html_escape, message_figure, series_color, title_lines, titled, visible_text, wrap_html)
+from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, STATUS_LABELS, axis, base_layout,
+                               figure, fmt, html_escape, message_figure, series_color, title_lines, titled, visible_text, wrap_html)
 
 # the widths heat map writes each cell's width in it up to this many steps (at phone width a cell is
 # then about 10 px wide); beyond, the hover says it
@@ -201,6 +203,13 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
     if any(n.id in kept for n in step.forest):  # the legend's entry only: the stars are the nodes themselves
         data.append({"type": "scatter", "mode": "markers", "name": "kept beams", "x": [None], "y": [None],
                      "hoverinfo": "skip", "marker": {"symbol": "star", "size": KEPT_SIZE, "color": "#6b7280"}})
+    counts = Counter(n.status for n in step.forest)
+    for status, label in STATUS_LABELS.items():  # what a node's outline says (its fill is its beam's colour)
+        if counts[status]:
+            data.append({"type": "scatter", "mode": "markers", "name": f"{label} ({counts[status]})", "x": [None],
+                         "y": [None], "hoverinfo": "skip",
+                         "marker": {"symbol": "circle", "size": NODE_SIZE, "color": "white",
+                                    "line": {"width": 3, "color": STATUS_COLORS[status]}}})
     rows = len({y for _, y in pos.values()}) + len(beam_y)
     title = f"Beam forest · step {step.index + 1}"
     layout = base_layout(title)
