@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Union
 
 from specviz.errors import TraceFormatError
+from specviz.json_values import FREE_DEPTH, describe, nests_within
 
 # The version of the layout below. A trace says which layout its states have by its ``schema_version``:
 # 6 (``trace.TYPED_STATE_SINCE``) and later, this one, read strictly; 1 to 5, the dict-based controllers'
@@ -50,15 +50,19 @@ def _path(where: Where) -> str:
     return str(where) + "".join(reversed(parts))
 
 
-def _describe(value: Any) -> str:
-    kind = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", list: "a list",
-            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
-    shown = json.dumps(value, default=str)
-    return kind if len(shown) > 40 else f"{kind} ({shown})"
-
-
 def _refuse(where: Where, expected: str, value: Any) -> TraceFormatError:
-    return TraceFormatError(f"Malformed trace: {_path(where)} should be {expected}, got {_describe(value)}.")
+    return TraceFormatError(f"Malformed trace: {_path(where)} should be {expected}, got {describe(value)}.")
+
+
+def read_object(value: Any, where: Where) -> dict[str, Any]:
+    """A free-form object (``dict[str, Any]``): any JSON object whose lists and objects nest within
+    ``FREE_DEPTH`` levels (``json_values``)."""
+    if type(value) is not dict:
+        raise _refuse(where, "an object", value)
+    if not nests_within(value):
+        raise TraceFormatError(f"Malformed trace: {_path(where)} nests lists and objects more than {FREE_DEPTH} "
+                               "levels deep.")
+    return value
 
 
 # ---- the codec ------------------------------------------------------------------------------------------
@@ -125,7 +129,7 @@ def _reader(tp: Any) -> tuple[Reader, str]:
             return tuple([item(v, (where, i)) for i, v in enumerate(value)])
         return read_tuple, f"a list of {words}"
     if origin is dict:
-        return _scalar("an object", (dict,))
+        return read_object, "an object"
     if isinstance(tp, type) and issubclass(tp, Record):
         return tp.from_json, "an object"
     raise TypeError(f"step_state: no JSON reader for {tp!r}")
@@ -286,13 +290,13 @@ def read_state(data: Any, where: str, legacy: bool = False) -> ControllerState:
         raise _refuse(f"{where}.kind", "a string", kind)
     cls = STATE_TYPES.get(kind)
     if cls is None:
-        return UnknownState(dict(data), "a kind unknown here")
+        return UnknownState(dict(read_object(data, where)), "a kind unknown here")
     try:
         return cls.from_json(data, where)
     except TraceFormatError as exc:
         if not legacy:
             raise
-        return UnknownState(dict(data), "an older layout, as stored", str(exc))
+        return UnknownState(dict(read_object(data, where)), "an older layout, as stored", str(exc))
 
 
 # ---- draft-length controllers (EESD's Thompson sampling, transformers' schedules) ------------------------

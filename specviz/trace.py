@@ -15,6 +15,7 @@ from itertools import chain, islice, repeat
 from typing import Any, Iterator, Literal
 
 from specviz.errors import TraceFormatError
+from specviz.json_values import FREE_DEPTH, describe, nests_within
 from specviz.step_state import ControllerState, read_state
 
 SCHEMA_VERSION = 6
@@ -186,7 +187,7 @@ class RunTrace:
         """``from_dict``; ``own``: ``data`` is this call's to keep (fresh from ``json.loads``), so the objects
         of its steps become the step, node, token and position records themselves, not copies."""
         if not isinstance(data, dict):
-            raise TraceFormatError(f"A trace must be a JSON object, got {_describe(data)}.")
+            raise TraceFormatError(f"A trace must be a JSON object, got {describe(data)}.")
         version = data.get("schema_version")
         if version not in READABLE_VERSIONS:
             raise TraceFormatError(
@@ -214,12 +215,30 @@ class RunTrace:
                 raise TraceFormatError("Not a trace: the JSON is nested too deeply.") from exc
             except ValueError as exc:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
                 raise TraceFormatError(f"Not valid JSON: {exc}") from exc
-            return cls._read(data, own=True)
+            return cls._read(data, own=True)  # refuses free-form parts nested past FREE_DEPTH, in words
+
+
+_ORJSON_DEPTH = 1024  # how deep orjson reads since 3.9.15; older releases recurse without a bound
+
+
+def _bounded(module: Any) -> bool:
+    """Whether ``module.loads`` refuses JSON nested past ``_ORJSON_DEPTH`` (an older orjson reads any depth,
+    so what it returns could be deeper than anything here can walk)."""
+    deep = _ORJSON_DEPTH + 1
+    try:
+        module.loads(b"[" * deep + b"]" * deep)
+    except ValueError:
+        return True
+    except RecursionError:  # pragma: no cover - not an orjson
+        pass
+    return False
 
 
 try:  # gradio depends on orjson: about twice as fast as json.loads on a large trace
     import orjson as _orjson
 except ImportError:  # pragma: no cover
+    _orjson = None
+if _orjson is not None and not _bounded(_orjson):  # pragma: no cover - an orjson older than 3.9.15
     _orjson = None
 
 # ``loads``' scan for an integer literal of 19 digits or more (outside 64 bits, where orjson would give a
@@ -235,7 +254,10 @@ def loads(text: str | bytes | bytearray) -> Any:
     everything else goes to ``json.loads`` (which then decides, and says what is wrong): what orjson
     refuses (NaN, Infinity, 1e999, lone surrogates, nesting past 1024, not UTF-8, a UTF-16 file) and
     any integer literal of 19 digits or more, which orjson would read as a float (found by a scan in C:
-    ``_DIGITS``; a long digit run inside a string only costs the slower parse)."""
+    ``_DIGITS``; a long digit run inside a string only costs the slower parse). One difference: text
+    nested deeper than ``json.loads`` recurses (Python's recursion limit, less the caller's stack) but at
+    most 1024 levels is read, not refused; callers bound the depth they accept (``json_values``). An
+    orjson that reads any depth (before 3.9.15) is not used."""
     if _orjson is None:
         return json.loads(text)
     try:
@@ -385,7 +407,12 @@ def _all_well_formed(cls: type, rows: list[Any]) -> set[tuple[str, ...]] | None:
         return set()
     if set(map(type, rows)) != {dict}:
         return None
-    names, required, simple, items, _ = _schema(cls)
+    names, required, simple, items, _, objects = _schema(cls)
+    for name in objects:  # free-form objects: most hold no container at all, and those are checked at once
+        found = [v for v in map(dict.get, rows, repeat(name)) if type(v) is dict]
+        if {list, dict} & set(map(type, chain.from_iterable(map(dict.values, found)))) \
+                and not all(map(nests_within, found)):
+            return None
     shapes = set(zip(map(tuple, rows), map(tuple, map(map, repeat(type), map(dict.values, rows)))))
     orders = set()
     for keys, kinds in shapes:
@@ -417,14 +444,6 @@ _TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "a string", 
                "list": "a list", "dict": "an object", "None": "null", "ControllerState": "an object"}
 
 
-def _describe(value: Any) -> str:
-    """A JSON value's kind in words, with a short excerpt."""
-    kind = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", list: "a list",
-            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
-    shown = json.dumps(value, default=str)
-    return kind if len(shown) > 40 else f"{kind} ({shown})"
-
-
 def _matches(value: Any, alternative: str) -> bool:
     base = alternative.split("[", 1)[0]
     if base == "None":
@@ -452,14 +471,16 @@ _EXACT = {"None": type(None), "bool": bool, "int": int, "str": str, "dict": dict
 
 @functools.lru_cache(maxsize=None)
 def _schema(cls: type) -> tuple[frozenset[str], frozenset[str], dict[str, frozenset[type]],
-                                 dict[str, frozenset[type] | None], tuple[str, ...]]:
+                                 dict[str, frozenset[type] | None], tuple[str, ...], frozenset[str]]:
     """``cls``'s declared field names, required names and, per field, the exact types ``_matches``
     accepts (``float``: int or float; never ``bool`` for a number) and, for a list field, the exact
-    types its items may have (``None``: any); and the names in declaration order."""
+    types its items may have (``None``: any); the names in declaration order; and the object fields,
+    whose contents are free-form and must nest within ``FREE_DEPTH``."""
     declared = {f.name: f for f in fields(cls)}
     required = frozenset(f.name for f in declared.values() if f.default is MISSING and f.default_factory is MISSING)
     simple: dict[str, frozenset[type]] = {}
     items: dict[str, frozenset[type] | None] = {}
+    objects = frozenset(name for name, f in declared.items() if "dict[" in str(f.type))
     for name, f in declared.items():
         kinds: set[type] = set()
         for alternative in (a.strip() for a in str(f.type).split("|")):
@@ -474,14 +495,16 @@ def _schema(cls: type) -> tuple[frozenset[str], frozenset[str], dict[str, frozen
             else:
                 kinds = {object}  # a kind ``_matches`` does not check: leave it to the slow path
         simple[name] = frozenset(kinds)
-    return frozenset(declared), required, simple, items, tuple(declared)
+    return frozenset(declared), required, simple, items, tuple(declared), objects
 
 
 def _well_formed(cls: type, data: dict[str, Any]) -> bool:
     """Whether ``data`` passes ``_explained_fields`` for ``cls``, by exact types (what ``json.loads``
     makes): a few times faster on a large trace; False sends it to the slow path."""
-    names, required, simple, items, _ = _schema(cls)
+    names, required, simple, items, _, objects = _schema(cls)
     if not (data.keys() <= names and required <= data.keys()):
+        return False
+    if not all(nests_within(data[name]) for name in objects & data.keys()):
         return False
     for name, value in data.items():
         kind = type(value)
@@ -507,7 +530,7 @@ def _checked_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
 def _explained_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
     """``_checked_fields`` by the slow path, which names the first problem."""
     if not isinstance(data, dict):
-        raise TraceFormatError(f"Malformed trace: {where} should be an object, got {_describe(data)}.")
+        raise TraceFormatError(f"Malformed trace: {where} should be an object, got {describe(data)}.")
     at = f" of {where}" if where else ""
     declared = {f.name: f for f in fields(cls)}
     unknown = [k for k in data if k not in declared]
@@ -526,5 +549,9 @@ def _explained_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
             if alternatives[0] in ("list[int]", "list[float]"):
                 expected += " of whole numbers" if alternatives[0] == "list[int]" else " of numbers"
             path = f"{where}.{name}" if where else name
-            raise TraceFormatError(f"Malformed trace: {path} should be {expected}, got {_describe(value)}.")
+            raise TraceFormatError(f"Malformed trace: {path} should be {expected}, got {describe(value)}.")
+        if name in _schema(cls)[5] and not nests_within(value):
+            path = f"{where}.{name}" if where else name
+            raise TraceFormatError(f"Malformed trace: {path} nests lists and objects more than {FREE_DEPTH} "
+                                   "levels deep.")
     return dict(data)

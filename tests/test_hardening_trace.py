@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import types
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -89,6 +91,7 @@ def test_arbitrary_text_and_bytes(text):
 
 @pytest.mark.parametrize("text", [
     "[" * 100_000 + "]" * 100_000,  # deep nesting
+    "[" * 1000 + "]" * 1000,  # deeper than json.loads goes at Python's default limit, not than orjson goes
     '{"schema_version": 2, "params": ' + "[" * 50_000 + "]" * 50_000 + "}",
     "1" * 5000,  # an integer beyond Python's 4300-digit conversion limit
     '{"schema_version": 2, "seed": ' + "9" * 5000 + "}",
@@ -100,6 +103,75 @@ def test_arbitrary_text_and_bytes(text):
 ], ids=lambda t: t[:24])
 def test_hostile_texts(text):
     check(RunTrace.from_json, text)
+
+
+def _deep(depth: int) -> list:
+    """``[[[...]]]``, ``depth`` lists deep, built without recursion."""
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def _deep_text(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+# Free-form parts of a trace (a run's params, a step's rule or timings, a state of a kind unknown here)
+# nested past json_values.FREE_DEPTH, at depths each parser reads: 20 (everything), 1000 (orjson, not
+# json.loads at Python's default recursion limit), 5000 (json.loads under a raised limit).
+def _deep_traces(depth: int) -> list[str]:
+    inner = _deep_text(depth)
+    step = json.dumps(VALID["steps"][0])[:-1]
+    return [
+        json.dumps({**VALID, "params": {"x": "@"}}).replace('"@"', inner),
+        json.dumps({**VALID, "metrics": {"x": "@"}}).replace('"@"', inner),
+        json.dumps({**VALID, "steps": ["@"]}).replace('"@"', step + ', "rule": {"x": ' + inner + "}}"),
+        json.dumps({**VALID, "steps": ["@"]}).replace('"@"', step + ', "timings": {"x": ' + inner + "}}"),
+        json.dumps({**VALID, "steps": ["@"]}).replace('"@"', json.dumps({**VALID["steps"][0], "controller": {
+            "kind": "from_elsewhere", "x": "@"}}).replace('"@"', inner)),
+    ]
+
+
+@pytest.mark.parametrize("depth", [20, 1000])
+def test_free_form_fields_nested_too_deep_are_refused_in_words(depth):
+    for text in _deep_traces(depth):
+        with pytest.raises(TraceFormatError, match="levels deep|nested too deeply"):
+            RunTrace.from_json(text)
+    deep = {"x": _deep(depth)}
+    with pytest.raises(TraceFormatError, match="params nests lists and objects more than 16 levels deep"):
+        RunTrace.from_dict({**VALID, "params": deep})
+    with pytest.raises(TraceFormatError, match=r"steps\[0\].controller nests .* more than 16 levels deep"):
+        RunTrace.from_dict({**VALID, "steps": [{**VALID["steps"][0], "controller": {"kind": "new", **deep}}]})
+
+
+def test_free_form_fields_at_the_depth_bound_still_read():
+    shallow = {"x": _deep(15)}  # 16 levels with the object itself
+    check(RunTrace.from_dict, {**VALID, "params": shallow, "metrics": {**VALID["metrics"], **shallow}})
+    assert RunTrace.from_dict({**VALID, "params": shallow}).params == shallow
+
+
+def test_deep_json_is_refused_in_words_whatever_the_recursion_limit():
+    """A test library or a model stack may leave ``sys.setrecursionlimit`` raised (json.loads then reads
+    deeper than orjson does): the answer is the same sentence, never a RecursionError."""
+    texts = [_deep_text(5000), _deep_text(1000), '{"schema_version": 6, "params": ' + _deep_text(5000) + "}",
+             *_deep_traces(5000)]
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        for text in texts:
+            check(RunTrace.from_json, text)
+            with pytest.raises(TraceFormatError):
+                RunTrace.from_json(text)
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def test_an_orjson_that_reads_any_depth_is_not_used():
+    from specviz import trace
+
+    assert trace._orjson is None or trace._bounded(trace._orjson)  # the installed one bounds its depth
+    assert not trace._bounded(types.SimpleNamespace(loads=lambda raw: []))  # before 3.9.15: any depth
 
 
 def test_wrong_types_are_refused_with_the_field_named():
@@ -163,3 +235,15 @@ def test_loads_reads_any_json_as_json_does(value):
 @given(st.one_of(st.text(max_size=200), st.binary(max_size=200)))
 def test_loads_reads_any_text_as_json_does(text):
     _parses_as_json(text)
+
+
+def test_json_values_describe_any_value_in_a_few_words():
+    from specviz.json_values import describe, nests_within
+
+    assert describe([1, 2]) == "a list ([1, 2])" and describe("abc") == 'a string ("abc")'
+    assert describe(_deep(100_000)) == "a list" and describe(list(range(1000))) == "a list"
+    assert describe(10 ** 5000) == "a whole number" and describe("x" * 10_000) == "a string"
+    assert describe(None) == "null" and describe(True) == "true/false (true)"
+    assert [nests_within(v, 2) for v in (1, [1], {"a": [1]}, [[[1]]], [[[]]], [{}, [1]], [{}, [[]]])] == \
+        [True, True, True, False, False, True, False]
+    assert nests_within(_deep(100_000), 100_000) and not nests_within(_deep(100_000), 99_999)
