@@ -8,6 +8,7 @@ import gc
 import re
 import weakref
 
+import gradio as gr
 import pytest
 
 from tiny import tiny_pair
@@ -18,7 +19,9 @@ from specviz.bench.replay import tiled
 from specviz.trace import RunTrace
 from specviz.trace_check import check_trace
 from specviz.ui import AppConfig, Explorer, Session, render, stepcache
+from specviz.ui.layout import FIGURES
 from specviz.ui.pairs import PairChoice, PairRegistry
+from specviz.ui.replay import LATER_STEPS
 from specviz.ui.runner import columns_from_traces
 from specviz.viz.theory import theory_panel
 
@@ -26,24 +29,56 @@ STEPS = 1000  # past stepcache.TEXT_WINDOW: the text is a window
 WAIT_MS = 180_000  # the browser test's limit on each wait for what the page shows (no time is asserted)
 
 
+LONGER = LATER_STEPS + 400  # past replay.LATER_STEPS: the comparison and theory panel come in a second event
+
+
 @functools.lru_cache(maxsize=None)
-def long_json() -> str:
+def long_json(steps: int = STEPS) -> str:
     base = specviz.decode(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5), "sd", [1, 2, 3], max_new_tokens=40,
                           temperature=1.0, seed=3, gamma=4)
-    trace = tiled(base, STEPS)
+    trace = tiled(base, steps)
     check_trace(trace)
     return trace.to_json()
 
 
-def replay(tmp_path) -> tuple[Explorer, Session, dict, str]:
+def replay(tmp_path, steps: int = STEPS) -> tuple[Explorer, Session, dict, str]:
     path = tmp_path / "long.json"
-    path.write_text(long_json(), encoding="utf-8")
+    path.write_text(long_json(steps), encoding="utf-8")
     ex = Explorer(AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)],
                   preload=False)
     session = Session()
     view = ex.upload([str(path)], session)
-    assert session.columns and session.columns[0].n_steps == STEPS, view.get("status")
+    assert session.columns and session.columns[0].n_steps == steps, view.get("status")
     return ex, session, view, str(path)
+
+
+def test_a_short_replay_is_drawn_in_one_event(tmp_path):
+    ex, session, view, _ = replay(tmp_path)
+    assert "Drawing the comparison" not in view["table"] and view["theory", 0].visible
+    assert list(ex.replay_rest(session)) == [{}]  # nothing left for the second event
+
+
+def test_a_long_replay_shows_its_columns_first_then_the_comparison_and_theory(tmp_path):
+    ex, session, view, path = replay(tmp_path, LONGER)
+    # the first event: the columns, with the comparison said to be drawing (nothing of a run before)
+    assert f"Drawing the comparison of {LONGER:,} steps" in view["table"]
+    for f in FIGURES:
+        assert "Drawing the comparison" in view[f.name].layout.annotations[0].text
+    assert view["tokens", 0] and view["tree", 0] is not None and view["theory", 0].visible is False
+    # the second: what a one-event view of the same replay holds, at the step shown
+    [rest] = ex.replay_rest(session)
+    drawn = render.comparison(session, session.view_step())
+    assert rest["table"] == drawn["table"] and "Drawing" not in rest["table"]
+    for f in FIGURES:
+        assert rest[f.name].to_plotly_json() == drawn[f.name].to_plotly_json()
+    want = theory_panel(session.columns[0].trace, session.columns[0].step_shown(session.view_step()))
+    assert rest["theory", 0].visible is True and rest["theory", 0].value == gr.Plot(value=want).value
+    assert list(ex.replay_rest(session)) == [{}]  # once
+    # a second event that comes after the page moved on (another replay) draws nothing
+    ex.upload([path], session)
+    ex.upload([str(tmp_path / "missing.json")], session)  # refused: the page still shows the replay
+    session.run_id += 1  # as a Run started in between would
+    assert list(ex.replay_rest(session)) == [{}]
 
 
 def steps_in(html: str) -> list[int]:
@@ -149,13 +184,14 @@ IN_VIEW = """(i) => { const box = document.querySelector('#sv-text-' + i);
 
 @pytest.mark.e2e
 def test_long_replay_in_a_browser(app_server, browser, tmp_path):
-    """The page opens a 1000-step replay with step 1's tokens in view and a window of the text; a scrub
-    in the window and one past it show the current step's tokens."""
+    """The page opens a replay longer than ``LATER_STEPS`` with step 1's tokens in view and a window of the
+    text, then draws its comparison and theory panel in a second event; a scrub in the window and one
+    past it show the current step's tokens."""
     from e2e_support import ARTIFACTS, open_page
 
     url, _, _ = app_server
     path = tmp_path / "long.json"
-    path.write_text(long_json(), encoding="utf-8")
+    path.write_text(long_json(LONGER), encoding="utf-8")
     page = open_page(browser, url)
     # every wait is a generous limit on what the page shows, never a speed asserted: a loaded machine
     # takes as long as it takes, and only a page that never shows it fails
@@ -165,6 +201,14 @@ def test_long_replay_in_a_browser(app_server, browser, tmp_path):
     page.wait_for_function(f"() => ({IN_VIEW})(0) !== null && ({IN_VIEW})(0)[1]", timeout=WAIT_MS)
     assert page.evaluate(IN_VIEW, 0) == [1, True]
     assert page.locator("#sv-text-0 .sv-step").count() == stepcache.TEXT_WINDOW
+    # the second event: the comparison table (the run's row, its tokens) and the theory panel replace
+    # what said they were being drawn
+    page.wait_for_function("() => { const t = document.querySelector('#sv-table');"
+                           " return t && !t.innerText.includes('Drawing') && t.querySelector('table'); }",
+                           timeout=WAIT_MS)
+    page.locator("#sv-theory-0 .js-plotly-plot").wait_for(state="visible", timeout=WAIT_MS)
+    assert "Drawing the comparison" not in page.inner_text("#sv-per-step")
+    assert "sd" in page.inner_text("#sv-table")
     box = page.locator("#sv-step input[type=number]")
     for value in (300, 900):  # in the window sent; past it (the server sends another)
         box.fill(str(value))
@@ -178,3 +222,19 @@ def test_long_replay_in_a_browser(app_server, browser, tmp_path):
                                   page.evaluate("document.querySelector('#sv-text-0').outerHTML.slice(0, 600)")))
     page.screenshot(path=str(ARTIFACTS / "e2e-long-replay.png"), full_page=True)
     assert not page.errors, page.errors
+
+
+def test_the_first_view_benchmark_times_one_event_against_two(tmp_path, capsys):
+    """``python -m specviz.bench.replay_first_view`` on a trace just past ``LATER_STEPS``: both modes
+    replay it, and only the two-event mode has a second event to time. No time is asserted."""
+    from specviz.bench import replay_first_view
+
+    path = tmp_path / "long.json"
+    path.write_text(long_json(LONGER), encoding="utf-8")
+    replay_first_view.main(["--file", str(path), "--rounds", "1"])
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| ") and " s " in line + " "}
+    first = rows["upload -> first view (`Explorer.upload`), wall"]
+    second = rows["the second event (`Explorer.replay_rest`), wall"]
+    assert all(re.match(r"\d+\.\d\d s \(", cell) for cell in first)
+    assert second[0].strip() == "-" and re.match(r"\d+\.\d\d s \(", second[1])

@@ -81,7 +81,7 @@ class Explorer:
         self.scrub, self.prev, self.next, self.latest, self.play, self.select_node = (
             self.scrubbing.scrub, self.scrubbing.prev, self.scrubbing.next, self.scrubbing.latest,
             self.scrubbing.play, self.scrubbing.select_node)
-        self.upload, self.replay = self.replays.upload, self.replays.replay
+        self.upload, self.replay, self.replay_rest = self.replays.upload, self.replays.replay, self.replays.rest
         self.chat_example, self.code_example = examples.chat_example, examples.code_example
         if preload:
             self.pairs.preload()
@@ -298,7 +298,9 @@ class Explorer:
         c.pause_btn.click(None, None, None, cancels=[play_event], queue=False, **private)
         # replay
         c.upload.upload(self.replays.replay, [c.upload, session], outputs + c.editor.outputs(), concurrency_limit=4,
-                        api_name="replay")
+                        api_name="replay"
+                        ).then(page.wire(self.replays.rest), [session], outputs, concurrency_limit=4,
+                               concurrency_id="replay_rest", show_progress="hidden", **private)
 
     def _algorithm_guide(self) -> str:
         """The sidebar's "What each algorithm does": one line per registered algorithm."""

@@ -114,9 +114,10 @@ def divergence(col: Column, baseline: RunTrace | None) -> int | None:
 
 
 def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at: int | None = None,
-              text: bool = True) -> SlotView:
+              text: bool = True, theory: bool = True) -> SlotView:
     """Header, coloured text, tree and controller figure of column ``i`` at ``step`` (0-based);
-    ``text=False`` leaves the text out (``""``: it is O(steps), and a scrub does not re-send it).
+    ``text=False`` leaves the text out (``""``: it is O(steps), and a scrub does not re-send it);
+    ``theory=False`` the theory panel (``None``: a long replay draws it in a second event).
 
     The panels follow the type of the trace's controller state (``viz.registry``):
     a view registered for its ``"tree"``, ``"beams"``, ``"narrative"``, ``"lengths"`` or ``"column"``
@@ -139,7 +140,7 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     tree = tree_view(t, k) if tree_view else viz.step_tree_figure(t, k)
     beams_html = beams_view(t, k) if beams_view else None
     ctrl = viz_controller.column_figure(t, k)
-    theory_fig = stepcache.theory_figure(col, k)  # a finished run's is built once, its marker moved
+    theory_fig = stepcache.theory_figure(col, k) if theory else None  # built once per run, its marker moved
     story = story_view(t, k, col.selected) if story_view else step_narrative(t.steps[k], col.algorithm)
     dist = None
     if col.selected is not None:
@@ -213,3 +214,11 @@ def comparison(session: Session, step: int) -> dict[str, Any]:
     marker, which the browser moves afterwards (``ui.style.STEP_JS``)."""
     runs = session.runs()
     return {"table": table_html(session), **{f.name: f.draw(runs, step) for f in FIGURES}}
+
+
+def comparison_pending(session: Session) -> dict[str, Any]:
+    """In place of ``comparison`` while a second event draws it (a long replay): the table and every
+    figure say so, so nothing of an earlier run stays on screen beside the new columns."""
+    steps = sum(c.n_steps for c in session.columns)
+    said = f"Drawing the comparison of {steps:,} steps…"
+    return {"table": f'<p class="sv-note">{said}</p>', **{f.name: viz.message_figure(said) for f in FIGURES}}

@@ -5,10 +5,11 @@ the traces ran with (the column editor and the sampling settings) so Run runs th
 """
 from __future__ import annotations
 
+import gc
 import html
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from specviz.algorithms.registry import AlgorithmSpec
 from specviz.errors import SpecvizError
@@ -21,7 +22,11 @@ from specviz.ui.layout import SLIDER_RANGES, Page, View
 from specviz.ui.pair_loading import PairLoader
 from specviz.ui.runner import RunRegistry, Session, columns_from_traces, export_copy, given_session, load_trace_file
 from specviz.ui.validate import max_new_limit
-from specviz.ui.views import full_view, message_view
+from specviz.ui.views import full_view, later_view, message_view
+
+# a replay of more steps than this (its columns together) shows its columns first and draws the
+# comparison and the theory panels in a second event (``Replay.rest``): 12,000 steps take about a second
+LATER_STEPS = 2_000
 
 
 def replayed_settings(trace: Any, pair: ModelPair | None, max_new_tokens_cap: int) -> tuple[View, str]:
@@ -129,13 +134,33 @@ class Replay:
         for c, source in zip(session.columns, sources):
             export_copy(c, source, quota=self.config.max_export_bytes)
         session.step, session.source, session.running, session.pace = 0, "replay", False, 0.0
+        later = sum(c.n_steps for c in session.columns) > LATER_STEPS
+        session.drawn_later = session.run_id if later else None
         settings, lowered = replayed_settings(traces[0], self.pairs.registry.get(session.pair_key),
                                               self.config.max_new_tokens_cap)
         if lowered:
             note = (note + " · " if note else "") + html.escape(lowered)
-        view = full_view(session, self.n_slots, note, force=True)
+        view = full_view(session, self.n_slots, note, force=True, later=later)
         view.update(settings)
         return view
+
+    def rest(self, session: Any) -> Iterator[View]:
+        """The second event of a long replay (``LATER_STEPS``): its comparison and theory panels
+        (``views.later_view``), once, if the page still shows that replay; else nothing (``{}``).
+
+        Then, once the page has them, one full collection: the trace's objects, made while the
+        collector was paused, would otherwise be walked in a later scrub (0.25-0.4 s, where a scrub
+        takes 0.03 s); here it costs about 0.5 s that nobody waits for."""
+        session = given_session(session)
+        if session is None or session.drawn_later is None or session.drawn_later != session.run_id \
+                or session.source != "replay":
+            yield {}
+            return
+        session.drawn_later = None
+        with gc_paused():  # as in ``upload``: the figures' allocations would walk the trace's objects
+            view = later_view(session, self.n_slots)
+        yield view
+        gc.collect()
 
     def replay(self, files: Any, session: Session) -> dict[Any, Any] | list[Any]:
         """``upload`` bound to the page, and the column editor set to the replayed columns

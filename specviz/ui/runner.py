@@ -92,6 +92,7 @@ class Session:
     source: str = ""              # "live" or "replay"
     run_id: int = 0
     pace: float = 0.0             # seconds per step the live run was paced at (0: unpaced)
+    drawn_later: int | None = None  # the replay (its run_id) whose comparison a second event draws
 
     @property
     def n_steps(self) -> int:

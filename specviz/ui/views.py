@@ -17,12 +17,13 @@ from specviz.ui.runner import Session
 
 
 def slot_views(session: Session, step: int, n_slots: int, *, full: bool, force: bool = False,
-               text: bool = True) -> View:
+               text: bool = True, theory: bool = True) -> View:
     """Per-column panels, sending only what changed on screen unless ``force``.
 
     Each panel is sent as its ``layout.PANELS`` entry says: a column's text only when the text itself
     changes (new steps, finished, pinned); its step panels (tree, narrative, distribution, controller…)
-    only when the step it shows changes.
+    only when the step it shows changes. ``theory=False`` sends the theory panels hidden (``later_view``
+    draws them).
     ``force`` re-sends everything: a run's last update carries every panel in full, so the page ends
     on the state the server has, whatever became of the updates before it. ``text=False`` leaves the
     texts as they are (a live run re-sends them less often than the trees). ``full`` also sets which
@@ -42,7 +43,7 @@ def slot_views(session: Session, step: int, n_slots: int, *, full: bool, force: 
         step_key = (col.step_shown(step) if col.n_steps else None, col.selected, *state)
         text_changed = force or (text and col.shown.get("text") != state)
         step_changed = force or col.shown.get("step") != step_key
-        v = render.slot_view(col, i, step, session.running, diverge_at, text=text_changed)
+        v = render.slot_view(col, i, step, session.running, diverge_at, text=text_changed, theory=theory)
         if text_changed and col.pin is not None:
             v.tokens = f'<div class="sv-pinned">{v.tokens}</div>'
         if full:
@@ -58,15 +59,29 @@ def slot_views(session: Session, step: int, n_slots: int, *, full: bool, force: 
 
 
 def full_view(session: Session, n_slots: int, note: str = "", compare: bool = True, force: bool = False,
-              text: bool = True) -> View:
+              text: bool = True, later: bool = False) -> View:
     """Every output. ``compare=False`` leaves the comparison table and figures as they are (a live
-    run refreshes them less often than the columns)."""
+    run refreshes them less often than the columns); ``later=True`` sends the columns without their
+    theory panels and the comparison as being drawn, for ``later_view`` to draw in a second event (a
+    long replay: the columns appear first)."""
     step = session.view_step()
     view: View = {"session": session, "status": render.status_html(session, note),
                   "slider": slider(session), "step_label": render.step_label(session)}
     if compare:
-        view.update(render.comparison(session, step))
-    view.update(slot_views(session, step, n_slots, full=True, force=force, text=text))
+        view.update(render.comparison_pending(session) if later else render.comparison(session, step))
+    view.update(slot_views(session, step, n_slots, full=True, force=force, text=text, theory=not later))
+    return view
+
+
+def later_view(session: Session, n_slots: int) -> View:
+    """What ``full_view(later=True)`` left out: the comparison and each column's theory panel, at the
+    step shown now."""
+    step = session.view_step()
+    view: View = render.comparison(session, step)
+    theory = next(p for p in PANELS if p.name == "theory")
+    for i, col in enumerate(session.columns[:n_slots]):
+        if col.n_steps:
+            view["theory", i] = theory.update(stepcache.theory_figure(col, col.step_shown(step)))
     return view
 
 
