@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-FREE_DEPTH = 16  # what a trace writes nests 3 levels deep at most in a free-form field
+FREE_DEPTH = 16  # what specviz writes there nests 1 or 2 levels deep (the golden traces, a live run)
 _EXCERPT = 40  # characters of a value quoted in a message
 
 
