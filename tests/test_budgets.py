@@ -102,12 +102,13 @@ def make(pair_dirs, shared_registry, config=PUBLIC, time=None, **changes):
 
 
 def run(ex, session, algos, max_new=16, pace=0.0, **overrides):
-    return ex.run(session, "def f(x):\n", max_new, 0.0, 1.0, 0, 0, columns_for(algos, **overrides), pace, False)
+    return ex.run(session, prompt="def f(x):\n", max_new_tokens=max_new, temperature=0.0, top_p=1.0, top_k=0, seed=0,
+                  columns=columns_for(algos, **overrides), pace=pace, chat=False)
 
 
 def do_measure(ex, session, algos, max_new=8, **overrides):
-    return ex.measure(session, "def f(x):\n", max_new, 0.0, 1.0, 0, 0, columns_for(algos, **overrides), 0.0,
-                      False)
+    return ex.measure(session, prompt="def f(x):\n", max_new_tokens=max_new, temperature=0.0, top_p=1.0, top_k=0,
+                      seed=0, columns=columns_for(algos, **overrides), pace=0.0, chat=False)
 
 
 # ---- (b) a cost cap on algorithm parameters -----------------------------------------------------------

@@ -65,7 +65,8 @@ def test_labels_show_only_what_differs_and_colours_follow_the_column():
 # ---- a run, its table and figures, Measure, export and replay ------------------------------------------------
 def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tmp_path):
     session = Session(pair_key=explorer.default_key)
-    out = screen(explorer.run(session, "def f(x):\n", 10, 0.0, 1.0, 0, 0, [SD2, SD8], 0.0, False))
+    out = screen(explorer.run(session, prompt="def f(x):\n", max_new_tokens=10, temperature=0.0, top_p=1.0, top_k=0,
+                              seed=0, columns=[SD2, SD8], pace=0.0, chat=False))
     assert "Done · 2 runs" in out["status"]
     a, b = session.columns
     assert (a.params["gamma"], b.params["gamma"]) == (2, 8)
@@ -112,7 +113,8 @@ def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tm
 
 def test_measure_gives_a_row_per_column(explorer):
     session = Session(pair_key=explorer.default_key)
-    out = screen(explorer.measure(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, [SD2, SD8, SD8], 0.0, False))
+    out = screen(explorer.measure(session, prompt="def f(x):\n", max_new_tokens=4, temperature=0.0, top_p=1.0,
+                                  top_k=0, seed=0, columns=[SD2, SD8, SD8], pace=0.0, chat=False))
     html = out["measurements"]
     assert html.count('<th scope="row">') == 3
     assert "gamma=2" in html and "gamma=8, controller=static) #1" in html and "#2" in html
@@ -120,10 +122,11 @@ def test_measure_gives_a_row_per_column(explorer):
 
 def test_over_six_columns_and_each_columns_cost_are_refused(explorer):
     session = Session(pair_key=explorer.default_key)
-    (out,) = explorer.run(session, "x", 4, 0.0, 1.0, 0, 0, [SD2] * 7, 0.0, False)
+    (out,) = explorer.run(session, prompt="x", max_new_tokens=4, temperature=0.0, top_p=1.0, top_k=0, seed=0,
+                          columns=[SD2] * 7, pace=0.0, chat=False)
     assert "At most 6 columns" in out["status"]
-    out = screen(explorer.run(session, "x", 4, 0.0, 1.0, 0, 0, [SD2, {"algorithm": "sd", "params": {"gamma": 99}}],
-                             0.0, False))
+    out = screen(explorer.run(session, prompt="x", max_new_tokens=4, temperature=0.0, top_p=1.0, top_k=0, seed=0,
+                              columns=[SD2, {"algorithm": "sd", "params": {"gamma": 99}}], pace=0.0, chat=False))
     assert "sv-error" in out["header", 1] and "gamma" in out["header", 1]  # refused by name, in its column
     assert "sv-error" not in out["header", 0]
 

@@ -336,7 +336,8 @@ def test_seed_is_exact_as_text(app, monkeypatch):
     assert not ex.runs._runs
     # the trace of the run is seeded with the exact number
     session = Session(pair_key=ex.default_key)
-    list(ex.run(session, "def f(x):\n", 2, 0.0, 1.0, 0, "9007199254740993", ["ar"], 0.0, False))
+    list(ex.run(session, prompt="def f(x):\n", max_new_tokens=2, temperature=0.0, top_p=1.0, top_k=0,
+                seed="9007199254740993", columns=["ar"], pace=0.0, chat=False))
     assert session.columns[0].trace.seed == 2**53 + 1
 
 
@@ -364,6 +365,7 @@ def test_sliders_answer_with_the_sliders_name(app):
     assert not ex.runs._runs
     # playback's pace: a sentence too, once there is something to play
     session = Session(pair_key=ex.default_key)
-    list(ex.run(session, "def f(x):\n", 2, 0.0, 1.0, 0, 0, ["ar"], 0.0, False))
+    list(ex.run(session, prompt="def f(x):\n", max_new_tokens=2, temperature=0.0, top_p=1.0, top_k=0, seed=0,
+                columns=["ar"], pace=0.0, chat=False))
     shown = " ".join(strings(list(demo.fns[play].fn(session, "abc"))))
     assert "pace must be" in shown, shown[:300]

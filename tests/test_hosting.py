@@ -258,7 +258,8 @@ def test_failed_preset_load_hides_the_path():
 
 def test_exported_traces_and_the_pair_line_name_no_server_path(private, pair_dirs):
     session = Session(pair_key=private.default_key)
-    outs = list(private.run(session, "def f(x):\n", 4, 0.0, 1.0, 0, 0, ["ar", "sd"], 0.0, False))
+    outs = list(private.run(session, prompt="def f(x):\n", max_new_tokens=4, temperature=0.0, top_p=1.0, top_k=0,
+                            seed=0, columns=["ar", "sd"], pace=0.0, chat=False))
     assert "Done" in outs[-1]["status"]
     parent = str(Path(pair_dirs[0]).parent)
     assert parent not in private.pair_markdown(session.pair_key)

@@ -57,7 +57,7 @@ class RunLoop:
             return None, message_view(session, refusal or BUSY)
         return control, None
 
-    def run(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
+    def run(self, session: Session, *, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
             top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
         """Run the columns side by side (``columns``: each an algorithm and its settings, ``ui.columns``),
         yielding the page as the steps come in. ``chat`` formats the prompt as a user turn in the pair's
@@ -152,7 +152,7 @@ class RunLoop:
                 session.running = False
                 stop_columns(cols)
 
-    def measure(self, session: Session, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
+    def measure(self, session: Session, *, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
                 top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
         """Time the columns (each an algorithm and its settings) one after another, unpaced, with a warm-up
         and repeats (medians): one row per column. ``pace`` is not used (Measure is never paced). The
