@@ -152,8 +152,7 @@ class Replay:
         collector was paused, would otherwise be walked in a later scrub (0.25-0.4 s, where a scrub
         takes 0.03 s); here it costs about 0.5 s that nobody waits for."""
         session = given_session(session)
-        if session is None or session.drawn_later is None or session.drawn_later != session.run_id \
-                or session.source != "replay":
+        if session is None or session.drawn_later != session.run_id or session.source != "replay":
             yield {}
             return
         session.drawn_later = None
