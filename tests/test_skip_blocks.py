@@ -41,7 +41,9 @@ def run_updates(demo: gr.Blocks, ex: Explorer) -> tuple[int, list[dict]]:
     args = base_inputs(ex, block_fn)  # a short valid run of ar; two columns here
     args[2], args[7] = 6, ["ar", "sd"]
     args = [Session(pair_key=ex.default_key) if b.stateful else a for b, a in zip(block_fn.inputs, args)]
-    return i, list(block_fn.fn(*args))  # each {component: value}: Gradio skips the outputs not named
+    names = list(block_fn.input_keyword_names)  # the inputs passed by name (``inputs_kwargs``), last
+    positional, named = args[:len(args) - len(names)], dict(zip(names, args[len(args) - len(names):]))
+    return i, list(block_fn.fn(*positional, **named))  # each {component: value}: Gradio skips the outputs not named
 
 
 def postprocessed(demo: gr.Blocks, fn_index: int, updates: list[dict], plain: bool) -> tuple[list, dict]:
