@@ -220,6 +220,18 @@ def test_long_replay_in_a_browser(app_server, browser, tmp_path):
             raise AssertionError((value, page.evaluate(IN_VIEW, 0), page.inner_text("#sv-step-label"),
                                   page.locator("#sv-text-0 .sv-step").first.get_attribute("data-step"),
                                   page.evaluate("document.querySelector('#sv-text-0').outerHTML.slice(0, 600)")))
+    # a second value entered while the first is on its way: the page ends on the second, whenever the
+    # first's answer comes (before the fix, an answer that came after the second Enter set the slider back
+    # to the first value, and the queued second scrub then read it: ci19 on a loaded machine ended on 300
+    # after 300 then 900)
+    for value in (1200, 2000):
+        box.fill(str(value))
+        box.press("Enter")
+    page.wait_for_function(f"() => {{ const v = ({IN_VIEW})(0); return v && v[0] === 2000 && v[1]; }}",
+                           timeout=WAIT_MS)
+    page.wait_for_function("document.querySelector('#sv-step-label').innerText.includes('step 2000 of')",
+                           timeout=WAIT_MS)
+    assert box.input_value() == "2000"
     page.screenshot(path=str(ARTIFACTS / "e2e-long-replay.png"), full_page=True)
     assert not page.errors, page.errors
 

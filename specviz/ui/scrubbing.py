@@ -34,12 +34,18 @@ class Scrubbing:
         self.max_step_delay_s = max_step_delay_s
 
     def scrub(self, session: Session, value: float) -> View:
+        """The step the slider was moved to. The slider itself is sent back only where its value was
+        clamped: echoing the value it already shows would overwrite a newer one the visitor set while
+        this scrub was on its way (the page then re-sent the old step, and a fast second scrub was lost)."""
         session = with_columns(session)
         if session is None:
             return {}
         unpin(session)
         session.step = max(0, int(value) - 1)
-        return step_view(session, self.n_slots)
+        view = step_view(session, self.n_slots)
+        if session.view_step() + 1 == value:
+            del view["slider"]
+        return view
 
     def shift(self, session: Session, delta: int) -> View:
         session = with_columns(session)
