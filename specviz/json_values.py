@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from specviz.errors import TraceFormatError
+
 FREE_DEPTH = 16  # what specviz writes there nests 1 or 2 levels deep (the golden traces, a live run)
 _EXCERPT = 40  # characters of a value quoted in a message
 
@@ -25,6 +27,13 @@ def nests_within(value: Any, depth: int = FREE_DEPTH) -> bool:
             return True
         level = [v for c in level for v in (c.values() if type(c) is dict else c)]
     return False
+
+
+def require_shallow(value: Any, path: str) -> None:
+    """Refuse, naming ``path``, a free-form value nested deeper than ``FREE_DEPTH`` (``nests_within``)."""
+    if not nests_within(value):
+        raise TraceFormatError(f"Malformed trace: {path} nests lists and objects more than {FREE_DEPTH} "
+                               "levels deep.")
 
 
 def kind_words(value: Any) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Union
 
 from specviz.errors import TraceFormatError
-from specviz.json_values import FREE_DEPTH, describe, nests_within
+from specviz.json_values import describe, require_shallow
 
 # The version of the layout below. A trace says which layout its states have by its ``schema_version``:
 # 6 (``trace.TYPED_STATE_SINCE``) and later, this one, read strictly; 1 to 5, the dict-based controllers'
@@ -56,12 +56,10 @@ def _refuse(where: Where, expected: str, value: Any) -> TraceFormatError:
 
 def read_object(value: Any, where: Where) -> dict[str, Any]:
     """A free-form object (``dict[str, Any]``): any JSON object whose lists and objects nest within
-    ``FREE_DEPTH`` levels (``json_values``)."""
+    ``json_values.FREE_DEPTH`` levels."""
     if type(value) is not dict:
         raise _refuse(where, "an object", value)
-    if not nests_within(value):
-        raise TraceFormatError(f"Malformed trace: {_path(where)} nests lists and objects more than {FREE_DEPTH} "
-                               "levels deep.")
+    require_shallow(value, _path(where))
     return value
 
 

@@ -15,7 +15,7 @@ from itertools import chain, islice, repeat
 from typing import Any, Iterator, Literal
 
 from specviz.errors import TraceFormatError
-from specviz.json_values import FREE_DEPTH, describe, nests_within
+from specviz.json_values import describe, nests_within, require_shallow
 from specviz.step_state import ControllerState, read_state
 
 SCHEMA_VERSION = 6
@@ -215,7 +215,7 @@ class RunTrace:
                 raise TraceFormatError("Not a trace: the JSON is nested too deeply.") from exc
             except ValueError as exc:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
                 raise TraceFormatError(f"Not valid JSON: {exc}") from exc
-            return cls._read(data, own=True)  # refuses free-form parts nested past FREE_DEPTH, in words
+            return cls._read(data, own=True)  # refuses free-form parts nested too deep, in words
 
 
 _ORJSON_DEPTH = 1024  # how deep orjson reads since 3.9.15; older releases recurse without a bound
@@ -475,7 +475,7 @@ def _schema(cls: type) -> tuple[frozenset[str], frozenset[str], dict[str, frozen
     """``cls``'s declared field names, required names and, per field, the exact types ``_matches``
     accepts (``float``: int or float; never ``bool`` for a number) and, for a list field, the exact
     types its items may have (``None``: any); the names in declaration order; and the object fields,
-    whose contents are free-form and must nest within ``FREE_DEPTH``."""
+    whose contents are free-form and must nest within ``json_values.FREE_DEPTH``."""
     declared = {f.name: f for f in fields(cls)}
     required = frozenset(f.name for f in declared.values() if f.default is MISSING and f.default_factory is MISSING)
     simple: dict[str, frozenset[type]] = {}
@@ -542,16 +542,15 @@ def _explained_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
     if missing:
         raise TraceFormatError(f"Malformed trace: the required field{'s' if len(missing) > 1 else ''} "
                                f"{', '.join(map(repr, missing))}{at} {'are' if len(missing) > 1 else 'is'} missing.")
+    objects = _schema(cls)[5]
     for name, value in data.items():
+        path = f"{where}.{name}" if where else name
         alternatives = [a.strip() for a in str(declared[name].type).split("|")]
         if not any(_matches(value, a) for a in alternatives):
             expected = " or ".join(_TYPE_WORDS.get(a.split("[", 1)[0], a) for a in alternatives)
             if alternatives[0] in ("list[int]", "list[float]"):
                 expected += " of whole numbers" if alternatives[0] == "list[int]" else " of numbers"
-            path = f"{where}.{name}" if where else name
             raise TraceFormatError(f"Malformed trace: {path} should be {expected}, got {describe(value)}.")
-        if name in _schema(cls)[5] and not nests_within(value):
-            path = f"{where}.{name}" if where else name
-            raise TraceFormatError(f"Malformed trace: {path} nests lists and objects more than {FREE_DEPTH} "
-                                   "levels deep.")
+        if name in objects:
+            require_shallow(value, path)
     return dict(data)

@@ -42,10 +42,7 @@ class Scrubbing:
             return {}
         unpin(session)
         session.step = max(0, int(value) - 1)
-        view = step_view(session, self.n_slots)
-        if session.view_step() + 1 == value:
-            del view["slider"]
-        return view
+        return step_view(session, self.n_slots, with_slider=session.view_step() + 1 != value)
 
     def shift(self, session: Session, delta: int) -> View:
         session = with_columns(session)

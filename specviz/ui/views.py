@@ -85,11 +85,15 @@ def later_view(session: Session, n_slots: int) -> View:
     return view
 
 
-def step_view(session: Session, n_slots: int) -> View:
-    """Outputs of a step change: slider, label and the columns. The step markers of the
-    comparison figures and the highlighted step in the texts move in the browser (``STEP_JS``)."""
-    return {"slider": slider(session), "step_label": render.step_label(session),
-            **slot_views(session, session.view_step(), n_slots, full=False)}
+def step_view(session: Session, n_slots: int, with_slider: bool = True) -> View:
+    """Outputs of a step change: slider (unless ``with_slider=False``), label and the columns. The step
+    markers of the comparison figures and the highlighted step in the texts move in the browser
+    (``STEP_JS``)."""
+    view: View = {"step_label": render.step_label(session),
+                  **slot_views(session, session.view_step(), n_slots, full=False)}
+    if with_slider:
+        view["slider"] = slider(session)
+    return view
 
 
 def message_view(session: Session, note: str) -> View:
