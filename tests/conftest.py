@@ -10,6 +10,19 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 torch.set_num_threads(1)
 
 
+RECURSION_LIMIT = sys.getrecursionlimit()
+
+
+@pytest.fixture(autouse=True)
+def _recursion_limit_as_found():
+    """Every test starts under the interpreter's recursion limit: a library may leave it raised
+    (Hypothesis bumps it while it runs a test and keeps a value changed meanwhile; Inductor raises it to
+    2000 when it compiles), and how deep ``json.loads`` reads depends on it. A test that needs another
+    limit sets it itself."""
+    yield
+    sys.setrecursionlimit(RECURSION_LIMIT)
+
+
 WEIGHTS = {"e2e": 3, "slow": 1}  # rough cost of a browser test and of a statistical one, against a quick one's 0
 
 

@@ -186,15 +186,27 @@ def test_wrong_types_are_refused_with_the_field_named():
 # ``trace.loads`` (orjson where it reads exactly what json reads, json.loads otherwise): the same values,
 # types, key order and float bits as ``json.loads``, and the same error, for any text.
 def _same(a, b) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, float):
-        return repr(a) == repr(b)
-    return a == b
+    """Equal values, types, key order and float bits, compared level by level (no recursion: under a raised
+    recursion limit json.loads reads nesting far deeper than a recursive comparison could walk)."""
+    pairs = [(a, b)]
+    while pairs:
+        a, b = pairs.pop()
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            if list(a) != list(b):
+                return False
+            pairs.extend((a[k], b[k]) for k in a)
+        elif isinstance(a, list):
+            if len(a) != len(b):
+                return False
+            pairs.extend(zip(a, b))
+        elif isinstance(a, float):
+            if repr(a) != repr(b):
+                return False
+        elif a != b:
+            return False
+    return True
 
 
 def _outcome(parse, text):
@@ -222,6 +234,19 @@ def _parses_as_json(text) -> None:
 ])
 def test_loads_reads_as_json_does(text):
     _parses_as_json(text)
+
+
+@pytest.mark.parametrize("limit", [1000, 2500, 20_000])
+@pytest.mark.parametrize("depth", [900, 2000, 5000])
+def test_loads_reads_deep_nesting_as_json_does_whatever_the_recursion_limit(limit, depth):
+    """Whoever last set ``sys.setrecursionlimit`` (Hypothesis while it runs a test, Inductor when it compiles)
+    decides how deep json.loads reads; trace.loads reads as deep, or fails with the same error."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        _parses_as_json("[" * depth + "]" * depth)
+    finally:
+        sys.setrecursionlimit(old)
 
 
 @settings(max_examples=300, deadline=None)
