@@ -13,7 +13,7 @@ from time import time as os_time
 
 import pytest
 from test_ui import columns_for
-from test_ui_support import save_tiny_pair
+from test_ui_support import run_inputs, save_tiny_pair
 from tiny import tiny_pair
 
 import specviz
@@ -102,13 +102,11 @@ def make(pair_dirs, shared_registry, config=PUBLIC, time=None, **changes):
 
 
 def run(ex, session, algos, max_new=16, pace=0.0, **overrides):
-    return ex.run(session, prompt="def f(x):\n", max_new_tokens=max_new, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                  columns=columns_for(algos, **overrides), pace=pace, chat=False)
+    return ex.run(session, **run_inputs(max_new_tokens=max_new, columns=columns_for(algos, **overrides), pace=pace))
 
 
 def do_measure(ex, session, algos, max_new=8, **overrides):
-    return ex.measure(session, prompt="def f(x):\n", max_new_tokens=max_new, temperature=0.0, top_p=1.0, top_k=0,
-                      seed=0, columns=columns_for(algos, **overrides), pace=0.0, chat=False)
+    return ex.measure(session, **run_inputs(max_new_tokens=max_new, columns=columns_for(algos, **overrides)))
 
 
 # ---- (b) a cost cap on algorithm parameters -----------------------------------------------------------

@@ -16,7 +16,7 @@ from specviz.ui import columns as cfg
 from specviz.ui.pairs import PairChoice
 from test_ui import screen
 from specviz.viz import algorithm_color
-from test_ui_support import save_tiny_pair
+from test_ui_support import run_inputs, save_tiny_pair
 
 SD2, SD8 = {"algorithm": "sd", "params": {"gamma": 2}}, {"algorithm": "sd", "params": {"gamma": 8}}
 
@@ -65,8 +65,7 @@ def test_labels_show_only_what_differs_and_colours_follow_the_column():
 # ---- a run, its table and figures, Measure, export and replay ------------------------------------------------
 def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tmp_path):
     session = Session(pair_key=explorer.default_key)
-    out = screen(explorer.run(session, prompt="def f(x):\n", max_new_tokens=10, temperature=0.0, top_p=1.0, top_k=0,
-                              seed=0, columns=[SD2, SD8], pace=0.0, chat=False))
+    out = screen(explorer.run(session, **run_inputs(max_new_tokens=10, columns=[SD2, SD8])))
     assert "Done · 2 runs" in out["status"]
     a, b = session.columns
     assert (a.params["gamma"], b.params["gamma"]) == (2, 8)
@@ -113,8 +112,7 @@ def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tm
 
 def test_measure_gives_a_row_per_column(explorer):
     session = Session(pair_key=explorer.default_key)
-    out = screen(explorer.measure(session, prompt="def f(x):\n", max_new_tokens=4, temperature=0.0, top_p=1.0,
-                                  top_k=0, seed=0, columns=[SD2, SD8, SD8], pace=0.0, chat=False))
+    out = screen(explorer.measure(session, **run_inputs(max_new_tokens=4, columns=[SD2, SD8, SD8])))
     html = out["measurements"]
     assert html.count('<th scope="row">') == 3
     assert "gamma=2" in html and "gamma=8, controller=static) #1" in html and "#2" in html
@@ -122,11 +120,10 @@ def test_measure_gives_a_row_per_column(explorer):
 
 def test_over_six_columns_and_each_columns_cost_are_refused(explorer):
     session = Session(pair_key=explorer.default_key)
-    (out,) = explorer.run(session, prompt="x", max_new_tokens=4, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                          columns=[SD2] * 7, pace=0.0, chat=False)
+    (out,) = explorer.run(session, **run_inputs(prompt="x", max_new_tokens=4, columns=[SD2] * 7))
     assert "At most 6 columns" in out["status"]
-    out = screen(explorer.run(session, prompt="x", max_new_tokens=4, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                              columns=[SD2, {"algorithm": "sd", "params": {"gamma": 99}}], pace=0.0, chat=False))
+    costly = {"algorithm": "sd", "params": {"gamma": 99}}
+    out = screen(explorer.run(session, **run_inputs(prompt="x", max_new_tokens=4, columns=[SD2, costly])))
     assert "sv-error" in out["header", 1] and "gamma" in out["header", 1]  # refused by name, in its column
     assert "sv-error" not in out["header", 0]
 

@@ -30,7 +30,7 @@ from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
 from specviz.ui.pairs import PairChoice
 from specviz.validation import MAX_SEED
-from test_ui_support import save_tiny_pair
+from test_ui_support import run_inputs, save_tiny_pair
 
 HOSTILE: list[Any] = [None, math.nan, math.inf, -1, 2**70, True, "", "x" * 100_000, [1, 2], ["sd", "ar"],
                       {"a": 1}, "-1:x", "../../etc/passwd", "<img src=x onerror=alert(1)>"]
@@ -336,8 +336,7 @@ def test_seed_is_exact_as_text(app, monkeypatch):
     assert not ex.runs._runs
     # the trace of the run is seeded with the exact number
     session = Session(pair_key=ex.default_key)
-    list(ex.run(session, prompt="def f(x):\n", max_new_tokens=2, temperature=0.0, top_p=1.0, top_k=0,
-                seed="9007199254740993", columns=["ar"], pace=0.0, chat=False))
+    list(ex.run(session, **run_inputs(max_new_tokens=2, seed="9007199254740993")))
     assert session.columns[0].trace.seed == 2**53 + 1
 
 
@@ -365,7 +364,6 @@ def test_sliders_answer_with_the_sliders_name(app):
     assert not ex.runs._runs
     # playback's pace: a sentence too, once there is something to play
     session = Session(pair_key=ex.default_key)
-    list(ex.run(session, prompt="def f(x):\n", max_new_tokens=2, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                columns=["ar"], pace=0.0, chat=False))
+    list(ex.run(session, **run_inputs(max_new_tokens=2)))
     shown = " ".join(strings(list(demo.fns[play].fn(session, "abc"))))
     assert "pace must be" in shown, shown[:300]

@@ -25,7 +25,7 @@ from specviz.ui.pair_loading import PairLoader
 from specviz.ui.config import UNSAFE_FLAG, UNSAFE_VAR, check_exposure, is_loopback, private_temp_dir
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
 from specviz.ui.safe_text import display_name, hide_paths, md_text
-from test_ui_support import save_tiny_pair
+from test_ui_support import run_inputs, save_tiny_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOPBACK = ["", "127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"]
@@ -258,8 +258,7 @@ def test_failed_preset_load_hides_the_path():
 
 def test_exported_traces_and_the_pair_line_name_no_server_path(private, pair_dirs):
     session = Session(pair_key=private.default_key)
-    outs = list(private.run(session, prompt="def f(x):\n", max_new_tokens=4, temperature=0.0, top_p=1.0, top_k=0,
-                            seed=0, columns=["ar", "sd"], pace=0.0, chat=False))
+    outs = list(private.run(session, **run_inputs(max_new_tokens=4, columns=["ar", "sd"])))
     assert "Done" in outs[-1]["status"]
     parent = str(Path(pair_dirs[0]).parent)
     assert parent not in private.pair_markdown(session.pair_key)

@@ -20,7 +20,7 @@ from specviz.ui.gpu import gpu
 from specviz.ui.layout import Slot
 from specviz.ui.pairs import PairChoice, PairRegistry
 from specviz.ui.runner import Column
-from test_ui_support import save_tiny_pair
+from test_ui_support import run_inputs, save_tiny_pair
 
 FOUR = [a for a in ("ar", "sd", "mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS][:4]
 SIX = (FOUR * 2)[:6]  # six columns streaming (an algorithm may appear twice)
@@ -64,8 +64,8 @@ def columns_for(algos, **overrides):
 
 def run_all(ex: Explorer, session: Session, algos, prompt="def fibonacci(n):\n", max_new=24, temperature=0.0,
             seed=0, delay=0.0, **overrides):
-    outs = list(ex.run(session, prompt=prompt, max_new_tokens=max_new, temperature=temperature, top_p=1.0, top_k=0,
-                       seed=seed, columns=columns_for(algos, **overrides), pace=delay, chat=False))
+    outs = list(ex.run(session, **run_inputs(prompt=prompt, max_new_tokens=max_new, temperature=temperature, seed=seed,
+                                             columns=columns_for(algos, **overrides), pace=delay)))
     assert outs
     return outs
 
@@ -101,8 +101,8 @@ def plot_title(v) -> str:
 
 
 def live(ex: Explorer, session: Session, algos, prompt="def f(x):\n", max_new=64, pace=0.0, seed=0, top_k=0):
-    return ex.run(session, prompt=prompt, max_new_tokens=max_new, temperature=0.0, top_p=1.0, top_k=top_k, seed=seed,
-                  columns=algos, pace=pace, chat=False)
+    return ex.run(session, **run_inputs(prompt=prompt, max_new_tokens=max_new, top_k=top_k, seed=seed, columns=algos,
+                                        pace=pace))
 
 
 def test_app_builds_with_generated_settings_and_named_panels(explorer):
@@ -206,8 +206,8 @@ def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
 def test_runs_advance_together_and_stream(explorer):
     session = Session(pair_key=explorer.default_key)
     seen = []
-    gen = explorer.run(session, prompt="import os\n", max_new_tokens=12, temperature=1.0, top_p=1.0, top_k=0, seed=1,
-                       columns=["ar", "sd"], pace=0.0, chat=False)
+    gen = explorer.run(session, **run_inputs(prompt="import os\n", max_new_tokens=12, temperature=1.0, seed=1,
+                                             columns=["ar", "sd"]))
     for out in gen:
         seen.append([c.n_steps for c in session.columns])
     assert len(seen) > 3  # streamed, not one final update
@@ -351,23 +351,18 @@ def test_load_a_preset(explorer):
 
 def test_refused_requests_are_messages(explorer):
     session = Session(pair_key=explorer.default_key)
-    (out,) = list(explorer.run(session, prompt="x", max_new_tokens=8, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                               columns=[], pace=0.0, chat=False))
+    (out,) = list(explorer.run(session, **run_inputs(prompt="x", columns=[])))
     assert "Select at least one algorithm" in out["status"]
-    (out,) = list(explorer.run(session, prompt="   ", max_new_tokens=8, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                               columns=["ar"], pace=0.0, chat=False))
+    (out,) = list(explorer.run(session, **run_inputs(prompt="   ")))
     assert "prompt is empty" in out["status"]
     too_many = list(specviz.ALGORITHMS) * 3
-    (out,) = list(explorer.run(session, prompt="x", max_new_tokens=8, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                               columns=too_many[: explorer.n_slots + 1], pace=0.0, chat=False))
+    (out,) = list(explorer.run(session, **run_inputs(prompt="x", columns=too_many[: explorer.n_slots + 1])))
     assert "At most" in out["status"]
-    (out,) = list(explorer.run(Session(pair_key=None), prompt="x", max_new_tokens=8, temperature=0.0, top_p=1.0, top_k=0, seed=0, columns=["ar"], pace=0.0, chat=False))
+    (out,) = list(explorer.run(Session(pair_key=None), **run_inputs(prompt="x")))
     assert "No pair loaded" in out["status"]
-    (out,) = list(explorer.run(session, prompt="x", max_new_tokens=8, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                               columns=["ar"], pace=0.0, chat=True))
+    (out,) = list(explorer.run(session, **run_inputs(prompt="x", chat=True)))
     assert "no chat template" in out["status"]  # the tiny pair has none
-    (out,) = list(explorer.run(session, prompt="x", max_new_tokens=8, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                               columns=["ar"], pace=0.0, chat="on"))
+    (out,) = list(explorer.run(session, **run_inputs(prompt="x", chat="on")))
     assert "chat must be on or off" in out["status"]
     assert explorer.chat_default(session)["value"] is False  # the toggle follows the loaded pair
 
@@ -501,8 +496,7 @@ def test_paced_run_waits_between_steps_and_marks_timings(pair_dirs):
         return control.stopped()
     ex = Explorer(AppConfig(max_columns=6), presets=[PairChoice("t", *pair_dirs)], clock=clock, pause=pause)
     session = Session(pair_key=ex.default_key)
-    outs = list(ex.run(session, prompt="def f(x):\n", max_new_tokens=6, temperature=0.0, top_p=1.0, top_k=0, seed=0,
-                       columns=["ar", "sd"], pace=0.5, chat=False))
+    outs = list(ex.run(session, **run_inputs(max_new_tokens=6, columns=["ar", "sd"], pace=0.5)))
     n = session.n_steps
     assert len(waits) == n - 1 or len(waits) == n  # one pause per round of steps
     assert all(0 < w <= 0.5 for w in waits)
@@ -527,8 +521,7 @@ def test_table_marks_wall_times_only_when_not_comparable(explorer, tmp_path):
 
 def test_measure_runs_one_after_another_and_reports_medians(explorer):
     session = Session(pair_key=explorer.default_key)
-    outs = list(explorer.measure(session, prompt="def f(x):\n", max_new_tokens=12, temperature=0.0, top_p=1.0,
-                                 top_k=0, seed=0, columns=["ar", "sd"], pace=0.3, chat=False))
+    outs = list(explorer.measure(session, **run_inputs(max_new_tokens=12, columns=["ar", "sd"], pace=0.3)))
     assert outs[0]["measure_btn"].interactive is False and outs[-1]["measure_btn"].interactive is True
     html = outs[-1]["measurements"]
     assert "median wall s" in html and "one after another" in html
@@ -554,9 +547,8 @@ def test_measure_rows_name_only_the_settings_that_apply(explorer):
     (``Param.applies``, the rule that shows and hides the setting controls)."""
     session = Session(pair_key=explorer.default_key)
     for controller in ("static", "beta_ts"):
-        outs = list(explorer.measure(session, prompt="def f(x):\n", max_new_tokens=4, temperature=0.0, top_p=1.0,
-                                     top_k=0, seed=0, columns=columns_for(["sd"], **{"sd.controller": controller}),
-                                     pace=0.0, chat=False))
+        columns = columns_for(["sd"], **{"sd.controller": controller})
+        outs = list(explorer.measure(session, **run_inputs(max_new_tokens=4, columns=columns)))
         html = outs[-1]["measurements"]
         spec = specviz.ALGORITHMS["sd"]
         values = {**spec.defaults, "controller": controller}

@@ -55,3 +55,15 @@ if __name__ == "__main__":  # python tests/test_ui_support.py DIR: a dev pair fo
 
     sys.path.insert(0, os.path.dirname(__file__))
     print(save_tiny_pair(sys.argv[1] if len(sys.argv) > 1 else "/tmp/specviz-tiny"))
+
+
+RUN_DEFAULTS = {"prompt": "def f(x):\n", "max_new_tokens": 8, "temperature": 0.0, "top_p": 1.0, "top_k": 0,
+                "seed": 0, "columns": ["ar"], "pace": 0.0, "chat": False}
+
+
+def run_inputs(**changes) -> dict:
+    """Run / Measure's inputs by name, as the page passes them (``inputs_kwargs``): a short greedy run of
+    ``ar`` on a code prompt, with ``changes``."""
+    unknown = set(changes) - set(RUN_DEFAULTS)
+    assert not unknown, f"not an input of Run / Measure: {sorted(unknown)}"
+    return {**RUN_DEFAULTS, **changes}
