@@ -11,6 +11,7 @@ from typing import Any, Iterator
 from specviz import validation
 from specviz.algorithms import AlgorithmSpec, get_algorithm
 from specviz.algorithms.decoder import Decoder
+from specviz.algorithms.drafter_choice import resolve_drafter
 from specviz.core.sampling import SamplingConfig
 from specviz.errors import InvalidParameterError, PromptError
 from specviz.metrics import summarize
@@ -51,11 +52,12 @@ def check_request(algorithm: str, max_new_tokens: int = 64, temperature: float =
         chat=validation.flag("chat", chat))
 
 
-def check_pair(pair: Any, spec: AlgorithmSpec) -> ModelPair:
-    """``pair`` if it is a ``ModelPair`` with the models ``spec`` drafts with."""
+def check_pair(pair: Any, spec: AlgorithmSpec, drafter: str = "model") -> ModelPair:
+    """``pair`` if it is a ``ModelPair`` with the models ``spec`` drafts with (``drafter``: see
+    ``drafter_choice``; ``"any"`` checks only what does not depend on it)."""
     if not isinstance(pair, ModelPair):
         raise InvalidParameterError(f"pair must be a ModelPair from specviz.load_pair, got {validation.shown(pair)}.")
-    if spec.needs_draft and pair.draft is None:
+    if spec.needs_draft and pair.draft is None and drafter == "model":
         raise InvalidParameterError(f"{spec.name} needs a draft model; this pair has only a target.")
     if spec.drafter == "early_exit" and pair.early_exit is None:
         raise InvalidParameterError(
@@ -70,24 +72,28 @@ class LiveRun:
 
     def __init__(self, pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: Any):
         req = check_request(algorithm, **kwargs)
-        check_pair(pair, req.spec)
+        check_pair(pair, req.spec, "any")
+        drafter = resolve_drafter(req.params, pair)
+        check_pair(pair, req.spec, drafter)
         prompt_ids, prompt_text = encode_prompt(pair, prompt, req.chat)
         if len(prompt_ids) + req.max_new_tokens > pair.context_length:
             raise validation.about(PromptError(
                 f"The prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({req.max_new_tokens}) exceeds the "
                 f"models' context of {pair.context_length} tokens: shorten the prompt or ask for fewer tokens."
             ), "max_new_tokens")
-        self.spec, self.params = req.spec, req.params
-        self.decoder = Decoder(pair, prompt_ids, req.max_new_tokens, req.sampling, req.seed, req.record_top_k)
+        self.spec = req.spec
+        self.params = {**req.params, "drafter": drafter} if "drafter" in req.params else req.params
+        self.decoder = Decoder(pair, prompt_ids, req.max_new_tokens, req.sampling, req.seed, req.record_top_k,
+                               drafter)
         self.trace = RunTrace(algorithm=req.spec.name, params=self.params, pair=pair.describe(),
                               sampling=req.sampling.as_dict(), seed=req.seed, prompt_ids=prompt_ids,
                               prompt_text=prompt_text, lossless=req.spec.lossless, chat=req.chat,
                               user_text=prompt if req.chat else None)
-        self.trace.drafter = describe_drafter(req.spec, self.trace.pair)  # what drafts (RunTrace.drafter)
+        self.trace.drafter = describe_drafter(req.spec, self.trace.pair, drafter)  # what drafts (RunTrace.drafter)
 
     def __iter__(self) -> Iterator[StepRecord]:
         dec, trace = self.decoder, self.trace
-        steps = self.spec.run(dec, **self.params)
+        steps = self.spec.run(dec, **{k: v for k, v in self.params.items() if k != "drafter"})  # the Decoder's
         start = time.perf_counter()
         while True:
             with device_errors():  # out of memory / CUDA failure -> DeviceError with a message

@@ -33,6 +33,7 @@ class Preset:
     draft: str
     tokenizer_family: str
     early_exit: str | None = None
+    feature: str | None = None  # a feature head directory (``models.feature_head``) for the target
     hub_target: str | None = None  # the packaged target's hub id, used when the package is missing
     requires_network: bool = False
     gated: bool = False
@@ -106,7 +107,7 @@ def load_presets(path: str | os.PathLike | None = None) -> list[Preset]:
         seen.add(entry["name"])
         kwargs = {k: v for k, v in entry.items() if k in known}
         kwargs["extra"] = {k: v for k, v in entry.items() if k not in known}
-        for key in ("target", "draft", "early_exit"):
+        for key in ("target", "draft", "early_exit", "feature"):
             kwargs[key] = _resolve(kwargs.get(key), base)
         for key in ("memory", "speedup", "description"):
             kwargs[key] = " ".join(str(kwargs.get(key) or "").split())

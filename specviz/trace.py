@@ -308,10 +308,15 @@ NO_MODEL_DRAFTERS: dict[str, dict[str, Any] | None] = {
 }
 
 
-def describe_drafter(spec: Any, pair: dict[str, Any]) -> dict[str, Any] | None:
+def describe_drafter(spec: Any, pair: dict[str, Any], drafter: str = "model") -> dict[str, Any] | None:
     """``RunTrace.drafter`` for a run of the registered algorithm ``spec`` (an ``AlgorithmSpec``: its
     ``name``, ``drafter`` and ``needs_draft``) on ``pair`` (``ModelPair.describe()``): the draft model's
-    name, the target's early-exit layer, prompt lookup, or ``None`` when the algorithm drafts nothing."""
+    name, the feature head's (``drafter == "feature"``: its target layers and draft vocabulary), the
+    target's early-exit layer, prompt lookup, or ``None`` when the algorithm drafts nothing."""
+    if drafter == "feature":
+        head = pair.get("feature") or {}
+        return {"kind": "feature", "name": f"feature head {head.get('source')}", "layers": head.get("layers"),
+                "draft_vocab": head.get("draft_vocab"), "params": head.get("params")}
     kind = getattr(spec, "drafter", "draft")
     if kind == "early_exit":
         layer = (pair.get("early_exit") or {}).get("exit_layer")

@@ -14,7 +14,7 @@ priced by ``run_cost`` but runs before the steps)."""
 from __future__ import annotations
 
 import pytest
-from tiny import tiny_pair
+from tiny import tiny_pair, with_feature_head
 
 import specviz
 from specviz.models.loading import attach_early_exit
@@ -53,7 +53,9 @@ CONTROLLER_SETTINGS = {
 def pairs():
     far = attach_early_exit(tiny_pair("llama", vocab=16), 1)
     close = attach_early_exit(tiny_pair("llama", vocab=16, draft="noisy", noise=0.01), 1)
-    return {"far": far, "close": close}
+    # drafter "auto" drafts with the feature head here: it re-reads every committed token
+    feature = with_feature_head(attach_early_exit(tiny_pair("llama", vocab=16), 1), keep=12)
+    return {"far": far, "close": close, "feature": feature}
 
 
 def largest(spec) -> dict:
@@ -118,13 +120,16 @@ def test_controllers_without_a_cap_are_priced_at_the_tokens_left():
     """beta_ts and cali_ts draft until a coin says stop: only k_max or the tokens left bound a round
     (they were priced at one position a step); the heuristic schedule grows past its start."""
     for algorithm in ("sd", "eesd"):
+        model = {"drafter": "model"} if algorithm == "sd" else {}  # a feature drafter re-reads: see below
         for controller in ("beta_ts", "cali_ts"):
-            assert run_cost(algorithm, {"controller": controller}, 128).positions == 128 * 128
-            assert run_cost(algorithm, {"controller": controller, "k_max": 4}, 128).positions == \
+            assert run_cost(algorithm, {"controller": controller, **model}, 128).positions == 128 * 128
+            assert run_cost(algorithm, {"controller": controller, "k_max": 4, **model}, 128).positions == \
                 chain_positions(4, 128)
         assert run_cost(algorithm, {"controller": "heuristic", "num_assistant_tokens": 1}, 64).positions > \
             run_cost(algorithm, {"controller": "confidence", "num_assistant_tokens": 1}, 64).positions
-    assert run_cost("sd", {"controller": "unknown_future_one"}, 32).positions == 32 * 32
+    assert run_cost("sd", {"controller": "unknown_future_one", "drafter": "model"}, 32).positions == 32 * 32
+    for drafter in ("feature", "auto"):  # each committed token read once more by the feature head
+        assert run_cost("sd", {"gamma": 4, "drafter": drafter}, 32).positions == chain_positions(4, 32) + 32
 
 
 def test_heuristic_reach_is_what_full_accepts_can_buy():

@@ -157,7 +157,8 @@ def memoised_forwards() -> Iterator[dict]:
     plain = CachedLM.compute
 
     def compute(lm: CachedLM, ids, positions, masks, position):
-        model = _model_key(lm.model)
+        # a call that keeps per-position rows (a target read by a feature drafter, the drafter itself) runs
+        model = _model_key(lm.model) if type(lm) is CachedLM and not lm.features else None
         if model is None:
             return plain(lm, ids, positions, masks, position)
         layers = lm.cache.layers
@@ -270,6 +271,27 @@ def save_checkpoint(path, family: str = "llama", tokenizer=None, seed: int = 0, 
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
+
+
+def with_feature_head(pair: ModelPair, keep: int | None = None, seed: int = 0, scale: float = 0.5,
+                      layers: tuple[int, ...] = (0, 1)) -> ModelPair:
+    """``pair`` with a random feature head (``models.feature_head``) on its target, drafting over
+    ``keep`` of the vocabulary's tokens (all when None), reading the target's ``hidden_states`` at
+    ``layers``; weights drawn with standard deviation ``scale`` (peaky, varied draft laws)."""
+    from specviz.models.feature_head import FeatureHead, FeatureHeadConfig
+
+    cfg = pair.target.config
+    hidden = getattr(cfg, "hidden_size", None) or cfg.n_embd
+    keep = keep or pair.vocab_size
+    gen = torch.Generator().manual_seed(seed + 7)
+    vocab = torch.randperm(pair.vocab_size, generator=gen)[:keep].sort().values
+    head = FeatureHead(FeatureHeadConfig(hidden, 2, 1, hidden // 2, 2 * hidden, layers, keep, cfg.vocab_size), vocab)
+    with torch.no_grad():
+        for p in head.parameters():
+            if p.dim() == 2:
+                p.normal_(0.0, scale, generator=gen)
+    pair.feature, pair.feature_source = head.eval().to(pair.device), f"random head over {keep} tokens"
+    return pair
 
 
 def over_accept(monkeypatch, factor: float) -> None:

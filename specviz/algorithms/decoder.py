@@ -7,7 +7,9 @@ the last committed token is *not* in either model's cache, so ``context(lm)`` is
 ``CachedLM.extend`` returns the distribution for the first new token in the same call as the tree.
 ``record_top_k`` is how many of the likeliest tokens of p and q each ``PositionRecord`` keeps (0: no
 position records); ``lossless`` (the run's rule keeps the output law) is set once by the step loop
-(``step_loop.run_steps``) from its verifier.
+(``step_loop.run_steps``) from its verifier. ``drafter``: ``"model"`` (the pair's draft model) or
+``"feature"`` (the pair's feature head over the target's hidden states; ``draft`` is then its
+``FeatureLM`` and the target keeps the features it reads).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ class Decoder:
     """Shared per-run state and helpers for algorithms (see module docstring)."""
 
     def __init__(self, pair: ModelPair, prompt_ids: list[int], max_new_tokens: int,
-                 sampling: SamplingConfig, seed: int, record_top_k: int = 8):
+                 sampling: SamplingConfig, seed: int, record_top_k: int = 8, drafter: str = "model"):
         self.pair = pair
         self.sampling = sampling
         self.generator = torch.Generator().manual_seed(seed)
@@ -34,8 +36,16 @@ class Decoder:
         self.max_new_tokens = max_new_tokens
         self.eos = pair.eos_token_ids
         self.finish_reason = ""
-        self.target = CachedLM(pair.target, pair.vocab_size)
-        self.draft = CachedLM(pair.draft, pair.vocab_size) if pair.draft is not None else None
+        self.drafter = drafter
+        if drafter == "feature":  # the draft reads the target's own hidden states (models.feature_head)
+            from specviz.models.feature_head import FeatureLM
+
+            head = pair.feature
+            self.target = CachedLM(pair.target, pair.vocab_size, features=head.cfg.layers)
+            self.draft = FeatureLM(head, self.target, pair.target.get_input_embeddings().weight, pair.vocab_size)
+        else:
+            self.target = CachedLM(pair.target, pair.vocab_size)
+            self.draft = CachedLM(pair.draft, pair.vocab_size) if pair.draft is not None else None
         self.record_top_k = record_top_k
         self.lossless = True
 

@@ -86,7 +86,7 @@ class ModelDrafter:
 
     def propose(self, dec: "Decoder", plan: Plan, rule: AcceptanceRule) -> DraftedTree:
         tree, shape = DraftedTree(), plan.shape
-        if not len(shape):
+        if not len(shape) or not self.lm.can_draft(dec.context(self.lm)):
             return tree
         greedy, replacement = dec.sampling.greedy, rule.replacement
         frontier: list[tuple[int, int]] = [(ROOT, ROOT)]  # (template node, realised node) to expand
@@ -164,12 +164,14 @@ class DynamicTreeDrafter:
 
     def propose(self, dec: "Decoder", plan: Plan, rule: AcceptanceRule) -> DraftedTree:
         shape = plan.shape
+        if not len(shape) or not self.lm.can_draft(dec.context(self.lm)):
+            return DraftedTree()
         nodes: list[tuple[int, int, float, float, int]] = []  # drafted: (token, parent, q, c, level)
         laws: dict[int, torch.Tensor] = {}  # expanded node (ROOT included) -> the draft's warped q there
         pending: dict[int, int] = {}  # fed node -> its draft pending index
         by_value = lambda i: (-nodes[i][3], i)  # noqa: E731 - highest c first, earlier drafted on ties
         frontier = [ROOT]
-        rows = self.lm.extend(dec.context(self.lm))[:1] if len(shape) else None
+        rows = self.lm.extend(dec.context(self.lm))[:1]
         for level in range(1, shape.depth + 1):
             qs = dec.probs(rows)
             rank = torch.softmax(rows.float(), -1).cpu() if dec.sampling.greedy else qs

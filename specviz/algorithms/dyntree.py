@@ -23,6 +23,7 @@ from typing import Iterator
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import DynamicTreeDrafter
+from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.outcomes import StepResult
 from specviz.algorithms.tree_engine import run_engine
@@ -59,7 +60,7 @@ class DynamicTreeController(Controller):
                   Param("depth", 7, "int", 1, 32, help="levels drafted at most, so at most depth + 1 tokens a step "
                         "(7 = Sequoia's default depth 8, which counts the root)"),
                   Param("topk", 8, "int", 1, 64, help="children per expanded node and nodes expanded per level "
-                        "(EAGLE-2's top-k; not the sampling top_k)")),
+                        "(EAGLE-2's top-k; not the sampling top_k)"), DRAFTER),
           controller="dyntree")
 def run_dyntree(dec: Decoder, nodes: int, depth: int, topk: int) -> Iterator[StepRecord]:
     yield from run_engine(dec, DynamicTreeDrafter(dec.draft, nodes, topk), DynamicTreeController(depth), PointMass())

@@ -23,6 +23,7 @@ from typing import Any, Iterator
 
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import ModelDrafter
+from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.tree_engine import run_engine, run_tree
 from specviz.algorithms.length_choice import LENGTH_CONTROLLERS, controller_params, make_controller
@@ -36,7 +37,7 @@ GAMMA = Param("gamma", 4, "int", 1, 32, help="draft tokens per step",
 
 @register("sd", description="Chain speculative sampling: draft gamma tokens, verify in one target call.",
           paper="Leviathan et al. 2023; Chen et al. 2023; theory paper Algorithm 1",
-          params=(GAMMA,) + controller_params("static", ("static",) + LENGTH_CONTROLLERS))
+          params=(GAMMA,) + controller_params("static", ("static",) + LENGTH_CONTROLLERS) + (DRAFTER,))
 def run_sd(dec: Decoder, gamma: int, **control: Any) -> Iterator[StepRecord]:
     if control["controller"] == "static":
         yield from run_tree(dec, chain_shape(gamma), replacement=True)

@@ -46,6 +46,7 @@ from typing import Iterator
 
 from specviz import validation
 from specviz.algorithms.decoder import Decoder
+from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times, pair_cache
 from specviz.algorithms.controllers import Controller
@@ -95,6 +96,7 @@ PARAMS = (
     Param("calibration", "builtin", "choice", choices=("builtin", "prompt"),
           help="estimate the acceptance vector on built-in prompts (one tree per pair and sampling) "
                "or on this run's prompt (a tree fitted to the text at hand)"),
+    DRAFTER,
 )
 
 
@@ -145,7 +147,7 @@ class SequoiaController(Controller):
             vector, source, calib = given, "given", 0
         else:
             prompts = [dec.tokens[: dec.prompt_len]] if calibration == "prompt" else None
-            est = estimate_acceptance(dec.pair, dec.sampling, width, calibration_steps, prompts)
+            est = estimate_acceptance(dec.pair, dec.sampling, width, calibration_steps, prompts, drafter=dec.drafter)
             vector, source, calib = est.vector, calibration, est.steps
         d = min(d, n)
         dp = _dp(dec, vector, n, d)

@@ -171,11 +171,13 @@ def calibration_prompts(pair: ModelPair, count: int = 4) -> list[list[int]]:
 
 
 def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, steps: int = 128,
-                        prompts: list[list[int]] | None = None, seed: int = 0) -> AcceptanceEstimate:
-    """Positional acceptance vector of width ``min(width, vocab)`` from ``steps`` calibration steps (cached)."""
+                        prompts: list[list[int]] | None = None, seed: int = 0,
+                        drafter: str = "model") -> AcceptanceEstimate:
+    """Positional acceptance vector of width ``min(width, vocab)`` from ``steps`` calibration steps (cached),
+    drafted by ``drafter`` (``Decoder``'s: the draft model or the feature head)."""
     width = min(width, pair.vocab_size)
     prompts = prompts if prompts is not None else calibration_prompts(pair)
-    key = ("acceptance", sampling, width, steps, tuple(map(tuple, prompts)), seed)
+    key = ("acceptance", sampling, width, steps, tuple(map(tuple, prompts)), seed, drafter)
     cache = pair_cache(pair)
     found = cache.get(key)
     if found is not None:
@@ -187,7 +189,7 @@ def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, s
         budget = min(2 * per_prompt + 2, pair.context_length - len(prompt) - 1)
         if budget < 2:
             continue
-        dec = Decoder(pair, list(prompt), budget, sampling, seed + i, record_top_k=0)
+        dec = Decoder(pair, list(prompt), budget, sampling, seed + i, record_top_k=0, drafter=drafter)
         drafter, controller = ModelDrafter(dec.draft, fallback=True), StaticShape(shape)
         verifier = TreeVerifier(MultiCandidate(replacement=False))
         for index in range(per_prompt):

@@ -15,6 +15,7 @@ from typing import Iterator
 
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.mcsd import K_CONFIG_HELP
+from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.tree_engine import run_tree
 from specviz.core.trees import k_config_shape, parse_k_config
@@ -24,7 +25,7 @@ from specviz.trace import StepRecord
 @register("specinfer", description="SpecInfer: a draft tree sampled with replacement, verified by "
           "residual rejection sampling (default: 4 independent chains of 4).",
           paper="Miao et al. 2024 (SpecInfer); Sequoia paper App. B.2, Algorithm 3",
-          params=(Param("k_config", "4x1x1x1", "str", help=K_CONFIG_HELP, check=parse_k_config),))
+          params=(Param("k_config", "4x1x1x1", "str", help=K_CONFIG_HELP, check=parse_k_config), DRAFTER))
 def run_specinfer(dec: Decoder, k_config: str) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
     yield from run_tree(dec, shape, replacement=True)

@@ -161,15 +161,20 @@ class LeanForward:
 
     @torch.inference_mode()
     def __call__(self, input_ids: torch.Tensor, position_ids: torch.Tensor, masks: dict[str, torch.Tensor],
-                 cache, position: int | None = None) -> torch.Tensor:
-        """``position``: the position of a one-token call, as a Python int (its rotary cos/sin are memoised)."""
+                 cache, position: int | None = None, keep: tuple[int, ...] = ()):
+        """``position``: the position of a one-token call, as a Python int (its rotary cos/sin are memoised).
+        ``keep``: also return the inputs of those layers (``hidden_states`` indices), concatenated
+        ``[n, F]``: ``(logits, features)``."""
         n = input_ids.shape[1]
         major = weight_major(n, input_ids.device)
         linear = _weight_major if major else F.linear
         x = F.embedding(input_ids, self.embed)
         cos, sin = self._rope(x, position_ids, position)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-        for layer in self.layers:
+        kept: dict[int, torch.Tensor] = {}
+        for i, layer in enumerate(self.layers):
+            if i in keep:
+                kept[i] = x[0]
             h = _rms(x, layer.norm1, layer.eps)
             q = linear(h, *layer.q).reshape(1, n, -1, self.head_dim).transpose(1, 2)
             k = linear(h, *layer.k).reshape(1, n, -1, self.head_dim).transpose(1, 2)
@@ -180,8 +185,10 @@ class LeanForward:
             x = x + linear(F.silu(linear(h, *layer.gate)) * linear(h, *layer.up), *layer.down)
         h = self.norm(x)
         if major and not (self.head._forward_hooks or self.head._forward_pre_hooks):
-            return _weight_major(h, self.head.weight, self.head.bias)
-        return self.head(h)
+            logits = _weight_major(h, self.head.weight, self.head.bias)
+        else:
+            logits = self.head(h)
+        return (logits, torch.cat([kept[i] for i in keep], -1)) if keep else logits
 
     def _rope(self, x: torch.Tensor, position_ids: torch.Tensor, position: int | None) -> tuple[torch.Tensor, ...]:
         """The rotary module's (cos, sin); for a one-token call at ``position`` the module's own output for

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from specviz import validation
-from specviz.errors import ModelLoadError
+from specviz.errors import ModelLoadError, SpecvizError
 from specviz.models.memory import check_fits, config_of
 from specviz.models.vocab import shared_vocab_size, unmodelled_special_ids
 
 if TYPE_CHECKING:
+    from specviz.models.feature_head import FeatureHead
     from specviz.core.cali_ts import CalibrationHead
     from specviz.models.early_exit import EarlyExitHead
 
@@ -62,6 +63,8 @@ class ModelPair:
     masked_token_ids: tuple[int, ...] = ()
     vocab_note: str | None = None
     heads: PairHeads | None = None
+    feature: "FeatureHead | None" = None  # a feature drafter on the target (``attach_feature``)
+    feature_source: str | None = None
     _token_texts: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -114,6 +117,9 @@ class ModelPair:
         }
         if self.vocab_note:
             out["vocab_note"] = self.vocab_note
+        if self.feature is not None:
+            out["feature"] = {"source": self.feature_source, "layers": list(self.feature.cfg.layers),
+                              "draft_vocab": self.feature.cfg.draft_vocab, "params": _n_params(self.feature)}
         if self.heads is not None:
             out["early_exit"] = {"exit_layer": self.heads.early_exit.exit_layer,
                                  "source": self.heads.source,
@@ -246,7 +252,8 @@ def load_tokenizer(name: str, trust_remote_code: bool = False):
 
 def load_pair(target: str | None = None, draft: str | None = None, device: str = "auto",
               dtype: str | torch.dtype = "auto", trust_remote_code: bool = False,
-              early_exit: str | int | None = None, preset: str | None = None) -> ModelPair:
+              early_exit: str | int | None = None, preset: str | None = None,
+              feature: str | None = None) -> ModelPair:
     """Load a target and an optional draft, check they share a vocabulary, and return a ``ModelPair``.
 
     ``target`` / ``draft``: hub ids, local directories, or packaged checkpoints
@@ -261,9 +268,14 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     written by ``save_early_exit`` (a trained head, e.g. ``assets/early_exit``), or an int ``N`` for a
     freshly initialised head after layer ``N`` (for tests and as the start of training). It can be
     given together with ``draft``.
+
+    ``feature`` attaches a feature drafter (EAGLE-3 style, ``models.feature_head``) trained for the
+    target: a directory written by ``FeatureHead.save`` (the default pair's is
+    ``assets/smollm2/feature``); algorithms that draft with a draft model can then take
+    ``drafter="feature"``.
     """
     if preset is not None:
-        target, draft, early_exit = _from_preset(preset, target, draft, early_exit)
+        target, draft, early_exit, feature = _from_preset(preset, target, draft, early_exit, feature)
     if not isinstance(target, str) or not target.strip():
         raise ModelLoadError(f"target must be a model (hub id, local directory or package:DIST/FILE), "
                              f"got {validation.shown(target)}.")
@@ -297,11 +309,14 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
         warnings.warn(pair.vocab_note, stacklevel=2)
     if early_exit is not None:
         attach_early_exit(pair, early_exit)
+    if feature is not None:
+        attach_feature(pair, feature)
     return pair
 
 
-def _from_preset(name: str, target, draft, early_exit) -> tuple[str, str | None, str | int | None]:
-    """The target, draft and early-exit head of the preset ``name`` (its packaged target, or the hub
+def _from_preset(name: str, target, draft, early_exit, feature) -> tuple[str, str | None, str | int | None,
+                                                                          str | None]:
+    """The target, draft, early-exit head and feature head of the preset ``name`` (its packaged target, or the hub
     id it names when the package is missing); giving a target or draft as well is refused."""
     from specviz.presets import check_available, get_preset
 
@@ -311,7 +326,27 @@ def _from_preset(name: str, target, draft, early_exit) -> tuple[str, str | None,
         raise ModelLoadError(f"Give either preset={name!r} or target/draft, not both: a preset names its own models.")
     chosen = get_preset(name)
     check_available(chosen)
-    return chosen.target_ref(), chosen.draft, early_exit if early_exit is not None else chosen.early_exit
+    return (chosen.target_ref(), chosen.draft, early_exit if early_exit is not None else chosen.early_exit,
+            feature if feature is not None else chosen.feature)
+
+
+def attach_feature(pair: ModelPair, feature: str) -> ModelPair:
+    """Put a feature drafter saved by ``FeatureHead.save`` on ``pair.target`` (``pair.feature``)."""
+    from specviz.models.feature_head import load_feature_head
+
+    if not isinstance(feature, (str, os.PathLike)):
+        raise validation.about(ModelLoadError(
+            f"feature must be a feature head directory, got {validation.shown(feature)}."), "feature")
+    path = os.path.expanduser(str(feature))
+    if not os.path.isdir(path):
+        raise validation.about(ModelLoadError(f"feature: no feature head directory at {str(feature)!r}."), "feature")
+    try:
+        pair.feature = load_feature_head(path, pair.target)
+    except (OSError, ValueError, KeyError, RuntimeError, SpecvizError) as exc:
+        raise validation.about(ModelLoadError(f"feature: could not load the feature head {str(feature)!r}: "
+                                              f"{one_line(exc)}"), "feature") from exc
+    pair.feature_source = str(feature)
+    return pair
 
 
 def checkpoint_source(name: str) -> str:

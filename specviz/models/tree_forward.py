@@ -107,11 +107,18 @@ class CachedLM:
 
     ``lean`` (default ``LEAN_DEFAULT``): run Llama-architecture models through ``LeanForward`` (the
     same kernels without the per-call framework overhead); other models always take ``model(...)``.
+
+    ``features``: Hugging Face ``hidden_states`` indices (the input of decoder layer i) to keep for
+    every cached position, concatenated, in ``rows`` (``[cached_len, F]``, kept and dropped with the
+    KV): what a feature drafter reads (EAGLE-3, arXiv 2503.01840), from the call that verifies, so
+    reading them costs no extra target call.
     """
 
-    def __init__(self, model: PreTrainedModel, vocab_size: int | None = None, lean: bool | None = None):
+    def __init__(self, model: PreTrainedModel, vocab_size: int | None = None, lean: bool | None = None,
+                 features: tuple[int, ...] = ()):
         self.model = model
         self.vocab_size = vocab_size
+        self.features = tuple(features)
         self.lean = LeanForward.build(model) if (LEAN_DEFAULT if lean is None else lean) else None
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
@@ -123,11 +130,17 @@ class CachedLM:
         self.prefix_len = 0
         self.tree = PendingTree()
         self.fed: list[int] = []  # tokens fed by each forward call so far, in call order
+        self.rows: torch.Tensor | None = None  # per cached position: what ``compute`` put in ``new_rows``
+        self.new_rows: torch.Tensor | None = None
 
     @property
     def calls(self) -> int:
         """Forward calls so far (since the last ``reset``)."""
         return len(self.fed)
+
+    def can_draft(self, context: list[int]) -> bool:
+        """Whether ``extend(context)`` can run now (a feature drafter waits for the target's first call)."""
+        return True
 
     @property
     def cached_len(self) -> int:
@@ -159,6 +172,9 @@ class CachedLM:
                  for kind, w in self.windows.items()}
         ids, positions = torch.tensor([tokens], device=self.device), positions[None].to(self.device)
         logits = self.compute(ids, positions, masks, where[0] if n == 1 else None)
+        if self.new_rows is not None:
+            self.rows = self.new_rows if self.rows is None else torch.cat([self.rows, self.new_rows])
+            self.new_rows = None
         self.fed.append(n)
         return logits[:, : self.vocab_size] if self.vocab_size else logits
 
@@ -170,9 +186,16 @@ class CachedLM:
         A deterministic function of its arguments, the model and the cache's content (the exactness tests'
         memo relies on it: ``tests/tiny.py``)."""
         if self.lean is not None:
+            if self.features:
+                logits, self.new_rows = self.lean(ids, positions, masks, self.cache, position, self.features)
+                return logits[0].float()
             return self.lean(ids, positions, masks, self.cache, position)[0].float()
-        return self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
-                          position_ids=positions, cache=self.cache, use_cache=True).logits[0].float()
+        out = self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
+                         position_ids=positions, cache=self.cache, use_cache=True,
+                         output_hidden_states=bool(self.features))
+        if self.features:
+            self.new_rows = torch.cat([out.hidden_states[i][0] for i in self.features], -1)
+        return out.logits[0].float()
 
     def _float_mask(self, n: int, rows: tuple[int, ...], cols: tuple[int, ...], oldest: torch.Tensor | None
                     ) -> torch.Tensor:
@@ -251,6 +274,9 @@ class CachedLM:
         right after it (only those rows move), then the cache is cut to a view of its first rows."""
         end = self.prefix_len + len(nodes)
         first = next((j for j, n in enumerate(nodes) if n != j), len(nodes))  # nodes[:first] are in place
+        if self.rows is not None:
+            self.rows = torch.cat([self.rows[: self.prefix_len + first],
+                                   self.rows[[self.prefix_len + i for i in nodes[first:]]]])
         moved = None
         if first < len(nodes):
             moved = torch.tensor([self.prefix_len + i for i in nodes[first:]], device=self.device)

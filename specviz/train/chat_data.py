@@ -31,10 +31,35 @@ class Answer:
     top_ids: torch.Tensor  # [len(answer), k] int32
     top_logp: torch.Tensor  # [len(answer), k] float16
     temperature: float
+    features: torch.Tensor | None = None  # [len(ids) - 1, F] bfloat16: the target's fused hidden states
+
 
     @property
     def ids(self) -> list[int]:
         return self.prompt_ids + self.answer
+
+
+class _CaptureLayers:
+    """Forward pre-hooks on the target's decoder layers ``layers`` (Hugging Face ``hidden_states``
+    indices: the input of layer i, the residual stream after layers 0..i-1) that keep, for every
+    forward of ``generate``, those inputs concatenated (low, mid, high): the features EAGLE-3's
+    drafter reads (arXiv 2503.01840, Section 3)."""
+
+    def __init__(self, model, layers: tuple[int, ...]):
+        self.parts: list[list[torch.Tensor]] = [[] for _ in layers]
+        blocks = model.model.layers
+        self.handles = [blocks[i].register_forward_pre_hook(self._keep(j)) for j, i in enumerate(layers)]
+
+    def _keep(self, j: int):
+        def hook(_module, args):
+            self.parts[j].append(args[0].detach().to(torch.bfloat16).cpu())
+        return hook
+
+    def features(self) -> torch.Tensor:
+        """``[B, positions fed, F]``: every captured forward, in order, layers concatenated."""
+        for h in self.handles:
+            h.remove()
+        return torch.cat([torch.cat(p, 1) for p in self.parts], -1)
 
 
 class _RecordTopK:
@@ -52,10 +77,13 @@ class _RecordTopK:
 
 
 def answer_prompts(model, tokenizer, prompts: list[str], temperature: float, max_new_tokens: int, seed: int,
-                   batch_size: int = 16, top_k: int = 32, log: Callable[[str], None] = print) -> list[Answer]:
+                   batch_size: int = 16, top_k: int = 32, log: Callable[[str], None] = print,
+                  feature_layers: tuple[int, ...] = ()) -> list[Answer]:
     """The target's answers to ``prompts`` (chat-formatted), greedy at ``temperature == 0``, else sampled
     at ``temperature`` with a generator seeded by ``seed`` and the batch index (deterministic on one
-    machine and thread count)."""
+    machine and thread count). ``feature_layers``: also keep the target's hidden states at those
+    layers for every position whose next token is known (``Answer.features``), captured during
+    generation itself: no second pass of the target."""
     from transformers import LogitsProcessorList
 
     eos = tokenizer.eos_token_id
@@ -74,6 +102,7 @@ def answer_prompts(model, tokenizer, prompts: list[str], temperature: float, max
             ids[row, width - len(encoded[i]):] = torch.tensor(encoded[i])
             mask[row, width - len(encoded[i]):] = 1
         recorder = _RecordTopK(top_k)
+        capture = _CaptureLayers(model, feature_layers) if feature_layers else None
         torch.manual_seed(seed * 100003 + b)
         with torch.no_grad():
             out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device),
@@ -82,13 +111,15 @@ def answer_prompts(model, tokenizer, prompts: list[str], temperature: float, max
                                  logits_processor=LogitsProcessorList([recorder]), pad_token_id=pad,
                                  eos_token_id=eos)
         new = out[:, width:].cpu()
+        feats = capture.features() if capture is not None else None
         top_ids = torch.stack([s[0] for s in recorder.steps], 1)
         top_logp = torch.stack([s[1] for s in recorder.steps], 1)
         for row, i in enumerate(idx):
             toks = new[row].tolist()
             n = toks.index(eos) + 1 if eos in toks else len(toks)
+            kept = None if feats is None else feats[row, width - len(encoded[i]): width + n - 1].clone()
             answers[i] = Answer(prompts[i], encoded[i], toks[:n], top_ids[row, :n].clone(), top_logp[row, :n].clone(),
-                                temperature)
+                                temperature, kept)
             done_tokens += n
         if b % 10 == 0 or start + batch_size >= len(order):
             rate = done_tokens / max(time.time() - t0, 1e-9)

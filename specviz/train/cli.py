@@ -9,6 +9,9 @@ some stages and loads the others' results from ``--out``.
 ``python -m specviz train chat --out assets/smollm2`` is the recipe of the default pair's draft and
 early-exit head for SmolLM2-135M-Instruct (``specviz/train/chat_pair.py``).
 
+``python -m specviz train feature --out assets/smollm2/feature`` is the recipe of the default pair's
+feature drafter (EAGLE-3 style, reduced draft vocabulary; ``specviz/train/feature_pair.py``).
+
 ``python -m specviz train early-exit --target DIR --exit-layer N [--text FILE] [--out DIR]`` trains an
 EESD early-exit head for any causal LM directory (see ``specviz/train/early_exit.py``).
 """
@@ -73,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         from .chat_pair import main as chat_main
 
         return chat_main(argv[1:])
+    if argv[:1] == ["feature"]:  # the default pair's feature drafter: python -m specviz train feature
+        from .feature_pair import main as feature_main
+
+        return feature_main(argv[1:])
     if argv[:1] == ["early-exit"]:  # one head for any target: python -m specviz train early-exit --target DIR ...
         from .early_exit import main as early_exit_main
 

@@ -21,6 +21,10 @@ r of ``2 min(L, r - 1) + 1``. L, the longest chain a step may draft, is its cont
 accepts can reach within the run's tokens; none for ``beta_ts``, ``cali_ts`` (a coin after every
 token) or a controller this module does not know; and ``k_max`` caps every one of them.
 
+A feature drafter (``drafter`` ``feature``, or ``auto`` on a pair with a feature head) reads the
+tokens a step committed again, with the target's features (``models.feature_head.FeatureLM``): every
+new token once more, at most ``max_new_tokens`` positions on top of the draft model's bound.
+
 ``run_cost`` returns the estimate and the parameter that dominates it; ``cost_refusal`` is the
 sentence a request over ``AppConfig.max_run_cost`` gets.
 """
@@ -176,6 +180,9 @@ def run_cost(algorithm: str, params: dict[str, Any], max_new_tokens: int) -> Cos
         per_step *= models
         total = per_step * steps
         detail = f"{name} ({per_step} positions a step) x {steps} new tokens"
+    if params.get("drafter") in ("auto", "feature"):  # a feature drafter re-reads each committed token once
+        total += steps
+        detail += f" + {steps} re-read by the feature drafter"
     total += once
     if once:
         detail += f" + {once_detail} ({once:,})"

