@@ -95,6 +95,24 @@ def early_exit_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 3
     return round_robin_ms({n: _chain_call(lm, ids[:n]) for n in sizes}, lm.device, repeats)
 
 
+def feature_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5
+                  ) -> dict[int, float]:
+    """``forward_times`` of the feature drafter (``models.feature_head.FeatureLM``): its one layer and
+    cut head after ``prefix`` committed rows read from a target cache holding their features, then a
+    chain of n nodes fed its own output features: the call ``ModelDrafter`` makes one level deeper."""
+    from specviz.models.feature_head import FeatureLM
+
+    head = pair.feature
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, pair.vocab_size, (prefix + 1 + max(FULL_SIZES),), generator=gen).tolist()
+    target = CachedLM(pair.target, pair.vocab_size, features=head.cfg.layers)
+    target.extend(ids[:prefix])
+    target.commit([])
+    lm = FeatureLM(head, target, pair.target.get_input_embeddings().weight, pair.vocab_size)
+    lm.extend(ids[: prefix + 1])
+    return round_robin_ms({n: _chain_call(lm, ids[prefix + 1: prefix + 1 + n]) for n in sizes}, lm.device, repeats)
+
+
 def switch_ms(pair, prefix: int = 32, rounds: int = 100) -> dict[str, float]:
     """What alternating the two models costs on top of t(n): the extra milliseconds of a one-token call
     that follows a call of the other model over one that follows a call of its own

@@ -55,6 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sd-controllers", nargs="*", default=(), metavar="CONTROLLER",
                    help="extra `sd` rows under these draft-length controllers (`sd_heuristic`, ...): "
                         "beta_ts, cali_ts, fixed, heuristic, confidence, adaptive")
+    p.add_argument("--drafters", nargs="*", default=(), choices=("model", "feature"),
+                   help="also time each algorithm that takes a drafter with each of these (rows ALGO@DRAFTER)")
     p.add_argument("--repeat", "--repeats", dest="repeat", type=whole(1), default=3, help="timed passes after a warm-up")
     p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face peers")
     p.add_argument("--quick", action="store_true",
@@ -99,7 +101,16 @@ def sd_rows(gammas: tuple[int, ...] = (), controllers: tuple[str, ...] = ()) -> 
     return tuple((f"sd_g{g}", {"gamma": g}) for g in gammas) + tuple((f"sd_{c}", {"controller": c}) for c in controllers)
 
 
-def algorithm_variants(algos: list[str], beam_width: int, extra_sd: SdRows = ()
+def drafter_rows(algos: list[str], drafters: tuple[str, ...]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(row name, algorithm, params)`` of each algorithm that takes a ``drafter`` in each of ``drafters``
+    (``sd@model``, ``sd@feature``, ...), beside the rows at its defaults."""
+    import specviz
+
+    return [(f"{a}@{d}", a, {"drafter": d}) for a in algos for d in drafters
+            if any(p.name == "drafter" for p in specviz.ALGORITHMS[a].params)]
+
+
+def algorithm_variants(algos: list[str], beam_width: int, extra_sd: SdRows = (), drafters: tuple[str, ...] = ()
                        ) -> list[tuple[str, str, dict[str, Any]]]:
     """``(row name, algorithm, params)``: each algorithm with its defaults; ``beam`` with
     ``beam_width`` beams and ``dsbd`` both dynamic and with the width fixed at ``beam_width``; ``sd``
@@ -115,7 +126,7 @@ def algorithm_variants(algos: list[str], beam_width: int, extra_sd: SdRows = ()
             out.append(("dsbd_fixed", algo, {"width": 2 * beam_width, "min_width": beam_width, "dynamic": False}))
         else:
             out.append((algo, algo, {}))
-    return out
+    return out + drafter_rows(algos, drafters)
 
 
 def _specviz_method(pair, algo: str, max_new_tokens: int, params: dict[str, Any]) -> Callable[[Any], Outcome]:
@@ -138,12 +149,12 @@ def _peer_method(fn, pair, max_new_tokens: int) -> Callable[[Any], Outcome]:
 
 
 def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_peers: bool, beam_width: int = 4,
-                extra_sd: SdRows = ()):
+                extra_sd: SdRows = (), drafters: tuple[str, ...] = ()):
     """``{name: (kind, lossless, fn)}`` for the specviz algorithms and the peers."""
     import specviz
 
     out: dict[str, tuple[str, bool, Callable[[Any], Outcome]]] = {}
-    for name, algo, params in algorithm_variants(algos, beam_width, extra_sd):
+    for name, algo, params in algorithm_variants(algos, beam_width, extra_sd, drafters):
         out[name] = ("specviz", specviz.ALGORITHMS[algo].lossless, _specviz_method(pair, algo, max_new_tokens, params))
     if with_peers:
         for name, fn in peer_functions(pair, gamma).items():
@@ -154,14 +165,14 @@ def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_pe
 def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tokens: int, repeat: int,
               gamma: int = 4, with_peers: bool = True, t_target: dict[int, float] | None = None,
               t_drafts: dict[str, dict[int, float] | None] | None = None, beam_width: int = 4,
-              switch: dict[str, float] | None = None, extra_sd: SdRows = ()
+              switch: dict[str, float] | None = None, extra_sd: SdRows = (), drafters: tuple[str, ...] = ()
               ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Rows (one per method and category) and the methods skipped with why (e.g. an algorithm that
     needs an early-exit head the pair lacks). ``t_target`` and ``t_drafts`` (t(n) per kind of drafter,
     ``AlgorithmSpec.drafter``: ``costs.forward_times``, ``costs.early_exit_times``) give each specviz
     row its ``predicted_speedup`` and ``efficiency``, with ``switch`` (``costs.switch_ms``) for
     the separate draft model."""
-    methods = methods_for(pair, algos, max_new_tokens, gamma, with_peers, beam_width, extra_sd)
+    methods = methods_for(pair, algos, max_new_tokens, gamma, with_peers, beam_width, extra_sd, drafters)
     skipped: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     for category, plist in prompts.items():
@@ -199,6 +210,8 @@ def _rows(pair, prompts, category, live, walls, results, t_target, t_drafts, swi
         wall = statistics.median(times)
         traces = [r.trace for r in res if r.trace is not None]
         drafter = specviz.ALGORITHMS[traces[0].algorithm].drafter if traces else None
+        if traces and (traces[0].drafter or {}).get("kind") == "feature":
+            drafter = "feature"  # the feature head's own t(n), no model switch
         drafted = sum(s.n_drafted for t in traces for s in t.steps)
         accepted = sum(s.n_accepted for t in traces for s in t.steps)
         row = {
@@ -242,12 +255,14 @@ def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200, 
     t_draft = (costs.forward_times(pair.draft, sizes, prefix, repeats=reps, vocab_size=pair.vocab_size)
                if pair.draft is not None else None)
     t_exit = costs.early_exit_times(pair, sizes, prefix, repeats=reps) if pair.early_exit is not None else None
+    t_feature = costs.feature_times(pair, sizes, prefix, repeats=reps) if pair.feature is not None else None
     switch = costs.switch_ms(pair, prefix, rounds=rounds // 2) if pair.draft is not None else None
     ms = costs.one_token_calls(pair, rounds=rounds)
     out = {f"{name}_ms": ms.get(name) for name in
            ("target_call", "draft_call", "bare_matmul", "stock_target_call", "stock_draft_call")}
-    out.update(t_target_ms=t_target, t_draft_ms=t_draft, t_early_exit_ms=t_exit, switch_ms=switch, t_prefix=prefix,
-               threads=torch.get_num_threads())
+    out.update(t_target_ms=t_target, t_draft_ms=t_draft, t_early_exit_ms=t_exit, t_feature_ms=t_feature,
+               switch_ms=switch, t_prefix=prefix, threads=torch.get_num_threads())
+    out["feature_call_over_target"] = t_feature[1] / t_target[1] if t_feature else None
     out["target_call_over_bare"] = out["target_call_ms"] / out["bare_matmul_ms"]
     out["sd_ceiling"] = costs.ceiling(t_target, t_draft, switch=switch) if t_draft else None
     out["draft_call_over_target"] = out["draft_call_ms"] / out["target_call_ms"] if t_draft else None
@@ -257,7 +272,7 @@ def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200, 
 def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None, max_new_tokens: int = 64,
             repeat: int = 3, gamma: int = 4, with_peers: bool = True,
             sizes: tuple[int, ...] = costs.FULL_SIZES, beam_width: int = 4,
-            extra_sd: SdRows = (), chat: bool = False) -> dict[str, Any]:
+            extra_sd: SdRows = (), chat: bool = False, drafters: tuple[str, ...] = ()) -> dict[str, Any]:
     """The whole report as plain data (what ``bench.json`` holds); ``chat`` records that the prompts
     are chat-formatted questions."""
     import specviz
@@ -266,8 +281,9 @@ def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None,
     lengths = [len(pair.encode(p) if isinstance(p, str) else p) for plist in prompts.values() for p in plist]
     calls = measure_calls(pair, sizes, repeat, prefix=round(statistics.mean(lengths)) + max_new_tokens // 2)
     rows, skipped = benchmark(pair, prompts, algos, max_new_tokens, repeat, gamma, with_peers,
-                              calls["t_target_ms"], {"draft": calls["t_draft_ms"], "early_exit": calls["t_early_exit_ms"]},
-                              beam_width, calls["switch_ms"], tuple(extra_sd))
+                              calls["t_target_ms"], {"draft": calls["t_draft_ms"], "early_exit": calls["t_early_exit_ms"],
+                                                     "feature": calls["t_feature_ms"]},
+                              beam_width, calls["switch_ms"], tuple(extra_sd), tuple(drafters))
     probe = "sd" if "sd" in algos and pair.draft is not None else "ar"
     first = next(iter(prompts.values()))
     over = trace_overhead(pair, probe, first, max_new_tokens, rounds=max(9, repeat))
@@ -395,7 +411,8 @@ def main(args: argparse.Namespace) -> int:
         if chat:  # token ids of the chat-formatted questions, the same for specviz and the peers
             prompts = {c: [encode_prompt(pair, p, chat=True)[0] for p in plist] for c, plist in prompts.items()}
     report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width,
-                     sd_rows(tuple(args.sd_gammas or ()), tuple(args.sd_controllers or ())), chat)
+                     sd_rows(tuple(args.sd_gammas or ()), tuple(args.sd_controllers or ())), chat,
+                     tuple(args.drafters or ()))
     try:
         write_report(report, args.out)
     except OSError as exc:  # checked before the run (check_args), so the disk or the directory changed since

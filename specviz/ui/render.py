@@ -141,7 +141,7 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     beams_html = beams_view(t, k) if beams_view else None
     ctrl = viz_controller.column_figure(t, k)
     theory_fig = stepcache.theory_figure(col, k) if theory else None  # built once per run, its marker moved
-    story = story_view(t, k, col.selected) if story_view else step_narrative(t.steps[k], col.algorithm)
+    story = story_view(t, k, col.selected) if story_view else step_narrative(t.steps[k], col.algorithm, drafter=t.drafter)
     dist = None
     if col.selected is not None:
         dist = distribution_figure(t.steps[k], col.selected)

@@ -33,4 +33,6 @@ def step_tree_figure(trace, step: int, **kwargs):
     if trace is None or not trace.steps:
         return tree_figure(None, **kwargs)
     step = max(0, min(step, len(trace.steps) - 1))
-    return tree_figure(trace.steps[step], context=trace.prompt_text + text_upto(trace, step), **kwargs)
+    feature = (trace.drafter or {}).get("kind") == "feature"
+    return tree_figure(trace.steps[step], context=trace.prompt_text + text_upto(trace, step), feature=feature,
+                       **kwargs)

@@ -165,12 +165,30 @@ def _produced_line(step: StepRecord, idx: StepIndex, greedy: bool, decode: Calla
             f"one more token at no extra call.")
 
 
-def step_narrative(step: StepRecord, algorithm: str, decode: Callable[[int], str] | None = None) -> str:
-    """Markdown telling what ``step`` did; ``decode`` (optional) names token ids that no node carries."""
+def feature_line(step: StepRecord, drafter: dict) -> str:
+    """How a feature drafter (EAGLE-3 style, ``RunTrace.drafter`` kind ``feature``) drafted ``step``."""
+    if step.index == 0 and not step.n_drafted:
+        return ("The feature head drafts from the target's own hidden states, which exist only once the "
+                "target has read the prompt: this first call reads it and drafts nothing (EAGLE's prefill).")
+    layers = ", ".join(str(x) for x in drafter.get("layers") or []) or "?"
+    vocab = drafter.get("draft_vocab")
+    size = f"{vocab:,}" if isinstance(vocab, int) else "its"
+    return (f"The **feature head** drafted it: the first token from the target's own hidden states (layers "
+            f"{layers}) at the last verified position, read from the previous target call (no extra call), "
+            f"deeper tokens from the head's own output feature. It proposes only {size} tokens of the target's "
+            f"vocabulary (q = 0 for the rest): any other token enters the text only through the residual.")
+
+
+def step_narrative(step: StepRecord, algorithm: str, decode: Callable[[int], str] | None = None,
+                   drafter: dict | None = None) -> str:
+    """Markdown telling what ``step`` did; ``decode`` (optional) names token ids that no node carries;
+    ``drafter`` (``RunTrace.drafter``): a feature drafter's step says where its tokens came from."""
     idx = StepIndex(step)
     greedy = is_greedy_step(step)
     out = [f"**Step {step.index + 1}** · `{algorithm}`" + (" · greedy (T = 0)" if greedy else ""), "",
            _drafted_line(step, idx, algorithm)]
+    if (drafter or {}).get("kind") == "feature":
+        out += ["", feature_line(step, drafter)]
     tests = _test_lines(step, idx, greedy)
     if tests:
         out += ["", "**Tests** (accept when u < a):", *tests]

@@ -86,11 +86,20 @@ def cumulative_draft_probs(step: StepRecord) -> dict[int, float]:
     return {i: float(x) for i, x in enumerate(c.cum_q)} if isinstance(c, DynTreeState) else {}
 
 
+def feature_source(n: TreeNode) -> str:
+    """Where a feature drafter's node came from: the target's own hidden states for a node drafted right
+    after the committed text, the head's own output feature for a deeper one (EAGLE's recurrence)."""
+    if n.parent is None:
+        return "drafted from: the target's own features at the last verified position"
+    return "drafted from: the draft head's own feature at its parent (EAGLE's recurrence)"
+
+
 def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None,
-               cum: float | None = None) -> str:
+               cum: float | None = None, feature: bool = False) -> str:
     """Hover text of a node: token, status, q, its cumulative draft probability ``cum`` when given
-    (``dyntree``), the original p, and for tested nodes the p their ``a`` was computed against
-    (``p_residual``, labelled), ``a``, ``u`` and the decision in words (``explain.node_decision``)."""
+    (``dyntree``), where a feature drafter drafted it from (``feature``), the original p, and for tested
+    nodes the p their ``a`` was computed against (``p_residual``, labelled), ``a``, ``u`` and the
+    decision in words (``explain.node_decision``)."""
     idx = idx or StepIndex(StepRecord(0, 0, forest=[n]))
     lines = [
         f"<b>{html_escape(repr(n.token_text))}</b>  id {n.token_id}",
@@ -98,6 +107,7 @@ def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = 
         f"q draft = {fmt_prob(n.q)}",
         *([f"cumulative draft probability = {fmt_prob(cum)}  (q multiplied along its path: the tree keeps the "
            f"highest)"] if cum is not None else []),
+        *([feature_source(n)] if feature else []),
         f"p target = {fmt_prob(n.p)}" + ("  (original, before any residual)" if n.status in TESTED else ""),
     ]
     if n.status in TESTED:
@@ -124,10 +134,11 @@ def _elbow(xs: list[Any], ys: list[Any], a: tuple[float, float], b: tuple[float,
 
 
 def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None = None,
-                height: int | None = None) -> go.Figure:
+                height: int | None = None, feature: bool = False) -> go.Figure:
     """The forest of ``step`` (see module docstring). ``context`` is the committed text before the
     step (its tail is shown on the context node's hover); ``height``: pixels under the title and legend
-    (by default from the number of leaves)."""
+    (by default from the number of leaves); ``feature``: the run's drafter read the target's features
+    (each node's hover says where it came from)."""
     if step is None:
         return message_figure("No step yet: run an algorithm or load a trace.", title=title)
     forest = step.forest
@@ -194,7 +205,7 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
             "textposition": "top center",
             "textfont": {"family": MONO, "size": font_size,
                          "color": "#9ca3af" if status == "not_reached" else "#111827"},
-            "hovertext": [node_hover(n, idx, greedy, cum.get(n.id)) for n in nodes], "hoverinfo": "text",
+            "hovertext": [node_hover(n, idx, greedy, cum.get(n.id), feature) for n in nodes], "hoverinfo": "text",
             "marker": {"symbol": STATUS_SYMBOLS[status], "size": marker_size, "color": color,
                        "line": {"color": [PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
                                           for n in nodes],
