@@ -82,7 +82,7 @@ class LiveRun:
                 f"models' context of {pair.context_length} tokens: shorten the prompt or ask for fewer tokens."
             ), "max_new_tokens")
         self.spec = req.spec
-        self.params = {**req.params, "drafter": drafter} if "drafter" in req.params else req.params
+        self.params = req.params  # as given ("auto" too); RunTrace.drafter says which drafter ran
         self.decoder = Decoder(pair, prompt_ids, req.max_new_tokens, req.sampling, req.seed, req.record_top_k,
                                drafter)
         self.trace = RunTrace(algorithm=req.spec.name, params=self.params, pair=pair.describe(),

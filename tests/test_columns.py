@@ -115,7 +115,7 @@ def test_measure_gives_a_row_per_column(explorer):
     out = screen(explorer.measure(session, **run_inputs(max_new_tokens=4, columns=[SD2, SD8, SD8])))
     html = out["measurements"]
     assert html.count('<th scope="row">') == 3
-    assert "gamma=2" in html and "gamma=8, controller=static) #1" in html and "#2" in html
+    assert "gamma=2" in html and "gamma=8, controller=static, drafter=auto) #1" in html and "#2" in html
 
 
 def test_over_six_columns_and_each_columns_cost_are_refused(explorer):

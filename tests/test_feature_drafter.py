@@ -47,7 +47,7 @@ def test_greedy_with_the_feature_drafter_equals_ar(family, algorithm):
     run = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=24, temperature=0, drafter="feature",
                          **FEATURE_ALGORITHMS[algorithm])
     assert run.output_ids == ar.output_ids
-    assert run.drafter["kind"] == "feature" and run.params["drafter"] == "feature"
+    assert run.drafter["kind"] == "feature" and run.params["drafter"] == "feature"  # kept as given
     assert run.steps[0].draft_calls == 0 and run.steps[0].n_drafted == 0  # EAGLE's prefill: nothing to read yet
     assert any(s.n_drafted for s in run.steps[1:])
 
@@ -104,10 +104,11 @@ def test_the_feature_drafter_costs_no_extra_target_call():
 
 def test_drafter_choice_is_checked_and_resolved():
     with_head = feature_pair("llama", draft=True)
-    assert specviz.decode(with_head, "sd", PROMPT, max_new_tokens=4, temperature=0).params["drafter"] == "feature"
+    auto = specviz.decode(with_head, "sd", PROMPT, max_new_tokens=4, temperature=0)
+    assert auto.params["drafter"] == "auto" and auto.drafter["kind"] == "feature"  # the setting, and what ran
     no_head = feature_pair("llama", draft=True)
     no_head.feature = None
-    assert specviz.decode(no_head, "sd", PROMPT, max_new_tokens=4, temperature=0).params["drafter"] == "model"
+    assert specviz.decode(no_head, "sd", PROMPT, max_new_tokens=4, temperature=0).drafter["kind"] == "draft_model"
     with pytest.raises(InvalidParameterError) as err:
         specviz.decode(no_head, "sd", PROMPT, max_new_tokens=4, drafter="feature")
     assert err.value.param == "drafter"
@@ -183,3 +184,20 @@ def test_a_feature_run_says_where_its_tokens_came_from_and_replays_without_a_mod
     assert "feature head" not in step_narrative(back.steps[k], "sd")
     hovers = [h for tr in viz.step_tree_figure(back, k).data if tr.hovertext for h in tr.hovertext]
     assert any("target's own features" in h for h in hovers) and any("own feature at its parent" in h for h in hovers)
+
+
+def test_sequoia_calibrates_and_times_the_feature_head():
+    """Sequoia's acceptance vector and its hardware-aware timing are measured with the drafter the run uses."""
+    from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times
+
+    pair = feature_pair("llama", draft=True)
+    run = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=12, temperature=0, drafter="feature",
+                         calibration_steps=8, width=4, size=6, depth=3, hardware_aware=True)
+    ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=12, temperature=0)
+    assert run.output_ids == ar.output_ids
+    sampling = SamplingConfig(0.0)
+    feature = estimate_acceptance(pair, sampling, 4, 8, drafter="feature")
+    model = estimate_acceptance(pair, sampling, 4, 8, drafter="model")
+    assert feature.vector != model.vector  # two drafters, two measured vectors
+    verify, draft_ms = measure_times(pair, 4, repeats=1, drafter="feature")
+    assert draft_ms > 0 and set(verify) >= {1, 4}

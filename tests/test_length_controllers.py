@@ -122,7 +122,8 @@ def test_the_adaptive_threshold_is_the_roc_optimum_of_every_verified_token():
 def test_a_public_host_prices_a_confidence_round_at_its_cap():
     from specviz.ui.budget import chain_positions, run_cost
 
-    cost = run_cost("sd", {"controller": "confidence", "num_assistant_tokens": 12}, 40)
+    cost = run_cost("sd", {"controller": "confidence", "num_assistant_tokens": 12, "drafter": "model"}, 40)
     assert (cost.positions, cost.parameter) == (chain_positions(12, 40), "num_assistant_tokens")
-    assert run_cost("sd", {"controller": "static", "gamma": 3, "num_assistant_tokens": 40}, 10).positions == \
+    assert run_cost("sd", {"controller": "static", "gamma": 3, "num_assistant_tokens": 40, "drafter": "model"},
+                    10).positions == \
         chain_positions(3, 10)

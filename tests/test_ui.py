@@ -144,7 +144,7 @@ def test_controller_settings_show_only_under_their_controller(explorer):
     def shown(algo):
         return [p.name for p in specviz.ALGORITHMS[algo].params if comps[param_elem_id(algo, p.name)].visible]
 
-    assert shown("sd") == ["gamma", "controller"]
+    assert shown("sd") == ["gamma", "controller", "drafter"]
     assert shown("eesd") == ["controller", "k_max", "alpha0", "beta0", "beta_rule"]  # its default is beta_ts
     controller = comps[param_elem_id("sd", "controller")]
     handler = [f for f in demo.fns.values() if f.targets == [(controller._id, "change")]]
@@ -155,7 +155,7 @@ def test_controller_settings_show_only_under_their_controller(explorer):
         visible = {c.elem_id.rsplit("-", 1)[1]: u["visible"] for c, u in handler[0].fn(index).items()}
         return sorted(name for name, v in visible.items() if v), set(visible)
 
-    names = {p.name for p in specviz.ALGORITHMS["sd"].params} - {"controller"}
+    names = {p.name for p in specviz.ALGORITHMS["sd"].params if p.applies_when}  # those the controller shows
     assert after("beta_ts") == (["alpha0", "beta0", "beta_rule", "k_max"], names)
     assert after("cali_ts") == (["cali_mode", "k_max", "sigma_m", "sigma_s", "theta_hat0", "theta_hat_rule"], names)
     assert after("fixed") == (["fixed_length", "k_max"], names)
@@ -261,7 +261,7 @@ def test_a_finished_run_opens_each_column_on_its_informative_step(explorer, monk
         opened[trace.algorithm] = k = min(2, len(trace.steps) - 1)
         return k
     monkeypatch.setattr(render, "informative_step", informative)
-    monkeypatch.setattr(render, "step_narrative", lambda step, algorithm: f"**{algorithm}** step {step.index + 1} story")
+    monkeypatch.setattr(render, "step_narrative", lambda step, algorithm, **_: f"**{algorithm}** step {step.index + 1} story")
     session = Session(pair_key=explorer.default_key)
     last = list(live(explorer, session, ["ar", "sd"], max_new=16))[-1]
     assert set(opened) == {"ar", "sd"}
@@ -554,7 +554,7 @@ def test_measure_rows_name_only_the_settings_that_apply(explorer):
         values = {**spec.defaults, "controller": controller}
         for p in spec.params:
             assert (f"{p.name}=" in html) == p.applies(values), (controller, p.name, html)
-    assert "sd (controller=beta_ts, k_max=0, alpha0=1.0, beta0=1.0, beta_rule=paper)" in html
+    assert "sd (controller=beta_ts, k_max=0, alpha0=1.0, beta0=1.0, beta_rule=paper, drafter=auto)" in html
 
 
 def test_measure_reports_each_median_with_its_spread(explorer, monkeypatch):

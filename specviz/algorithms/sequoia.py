@@ -153,7 +153,7 @@ class SequoiaController(Controller):
         dp = _dp(dec, vector, n, d)
         timing = speed = None
         if hardware_aware:
-            verify_ms, draft_ms = measure_times(dec.pair, n)
+            verify_ms, draft_ms = measure_times(dec.pair, n, drafter=dec.drafter)
             choice = choose_size_depth(dp, verify_ms, draft_ms, d)
             n, d = choice.n, choice.d
             timing = SequoiaTiming(tuple(sorted(verify_ms)), tuple(verify_ms[k] for k in sorted(verify_ms)), draft_ms)

@@ -235,12 +235,13 @@ def isotonic(values: list[float]) -> list[float]:
 
 
 def measure_times(pair: ModelPair, max_size: int, repeats: int = 5,
-                  prefix: int = 64) -> tuple[dict[int, float], float]:
+                  prefix: int = 64, drafter: str = "model") -> tuple[dict[int, float], float]:
     """``({n: target ms for one call on n tokens}, draft ms for one call)`` for n on ``SIZE_GRID`` up
     to ``max_size``, and ``max_size`` (cached). Sizes are timed round-robin ``repeats`` times after a
-    warm-up round, each keeps its fastest reading, and the curve is fitted non-decreasing."""
+    warm-up round, each keeps its fastest reading, and the curve is fitted non-decreasing. ``drafter``
+    (``Decoder``'s): the draft call timed is the draft model's or the feature head's."""
     sizes = tuple(sorted({k for k in SIZE_GRID if k <= max_size} | {max(1, max_size)}))
-    key = ("times", sizes, repeats, prefix, str(pair.device))
+    key = ("times", sizes, repeats, prefix, str(pair.device), drafter)
     cache = pair_cache(pair)
     found = cache.get(key)
     if found is not None:
@@ -249,12 +250,23 @@ def measure_times(pair: ModelPair, max_size: int, repeats: int = 5,
     prefix = max(1, min(prefix, pair.context_length - 1))
     context = torch.randint(pair.vocab_size, (prefix,), generator=gen).tolist()
     batches = {n: torch.randint(pair.vocab_size, (n,), generator=gen).tolist() for n in sizes}
-    target = CachedLM(pair.target, pair.vocab_size)
-    target.extend(context)
     draft = None
-    if pair.draft is not None:
-        draft = CachedLM(pair.draft, pair.vocab_size)
+    if drafter == "feature":
+        from specviz.models.feature_head import FeatureLM
+
+        target = CachedLM(pair.target, pair.vocab_size, features=pair.feature.cfg.layers)
+        target.extend(context[:-1])
+        target.commit([])
+        draft = FeatureLM(pair.feature, target, pair.target.get_input_embeddings().weight, pair.vocab_size)
         draft.extend(context)
+        target.extend(context[-1:])
+        target.commit([])
+    else:
+        target = CachedLM(pair.target, pair.vocab_size)
+        target.extend(context)
+        if pair.draft is not None:
+            draft = CachedLM(pair.draft, pair.vocab_size)
+            draft.extend(context)
     best = {n: float("inf") for n in sizes}
     draft_ms = float("inf") if draft is not None else 0.0
     for r in range(repeats + 1):
