@@ -57,7 +57,7 @@ def check_pair(pair: Any, spec: AlgorithmSpec, drafter: str = "model") -> ModelP
     ``drafter_choice``; ``"any"`` checks only what does not depend on it)."""
     if not isinstance(pair, ModelPair):
         raise InvalidParameterError(f"pair must be a ModelPair from specviz.load_pair, got {validation.shown(pair)}.")
-    if spec.needs_draft and pair.draft is None and drafter == "model":
+    if spec.needs_draft and pair.draft is None and drafter in ("model", "model_cut"):
         raise InvalidParameterError(f"{spec.name} needs a draft model; this pair has only a target.")
     if spec.drafter == "early_exit" and pair.early_exit is None:
         raise InvalidParameterError(

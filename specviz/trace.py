@@ -318,6 +318,9 @@ def describe_drafter(spec: Any, pair: dict[str, Any], drafter: str = "model") ->
         return {"kind": "feature", "name": f"feature head {head.get('source')}", "layers": head.get("layers"),
                 "draft_vocab": head.get("draft_vocab"), "params": head.get("params")}
     kind = getattr(spec, "drafter", "draft")
+    if drafter == "model_cut":
+        return {"kind": "draft_model", "name": str(pair.get("draft")), "params": pair.get("draft_params"),
+                "draft_vocab": (pair.get("feature") or {}).get("draft_vocab")}
     if kind == "early_exit":
         layer = (pair.get("early_exit") or {}).get("exit_layer")
         return {"kind": "early_exit", "name": f"{pair.get('target')} exit after layer {layer}", "exit_layer": layer}

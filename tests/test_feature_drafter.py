@@ -23,6 +23,7 @@ from specviz.errors import InvalidParameterError
 from specviz.models.feature_head import FeatureLM, load_feature_head
 from specviz.models.loading import ModelPair
 from specviz.models.tree_forward import CachedLM
+from specviz.trace import DRAFTED
 
 RUNS = int(os.environ.get("SPECVIZ_EXACTNESS_RUNS", 8000))
 PROMPT = [1, 2, 3]
@@ -201,3 +202,29 @@ def test_sequoia_calibrates_and_times_the_feature_head():
     assert feature.vector != model.vector  # two drafters, two measured vectors
     verify, draft_ms = measure_times(pair, 4, repeats=1, drafter="feature")
     assert draft_ms > 0 and set(verify) >= {1, 4}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_draft_model_over_the_cut_vocabulary_stays_exact_in_greedy(family):
+    pair = feature_pair(family, draft=True)
+    ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=16, temperature=0)
+    run = specviz.decode(pair, "sd", PROMPT, max_new_tokens=16, temperature=0, drafter="model_cut")
+    assert run.output_ids == ar.output_ids and run.drafter["draft_vocab"] == 5
+    outside = set(range(8)) - set(pair.feature.vocab.tolist())
+    drafted = [n.token_id for s in run.steps for n in s.forest if n.status in DRAFTED]
+    assert drafted and not set(drafted) & outside  # the draft model never drafts outside the cut
+
+
+@pytest.mark.slow
+def test_sd_with_the_cut_draft_model_follows_the_target():
+    pair = feature_pair("llama", draft=True)
+    law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])
+    counts = sample_counts(pair, "sd", PROMPT, 2, RUNS, SETTINGS[0], budget=3, gamma=3, drafter="model_cut")
+    assert min(1.0, 2 * min(chi_square_pvalue(counts, law), chi_square_pvalue(first(counts), first(law)))) > 1e-3
+
+
+def first(mapping):
+    out = Counter()
+    for seq, v in mapping.items():
+        out[seq[:1]] += v
+    return out

@@ -9,7 +9,8 @@ the last committed token is *not* in either model's cache, so ``context(lm)`` is
 position records); ``lossless`` (the run's rule keeps the output law) is set once by the step loop
 (``step_loop.run_steps``) from its verifier. ``drafter``: ``"model"`` (the pair's draft model) or
 ``"feature"`` (the pair's feature head over the target's hidden states; ``draft`` is then its
-``FeatureLM`` and the target keeps the features it reads).
+``FeatureLM`` and the target keeps the features it reads) or ``"model_cut"`` (the draft model with
+its output head cut to the feature head's draft vocabulary, FR-Spec, arXiv 2502.14856).
 """
 from __future__ import annotations
 
@@ -43,9 +44,10 @@ class Decoder:
             head = pair.feature
             self.target = CachedLM(pair.target, pair.vocab_size, features=head.cfg.layers)
             self.draft = FeatureLM(head, self.target, pair.target.get_input_embeddings().weight, pair.vocab_size)
-        else:
+        else:  # "model_cut": the draft model's head over the feature head's draft vocabulary only (FR-Spec)
             self.target = CachedLM(pair.target, pair.vocab_size)
-            self.draft = CachedLM(pair.draft, pair.vocab_size) if pair.draft is not None else None
+            rows = pair.feature.vocab if drafter == "model_cut" else None
+            self.draft = CachedLM(pair.draft, pair.vocab_size, head_rows=rows) if pair.draft is not None else None
         self.record_top_k = record_top_k
         self.lossless = True
 

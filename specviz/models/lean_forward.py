@@ -161,10 +161,11 @@ class LeanForward:
 
     @torch.inference_mode()
     def __call__(self, input_ids: torch.Tensor, position_ids: torch.Tensor, masks: dict[str, torch.Tensor],
-                 cache, position: int | None = None, keep: tuple[int, ...] = ()):
+                 cache, position: int | None = None, keep: tuple[int, ...] = (), head: torch.Tensor | None = None):
         """``position``: the position of a one-token call, as a Python int (its rotary cos/sin are memoised).
         ``keep``: also return the inputs of those layers (``hidden_states`` indices), concatenated
-        ``[n, F]``: ``(logits, features)``."""
+        ``[n, F]``: ``(logits, features)``. ``head``: the output rows to compute (a cut draft vocabulary's
+        slice of the head's weight, ``CachedLM(head_rows=...)``) instead of the whole head."""
         n = input_ids.shape[1]
         major = weight_major(n, input_ids.device)
         linear = _weight_major if major else F.linear
@@ -184,7 +185,9 @@ class LeanForward:
             h = _rms(x, layer.norm2, layer.eps)
             x = x + linear(F.silu(linear(h, *layer.gate)) * linear(h, *layer.up), *layer.down)
         h = self.norm(x)
-        if major and not (self.head._forward_hooks or self.head._forward_pre_hooks):
+        if head is not None:
+            logits = _weight_major(h, head) if major else F.linear(h, head)
+        elif major and not (self.head._forward_hooks or self.head._forward_pre_hooks):
             logits = _weight_major(h, self.head.weight, self.head.bias)
         else:
             logits = self.head(h)

@@ -112,13 +112,21 @@ class CachedLM:
     every cached position, concatenated, in ``rows`` (``[cached_len, F]``, kept and dropped with the
     KV): what a feature drafter reads (EAGLE-3, arXiv 2503.01840), from the call that verifies, so
     reading them costs no extra target call.
+
+    ``head_rows``: the token ids whose logits are computed (a cut draft vocabulary, FR-Spec, arXiv
+    2502.14856): the output head multiplies only those rows (through the lean forward; the stock
+    forward computes all and masks), and every other token gets the dtype's lowest logit, so its
+    warped probability is exactly 0.
     """
 
     def __init__(self, model: PreTrainedModel, vocab_size: int | None = None, lean: bool | None = None,
-                 features: tuple[int, ...] = ()):
+                 features: tuple[int, ...] = (), head_rows: torch.Tensor | None = None):
         self.model = model
         self.vocab_size = vocab_size
         self.features = tuple(features)
+        self.head_rows = None if head_rows is None else head_rows.to(next(model.parameters()).device)
+        self.head_weight = (None if head_rows is None else
+                            model.get_output_embeddings().weight.detach()[self.head_rows].contiguous())
         self.lean = LeanForward.build(model) if (LEAN_DEFAULT if lean is None else lean) else None
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
@@ -185,17 +193,30 @@ class CachedLM:
         ``position``: a one-token call's position as an int (``LeanForward`` memoises its rotary table).
         A deterministic function of its arguments, the model and the cache's content (the exactness tests'
         memo relies on it: ``tests/tiny.py``)."""
+        if self.head_rows is not None and self.lean is not None and not self.features:
+            return self._scatter(self.lean(ids, positions, masks, self.cache, position, head=self.head_weight)[0])
         if self.lean is not None:
             if self.features:
                 logits, self.new_rows = self.lean(ids, positions, masks, self.cache, position, self.features)
-                return logits[0].float()
-            return self.lean(ids, positions, masks, self.cache, position)[0].float()
+                return self._cut(logits[0].float())
+            return self._cut(self.lean(ids, positions, masks, self.cache, position)[0].float())
         out = self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
                          position_ids=positions, cache=self.cache, use_cache=True,
                          output_hidden_states=bool(self.features))
         if self.features:
             self.new_rows = torch.cat([out.hidden_states[i][0] for i in self.features], -1)
-        return out.logits[0].float()
+        return self._cut(out.logits[0].float())
+
+    def _scatter(self, small: torch.Tensor) -> torch.Tensor:
+        """Logits of the ``head_rows`` tokens placed in a whole-vocabulary row, the lowest value elsewhere."""
+        rows = self.model.get_output_embeddings().weight.shape[0]
+        full = torch.full((small.shape[0], rows), torch.finfo(torch.float32).min, device=small.device)
+        full[:, self.head_rows] = small.float()
+        return full
+
+    def _cut(self, logits: torch.Tensor) -> torch.Tensor:
+        """``logits`` with every token outside ``head_rows`` at the lowest value (no-op without a cut)."""
+        return logits if self.head_rows is None else self._scatter(logits[:, self.head_rows])
 
     def _float_mask(self, n: int, rows: tuple[int, ...], cols: tuple[int, ...], oldest: torch.Tensor | None
                     ) -> torch.Tensor:
