@@ -228,3 +228,17 @@ def first(mapping):
     for seq, v in mapping.items():
         out[seq[:1]] += v
     return out
+
+
+def test_a_saved_head_is_split_into_files_under_the_spaces_limit(tmp_path, monkeypatch):
+    from specviz.models import feature_head
+
+    pair = feature_pair("llama")
+    monkeypatch.setattr(feature_head, "SHARD_BYTES", 600)  # a tiny limit: several shards
+    pair.feature.save(tmp_path, dtype=torch.float32)
+    files = sorted(tmp_path.glob("feature_head-*.safetensors"))
+    assert len(files) > 2
+    back = load_feature_head(tmp_path, pair.target)
+    assert all(torch.equal(a, b) for a, b in zip(pair.feature.state_dict().values(), back.state_dict().values()))
+    pair.feature.save(tmp_path, dtype=torch.float32)  # saving again leaves no stale shard behind
+    assert sorted(tmp_path.glob("feature_head-*.safetensors")) == files

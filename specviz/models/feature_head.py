@@ -35,7 +35,8 @@ from specviz.errors import SpecvizError
 from specviz.models.tree_forward import CachedLM
 
 CONFIG = "feature_head.json"
-WEIGHTS = "feature_head.safetensors"
+WEIGHTS = "feature_head-{:02d}.safetensors"  # shards, each at most SHARD_BYTES (a tensor larger goes alone)
+SHARD_BYTES = 9_400_000  # under the 9.5 MB a Hugging Face Space takes without its large-file storage
 
 
 @dataclass(frozen=True)
@@ -189,14 +190,25 @@ class FeatureHead(nn.Module):
 
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
+        for old in path.glob(WEIGHTS.replace("{:02d}", "*")):
+            old.unlink()
         state = {k: (v.to(dtype) if v.is_floating_point() else v).contiguous() for k, v in self.state_dict().items()}
-        save_file(state, str(path / WEIGHTS))
+        shards: list[dict[str, torch.Tensor]] = [{}]
+        for name, tensor in sorted(state.items(), key=lambda kv: -kv[1].nbytes):  # largest first, first fit
+            size = tensor.nbytes
+            fit = next((s for s in shards if sum(t.nbytes for t in s.values()) + size <= SHARD_BYTES), None)
+            if fit is None:
+                fit = {}
+                shards.append(fit)
+            fit[name] = tensor
+        for i, shard in enumerate(s for s in shards if s):
+            save_file(shard, str(path / WEIGHTS.format(i)))
         (path / CONFIG).write_text(json.dumps({"config": asdict(self.cfg), **(meta or {})}, indent=2) + "\n")
 
 
 def load_feature_head(path: str | Path, target) -> FeatureHead:
-    """A head saved by ``FeatureHead.save`` for ``target`` (float32, eval mode); its width and
-    vocabulary are checked against the target's."""
+    """A head saved by ``FeatureHead.save`` for ``target`` (float32, eval mode; its weight shards read
+    together); its width and vocabulary are checked against the target's."""
     from safetensors.torch import load_file
 
     path = Path(path)
@@ -206,7 +218,7 @@ def load_feature_head(path: str | Path, target) -> FeatureHead:
     if cfg.hidden != t.hidden_size or cfg.target_vocab != t.vocab_size or max(cfg.layers) >= t.num_hidden_layers:
         raise SpecvizError(f"the feature head at {str(path)!r} was trained for another target (width {cfg.hidden}, "
                            f"vocabulary {cfg.target_vocab}, layers {cfg.layers})")
-    state = load_file(str(path / WEIGHTS))
+    state = {k: v for f in sorted(path.glob(WEIGHTS.replace("{:02d}", "*"))) for k, v in load_file(str(f)).items()}
     head = FeatureHead(cfg, state["vocab"])
     head.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     device = next(target.parameters()).device
