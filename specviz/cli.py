@@ -41,7 +41,9 @@ def render_text(trace: RunTrace, color: bool = True) -> str:
 def summary_line(trace: RunTrace) -> str:
     m = trace.metrics
     rate = "n/a" if m.get("acceptance_rate") is None else f"{m['acceptance_rate']:.1%}"
-    return (f"{trace.algorithm}: {m['new_tokens']} tokens, {m['target_calls']} target calls, "
+    kind = (trace.drafter or {}).get("kind")
+    by = {"feature": " (feature head)", "draft_model": " (draft model)"}.get(kind, "") if kind else ""
+    return (f"{trace.algorithm}{by}: {m['new_tokens']} tokens, {m['target_calls']} target calls, "
             f"{m['draft_calls']} draft calls, tau {m['tau']:.2f}, acceptance rate {rate}, "
             f"{m['wall_time_s']:.2f} s, {m['tokens_per_s']:.1f} tokens/s ({trace.finish_reason})")
 

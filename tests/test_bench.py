@@ -53,7 +53,7 @@ def test_report_structure(report, tmp_path):
     assert over["pairs"] == 9 and len(over["spread"]) == 2  # one pair a round: the overhead is their median
     assert over["recording_share"] > 0 and 0 <= over["gc_share"] < 1
     assert {r["category"] for r in report["rows"]} == {"code", "repetition"}
-    assert len(report["goals"]) == 8 and all(g["met"] in (True, False, None) for g in report["goals"])
+    assert len(report["goals"]) == 9 and all(g["met"] in (True, False, None) for g in report["goals"])
     for row in report["rows"]:
         assert ROW_FIELDS <= set(row), row
         assert row["new_tokens"] == 8  # one prompt per category, no EOS
@@ -192,3 +192,24 @@ def test_the_ceiling_is_a_draft_always_right_at_its_best_length():
     assert costs.chain_speedup(flat, {1: 1.0}, 4, 5, {"a": 0.5, "b": 0.5}) == pytest.approx(50 / 15)
     linear = {n: 10.0 * n for n in range(1, 20)}  # verifying n tokens costs n decodes: nothing to gain
     assert costs.ceiling(linear, {1: 1.0})["gamma"] == 1 and costs.ceiling(linear, {1: 1.0})["speedup"] < 1
+
+
+def test_a_pair_with_a_feature_head_gets_rows_per_drafter_and_the_heads_own_costs():
+    """``--drafters model``: each algorithm that takes a drafter runs at its default (the feature head here)
+    and with the draft model; the feature rows are priced with the head's own t(n)."""
+    from tests.tiny import with_feature_head
+
+    tok = tiny_tokenizer()
+    target = tiny_model("llama", vocab=len(tok), seed=0, hidden=32, layers=2, init_range=0.2)
+    draft = tiny_model("llama", vocab=len(tok), seed=1, hidden=16, layers=1, init_range=0.2)
+    for m in (target, draft):
+        m.generation_config.eos_token_id = None
+    pair = with_feature_head(ModelPair(target, draft, tok, len(tok), target_name="t", draft_name="d"), keep=200)
+    rep = run_all(pair, {"code": ["def add(a, b):\n"]}, algos=["ar", "sd"], max_new_tokens=6, repeat=1,
+                  sizes=(1, 2, 4), with_peers=False, drafters=("model",))
+    rows = {r["method"]: r for r in rep["rows"]}
+    assert set(rows) == {"ar", "sd", "sd@model"}
+    assert rows["sd"]["greedy_equal"] and rows["sd@model"]["greedy_equal"]
+    assert rep["t_feature_ms"] and 0 < rep["feature_call_over_target"]
+    assert rows["sd"]["predicted_speedup"] != rows["sd@model"]["predicted_speedup"]
+    assert "feature-head draft call" in to_markdown(rep)

@@ -98,8 +98,8 @@ def early_exit_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 3
 def feature_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5
                   ) -> dict[int, float]:
     """``forward_times`` of the feature drafter (``models.feature_head.FeatureLM``): its one layer and
-    cut head after ``prefix`` committed rows read from a target cache holding their features, then a
-    chain of n nodes fed its own output features: the call ``ModelDrafter`` makes one level deeper."""
+    cut head after ``prefix`` committed rows read from a target cache holding their features, then n
+    sibling nodes reading its own output feature: the call ``ModelDrafter`` makes one level deeper."""
     from specviz.models.feature_head import FeatureLM
 
     head = pair.feature
@@ -110,7 +110,13 @@ def feature_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, 
     target.commit([])
     lm = FeatureLM(head, target, pair.target.get_input_embeddings().weight, pair.vocab_size)
     lm.extend(ids[: prefix + 1])
-    return round_robin_ms({n: _chain_call(lm, ids[prefix + 1: prefix + 1 + n]) for n in sizes}, lm.device, repeats)
+    def level(tokens: list[int]) -> Callable[[], None]:  # n siblings: a node reads its parent's output feature,
+        def call() -> None:                            # so one call feeds one tree level, never a chain
+            lm.forward(tokens, [ROOT] * len(tokens))
+            lm.rollback()
+        return call
+
+    return round_robin_ms({n: level(ids[prefix + 1: prefix + 1 + n]) for n in sizes}, lm.device, repeats)
 
 
 def switch_ms(pair, prefix: int = 32, rounds: int = 100) -> dict[str, float]:

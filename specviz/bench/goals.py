@@ -46,6 +46,8 @@ def goals(report: dict[str, Any]) -> list[dict[str, Any]]:
         _goal("ar tokens/s over HF plain generate", {c: _ratio(rows, c, "ar", "hf_generate") for c in cats}, ">=", 1.0),
         _goal("one-token target call over bare matmuls", {"all": report.get("target_call_over_bare")}, "<=", 1.5),
         _goal("one-token draft call over target call", {"all": report.get("draft_call_over_target")}, "<=", 0.2),
+        _goal("one-token feature-head call over target call", {"all": report.get("feature_call_over_target")},
+              "<=", 0.08),
         _goal("measured / predicted speedup, lowest lossless specviz row",
               {c: min((r["efficiency"] for (rc, _), r in rows.items()
                        if rc == c and r["kind"] == "specviz" and r["lossless"] and r.get("efficiency")),

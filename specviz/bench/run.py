@@ -314,6 +314,9 @@ def to_markdown(report: dict[str, Any]) -> str:
              f"- one-token draft call {_fmt(report['draft_call_ms'], '.2f')} ms "
              f"(stock {_fmt(report['stock_draft_call_ms'], '.2f')} ms; "
              f"{_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
+             *([f"- one-token feature-head draft call {report['t_feature_ms'][1]:.2f} ms "
+                f"({report['feature_call_over_target']:.3f} of a target call, both as t(1) of the cost model)"]
+               if report.get("t_feature_ms") else []),
              *([f"- cost model: t(n) timed after {report['t_prefix']} cached tokens (the runs' mean context)"]
                if report.get("t_prefix") else []),
              *([f"- the cost model's ceiling for chain sd here (a draft always right): "

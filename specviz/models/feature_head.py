@@ -275,6 +275,8 @@ class FeatureLM(CachedLM):
                 fused = torch.cat([torch.zeros_like(fused[:1]), fused])
             return fused
         parents = self.tree.parents[start:]
+        if any(p >= start for p in parents):
+            raise SpecvizError("a feature drafter feeds one tree level a call: a node reads its parent's output")
         idx = [self.prefix_len - 1 if p == ROOT else self.prefix_len + p for p in parents]
         return self.rows[idx]
 
