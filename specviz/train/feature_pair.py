@@ -61,11 +61,11 @@ class FeatureRecipe:
     # drafter
     intermediate: int = 1536
     ttt_steps: int = 4
-    steps: int = 1200
+    steps: int = 450
     batch: int = 16
     seq: int = 256
     lr: float = 1e-3
-    save_every: int = 100
+    save_every: int = 50
     log_every: int = 25
     extra: dict = field(default_factory=dict)
 
