@@ -104,3 +104,28 @@ def test_the_recipe_end_to_end_and_again_for_the_same_seed(target_dir, tmp_path)
     assert again["answers"]["seconds"] is None  # read from the cache
     second = load_file(str(tmp_path / "b" / "draft" / "model.safetensors"))
     assert all(torch.equal(weights[k], second[k]) for k in weights)  # deterministic for a seed
+
+
+def test_the_feature_recipe_end_to_end_resumes_and_loads(target_dir, tmp_path):
+    """``python -m specviz train feature`` on the tiny chat target: answers with captured features in
+    cached chunks, the draft vocabulary with its coverage curve, the head trained with the training-time
+    test and saved in shards a pair loads (``load_pair(..., feature=DIR)``), held-out agreement per
+    position; a second run reads every chunk from the cache and trains to the same weights."""
+    from specviz.train.feature_pair import FeatureRecipe, run_feature
+
+    settings = dict(target=str(target_dir), threads=1, cache_dir=str(tmp_path / "cache"), prompts=24,
+                    max_new_tokens=10, answer_batch=8, top_k=8, layers=(0, 1, 2), draft_vocab=64, intermediate=32,
+                    ttt_steps=2, steps=4, batch=4, seq=64, save_every=2, log_every=2)
+    first = run_feature(FeatureRecipe(out=str(tmp_path / "a"), **settings), log=lambda s: None)
+    assert first["answers"]["answers"] > 0 and first["answers"]["seconds_this_run"] > 0
+    assert first["vocab"]["size"] == 64 and 0 < first["vocab"]["coverage"] <= 1
+    assert len(first["heldout"]["agreement_by_position"]) == 6
+    again = run_feature(FeatureRecipe(out=str(tmp_path / "b"), **settings), log=lambda s: None)
+    assert again["answers"]["seconds_this_run"] == 0  # every chunk read from the cache
+    pair = specviz.load_pair(str(target_dir), feature=str(tmp_path / "a"), device="cpu")
+    ar = specviz.decode(pair, "ar", "What is 2 plus 2?", max_new_tokens=8, temperature=0, chat=True)
+    run = specviz.decode(pair, "sd", "What is 2 plus 2?", max_new_tokens=8, temperature=0, chat=True)
+    assert run.drafter["kind"] == "feature" and run.output_ids == ar.output_ids
+    a = load_file(str(next((tmp_path / "a").glob("feature_head-00.safetensors"))))
+    b = load_file(str(next((tmp_path / "b").glob("feature_head-00.safetensors"))))
+    assert all(torch.equal(a[k], b[k]) for k in a)  # deterministic for a seed

@@ -33,7 +33,6 @@ from typing import Callable
 
 import torch
 
-from specviz.errors import SpecvizError
 
 from .loop import torch_threads
 
@@ -363,35 +362,8 @@ def _run(cfg: ChatRecipe, log) -> dict:
     return report
 
 
-
-def build_parser():
-    import argparse
-    import dataclasses
-
-    p = argparse.ArgumentParser(prog="python -m specviz train chat", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stages", help=f"comma-separated subset of {','.join(STAGES)} (default: all)")
-    for f in dataclasses.fields(ChatRecipe):
-        if f.name in ("stages", "extra"):
-            continue
-        default = f.default
-        kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
-        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=None, help=f"default: {default}")
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m specviz train chat [--out DIR] [--stages ...] [--draft-steps N] ...``"""
-    args = build_parser().parse_args(argv)
-    values = {k: v for k, v in vars(args).items() if v is not None and k != "stages"}
-    if args.stages:
-        values["stages"] = tuple(s.strip() for s in args.stages.split(",") if s.strip())
-    try:
-        run_chat(ChatRecipe(**values), log=lambda s: print(s, flush=True))
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SpecvizError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    from .recipe_cli import recipe_main
+
+    return recipe_main(ChatRecipe, STAGES, run_chat, "python -m specviz train chat", __doc__, argv)

@@ -152,33 +152,8 @@ def _run(cfg: FeatureRecipe, log) -> dict:
     return report
 
 
-def build_parser():
-    import argparse
-    import dataclasses
-
-    p = argparse.ArgumentParser(prog="python -m specviz train feature", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stages", help=f"comma-separated subset of {','.join(STAGES)} (default: all)")
-    for f in dataclasses.fields(FeatureRecipe):
-        if f.name in ("stages", "extra", "layers"):
-            continue
-        kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
-        p.add_argument("--" + f.name.replace("_", "-"), type=kind, default=None, help=f"default: {f.default}")
-    p.add_argument("--layers", help="the target's hidden-state indices to fuse, comma-separated (default: 2,15,27)")
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``python -m specviz train feature [--out DIR] [--stages ...] [--steps N] ...``"""
-    args = build_parser().parse_args(argv)
-    values = {k: v for k, v in vars(args).items() if v is not None and k not in ("stages", "layers")}
-    if args.stages:
-        values["stages"] = tuple(s.strip() for s in args.stages.split(",") if s.strip())
-    if args.layers:
-        values["layers"] = tuple(int(s) for s in args.layers.split(","))
-    try:
-        run_feature(FeatureRecipe(**values), log=lambda s: print(s, flush=True))
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    """``python -m specviz train feature [--out DIR] [--stages ...] [--steps N] [--layers 2,15,27] ...``"""
+    from .recipe_cli import recipe_main
+
+    return recipe_main(FeatureRecipe, STAGES, run_feature, "python -m specviz train feature", __doc__, argv)

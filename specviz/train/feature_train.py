@@ -187,7 +187,8 @@ def train_drafter(cfg, target, answers: list, heldout: list, out: Path, log) -> 
         loss.backward()
         torch.nn.utils.clip_grad_norm_(head.parameters(), 0.5)
         opt.step()
-        smooth = float(loss) if smooth is None else 0.95 * smooth + 0.05 * float(loss)
+        value = float(loss.detach())
+        smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
             history.append({"step": step + 1, "loss": round(smooth, 4), "steps": parts,
                             "elapsed_s": round(time.time() - t0, 1)})
