@@ -178,7 +178,8 @@ class PairRegistry:
                 return key
             pair = specviz.load_pair(resolve_model_path(target), resolve_model_path(draft) if draft else None,
                                      device=self.device, dtype=self.dtype, trust_remote_code=False,
-                                     early_exit=preset_early_exit(target, draft))
+                                     early_exit=preset_early_exit(target, draft),
+                                     feature=preset_head(target, draft, "feature"))
             self._remember(key, target, draft)
             return self.put(key, name_pair(pair, target, draft))
 
@@ -198,12 +199,17 @@ class PairRegistry:
                 self._sources.popitem(last=False)
 
 
-def preset_early_exit(target: str, draft: str | None) -> str | None:
-    """The EESD early-exit head of the preset with this target and draft (``eesd`` needs it), or None."""
+def preset_head(target: str, draft: str | None, head: str) -> str | None:
+    """The ``head`` (``early_exit``, ``feature``) of the preset with this target and draft, or None."""
     from specviz.presets import load_presets
 
     try:
-        return next((p.early_exit for p in load_presets() if p.draft == draft and target in (p.target, p.hub_target)),
-                    None)
+        return next((getattr(p, head) for p in load_presets()
+                     if p.draft == draft and target in (p.target, p.hub_target)), None)
     except specviz.SpecvizError:
         return None
+
+
+def preset_early_exit(target: str, draft: str | None) -> str | None:
+    """The EESD early-exit head of the preset with this target and draft (``eesd`` needs it), or None."""
+    return preset_head(target, draft, "early_exit")
