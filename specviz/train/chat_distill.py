@@ -39,7 +39,11 @@ class AnswerBatches:
             self.order += fresh
             self.epochs += 1
         picked, self.order = self.order[: self.batch_size], self.order[self.batch_size:]
-        return collate([self.answers[i] for i in picked], self.max_len, self.pad)
+        return self.batch([self.answers[i] for i in picked])
+
+    def batch(self, answers: list[Answer]):
+        """One batch of ``answers`` (a subclass collates its own way)."""
+        return collate(answers, self.max_len, self.pad)
 
 
 def collate(answers: list[Answer], max_len: int, pad_id: int):

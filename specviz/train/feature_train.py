@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import torch.nn.functional as F
 
 from specviz.models.feature_head import FeatureHead, FeatureHeadConfig, load_feature_head
 
+from .chat_distill import AnswerBatches
 from .loop import cosine_lr
 
 VOCAB_FILE = "draft_vocab.json"
@@ -55,26 +55,16 @@ def read_vocab(out: Path) -> torch.Tensor:
     return torch.tensor(json.loads((out / VOCAB_FILE).read_text())["vocab"])
 
 
-class FeatureBatches:
-    """Shuffled batches of answers (seeded; the order is part of a checkpoint): ``ids [B, L]``, the
-    features each row reads ``[B, L, F]`` (row 0 zeros), and per row the answer index it predicts at
-    step 0 (``-1``: none)."""
+class FeatureBatches(AnswerBatches):
+    """``AnswerBatches``' seeded epochs over answers with captured features (the order is part of a
+    checkpoint), each batch ``collate``d: ``ids [B, L]``, the features each row reads ``[B, L, F]`` (row 0
+    zeros), the answer index each row predicts at step 0 (``-1``: none) and the answers."""
 
     def __init__(self, answers: list, batch: int, seq: int, seed: int):
-        self.answers = [a for a in answers if a.answer and a.features is not None]
-        self.batch, self.seq = batch, seq
-        self.rng = random.Random(seed)
-        self.order: list[int] = []
-        self.epochs = 0
+        super().__init__([a for a in answers if a.features is not None], batch, seq, seed, 0)
 
-    def next(self):
-        if len(self.order) < self.batch:
-            fresh = list(range(len(self.answers)))
-            self.rng.shuffle(fresh)
-            self.order += fresh
-            self.epochs += 1
-        picked, self.order = self.order[: self.batch], self.order[self.batch:]
-        return collate([self.answers[i] for i in picked], self.seq)
+    def batch(self, answers: list):
+        return collate(answers, self.max_len)
 
 
 def collate(answers: list, seq: int):
