@@ -3,6 +3,8 @@ point 4), with the parameter count, the bytes needed and the bytes available."""
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -53,6 +55,24 @@ def test_a_model_is_refused_when_the_memory_left_is_smaller(tmp_path, monkeypatc
     assert specviz.load_pair(path, device="cpu").target is not None
 
 
-def test_available_memory_is_read_from_the_host():
+def _meminfo() -> dict[str, int]:
+    """``/proc/meminfo``'s fields in bytes (empty where there is none)."""
+    try:
+        lines = Path("/proc/meminfo").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in lines) if v.split()}
+
+
+@pytest.mark.parametrize("psutil_installed", [True, False])
+def test_available_memory_is_read_from_the_host(monkeypatch, psutil_installed):
+    """The host's available memory, with psutil and without (``/proc/meminfo``), is the host's figure:
+    a positive number of bytes no larger than the memory there is, near ``MemAvailable``."""
+    info = _meminfo()
+    if "MemAvailable" not in info:
+        pytest.skip("no /proc/meminfo with MemAvailable on this host")
+    if not psutil_installed:
+        monkeypatch.setitem(sys.modules, "psutil", None)  # import psutil raises ImportError
     free = memory.available_bytes("cpu")
-    assert free is None or free > 0
+    assert isinstance(free, int) and 0 < free <= info["MemTotal"], free
+    assert abs(free - info["MemAvailable"]) <= info["MemTotal"] // 10, (free, info["MemAvailable"])
