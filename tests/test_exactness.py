@@ -22,12 +22,18 @@ SETTINGS = [SamplingConfig(1.0), SamplingConfig(0.7, top_k=5, top_p=0.9)]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sampling", SETTINGS, ids=["t1", "t07-topk-topp"])
+def sd_counts(pair, sampling: SamplingConfig):
+    """The one ``sd`` sample both the exactness test and its bias control draw: gamma 3, and a budget
+    of 3 tokens, which lets the first step draft a chain of 2 before the budget cuts it."""
+    return sample_counts(pair, "sd", PROMPT, 2, RUNS, sampling, budget=3, gamma=3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampling", SETTINGS, ids=["t1", "t07-topk-topp"])
 def test_sd_first_two_tokens_follow_target(sampling):
     pair = tiny_pair("llama", vocab=8)
     law = exact_distribution(pair, PROMPT, 2, sampling)
-    # a budget of 3 tokens lets the first step draft a chain of 2 before the budget cuts it
-    counts = sample_counts(pair, "sd", PROMPT, 2, RUNS, sampling, budget=3, gamma=3)
-    assert goodness_of_fit(counts, law) > 1e-3
+    assert goodness_of_fit(sd_counts(pair, sampling), law) > 1e-3
 
 
 @pytest.mark.slow
@@ -38,10 +44,12 @@ def test_ar_first_two_tokens_follow_target():
 
 
 @pytest.mark.slow
-def test_the_exactness_test_sees_a_small_bias(monkeypatch):
+@pytest.mark.parametrize("sampling", SETTINGS, ids=["t1", "t07-topk-topp"])
+def test_the_exactness_test_sees_a_small_bias(monkeypatch, sampling):
+    """The control of ``test_sd_first_two_tokens_follow_target``: the same sample (``sd_counts``) at
+    each of its settings, with the acceptance rule over-accepting, is rejected."""
     factor = 1.1 if RUNS < 20000 else 1.06
     over_accept(monkeypatch, factor)
     pair = tiny_pair("llama", vocab=8)
-    law = exact_distribution(pair, PROMPT, 2, SETTINGS[0])
-    counts = sample_counts(pair, "sd", PROMPT, 2, RUNS, SETTINGS[0], gamma=2)
-    assert goodness_of_fit(counts, law) < 1e-3
+    law = exact_distribution(pair, PROMPT, 2, sampling)
+    assert goodness_of_fit(sd_counts(pair, sampling), law) < 1e-3
