@@ -188,6 +188,10 @@ class RunTrace:
         of its steps become the step, node, token and position records themselves, not copies."""
         if not isinstance(data, dict):
             raise TraceFormatError(f"A trace must be a JSON object, got {describe(data)}.")
+        if "schema_version" not in data:
+            raise TraceFormatError(
+                "The trace has no schema_version field, which every trace specviz writes has (this specviz "
+                f"reads versions {', '.join(map(str, READABLE_VERSIONS))}).")
         version = data.get("schema_version")
         if version not in READABLE_VERSIONS:
             raise TraceFormatError(

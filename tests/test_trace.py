@@ -97,6 +97,14 @@ def test_malformed_traces_are_refused(text):
         specviz.RunTrace.from_json(text)
 
 
+@pytest.mark.parametrize("text", ['{"algorithm": "sd"}', "{}"])
+def test_a_trace_without_a_version_is_told_the_field_is_missing(text):
+    """Issue 35, point 4: not "Trace schema version None"."""
+    with pytest.raises(TraceFormatError, match="has no schema_version field") as caught:
+        specviz.RunTrace.from_json(text)
+    assert "None" not in str(caught.value)
+
+
 def test_reading_a_trace_loads_no_model_library():
     """``import specviz.trace`` (and the errors) is plain Python: replaying or checking a trace's data
     needs neither torch nor transformers (``specviz.decode`` and friends load them on first use, as every

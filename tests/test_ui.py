@@ -686,6 +686,25 @@ def test_malformed_upload_gets_a_clear_message(explorer, tmp_path, content, expe
     assert session.columns == []
 
 
+def test_each_upload_is_read_on_its_own(explorer, tmp_path):
+    """Issue 35, point 4: Gradio's file box adds a new upload to the files it holds and sends them all,
+    so the replay empties the box: the next upload's refusal names the file just uploaded, not an
+    earlier one."""
+    explorer.build()
+    box = explorer.replays.box
+    assert isinstance(box, gr.File) and box.elem_id == "sv-upload"
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text("{")
+    second.write_text('{"algorithm": "sd"}')
+    session = Session(pair_key=explorer.default_key)
+    for path in (first, second):
+        bound = explorer.replay([str(path)], session)
+        assert bound[box] is None  # emptied: the next upload holds only its own files
+        status = html.unescape(bound[explorer.replays.page.status])
+        assert path.name in status and status.count(".json:") == 1, status
+    assert "has no schema_version field" in status and "None" not in status
+
+
 def test_oversized_upload_is_refused(pair_dirs, tmp_path):
     ex = Explorer(AppConfig(max_upload_bytes=1024), presets=[PairChoice("t", *pair_dirs)], preload=False)
     big = tmp_path / "big.json"

@@ -238,7 +238,7 @@ class Explorer:
                                 next_btn=next_btn, play_btn=play_btn, pause_btn=pause_btn, latest_btn=latest_btn,
                                 node_pick=node_pick, page_report=page_report)
             self.page = page
-            self.replays.bind(page, editor)
+            self.replays.bind(page, editor, upload)
             self.wire(page, controls)
         demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_max_size)
         return demo
@@ -297,8 +297,8 @@ class Explorer:
                                       concurrency_id="play", show_progress="hidden", **private)
         c.pause_btn.click(None, None, None, cancels=[play_event], queue=False, **private)
         # replay
-        c.upload.upload(self.replays.replay, [c.upload, session], outputs + c.editor.outputs(), concurrency_limit=4,
-                        api_name="replay"
+        c.upload.upload(self.replays.replay, [c.upload, session], outputs + c.editor.outputs() + [c.upload],
+                        concurrency_limit=4, api_name="replay"
                         ).then(page.wire(self.replays.rest), [session], outputs, concurrency_limit=4,
                                concurrency_id="replay_rest", show_progress="hidden", **private)
 

@@ -85,11 +85,14 @@ class Replay:
         self.algorithms = algorithms
         self.n_slots = n_slots
         self.runs = runs
-        self.page: Page | None = None            # the page and its column editor, once built (``bind``)
+        self.page: Page | None = None            # the page, its column editor and upload box, once built (``bind``)
         self.editor: ColumnEditor | None = None
+        self.box: Any = None
 
-    def bind(self, page: Page, editor: ColumnEditor) -> None:
-        self.page, self.editor = page, editor
+    def bind(self, page: Page, editor: ColumnEditor, box: Any = None) -> None:
+        """The built page's parts ``replay`` answers for; ``box``: the upload component, emptied after each
+        replay (``replay``)."""
+        self.page, self.editor, self.box = page, editor, box
 
     def upload(self, files: Any, session: Session) -> View:
         """Replay uploaded trace files (no model needed); bad files get a message, good ones are shown."""
@@ -163,10 +166,15 @@ class Replay:
 
     def replay(self, files: Any, session: Session) -> dict[Any, Any] | list[Any]:
         """``upload`` bound to the page, and the column editor set to the replayed columns
-        (``replayed_columns``) where it can be, as the sampling settings are (``replayed_settings``)."""
+        (``replayed_columns``) where it can be, as the sampling settings are (``replayed_settings``).
+        The upload box is emptied: Gradio's file box adds a new upload to the files it holds and sends
+        them all, so an earlier upload's files would be read again and a refusal could name one of them;
+        emptied, each upload is read on its own and its messages name its own files."""
         view = self.upload(files, session)
         bound = self.page.bind(view)
         cols = replayed_columns(view.get("session"), self.algorithms)
         if cols is not None and isinstance(bound, dict) and self.editor is not None:
             bound.update(self.editor.view(cols, 0))
+        if self.box is not None and isinstance(bound, dict):
+            bound[self.box] = None
         return bound
