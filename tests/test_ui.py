@@ -736,6 +736,53 @@ def test_public_mode_limits(pair_dirs):
     assert CUSTOM not in [c[1] for c in custom.choices]
 
 
+def test_public_mode_is_said_at_start_in_the_log_and_the_footer(pair_dirs, caplog, monkeypatch):
+    """Issue 35, point 10: a server on 0.0.0.0 is public; the log at start and the page's footer say so,
+    with its limits. A private app's footer says nothing."""
+    import logging
+
+    from specviz.ui import app as app_module
+    from specviz.ui.config import public_notice
+
+    cfg = AppConfig.from_env({"GRADIO_SERVER_NAME": "0.0.0.0"})
+    notice = public_notice(cfg)
+    assert cfg.public and notice.startswith("Public mode is on because it listens on '0.0.0.0'"), notice
+    for limit in ("preset pairs", f"{cfg.max_new_tokens_cap} new tokens", f"{cfg.max_columns} columns", "MB"):
+        assert limit in notice
+    assert public_notice(AppConfig()) == ""
+    for config, shown in ((cfg, notice), (AppConfig(), "")):
+        ex = Explorer(config, presets=[PairChoice("tiny", *pair_dirs)], preload=False)
+        demo = ex.build()
+        footer = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "sv-footer")
+        assert footer.visible is bool(shown) and footer.value == shown
+    demo.explorer = Explorer(cfg, presets=[PairChoice("tiny", *pair_dirs)], preload=False)
+    monkeypatch.setattr(demo, "launch", lambda **kwargs: kwargs)  # serve nothing: only what launch says
+    monkeypatch.setattr(app_module, "start_quota_sweeper", lambda *args: None)
+    with caplog.at_level(logging.WARNING, logger="specviz.ui.app"):
+        app_module.launch(demo, server_name="0.0.0.0")
+    assert notice in caplog.text
+
+
+def test_the_code_pair_opens_when_the_default_pair_cannot_load(tmp_path):
+    """Issue 35, point 9: the default pair missing (its package not installed), the page opens on the
+    code pair, and says why in one sentence, rather than "No pair loaded"."""
+    from specviz.ui.pairs import BUNDLED
+
+    missing = PairChoice("default pair", str(tmp_path / "not-installed"), None)
+    ex = Explorer(AppConfig(max_columns=2, measure_repeats=1), presets=[missing, BUNDLED], clock=Clock(),
+                  pause=no_wait)
+    assert ex.default_key == BUNDLED.key and ex.registry.get(BUNDLED.key) is not None
+    said = ex.startup_message
+    assert said.startswith("The default pair (default pair) could not be loaded (") and said.count(". ") == 0
+    assert said.endswith(f"so the page opened on the code pair ({BUNDLED.name}) instead.") and str(tmp_path) not in said
+    demo = ex.build()
+    comps = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    assert comps["sv-pair-choice"].value == BUNDLED.key and said in html.unescape(comps["sv-status"].value)
+    assert "No pair loaded" not in comps["sv-pair-status"].value
+    final = run_all(ex, Session(pair_key=ex.default_key), ["ar"], prompt="import os\n", max_new=3)[-1]
+    assert "Done" in final["status"]
+
+
 def test_env_config_and_launch_kwargs():
     from specviz.ui import launch_kwargs
     cfg = AppConfig.from_env({"SPECVIZ_MAX_UPLOAD_MB": "3", "SPECVIZ_CONCURRENCY": "4", "SPECVIZ_TARGET": "a/b"})

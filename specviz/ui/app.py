@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import inspect
+import logging
 import os
 import time
 from typing import Any, Callable
@@ -26,7 +27,7 @@ from starlette.middleware import Middleware
 import specviz
 from specviz.ui import examples, render
 from specviz.ui.columns import param_value  # noqa: F401  (param_value: tests import it here)
-from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir
+from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir, public_notice
 from specviz.ui.editor import ColumnEditor, param_elem_id  # noqa: F401  (param_elem_id: tests import it here)
 from specviz.ui.examples import CHAT_PROMPTS, CODE_PROMPTS, example_prompts
 from specviz.ui.gpu import gpu
@@ -46,6 +47,7 @@ from specviz.ui.uploadlimit import UploadLimiter, UploadLimitMiddleware
 from specviz.ui.validate import max_new_limit
 from specviz.viz import legend_html
 
+log = logging.getLogger(__name__)
 PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
 
 
@@ -135,7 +137,8 @@ class Explorer:
                 gr.Markdown("### Model pair")
                 pair_choice = gr.Dropdown(choices=choices, value=default_choice, label="preset", show_label=False,
                                           elem_id="sv-pair-choice")
-                pair_note = gr.Markdown(self.presets[0].note if self.presets else "", elem_classes=["sv-note"])
+                note = next((p.note for p in self.presets if p.key == default_choice), "")  # the chosen preset's
+                pair_note = gr.Markdown(note, elem_classes=["sv-note"])
                 with gr.Group(visible=False) as custom_group:
                     custom_target = gr.Textbox(label="target (hub id or local directory)",
                                                placeholder="e.g. HuggingFaceTB/SmolLM2-1.7B", elem_id="sv-target")
@@ -226,6 +229,8 @@ class Explorer:
                             f"unpaced, a warm-up and {cfg.measure_repeats} timed runs each; medians. Use these "
                             "numbers, not a live run's, to compare speed.", elem_classes=["sv-note"])
             measurements = gr.HTML(measurements_html([]), elem_id="sv-measure")
+            notice = public_notice(cfg)  # the page's footer says public mode is on, and its limits
+            gr.Markdown(notice, elem_id="sv-footer", elem_classes=["sv-note"], visible=bool(notice))
 
             page = Page(session=session, status=status, run_btn=run_btn, stop_btn=stop_btn, measure_btn=measure_btn,
                         input_msg=input_msg, slider=slider, step_label=step_label, table=table, figures=figures,
@@ -341,6 +346,8 @@ def launch(demo: gr.Blocks | None = None, **kwargs: Any) -> Any:
     demo = demo or build_app()
     config = getattr(demo, "explorer", None).config if hasattr(demo, "explorer") else AppConfig.from_env()
     check_exposure(config, kwargs.get("server_name"), bool(kwargs.get("share")))
+    if config.public:
+        log.warning("%s", public_notice(config))  # at every start, as the page's footer says it
     temp = os.environ.get("GRADIO_TEMP_DIR", "")
     if os.path.basename(temp.rstrip(os.sep)).startswith("specviz-gradio-"):  # ours, not an operator's directory
         start_quota_sweeper(temp, config.max_temp_bytes)

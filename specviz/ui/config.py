@@ -198,6 +198,22 @@ def public_mode(env: Mapping[str, str]) -> bool:
     return True
 
 
+def public_notice(config: AppConfig) -> str:
+    """The sentence saying public mode is on, why and its main limits ("" when it is off): the log says it
+    at start and the page's footer shows it (docs/hosting.md lists every limit)."""
+    if not config.public:
+        return ""
+    why = f" because {config.exposed}" if config.exposed else ""
+    limits = [f"at most {config.max_new_tokens_cap} new tokens", f"prompts of {config.max_prompt_chars:,} characters",
+              f"{config.max_columns} columns", f"uploads of {config.max_upload_bytes // 2**20} MB"]
+    if config.max_runs_per_minute is not None:
+        limits.append(f"{config.max_runs_per_minute} runs a minute per page")
+    if config.run_deadline_s is not None:
+        limits.append(f"{config.run_deadline_s} s a run")
+    pairs = "the presets SPECVIZ_PRESETS names only" if config.presets else "preset pairs that need no download only"
+    return f"Public mode is on{why}: {pairs}, {', '.join(limits)} (docs/hosting.md)."
+
+
 def check_exposure(config: AppConfig, server_name: str | None = None, share: bool = False,
                    env: Mapping[str, str] | None = None) -> None:
     """Refuse to serve an app built without public mode on an address other machines can reach.

@@ -6,6 +6,7 @@ brought back when another visitor's load evicted it. The pairs themselves live i
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -14,7 +15,7 @@ import specviz
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
 from specviz.ui.config import AppConfig
-from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, pair_key
+from specviz.ui.pairs import BUNDLED, PairChoice, PairRegistry, describe_pair, pair_key, resolve_model_path
 from specviz.ui.runner import Session, given_session, visitor_session
 from specviz.ui.safe_text import display_name, hide_paths, md_text
 
@@ -34,6 +35,15 @@ def offered_presets(presets: list[PairChoice], config: AppConfig) -> list[PairCh
         default = PairChoice("from SPECVIZ_TARGET", config.default_target, config.default_draft)
         presets = [default, *[p for p in presets if (p.target, p.draft) != (default.target, default.draft)]]
     return presets
+
+
+def code_pair(presets: list[PairChoice]) -> PairChoice | None:
+    """The offered preset that is the code pair (the bundled ``assets/`` pair), if one is."""
+    def where(name: str) -> Path:
+        return Path(resolve_model_path(name)).resolve()
+
+    bundled = where(BUNDLED.target)
+    return next((p for p in presets if where(p.target) == bundled), None)
 
 
 def custom_load_failure(target: str, draft: str | None) -> str:
@@ -61,16 +71,34 @@ class PairLoader:
         self.startup_message = ""            # why the default pair could not be loaded, if it could not
 
     def preload(self) -> None:
-        """Load the first preset (the bundled pair) so the first run is immediate."""
+        """Load the first preset (the default pair) so the first run is immediate; if it cannot load, the
+        code pair (``code_pair``) instead, and ``startup_message`` says why in one sentence."""
         first = self.presets[0]
         try:
-            first.check()
-            log.info("loading the default pair: %s", first.name)
-            self.default_key = self.registry.load(first.target, first.draft, key=first.key)
-            log.info("loaded")
+            self.default_key = self._load_at_start(first)
+            return
         except SpecvizError as exc:
+            reason = hide_paths(str(exc)).rstrip(".")
             log.warning("The default pair could not be loaded: %s", exc)
-            self.startup_message = f"The default pair could not be loaded: {hide_paths(str(exc))}"
+        fallback = code_pair(self.presets[1:])
+        if fallback is not None:
+            try:
+                self.default_key = self._load_at_start(fallback)
+                self.startup_message = (f"The default pair ({first.name}) could not be loaded ({reason}), so the "
+                                        f"page opened on the code pair ({fallback.name}) instead.")
+                log.warning("%s", self.startup_message)
+                return
+            except SpecvizError as exc:
+                log.warning("The code pair could not be loaded either: %s", exc)
+        self.startup_message = f"The default pair could not be loaded: {reason}."
+
+    def _load_at_start(self, choice: PairChoice) -> str:
+        """``choice`` loaded into the registry (its key); raises a ``SpecvizError`` if it cannot load."""
+        choice.check()
+        log.info("loading the default pair: %s", choice.name)
+        key = self.registry.load(choice.target, choice.draft, key=choice.key)
+        log.info("loaded")
+        return key
 
     def session(self, state: Any) -> Session:
         """The visitor's session, or a fresh one on the default pair (``runner.visitor_session``)."""
@@ -89,6 +117,8 @@ class PairLoader:
             if self.startup_message:
                 return md_text(self.startup_message)
             return "No pair loaded yet: choose one above and press **Load pair**."
+        if key == self.default_key and self.startup_message:  # the code pair, opened instead of the default
+            return describe_pair(pair) + "\n\n" + md_text(self.startup_message)
         return describe_pair(pair)
 
     def resolve_choice(self, choice: str, target: str, draft: str) -> tuple[str, str | None, str]:
