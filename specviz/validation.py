@@ -37,6 +37,7 @@ def shown(value: Any, limit: int = 60) -> str:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair: no character, and no tokenizer reads it
 
 
 def about(exc: SpecvizError, param: str, subject: str | None = None) -> SpecvizError:
@@ -146,10 +147,19 @@ def temperature(value: Any) -> float:
 
 
 def prompt(value: Any) -> str | list[int]:
-    """The prompt as text or as a list of token ids (ints); bytes, numbers, None and mixed lists are refused."""
+    """The prompt as text (Unicode a tokenizer can read: no lone surrogate) or as a list of token ids
+    (ints); a tuple, bytes, numbers, None and mixed lists are refused."""
     if isinstance(value, str):
+        bad = _SURROGATE.search(value)
+        if bad:
+            raise about(PromptError(
+                f"prompt must be text a tokenizer can read; it holds a lone surrogate ({ascii(bad.group())}) at "
+                f"character {bad.start()}, half of a UTF-16 pair and no character."), "prompt")
         return value
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):
+        raise about(PromptError(f"prompt must be text or a list of token ids (integers), got a tuple "
+                                f"{shown(value)}: pass list(prompt)."), "prompt")
+    if isinstance(value, list):
         bad = [i for i in value if isinstance(i, bool) or not isinstance(i, numbers.Integral)]
         if not bad:
             return [int(i) for i in value]
@@ -160,6 +170,36 @@ def prompt(value: Any) -> str | list[int]:
                 "prompt")
 
 
+DECIMALS = ("numbers >= 0 in ASCII digits separated by commas, like 0.5,0.2,0.1 (a decimal point and a lowercase "
+            "e exponent allowed; no spaces, signs, underscores, empty entries or other scripts' digits)")
+_DECIMAL = re.compile(r"(?:[0-9]*\.)?[0-9]+(?:e[+-]?[0-9]+)?")  # ASCII only: ``float`` also reads "٠.٥", "1_0", " 5"
+
+
+def decimal_list(name: str, value: Any, max_items: int, *, also: str = "",
+                 error: type[SpecvizError] = InvalidParameterError, param: str | None = None) -> tuple[float, ...]:
+    """``value``, text of ``DECIMALS``, as its finite floats; an entry that overflows to infinity or
+    underflows to 0 (``1e-400``: not the number written) is refused, as are more than ``max_items``.
+    ``also``: the other values the parameter takes, as its refusals name them (``"'auto' or "``)."""
+    allowed = also + DECIMALS
+    if not isinstance(value, str) or not value:
+        raise _refuse(error, name, allowed, value, param)
+    parts = value.split(",")
+    if len(parts) > max_items:
+        raise about(error(f"{name} has {len(parts)} entries; at most {max_items}."), _param(name, param), name)
+    out = []
+    for i, part in enumerate(parts, 1):
+        if not _DECIMAL.fullmatch(part):
+            raise about(error(f"{name} must be {allowed}; entry {i} is {shown(part, 30)}."), _param(name, param), name)
+        x = float(part)
+        mantissa = part.split("e")[0]
+        if not math.isfinite(x) or x == 0 and mantissa.strip("0.") != "":
+            why = "overflows to infinity" if not math.isfinite(x) else "underflows to 0 in a float"
+            raise about(error(f"{name} entry {i} ({shown(part, 30)}) {why}: write a number a float holds."),
+                        _param(name, param), name)
+        out.append(x)
+    return tuple(out)
+
+
 def device(value: Any) -> str:
     """A device name specviz can load onto: auto, cpu, cuda or cuda:N (refused with ``ModelLoadError``)."""
     if not isinstance(value, str) or not _DEVICE.fullmatch(value):
@@ -167,13 +207,22 @@ def device(value: Any) -> str:
     return value
 
 
+_WHOLE = re.compile(r"-?[0-9]{1,40}")  # ASCII only: ``int`` also reads "1_000", "+4", " 4 ", "٣" and "４"
+
+
+def whole_text(value: str) -> int | None:
+    """The int ``value`` writes in the ASCII digits 0-9 (a leading minus allowed, at most 40 digits, nothing
+    around them), else None: the one reading of a whole number given as text."""
+    return int(value) if isinstance(value, str) and _WHOLE.fullmatch(value) else None
+
+
 def whole(lo: int, hi: int | None = None) -> Callable[[str], int]:
     """An argparse ``type``: the option's text as an integer in [lo, hi]; anything else is argparse's
     one-line refusal with the range (``--repeat 0``: "expected an integer >= 1, got '0'")."""
     def parse(raw: str) -> int:
         try:
-            return integer("value", int(raw), lo, hi)
-        except (ValueError, InvalidParameterError):
+            return integer("value", whole_text(raw), lo, hi)
+        except InvalidParameterError:
             raise argparse.ArgumentTypeError(f"expected an integer{_span(lo, hi)}, got {shown(raw)}") from None
 
     parse.__name__ = "int"

@@ -26,7 +26,8 @@ from specviz.algorithms.tree_engine import run_tree
 from specviz.core.trees import k_config_shape, parse_k_config
 from specviz.trace import StepRecord
 
-K_CONFIG_HELP = "children per node at each level, e.g. 4x2x2 (4 under the root, 2 under each of those, ...)"
+K_CONFIG_HELP = ("children per node at each level, e.g. 4x2x2 (4 under the root, 2 under each of those, ...): "
+                 "widths in ASCII digits joined by a lowercase x, no spaces")
 
 
 @register("mcsd", description="Multi-candidate SD: a k1xk2x... draft tree, siblings verified in turn "

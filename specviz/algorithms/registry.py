@@ -19,7 +19,9 @@ class Param:
 
     ``applies_when = (other, values)``: the parameter has an effect only while parameter ``other`` of
     the same algorithm is one of ``values`` (the app shows its control only then); ``None``: always.
-    It never changes validation or defaults: a parameter that does not apply is still resolved."""
+    It never changes validation or defaults: a parameter that does not apply is still resolved, but
+    one given with a value other than its default is refused (``AlgorithmSpec.resolve``: ``gamma=7``
+    under ``controller="beta_ts"`` would be ignored, not run)."""
 
     name: str
     default: Any
@@ -94,9 +96,23 @@ class AlgorithmSpec:
             names = ", ".join(validation.shown(u, 40) for u in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
             raise InvalidParameterError(f"{self.name}: unknown parameter(s) {names}; valid: {valid}.")
         resolved = {name: p.validate(given.get(name, p.default), self.name) for name, p in known.items()}
+        for name in given:
+            self._check_applies(known[name], resolved)
         if self.check is not None:
             self.check(resolved)
         return resolved
+
+    def _check_applies(self, p: Param, resolved: dict[str, Any]) -> None:
+        """Refuse ``p``, given, if it has no effect under the other ``resolved`` values and its value is not
+        its default (which would be ignored: the run would not be the one asked for)."""
+        value = resolved[p.name]
+        if p.applies(resolved) or type(value) is type(p.default) and value == p.default:
+            return
+        other, allowed = p.applies_when  # type: ignore[misc]  # applies() is True without it
+        raise validation.about(InvalidParameterError(
+            f"{self.name}: parameter {p.name!r} has no effect with {other}={resolved[other]!r} (it applies when "
+            f"{other} is {' or '.join(map(repr, allowed))}), so {p.name}={validation.shown(value)} would be "
+            f"ignored: leave it out or choose such a {other}."), p.name, f"{self.name}: parameter {p.name!r}")
 
     def effective(self, params: dict[str, Any]) -> dict[str, Any]:
         """The entries of ``params`` that have an effect (``Param.applies``: e.g. no Thompson-sampling

@@ -64,22 +64,16 @@ MAX_ACCEPTANCE = 64  # entries in a given acceptance vector: the widest calibrat
 
 
 def parse_acceptance(text: str) -> tuple[float, ...] | None:
-    """``"auto"`` -> None; ``"0.5,0.2,0.1"`` -> the vector, checked to be a joint law (each finite and
-    >= 0, sum <= 1, at most ``MAX_ACCEPTANCE`` entries)."""
-    if text.strip().lower() == "auto":
+    """``"auto"`` (exactly) -> None; ``"0.5,0.2,0.1"`` -> the vector (``validation.decimal_list``'s
+    grammar: ASCII decimals joined by commas, nothing else), checked to be a joint law (each >= 0,
+    sum <= 1, at most ``MAX_ACCEPTANCE`` entries)."""
+    if text == "auto":
         return None
-    try:
-        vec = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
-    except ValueError:
-        raise InvalidParameterError(f"acceptance must be 'auto' or numbers like 0.5,0.2,0.1; got "
-                                    f"{validation.shown(text)}.") from None
-    if len(vec) > MAX_ACCEPTANCE:
-        raise InvalidParameterError(f"acceptance has {len(vec)} entries; at most {MAX_ACCEPTANCE} (one per child "
-                                    f"of a node, the widest tree).")
-    if not vec or not all(math.isfinite(x) and x >= 0 for x in vec) or sum(vec) > 1 + 1e-9:
+    vec = validation.decimal_list("acceptance", text, MAX_ACCEPTANCE, also="'auto' or ")
+    if sum(vec) > 1 + 1e-9:
         raise InvalidParameterError(
             f"acceptance {validation.shown(text)}: p_k is the probability that the k-th drafted child is the "
-            "accepted one, so each must be a number >= 0 (not NaN or infinity) and they must sum to at most 1.")
+            "accepted one, so they must sum to at most 1.")
     return vec
 
 

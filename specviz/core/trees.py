@@ -7,7 +7,8 @@ Nodes are numbered breadth first and the children of every node are listed in **
 Algorithms 1-2; Sequoia, arXiv:2402.12374, Algorithm 1 and Def. 3.1). ``level`` counts edges from
 the root (root children are level 1).
 
-Size conventions differ between the papers and are kept apart here: MCSD's ``k1xk2x...`` config
+A k-config is written ``4x2x2`` (``parse_k_config`` states the grammar: ASCII digits joined by a
+lowercase ``x``, nothing else). Size conventions differ between the papers and are kept apart here: MCSD's ``k1xk2x...`` config
 counts speculated nodes (``4x2x2`` has 28); Sequoia's tree size ``n`` and depth ``d`` count the root
 (``n - 1`` speculated nodes, at most ``d - 1`` speculated levels, at most ``d`` tokens per step).
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from specviz.errors import InvalidParameterError
+from specviz.validation import shown
 
 ROOT = -1
 MAX_K_CONFIG_NODES = 1024
@@ -97,24 +99,34 @@ class TreeShape:
         return cls(tuple(ROOT if par == 0 else par - 1 for par in parents[1:]))
 
 
+K_CONFIG_GRAMMAR = (f"widths in ASCII digits joined by a lowercase x, like 4x2x2: no spaces, signs, underscores or "
+                    f"leading zeros, at most {MAX_K_CONFIG_DEPTH} levels and {MAX_K_CONFIG_NODES} nodes")
+_K_CONFIG = re.compile(r"[0-9]+(?:x[0-9]+)*")  # ASCII only: ``int`` would also read "4_0", "+4", " 4", "٤", "４"
+
+
 def parse_k_config(text: str) -> tuple[int, ...]:
-    """``"4x2x2"`` -> ``(4, 2, 2)``: k_d children under every node of level d - 1 (MCSD §4.4)."""
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidParameterError("k_config must be text like '4x2x2' (children per node at each level).")
-    parts = re.split(r"\s*[x×X*,]\s*", text.strip())
-    try:
-        ks = tuple(int(p) for p in parts)
-    except ValueError:
-        raise InvalidParameterError(f"k_config {text!r} is not of the form '4x2x2' (positive integers joined by x, "
-                                    f"at most {MAX_K_CONFIG_DEPTH} levels and {MAX_K_CONFIG_NODES} nodes).") from None
-    if any(k < 1 for k in ks):
-        raise InvalidParameterError(f"k_config {text!r}: every level needs at least one child per node.")
-    if len(ks) > MAX_K_CONFIG_DEPTH:
-        raise InvalidParameterError(f"k_config {text!r} has {len(ks)} levels; at most {MAX_K_CONFIG_DEPTH}.")
-    total = k_config_size(ks)
+    """``"4x2x2"`` -> ``(4, 2, 2)``: k_d children under every node of level d - 1 (MCSD §4.4).
+
+    The grammar, and nothing else: ``k ("x" k)*``, each width ``k`` a whole number >= 1 in the ASCII
+    digits 0-9 without a leading zero, the separator a lowercase ``x`` with no space around it; at
+    most ``MAX_K_CONFIG_DEPTH`` levels and ``MAX_K_CONFIG_NODES`` drafted nodes (``k_config_size``)."""
+    if not isinstance(text, str) or not text:
+        raise InvalidParameterError(f"k_config must be text: {K_CONFIG_GRAMMAR}; got {shown(text)}.")
+    if not _K_CONFIG.fullmatch(text):
+        raise InvalidParameterError(f"k_config {shown(text)} is not a tree shape: {K_CONFIG_GRAMMAR}.")
+    parts = text.split("x")
+    if any(p.startswith("0") for p in parts):
+        if any(int(p) == 0 for p in parts):
+            raise InvalidParameterError(f"k_config {shown(text)}: every level needs at least one child per node.")
+        raise InvalidParameterError(f"k_config {shown(text)} has a width with a leading zero: {K_CONFIG_GRAMMAR}.")
+    if len(parts) > MAX_K_CONFIG_DEPTH:
+        raise InvalidParameterError(f"k_config {shown(text)} has {len(parts)} levels; at most {MAX_K_CONFIG_DEPTH}.")
+    ks = tuple(int(p) for p in parts) if all(len(p) <= 4 for p in parts) else ()  # a 5-digit width is too many
+    total = k_config_size(ks) if ks else MAX_K_CONFIG_NODES + 1
     if total > MAX_K_CONFIG_NODES:
         raise InvalidParameterError(
-            f"k_config {text!r} drafts {total} nodes per step; at most {MAX_K_CONFIG_NODES}: use smaller widths.")
+            f"k_config {shown(text)} drafts {total if ks else 'over ' + str(MAX_K_CONFIG_NODES)} nodes per step; at "
+            f"most {MAX_K_CONFIG_NODES}: use smaller widths.")
     return ks
 
 

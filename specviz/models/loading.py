@@ -11,8 +11,9 @@ import logging
 import os
 import warnings
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
@@ -200,6 +201,39 @@ def one_line(exc: Exception, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+MAX_MODEL_REF = 4096  # characters in a model's hub id, path or package reference (Linux's PATH_MAX)
+
+
+def _opening(message: str) -> str:
+    """``message`` to follow a parameter's name: its first word in lower case unless it is an acronym."""
+    word = message.split(" ", 1)[0]
+    return message[0].lower() + message[1:] if word[:1].isupper() and word[1:].islower() else message
+
+
+@contextmanager
+def loading(param: str) -> Iterator[None]:
+    """A ``ModelLoadError`` (or a plain ``SpecvizError``: an unknown preset) raised while loading what
+    ``param`` names, about no parameter yet, told as one about ``param``: its message opens with the
+    name (``target: no model directory at '/x' ...``)."""
+    try:
+        yield
+    except SpecvizError as exc:
+        if exc.param is not None or not isinstance(exc, ModelLoadError) and type(exc) is not SpecvizError:
+            raise
+        raise validation.about(type(exc)(f"{param}: {_opening(str(exc))}"), param) from exc
+
+
+def _model_ref(param: str, value: Any, optional: bool = False) -> None:
+    """Refuse ``value`` unless it is text naming a model (hub id, directory or ``package:``), at most
+    ``MAX_MODEL_REF`` characters (``None`` too when ``optional``)."""
+    if optional and value is None:
+        return
+    allowed = ("a model (hub id, local directory or package:DIST/FILE)" + (" or None" if optional else ""))
+    if not isinstance(value, str) or not value.strip():
+        raise validation.about(ModelLoadError(f"{param} must be {allowed}, got {validation.shown(value)}."), param)
+    validation.text(param, value, MAX_MODEL_REF, error=ModelLoadError)
+
+
 def resolve_source(name: str) -> str:
     """A local directory (expanded) or a hub id; a path-like name that is not a directory is refused."""
     path = os.path.expanduser(name)
@@ -275,23 +309,25 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     ``drafter="feature"``.
     """
     if preset is not None:
-        target, draft, early_exit, feature = _from_preset(preset, target, draft, early_exit, feature)
-    if not isinstance(target, str) or not target.strip():
-        raise ModelLoadError(f"target must be a model (hub id, local directory or package:DIST/FILE), "
-                             f"got {validation.shown(target)}.")
-    if draft is not None and (not isinstance(draft, str) or not draft.strip()):
-        raise ModelLoadError(f"draft must be a model (hub id, local directory or package:DIST/FILE) or None, "
-                             f"got {validation.shown(draft)}.")
+        with loading("preset"):
+            target, draft, early_exit, feature = _from_preset(preset, target, draft, early_exit, feature)
+    _model_ref("target", target)
+    _model_ref("draft", draft, optional=True)
     validation.flag("trust_remote_code", trust_remote_code, error=ModelLoadError)
     device, torch_dtype = resolve_device_dtype(device, dtype)
     auto_map = device == "cuda" and torch.cuda.device_count() > 1
-    t_src, d_src = checkpoint_source(target), checkpoint_source(draft) if draft else None
-    t_tok = load_tokenizer(t_src, trust_remote_code)
-    d_tok = load_tokenizer(d_src, trust_remote_code) if draft else None
+    with loading("target"):
+        t_src = checkpoint_source(target)
+        t_tok = load_tokenizer(t_src, trust_remote_code)
+    with loading("draft"):
+        d_src = checkpoint_source(draft) if draft else None
+        d_tok = load_tokenizer(d_src, trust_remote_code) if d_src else None
     if d_tok is not None:  # refuse a mismatched pair before loading any weights
         shared_vocab_size(t_tok, d_tok, len(t_tok), len(d_tok), target, draft)
-    t_model = load_model(t_src, device, torch_dtype, auto_map, trust_remote_code)
-    d_model = load_model(d_src, device, torch_dtype, False, trust_remote_code) if draft else None
+    with loading("target"):
+        t_model = load_model(t_src, device, torch_dtype, auto_map, trust_remote_code)
+    with loading("draft"):
+        d_model = load_model(d_src, device, torch_dtype, False, trust_remote_code) if d_src else None
     if d_model is not None and auto_map:
         d_model.to(t_model.get_input_embeddings().weight.device)
     t_rows = t_model.config.get_text_config().vocab_size
@@ -321,7 +357,7 @@ def _from_preset(name: str, target, draft, early_exit, feature) -> tuple[str, st
     from specviz.presets import check_available, get_preset
 
     if not isinstance(name, str):
-        raise ModelLoadError(f"preset must be a preset name, got {type(name).__name__}.")
+        raise validation.about(ModelLoadError(f"preset must be a preset name, got {validation.shown(name)}."), "preset")
     if target is not None or draft is not None:
         raise ModelLoadError(f"Give either preset={name!r} or target/draft, not both: a preset names its own models.")
     chosen = get_preset(name)
@@ -365,19 +401,23 @@ def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
     from specviz.models.early_exit import EarlyExitHead, load_calibration, load_early_exit
 
     calibration = None
-    try:
-        if isinstance(early_exit, bool) or not isinstance(early_exit, (int, str, os.PathLike)):
-            raise ModelLoadError(f"early_exit must be a head directory or an exit layer (int), got {early_exit!r}.")
-        if isinstance(early_exit, int):
-            head = EarlyExitHead(pair.target, early_exit).eval()
-        else:
-            path = os.path.expanduser(str(early_exit))
-            if not os.path.isdir(path):
-                raise ModelLoadError(f"No early-exit head directory at {str(early_exit)!r}.")
-            head = load_early_exit(path, pair.target)
-            calibration = load_calibration(path, like=head.lm_head.weight)  # Cali-TS's theta_M head, sigma_M
-    except (TypeError, ValueError, FileNotFoundError) as exc:
-        raise ModelLoadError(f"Could not attach the early-exit head {early_exit!r}: {exc}") from exc
+    if isinstance(early_exit, bool) or not isinstance(early_exit, (int, str, os.PathLike)):
+        raise validation.about(ModelLoadError(
+            f"early_exit must be a head directory or an exit layer (int), got {validation.shown(early_exit)}."),
+            "early_exit")
+    with loading("early_exit"):
+        try:
+            if isinstance(early_exit, int):
+                head = EarlyExitHead(pair.target, early_exit).eval()
+            else:
+                path = os.path.expanduser(str(early_exit))
+                if not os.path.isdir(path):
+                    raise ModelLoadError(f"No early-exit head directory at {validation.shown(str(early_exit))}.")
+                head = load_early_exit(path, pair.target)
+                calibration = load_calibration(path, like=head.lm_head.weight)  # Cali-TS's theta_M head, sigma_M
+        except (TypeError, ValueError, FileNotFoundError, OSError) as exc:
+            raise ModelLoadError(f"Could not attach the early-exit head {validation.shown(early_exit)}: "
+                                 f"{one_line(exc)}") from exc
     cal, sigma_m = calibration if calibration is not None else (None, None)
     pair.heads = PairHeads(head, early_exit if isinstance(early_exit, int) else str(early_exit), cal, sigma_m)
     return pair

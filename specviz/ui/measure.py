@@ -84,7 +84,7 @@ def _timed_decode(pair: ModelPair, algo: str, prompt: str | list[int], params: d
     ``should_stop`` says so between two steps."""
     elapsed, last_tick = 0.0, clock()
     start = time.perf_counter()
-    live = specviz.stream(pair, algo, prompt=prompt, **sampling, **params)
+    live = specviz.stream(pair, algo, prompt=prompt, **sampling, **effective_params(algo, params))  # shown ones
     steps = iter(live)
     while True:
         try:

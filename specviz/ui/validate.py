@@ -6,11 +6,11 @@ by Run (which refuses with the same sentences), so the page and the server agree
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from specviz.validation import MAX_SEED as SEED_MAX  # the API's range: one number for both
+from specviz.validation import whole_text
 
 
 @dataclass
@@ -29,22 +29,21 @@ class Checked:
         return not self.problems
 
 
-_DIGITS = re.compile(r"[+-]?[0-9]{1,40}")  # ASCII digits only: not "1_000", "1e3" or other scripts' digits
 EXACT_FLOAT = 2**53  # a float above it may be a rounded neighbour of the number meant
 
 
-def whole_number(raw: Any) -> int | None:
-    """``raw`` as an int if it is a finite whole number (Gradio sends floats for Number boxes) or text of
-    one in digits, else None."""
+def whole_number(raw: Any, text: bool = True) -> int | None:
+    """``raw`` as an int if it is a finite whole number (Gradio sends floats for Number boxes) or, with
+    ``text`` (the seed's text box), text of one in ASCII digits (``validation.whole_text``: not "1_000",
+    "+4", "1e3" or other scripts' digits; spaces around it are the box's), else None."""
     if raw is None or isinstance(raw, bool):
         return None
     if isinstance(raw, int):
         return raw
     if isinstance(raw, float):
         return int(raw) if math.isfinite(raw) and raw.is_integer() else None
-    if isinstance(raw, str):
-        text = raw.strip()
-        return int(text) if _DIGITS.fullmatch(text) else None
+    if isinstance(raw, str) and text:
+        return whole_text(raw.strip())
     return None
 
 
@@ -64,10 +63,15 @@ def check_seed(raw: Any) -> tuple[int | None, str | None]:
     return v, None
 
 
+def _as_text(raw: Any) -> str:
+    """What a number box's refusal adds when it was sent text (an API client's "64"): a number box takes numbers."""
+    return ", sent as a number, not as text" if isinstance(raw, str) and raw.strip() else ""
+
+
 def check_top_k(raw: Any) -> tuple[int | None, str | None]:
-    v = whole_number(raw)
+    v = whole_number(raw, text=False)
     if v is None or v < 0:
-        return None, f"top-k must be 0 (off) or a positive whole number; got {_shown(raw)}."
+        return None, f"top-k must be 0 (off) or a positive whole number{_as_text(raw)}; got {_shown(raw)}."
     return v, None
 
 
@@ -99,9 +103,10 @@ def check_inputs(max_new_tokens: Any, top_k: Any, seed: Any, *, cap: int, contex
         out.problems.append(problem)
     limit = max_new_limit(context_length, prompt_tokens, cap)
     out.max_new_limit = limit
-    n = whole_number(max_new_tokens)
+    n = whole_number(max_new_tokens, text=False)
     if n is None or n < 1:
-        out.problems.append(f"max new tokens must be a whole number of at least 1; got {_shown(max_new_tokens)}.")
+        out.problems.append(f"max new tokens must be a whole number of at least 1{_as_text(max_new_tokens)}; "
+                            f"got {_shown(max_new_tokens)}.")
     elif n > limit:
         if context_length is not None and context_length - (prompt_tokens or 0) <= cap:
             why = (f"the pair's context is {context_length} tokens and the prompt takes {prompt_tokens}, "
