@@ -92,6 +92,20 @@ def summarize(trace: RunTrace, wall_time_s: float | None = None) -> dict[str, An
     }
 
 
+def read_metrics(trace: RunTrace) -> dict[str, Any]:
+    """A read trace's metrics (``RunTrace.from_json``, replay): ``summarize`` of its (checked) steps, never
+    the file's counts or rates. The wall time is the file's ``metrics.wall_time_s`` where that is a finite
+    number >= 0 (what the run measured: ``decode`` times its whole loop), else the sum of the steps'
+    ``total_ms`` as for a live column; unknown (``None``, shown as "–") when no step recorded it either."""
+    given = (trace.metrics or {}).get("wall_time_s")
+    if type(given) in (int, float) and math.isfinite(given) and given >= 0:
+        return summarize(trace, wall_time_s=given)
+    out = summarize(trace)
+    if not any("total_ms" in s.timings for s in trace.steps):
+        out["wall_time_s"] = out["tokens_per_s"] = None
+    return out
+
+
 def tokens_per_step(trace: RunTrace) -> list[int]:
     """Committed tokens per step (accepted drafts + the resampled/bonus token)."""
     return [len(s.committed) for s in trace.steps]

@@ -179,8 +179,21 @@ class RunTrace:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunTrace":
-        """Read a trace; a schema problem raises ``TraceFormatError`` naming the field and what was expected."""
-        return cls._read(data, own=False)
+        """Read a trace as a replay does (``_checked``): a schema problem or an incoherent value raises
+        ``TraceFormatError`` naming the field and what was expected; the metrics are recomputed."""
+        return cls._checked(cls._read(data, own=False))
+
+    @staticmethod
+    def _checked(trace: "RunTrace") -> "RunTrace":
+        """The one reading of a trace's values after its schema (``from_dict``, ``from_json``, and so an
+        upload's replay): ``trace_check.check_trace``, then its metrics recomputed from its steps
+        (``metrics.read_metrics``: a file's "NaN" tau or negative token count is never read)."""
+        from specviz.metrics import read_metrics  # both import this module
+        from specviz.trace_check import check_trace
+
+        check_trace(trace)
+        trace.metrics = read_metrics(trace)
+        return trace
 
     @classmethod
     def _read(cls, data: Any, own: bool) -> "RunTrace":
@@ -219,7 +232,7 @@ class RunTrace:
                 raise TraceFormatError("Not a trace: the JSON is nested too deeply.") from exc
             except ValueError as exc:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
                 raise TraceFormatError(f"Not valid JSON: {exc}") from exc
-            return cls._read(data, own=True)  # refuses free-form parts nested too deep, in words
+            return cls._checked(cls._read(data, own=True))  # refuses free-form parts nested too deep, in words
 
 
 _ORJSON_DEPTH = 1024  # how deep orjson reads since 3.9.15; older releases recurse without a bound

@@ -1,5 +1,6 @@
-"""Is an uploaded trace's content coherent? The value checks a replay runs after ``RunTrace.from_json``
-has checked the schema's types (issue #21 point 5, issue #23).
+"""Is a trace's content coherent? The value checks every reading of a trace (``RunTrace.from_json`` and
+``from_dict``, so an upload's replay too) runs once the schema's types are checked (issue #21 point 5,
+issue #23, issue #35 point 15).
 
 ``check_trace(trace)`` raises ``TraceFormatError`` with a sentence naming the field path
 (``steps[3].forest[2].parent``) and what is allowed there; it returns ``None`` for a trace every

@@ -149,6 +149,6 @@ class ReadBudget:
 def load_trace(path: str | os.PathLike[str], max_bytes: int | None = None,
                max_json_bytes: int = MAX_JSON_BYTES) -> RunTrace:
     """The ``RunTrace`` in the ``.json`` or ``.json.gz`` file at ``path`` (``read_trace_text``'s limits,
-    then ``RunTrace.from_json``'s schema checks). Values are not cross-checked: ``trace_check.check_trace``
-    does that, as the app's replay does."""
+    then ``RunTrace.from_json``'s reading: the schema, ``trace_check.check_trace`` and the metrics
+    recomputed, as the app's replay reads it)."""
     return RunTrace.from_json(read_trace_text(path, max_bytes, max_json_bytes))

@@ -6,6 +6,7 @@ bools, negative numbers, None, strings, long strings, lists, bytes); the reprodu
 are checked one by one. Every model is a tiny random one and every run asks for at most 2 tokens."""
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -165,8 +166,8 @@ def test_every_prompt_is_read_as_given_or_refused_by_name(text_pair, prompt, cha
         event("refused")
         return
     event("ran")
-    # text, or token ids as a list or tuple of ints (never bools, floats or bytes)
-    assert isinstance(prompt, str) or type(prompt) in (list, tuple) and all(type(i) is int for i in prompt)
+    # text, or token ids as a list of ints (never a tuple, bools, floats or bytes)
+    assert isinstance(prompt, str) or type(prompt) is list and all(type(i) is int for i in prompt)
     if not isinstance(prompt, str):
         assert trace.prompt_ids == list(prompt)
 
@@ -263,7 +264,7 @@ def test_bad_sampling_values_are_refused_with_their_range(pair, kwargs, error, m
     ("eesd", {"controller": "cali_ts", "theta_hat0": NAN}, "theta_hat0"),
     ("mcsd", {"k_config": "0" * 226 + "4"}, r"k_config' must be text of at most 100 characters, got 227"),
     ("specinfer", {"k_config": "4xtwo"}, "k_config"),
-    ("sequoia", {"acceptance": "nan"}, "acceptance .*not NaN or infinity"),
+    ("sequoia", {"acceptance": "nan"}, "acceptance must be 'auto' or numbers >= 0 in ASCII digits"),
     ("sequoia", {"acceptance": "0.5,inf"}, "acceptance"),
     ("sequoia", {"acceptance": "-inf"}, "acceptance"),
     ("sequoia", {"acceptance": ",".join(["0.01"] * 65)}, "acceptance has 65 entries; at most 64"),
@@ -382,3 +383,217 @@ def test_a_good_cli_run_writes_its_trace(checkpoint, capsys, tmp_path):
 def test_bench_and_theory_refuse_bad_numbers_in_one_line(checkpoint, capsys, argv, match):
     code, err = cli([*argv, "--target", checkpoint] if argv[0] == "bench" else argv, capsys)
     assert code == 2 and err.count("\n") == 1 and re.search(match, err), err
+
+
+# ---------------------------------------------------------------- issue 35, points 11-16: read as something else
+# Every text parameter has one grammar, written down where it is parsed (``core.trees.parse_k_config``,
+# ``validation.decimal_list``, ``validation.whole_text``); the fuzz below mutates valid values the ways a
+# text is misread (underscores, signs, spaces, case, non-ASCII digits, empty fields, under- and overflow)
+# and holds every one that runs to an independent statement of its grammar.
+
+NON_ASCII_DIGITS = ["\u0660", "\u06f0", "\u0966", "\uff10", "\u09e6", "\U0001d7ce"]  # zeros of six scripts
+
+
+def other_digits(text: str, zero: str) -> str:
+    """``text`` with its ASCII digits written in the script whose zero is ``zero``."""
+    return "".join(chr(ord(zero) + int(c)) if c in "0123456789" else c for c in text)
+
+
+@st.composite
+def misread(draw, valid: list[str], sep: str):
+    """A valid value of a text parameter, mutated (or not) the ways a text gets read as something else."""
+    text = draw(st.sampled_from(valid))
+    i = draw(st.integers(0, len(text)))
+    how = draw(st.sampled_from(["as is", "underscore", "sign", "space", "case", "digits", "empty field",
+                                "underflow", "overflow", "leading zero", "surround", "other separator"]))
+    if how == "underscore":
+        text = text[:i] + "_" + text[i:]
+    elif how == "sign":
+        text = draw(st.sampled_from("+-")) + text
+    elif how == "space":
+        text = text[:i] + draw(st.sampled_from([" ", "\t", "\u00a0", "\n"])) + text[i:]
+    elif how == "case":
+        text = text.upper()
+    elif how == "digits":
+        text = other_digits(text, draw(st.sampled_from(NON_ASCII_DIGITS)))
+    elif how == "empty field":
+        text = draw(st.sampled_from([sep + text, text + sep, text.replace(sep, sep + sep, 1) or sep, ""]))
+    elif how == "underflow":
+        text = draw(st.sampled_from(["1e-400", "0." + "0" * 330 + "1", "4e-999"]))
+    elif how == "overflow":
+        text = draw(st.sampled_from(["1e400", "9" * 40, "2" + sep + "9" * 20, "1e99999"]))
+    elif how == "leading zero":
+        text = "0" + text
+    elif how == "surround":
+        text = draw(st.sampled_from(["({})", " {} ", "{}\n", "'{}'"])).format(text)
+    elif how == "other separator":
+        text = text.replace(sep, draw(st.sampled_from(["X", "×", "*", ";", ",", " ", "x"])))
+    event(how)
+    return text
+
+
+K_CONFIG = re.compile(r"[1-9][0-9]*(x[1-9][0-9]*)*")             # docs/algorithms.md, mcsd
+DECIMAL = re.compile(r"([0-9]*\.)?[0-9]+(e[+-]?[0-9]+)?")        # docs/algorithms.md, sequoia
+TEXT_PARAMS = [(algo, p) for algo, p in PARAMS if p.kind == "str"]
+
+
+def test_the_text_parameters_are_the_ones_with_a_grammar():
+    assert {(a, p.name) for a, p in TEXT_PARAMS} == {("mcsd", "k_config"), ("specinfer", "k_config"),
+                                                      ("sequoia", "acceptance")}
+
+
+@settings(FUZZ, max_examples=250)
+@given(st.sampled_from(TEXT_PARAMS), st.data())
+def test_every_text_parameter_runs_only_in_its_grammar(pair, param, data):
+    algo, p = param
+    if p.name == "k_config":
+        value = data.draw(misread(["4x2x2", "2x1x1", "3", "2x2", "1x1x1x1"], "x"))
+    else:
+        value = data.draw(misread(["auto", "0.5,0.2", "0.6", ".5,1e-3", "0.25,0.25,0.25"], ","))
+    params = {**BASE.get(algo, {}), p.name: value, "max_new_tokens": 1}
+    if value == "auto":
+        params["calibration_steps"] = 8
+    try:
+        trace = specviz.decode(pair, algo, [1, 2], **params)
+    except SpecvizError as exc:
+        assert exc.param == p.name and names(str(exc), p.name), f"{algo}.{p.name}={value!r}: {exc}"
+        return
+    assert trace.params[p.name] == value
+    if p.name == "k_config":
+        assert K_CONFIG.fullmatch(value), f"k_config {value!r} ran"
+    else:
+        entries = value.split(",")
+        assert value == "auto" or all(DECIMAL.fullmatch(e) and (float(e) > 0 or not e.strip("0.e+-"))
+                                      and math.isfinite(float(e)) for e in entries), f"acceptance {value!r} ran"
+
+
+@pytest.mark.parametrize("value", ["4_0x2", "\u0664x2", "\uff14x2", "+4x2", "4 x 2", "4X2", "4×2", "4*2", "4,2",
+                                   " 4x2", "4x2\n", "04x2", "4x", "x4", "4xx2", ""])
+@pytest.mark.parametrize("algorithm", ["mcsd", "specinfer"])
+def test_a_tree_shape_outside_the_grammar_is_refused(pair, algorithm, value):
+    """Point 12: ``"4_0x2"`` ran as 40 x 2 (120 nodes a step), other scripts' digits, signs, spaces and
+    ``X`` were read as digits and separators."""
+    with pytest.raises(InvalidParameterError, match="k_config") as info:
+        specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, k_config=value)
+    assert info.value.param == "k_config"
+
+
+@pytest.mark.parametrize("value, match", [
+    ("\uff10.\uff15", "entry 1 is '０.５'"), ("0.5,,0.2", "entry 2 is ''"), ("1e-400", "underflows to 0"),
+    ("1e400", "overflows to infinity"), ("0.5, 0.2", "entry 2"), ("AUTO", "entry 1"), (" auto", "entry 1"),
+    ("+0.5", "entry 1"), ("0.5;0.2", "entry 1"), ("1_0", "entry 1"), ("\u0660.5", "entry 1"), ("0.5,", "entry 2"),
+])
+def test_an_acceptance_vector_outside_the_grammar_is_refused(pair, value, match):
+    """Point 13: ``"０.５"``, ``"0.5,,0.2"`` and ``"1e-400"`` (read as 0) ran."""
+    with pytest.raises(InvalidParameterError, match=re.escape(match)) as info:
+        specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=1, acceptance=value)
+    assert info.value.param == "acceptance" and str(info.value).startswith("acceptance")
+
+
+def test_the_grammars_own_values_run(pair):
+    for algorithm in ("mcsd", "specinfer"):
+        assert specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, k_config="2x1x1").params["k_config"] \
+            == "2x1x1"
+    for vec in ("0.5,0.2", ".5,1e-3", "0.5e-1,0", "5e-324"):
+        assert specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=1, acceptance=vec).params["acceptance"] == vec
+
+
+@pytest.mark.parametrize("use_stream", [False, True])
+def test_a_lone_surrogate_in_the_prompt_is_refused_by_name(text_pair, use_stream):
+    """Point 11: the tokenizer's raw TypeError came out of ``decode`` and ``stream``."""
+    for prompt in ("\ud800abc", "abc\udfff", "ok \udc80"):
+        with pytest.raises(PromptError, match="prompt must be text a tokenizer can read; it holds a lone "
+                                              "surrogate") as info:
+            run = (specviz.stream if use_stream else specviz.decode)(text_pair, "sd", prompt, max_new_tokens=2)
+            list(run)
+        assert info.value.param == "prompt"
+    assert specviz.decode(text_pair, "sd", "ok \U0001f600", max_new_tokens=1).prompt_text == "ok \U0001f600"
+
+
+def test_a_tuple_prompt_is_refused_not_read_as_a_list(pair):
+    """Point 14: a tuple of ids ran; the prompt is text or a list of token ids."""
+    with pytest.raises(PromptError, match=r"got a tuple \(1, 2\): pass list\(prompt\)") as info:
+        specviz.decode(pair, "sd", (1, 2), max_new_tokens=2)
+    assert info.value.param == "prompt"
+
+
+@pytest.mark.parametrize("algorithm, params, ignored", [
+    ("sd", {"gamma": 7, "controller": "beta_ts"}, "gamma"),
+    ("sd", {"alpha0": 2.0}, "alpha0"),
+    ("sd", {"controller": "fixed", "num_assistant_tokens": 9}, "num_assistant_tokens"),
+    ("eesd", {"controller": "beta_ts", "sigma_s": 0.5}, "sigma_s"),
+])
+def test_a_setting_that_would_be_ignored_is_refused_by_name(pair, algorithm, params, ignored):
+    """Point 14: ``gamma=7`` with ``controller="beta_ts"`` ran and drafted Beta-TS's lengths, not 7."""
+    with pytest.raises(InvalidParameterError, match=rf"parameter '{ignored}' has no effect with controller=") as info:
+        specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, **params)
+    assert info.value.param == ignored
+    # its default, given, changes nothing: the run is the one asked for
+    default = {p.name: p.default for p in ALGORITHMS[algorithm].params}[ignored]
+    trace = specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, **{**params, ignored: default})
+    assert trace.params[ignored] == default
+
+
+def test_reading_a_trace_checks_it_and_recomputes_its_metrics_as_replay_does(pair, tmp_path):
+    """Point 15: ``RunTrace.from_json`` kept a file's "NaN" tau and negative token count (replay did not)."""
+    from specviz.ui.runner import load_trace_file
+
+    trace = specviz.decode(pair, "sd", [1, 2], max_new_tokens=4)
+    assert specviz.RunTrace.from_json(trace.to_json()).to_dict() == trace.to_dict()  # a run's own file: as it was
+    data = json.loads(trace.to_json())
+    data["metrics"] = {**data["metrics"], "tau": "NaN", "new_tokens": -5, "wall_time_s": -1.0, "junk": [1]}
+    path = tmp_path / "lying.json"
+    path.write_text(json.dumps(data))
+    for read in (specviz.RunTrace.from_json(path.read_text()), specviz.RunTrace.from_dict(json.loads(path.read_text())),
+                 load_trace_file(str(path), 10**7)):
+        assert read.metrics["new_tokens"] == len(trace.output_ids) == 4 and read.metrics["tau"] == trace.metrics["tau"]
+        assert "junk" not in read.metrics and read.metrics["wall_time_s"] >= 0
+    data = json.loads(trace.to_json())
+    data["steps"][0]["forest"][0]["q"] = 7.0  # a value the schema's types allow and no run writes
+    with pytest.raises(specviz.TraceFormatError, match=r"steps\[0\]\.forest\[0\]\.q must be a probability"):
+        specviz.RunTrace.from_json(json.dumps(data))
+    with pytest.raises(specviz.TraceFormatError, match=r"steps\[0\]\.forest\[0\]\.q"):
+        specviz.RunTrace.from_dict(data)
+
+
+def load_pair_cases(root, checkpoint: str) -> list[tuple[dict, str]]:
+    """Point 16's thirteen cases: (load_pair's arguments, the parameter the refusal must name)."""
+    (root / "a-file").write_text("x")
+    (root / "empty").mkdir(exist_ok=True)
+    return [({"target": str(root / "missing")}, "target"), ({"target": str(root / "a-file")}, "target"),
+            ({"target": str(root / "empty")}, "target"), ({"target": "package:"}, "target"),
+            ({"target": "package:no-such-dist/x.gguf"}, "target"), ({"target": "package:specviz/none.gguf"}, "target"),
+            ({"target": "no-such-owner/no-such-model"}, "target"), ({"target": "a" * 5000}, "target"),
+            ({"target": checkpoint, "early_exit": -1}, "early_exit"),
+            ({"target": checkpoint, "early_exit": 10**9}, "early_exit"),
+            ({"target": checkpoint, "early_exit": str(root / "missing")}, "early_exit"),
+            ({"target": checkpoint, "draft": str(root / "missing")}, "draft"),
+            ({"preset": "no-such-preset"}, "preset")]
+
+
+def test_load_pair_refusals_name_their_parameter(checkpoint, tmp_path, monkeypatch):
+    """Point 16: these named the path but not the parameter (``No model directory at '/x'``)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for kwargs, param in load_pair_cases(tmp_path, checkpoint):
+        with pytest.raises(SpecvizError) as info:
+            specviz.load_pair(device="cpu", **kwargs)
+        exc = info.value
+        assert exc.param == param and str(exc).startswith(param), f"{kwargs!r}: {exc} (about {exc.param!r})"
+
+
+@pytest.mark.parametrize("raw", ["3", "100"])
+def test_a_whole_number_option_reads_ascii_digits(raw):
+    from specviz.validation import whole
+
+    assert whole(1, 100)(raw) == int(raw)
+
+
+@pytest.mark.parametrize("raw", ["1_0", "+3", " 3", "3 ", "\u0663", "\uff13", "3.0", "1e1", "", "-", "0x3", "1" * 41])
+def test_a_whole_number_option_refuses_every_other_reading(raw):
+    import argparse
+
+    from specviz.validation import whole, whole_text
+
+    assert whole_text(raw) is None
+    with pytest.raises(argparse.ArgumentTypeError, match="expected an integer"):
+        whole(1, 10**50)(raw)

@@ -367,3 +367,22 @@ def test_sliders_answer_with_the_sliders_name(app):
     list(ex.run(session, **run_inputs(max_new_tokens=2)))
     shown = " ".join(strings(list(demo.fns[play].fn(session, "abc"))))
     assert "pace must be" in shown, shown[:300]
+
+
+def test_run_refuses_a_lone_surrogate_and_text_in_a_number_box_by_name(app):
+    """Issue 35 points 11 and 14 through the server: a prompt with a lone surrogate answered
+    ``{"error": null}`` (the tokenizer's raw TypeError), and ``"64"`` for max new tokens through ``/run``
+    ran as 64. Each is now a sentence naming its field, and nothing runs."""
+    demo, ex = app
+    run = next(i for i, f in demo.fns.items() if f.name == "run")
+    block_fn = demo.fns[run]
+    for name, value, says in (("prompt", "\ud800abc", "prompt must be text a tokenizer can read"),
+                              ("max_new_tokens", "64", "max new tokens must be a whole number of at least 1, sent "
+                                                       "as a number, not as text"),
+                              ("top_k", "3", "top-k must be 0 (off) or a positive whole number, sent as a number")):
+        args = base_inputs(ex, block_fn)
+        args[block_fn.input_parameter_names.index(name)] = value
+        shown = " ".join(strings(through_gradio(demo, run, args)))
+        assert says in shown.replace("&#x27;", "'"), (name, shown[:400])
+        assert_clean([shown], f"run with {name} = {value!r}")
+    assert not ex.runs._runs

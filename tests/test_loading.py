@@ -47,7 +47,7 @@ def test_mismatched_tokenizers_are_refused_naming_the_first_difference(dirs):
 
 
 def test_unknown_models_give_a_load_error(tmp_path):
-    with pytest.raises(ModelLoadError, match="No model directory"):
+    with pytest.raises(ModelLoadError, match="^target: no model directory"):
         specviz.load_pair(str(tmp_path / "missing"))
     with pytest.raises(ModelLoadError, match="nobody-has/this-model"):
         specviz.load_pair("nobody-has/this-model")

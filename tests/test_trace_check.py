@@ -258,6 +258,8 @@ def test_without_step_times_the_wall_time_is_unknown():
     d = data("ar")
     for s in d["steps"]:
         s["timings"] = {}
+    assert RunTrace.from_dict(d).metrics["wall_time_s"] == d["metrics"]["wall_time_s"]  # the file's own, if valid
+    d["metrics"]["wall_time_s"] = None
     trace = RunTrace.from_dict(d)
     check_trace(trace)
     m = replay_metrics(trace)

@@ -24,7 +24,6 @@ from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
 from specviz.export_tokens import tokens_csv
 from specviz.trace import RunTrace, StepRecord
-from specviz.trace_check import check_trace
 from specviz.ui.columns import column_colors, column_labels
 
 _export_root: list[str] = []
@@ -182,7 +181,7 @@ def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict
             try:
                 live = specviz.stream(pair, algo, prompt=parsed, max_new_tokens=max_new_tokens,
                                       temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, chat=chat,
-                                      **params)
+                                      **effective_params(algo, params))  # a hidden control's value: not sent
                 col.trace = live.trace
                 col.params = dict(live.params)
                 col._it = iter(live)
@@ -391,8 +390,8 @@ def export_copy(col: Column, source: str, quota: int | None = None) -> str | Non
 def load_trace_file(path: str, max_bytes: int | trace_io.ReadBudget) -> RunTrace:
     """Read one uploaded trace (``.json`` or ``.json.gz``), refusing it with a clear message if it is too
     large, malformed or incoherent (``specviz.trace_check``); its metrics are recomputed from its steps
-    (``replay_metrics``). ``max_bytes``: the file's cap (its JSON then up to ``trace_io.MAX_JSON_BYTES``
-    once decompressed), or a ``trace_io.ReadBudget`` shared by the files of one replay, charged with the
+    (``RunTrace.from_json``'s one reading, ``metrics.read_metrics``). ``max_bytes``: the file's cap (its
+    JSON then up to ``trace_io.MAX_JSON_BYTES`` once decompressed), or a ``trace_io.ReadBudget`` shared by the files of one replay, charged with the
     JSON this one held."""
     budget = max_bytes if isinstance(max_bytes, trace_io.ReadBudget) else \
         trace_io.ReadBudget(max_bytes, trace_io.MAX_JSON_BYTES, "the limit is {cap} MB")
@@ -403,22 +402,12 @@ def load_trace_file(path: str, max_bytes: int | trace_io.ReadBudget) -> RunTrace
                                     budget.says())
     budget.charge(len(text))
     try:
-        trace = RunTrace.from_json(text)
-        check_trace(trace)
+        return RunTrace.from_json(text)  # checked, metrics recomputed: the Python API's one reading
     except specviz.TraceFormatError as exc:
         raise specviz.TraceFormatError(f"{name}: {exc}") from exc
-    trace.metrics = replay_metrics(trace)
-    return trace
 
 
-def replay_metrics(trace: RunTrace) -> dict[str, Any]:
-    """A replayed trace's metrics, never the file's: ``metrics.summarize`` of its (checked) steps, the
-    wall time being the sum of the steps' ``total_ms``, as for a live column (``finish``); unknown
-    (``None``, shown as "–") when no step recorded it."""
-    out = metrics.summarize(trace)
-    if not any("total_ms" in s.timings for s in trace.steps):
-        out["wall_time_s"] = out["tokens_per_s"] = None
-    return out
+replay_metrics = metrics.read_metrics  # a replayed trace's metrics: the one reading's (``RunTrace.from_json``)
 
 
 def columns_from_traces(traces: list[RunTrace]) -> list[Column]:
