@@ -103,11 +103,14 @@ def test_cli_quick_on_the_tiny_random_pair(tmp_path):
     from specviz.cli import main
 
     assert main(["bench", "--quick", "--random-pair", "tiny", "--device", "cpu", "--algos", "ar", "sd",
-                 "--prompts-per-category", "1", "--max-new-tokens", "6", "--out", str(tmp_path)]) == 0
+                 "--prompts-per-category", "1", "--max-new-tokens", "6", "--sizes", "8", "1", "3", "3",
+                 "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
     assert {r["method"] for r in data["rows"]} == {"ar", "sd", "hf_generate", "hf_assisted", "hf_prompt_lookup"}
     assert all(r["greedy_equal"] for r in data["rows"] if r["method"] in ("ar", "sd"))
-    assert set(data["t_target_ms"]) == {str(n) for n in costs.QUICK_SIZES}
+    assert set(data["t_target_ms"]) == {"1", "3", "8"}  # --sizes: the sizes timed, each once
+    with pytest.raises(SystemExit):  # a size the cost model cannot use is refused before anything loads
+        main(["bench", "--random-pair", "tiny", "--sizes", "0"])
 
 
 def _row(category, method, tokens_per_s, tau=1.0, efficiency=None, kind="specviz", greedy_equal=True):

@@ -65,6 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--random-pair", choices=("llama-1b", "tiny"), default=None,
                    help="time randomly initialised models of real shapes instead of a real pair (t(n), overhead, "
                         "cost model; tau between random models means nothing)")
+    p.add_argument("--sizes", type=whole(1, 128), nargs="+", default=None, metavar="N",
+                   help="the call sizes n whose t(n) the cost model measures (default: every n in 1..128; "
+                        "between two sizes it interpolates)")
     p.add_argument("--threads", type=whole(1), default=None,
                    help="torch intra-op threads (default: torch's own choice); reported in bench.json")
     p.add_argument("--out", default="bench-out")
@@ -401,6 +404,8 @@ def main(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     if args.quick:
         per_cat, new_tokens, repeat, sizes = per_cat or 2, min(new_tokens, 32), 1, costs.QUICK_SIZES
+    if args.sizes:
+        sizes = tuple(sorted(set(args.sizes)))
     chat = False
     if args.random_pair:
         from specviz.bench.random_pair import random_pair, random_prompts
