@@ -12,6 +12,7 @@ import statistics
 import sys
 from typing import Any, Iterable, NoReturn
 
+from specviz.cli_params import ALGORITHM_NAMES
 from specviz.errors import SpecvizError
 from specviz.trace import RunTrace
 from specviz.pair_options import add_pair_args, chat_on, load_pair_from_args
@@ -65,26 +66,25 @@ def true_or_false(text: str) -> bool:
 
 
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
-    from specviz.algorithms import ALGORITHMS
+    """The decoding options (their defaults: ``specviz.defaults``, as ``decode``'s and the app's) and one
+    flag per algorithm parameter, from ``cli_params`` (plain data: no algorithm, no torch imported)."""
+    from specviz import defaults
+    from specviz.cli_params import PARAMS
 
     p.add_argument("--prompt", required=True)
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--temperature", type=float, default=1.0, help="0 means greedy")
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0)
-    seen: dict[str, Any] = {}
-    for spec in ALGORITHMS.values():
-        for prm in spec.params:
-            if prm.name in seen:
-                continue
-            seen[prm.name] = prm
-            flag = "--" + prm.name.replace("_", "-")
-            if prm.kind == "bool":
-                p.add_argument(flag, type=true_or_false, default=None, help=f"{prm.help} (true/false)")
-            else:
-                conv = {"int": int, "float": float}.get(prm.kind, str)
-                p.add_argument(flag, type=conv, default=None, help=prm.help)
+    p.add_argument("--max-new-tokens", type=int, default=defaults.MAX_NEW_TOKENS, help="(default: %(default)s)")
+    p.add_argument("--temperature", type=float, default=defaults.TEMPERATURE,
+                   help="0 means greedy (default: %(default)s)")
+    p.add_argument("--top-p", type=float, default=defaults.TOP_P, help="1 disables it (default: %(default)s)")
+    p.add_argument("--top-k", type=int, default=defaults.TOP_K, help="0 disables it (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=defaults.SEED, help="(default: %(default)s)")
+    for name, kind, help_ in PARAMS:
+        flag = "--" + name.replace("_", "-")
+        if kind == "bool":
+            p.add_argument(flag, type=true_or_false, default=None, help=f"{help_} (true/false)")
+        else:
+            conv = {"int": int, "float": float}.get(kind, str)
+            p.add_argument(flag, type=conv, default=None, help=help_)
 
 
 def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:
@@ -363,7 +363,7 @@ def cmd_theory(args: argparse.Namespace) -> int:
 def _build_run(run: argparse.ArgumentParser) -> None:
     add_pair_args(run)
     _add_decode_args(run)
-    run.add_argument("--algo", default="sd")
+    run.add_argument("--algo", default="sd", help="one of %s (default: %%(default)s)" % ", ".join(ALGORITHM_NAMES))
     run.add_argument("--out", help="write the trace JSON here; gzip-compressed when the name ends in .gz "
                      "(x.json.gz: what the app's replay also reads, for long runs)")
     run.add_argument("--tokens-csv", metavar="PATH", help="write every generated token with how it was produced "
@@ -376,7 +376,8 @@ def _build_run(run: argparse.ArgumentParser) -> None:
 def _build_compare(cmp_: argparse.ArgumentParser) -> None:
     add_pair_args(cmp_)
     _add_decode_args(cmp_)
-    cmp_.add_argument("--algos", nargs="+", default=["ar", "sd"])
+    cmp_.add_argument("--algos", nargs="+", default=["ar", "sd"],
+                      help="any of %s (default: %%(default)s)" % ", ".join(ALGORITHM_NAMES))
     cmp_.add_argument("--repeats", type=whole(1, 100), default=3,
                       help="timed runs of each algorithm, after one warm-up run of each; tok/s and speedup are "
                            "reported as median (min-max). 1: a single cold run, no warm-up")

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from specviz import validation
+from specviz import defaults, validation
 from specviz.algorithms import AlgorithmSpec, get_algorithm
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafter_choice import resolve_drafter
@@ -37,11 +37,13 @@ class Request:
     chat: bool
 
 
-def check_request(algorithm: str, max_new_tokens: int = 64, temperature: float = 1.0, top_p: float = 1.0,
-                  top_k: int = 0, seed: int = 0, record_top_k: int = 8, chat: bool = False,
+def check_request(algorithm: str, max_new_tokens: int = defaults.MAX_NEW_TOKENS,
+                  temperature: float = defaults.TEMPERATURE, top_p: float = defaults.TOP_P,
+                  top_k: int = defaults.TOP_K, seed: int = defaults.SEED, record_top_k: int = 8, chat: bool = False,
                   **params: Any) -> Request:
     """Every argument of ``decode`` except the pair and the prompt, checked by ``specviz.validation``
-    (the CLI calls it before loading a pair); a bad one raises a ``SpecvizError`` naming it."""
+    (the CLI calls it before loading a pair); a bad one raises a ``SpecvizError`` naming it. The
+    defaults are ``specviz.defaults``' (the command line's and the app's too)."""
     spec = get_algorithm(algorithm)
     return Request(
         spec=spec, params=spec.resolve(params), sampling=SamplingConfig(temperature, top_k, top_p),
@@ -120,7 +122,8 @@ def stream(pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: A
 def decode(pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: Any) -> RunTrace:
     """Run ``algorithm`` on ``prompt`` and return the full ``RunTrace``.
 
-    kwargs: ``max_new_tokens``, ``temperature`` (0 = greedy), ``top_p``, ``top_k``, ``seed`` (an integer
+    kwargs (defaults: ``specviz.defaults``, greedy): ``max_new_tokens``, ``temperature`` (0 = greedy),
+    ``top_p``, ``top_k``, ``seed`` (an integer
     in [0, 2**63 - 1]), ``chat`` (format ``prompt`` as one user turn with the pair's chat template;
     the trace keeps the user's text in ``user_text``), ``record_top_k`` (tokens of p and q kept per verified position in
     ``StepRecord.positions``, default 8, 0 for none) and the algorithm's own parameters (see

@@ -160,7 +160,7 @@ def test_every_decode_argument_is_kept_exactly_or_refused_by_name(pair, drawn, u
                                    max_size=3)), st.booleans())
 def test_every_prompt_is_read_as_given_or_refused_by_name(text_pair, prompt, chat):
     try:
-        trace = specviz.decode(text_pair, "sd", prompt, max_new_tokens=2, chat=chat)
+        trace = specviz.decode(text_pair, "sd", prompt, max_new_tokens=2, chat=chat, temperature=1.0)
     except SpecvizError as exc:
         assert isinstance(exc, PromptError) and names(str(exc), "prompt"), f"{prompt!r}: {exc}"
         event("refused")
@@ -176,7 +176,7 @@ def test_every_prompt_is_read_as_given_or_refused_by_name(text_pair, prompt, cha
 @given(HOSTILE)
 def test_every_algorithm_name_is_a_registered_one_or_refused(pair, algorithm):
     try:
-        specviz.decode(pair, algorithm, [1, 2], max_new_tokens=2)
+        specviz.decode(pair, algorithm, [1, 2], max_new_tokens=2, temperature=1.0)
     except SpecvizError as exc:
         assert isinstance(exc, UnknownAlgorithmError) and names(str(exc), "algorithm") and exc.param == "algorithm"
         return
@@ -286,23 +286,23 @@ def test_bad_algorithm_parameters_are_refused_by_name(pair, algorithm, params, m
 ])
 def test_bad_prompts_are_refused_not_read_as_ids(pair, prompt, match):
     with pytest.raises(PromptError, match=match):
-        specviz.decode(pair, "sd", prompt, max_new_tokens=2)
+        specviz.decode(pair, "sd", prompt, max_new_tokens=2, temperature=1.0)
 
 
 @pytest.mark.parametrize("algorithm", [["sd"], None, 3, "SD", "nonexistent"])
 def test_an_unknown_algorithm_is_refused_with_the_registered_names(pair, algorithm):
     with pytest.raises(UnknownAlgorithmError, match="registered: ar, sd"):
-        specviz.decode(pair, algorithm, [1, 2], max_new_tokens=2)
+        specviz.decode(pair, algorithm, [1, 2], max_new_tokens=2, temperature=1.0)
 
 
 def test_the_pair_argument_is_checked(pair):
     with pytest.raises(InvalidParameterError, match="pair must be a ModelPair"):
-        specviz.decode(None, "sd", [1, 2], max_new_tokens=2)
+        specviz.decode(None, "sd", [1, 2], max_new_tokens=2, temperature=1.0)
     alone = ModelPair(pair.target, None, None, pair.vocab_size)
     with pytest.raises(InvalidParameterError, match="needs a draft"):
-        specviz.stream(alone, "sd", [1, 2], max_new_tokens=2)
+        specviz.stream(alone, "sd", [1, 2], max_new_tokens=2, temperature=1.0)
     with pytest.raises(InvalidParameterError, match="early-exit head"):
-        specviz.stream(alone, "eesd", [1, 2], max_new_tokens=2)
+        specviz.stream(alone, "eesd", [1, 2], max_new_tokens=2, temperature=1.0)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -324,7 +324,7 @@ def test_the_extremes_of_each_range_run(pair):
     assert trace.seed == MAX_SEED and trace.sampling == {"temperature": 1e-3, "top_k": 1, "top_p": 1e-9}
     assert specviz.decode(pair, "sd", [1, 2], max_new_tokens=2, temperature=100).sampling["temperature"] == 100.0
     long_vector = ",".join(["0.015"] * 64)  # 64 entries, 383 characters: within acceptance's own cap
-    assert specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=2, acceptance=long_vector).params["acceptance"] \
+    assert specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=2, acceptance=long_vector, temperature=1.0).params["acceptance"] \
         == long_vector
 
 
@@ -474,7 +474,7 @@ def test_a_tree_shape_outside_the_grammar_is_refused(pair, algorithm, value):
     """Point 12: ``"4_0x2"`` ran as 40 x 2 (120 nodes a step), other scripts' digits, signs, spaces and
     ``X`` were read as digits and separators."""
     with pytest.raises(InvalidParameterError, match="k_config") as info:
-        specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, k_config=value)
+        specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, k_config=value, temperature=1.0)
     assert info.value.param == "k_config"
 
 
@@ -486,16 +486,16 @@ def test_a_tree_shape_outside_the_grammar_is_refused(pair, algorithm, value):
 def test_an_acceptance_vector_outside_the_grammar_is_refused(pair, value, match):
     """Point 13: ``"０.５"``, ``"0.5,,0.2"`` and ``"1e-400"`` (read as 0) ran."""
     with pytest.raises(InvalidParameterError, match=re.escape(match)) as info:
-        specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=1, acceptance=value)
+        specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=1, acceptance=value, temperature=1.0)
     assert info.value.param == "acceptance" and str(info.value).startswith("acceptance")
 
 
 def test_the_grammars_own_values_run(pair):
     for algorithm in ("mcsd", "specinfer"):
-        assert specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, k_config="2x1x1").params["k_config"] \
+        assert specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, k_config="2x1x1", temperature=1.0).params["k_config"] \
             == "2x1x1"
     for vec in ("0.5,0.2", ".5,1e-3", "0.5e-1,0", "5e-324"):
-        assert specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=1, acceptance=vec).params["acceptance"] == vec
+        assert specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=1, acceptance=vec, temperature=1.0).params["acceptance"] == vec
 
 
 @pytest.mark.parametrize("use_stream", [False, True])
@@ -507,13 +507,13 @@ def test_a_lone_surrogate_in_the_prompt_is_refused_by_name(text_pair, use_stream
             run = (specviz.stream if use_stream else specviz.decode)(text_pair, "sd", prompt, max_new_tokens=2)
             list(run)
         assert info.value.param == "prompt"
-    assert specviz.decode(text_pair, "sd", "ok \U0001f600", max_new_tokens=1).prompt_text == "ok \U0001f600"
+    assert specviz.decode(text_pair, "sd", "ok \U0001f600", max_new_tokens=1, temperature=1.0).prompt_text == "ok \U0001f600"
 
 
 def test_a_tuple_prompt_is_refused_not_read_as_a_list(pair):
     """Point 14: a tuple of ids ran; the prompt is text or a list of token ids."""
     with pytest.raises(PromptError, match=r"got a tuple \(1, 2\): pass list\(prompt\)") as info:
-        specviz.decode(pair, "sd", (1, 2), max_new_tokens=2)
+        specviz.decode(pair, "sd", (1, 2), max_new_tokens=2, temperature=1.0)
     assert info.value.param == "prompt"
 
 
@@ -538,7 +538,7 @@ def test_reading_a_trace_checks_it_and_recomputes_its_metrics_as_replay_does(pai
     """Point 15: ``RunTrace.from_json`` kept a file's "NaN" tau and negative token count (replay did not)."""
     from specviz.ui.runner import load_trace_file
 
-    trace = specviz.decode(pair, "sd", [1, 2], max_new_tokens=4)
+    trace = specviz.decode(pair, "sd", [1, 2], max_new_tokens=4, temperature=1.0)
     assert specviz.RunTrace.from_json(trace.to_json()).to_dict() == trace.to_dict()  # a run's own file: as it was
     data = json.loads(trace.to_json())
     data["metrics"] = {**data["metrics"], "tau": "NaN", "new_tokens": -5, "wall_time_s": -1.0, "junk": [1]}

@@ -90,7 +90,7 @@ def test_one_draft_is_sd(pair, sampling):
 
 def test_a_step_is_m_branches_and_records_thm3(pair):
     m, gamma = 3, 3
-    trace = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=30, seed=2, num_drafts=m, gamma=gamma)
+    trace = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=30, seed=2, num_drafts=m, gamma=gamma, temperature=1.0)
     step = trace.steps[0]
     roots = [n for n in step.forest if n.parent is None and n.status in ("accepted", "rejected", "not_reached")]
     assert len(roots) == m

@@ -115,7 +115,7 @@ def test_beam_trace_views(beam_trace):
 
 
 def test_other_traces_get_a_message(pair):
-    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=5)
+    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=5, temperature=1.0)
     assert not V.is_beam_trace(trace)
     assert "not a beam algorithm" in V.beams_html(trace, 0)
     validated(V.width_figure(trace, 0))
@@ -231,7 +231,7 @@ def test_app_column_of_other_algorithms_has_no_beam_panel(pair):
     from specviz.ui.render import slot_view
     from specviz.ui.runner import Column
 
-    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=6)
+    trace = specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=6, temperature=1.0)
     view = slot_view(Column(label="sd", algorithm="sd", trace=trace, done=True), 0, 0)
     assert view.beams is None and not view.tree.layout.title.text.startswith("Beam forest")
 

@@ -92,7 +92,7 @@ def test_power_of_the_one_token_test(pair):
 
 
 def test_probe_records_the_tradeoff_exactly(pair):
-    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=20, seed=1, eps=0.1, gamma=2)
+    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=20, seed=1, eps=0.1, gamma=2, temperature=1.0)
     first = trace.steps[0].controller.to_json()["positions"][0]
     p, q = first_position(pair, T1)
     b = theory.eps_accept_probs(p, q, 0.1)
@@ -123,7 +123,7 @@ def test_lossy_at_t_positive_and_not_flagged_at_t0():
 def test_linear_knob_walks_theorem_5s_line(pair, lam):
     """``lam`` (eps = 0): at every tested position the recorded rejection is (1 - lam) TV and the OPT
     bias lam TV; lam = 1 accepts every draft."""
-    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=20, seed=2, eps=0.0, lam=lam, gamma=3)
+    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=20, seed=2, eps=0.0, lam=lam, gamma=3, temperature=1.0)
     assert not trace.lossless
     for step in trace.steps:
         for pos in step.controller.to_json()["positions"]:

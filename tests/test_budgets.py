@@ -47,7 +47,7 @@ def test_sequoia_keeps_a_bounded_number_of_dp_tables_per_pair():
     cap = CACHE_CAPS["dp"]
     for i in range(cap + 4):
         vec = f"{0.5 - i / 100:.2f},0.2,0.1"
-        specviz.decode(pair, "sequoia", [1, 2, 3], max_new_tokens=2, size=6, depth=3, acceptance=vec)
+        specviz.decode(pair, "sequoia", [1, 2, 3], max_new_tokens=2, size=6, depth=3, acceptance=vec, temperature=1.0)
     cache = pair_cache(pair)
     assert pair_cache(pair) is cache and not hasattr(pair, "extras")  # one per pair, kept by sequoia_tune
     assert cache.count("dp") == cap
@@ -256,7 +256,7 @@ def test_exports_go_to_a_private_directory_with_a_quota(tmp_path):
     assert root.startswith(os.path.realpath(os.path.dirname(root)))
     assert stat.S_IMODE(os.stat(root).st_mode) == 0o700 and "specviz-traces-" in os.path.basename(root)
     pair = tiny_pair("llama", vocab=16)
-    trace = specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=4)
+    trace = specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=4, temperature=1.0)
     size = len(trace.to_json().encode())
     cols = [runner.Column("ar (k_config=" + "0" * 400 + "4)", "ar", trace=trace) for _ in range(4)]
     for i, c in enumerate(cols):
@@ -272,7 +272,7 @@ def test_exports_go_to_a_private_directory_with_a_quota(tmp_path):
 def test_replay_reads_only_the_files_it_shows(pair_dirs, shared_registry, tmp_path, monkeypatch):
     ex = make(pair_dirs, shared_registry)
     pair = shared_registry.get(ex.default_key)
-    trace = specviz.decode(pair, "ar", "def f(x):\n", max_new_tokens=3)
+    trace = specviz.decode(pair, "ar", "def f(x):\n", max_new_tokens=3, temperature=1.0)
     paths = []
     for i in range(ex.n_slots + 3):
         p = tmp_path / f"t{i}.json"

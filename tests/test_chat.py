@@ -40,12 +40,12 @@ def test_the_prompt_is_formatted_once_and_both_texts_are_kept():
 
 def test_chat_needs_a_template_text_and_a_boolean():
     with pytest.raises(PromptError, match="no chat template"):
-        specviz.decode(pair(None), "ar", "hello", max_new_tokens=2, chat=True)
+        specviz.decode(pair(None), "ar", "hello", max_new_tokens=2, chat=True, temperature=1.0)
     with pytest.raises(PromptError, match="chat prompt is text"):
-        specviz.decode(pair(), "ar", [1, 2, 3], max_new_tokens=2, chat=True)
+        specviz.decode(pair(), "ar", [1, 2, 3], max_new_tokens=2, chat=True, temperature=1.0)
     for bad in ("yes", 1, None):
         with pytest.raises(InvalidParameterError, match="chat must be true or false"):
-            specviz.decode(pair(), "ar", "hello", max_new_tokens=2, chat=bad)
+            specviz.decode(pair(), "ar", "hello", max_new_tokens=2, chat=bad, temperature=1.0)
 
 
 def test_a_v2_trace_without_chat_fields_still_replays():

@@ -122,13 +122,13 @@ def test_every_algorithm_parameter_is_refused_by_its_flag(no_loading, capsys, al
 def test_every_refusal_of_the_api_names_its_parameter_for_a_front_end():
     """``SpecvizError.param``/``subject``: what the CLI renames, set by the checks themselves."""
     with pytest.raises(InvalidParameterError) as info:
-        specviz.decode(None, "sd", [1], top_p=float("nan"))
+        specviz.decode(None, "sd", [1], top_p=float("nan"), temperature=1.0)
     assert info.value.param == "top_p" and info.value.subject == "top_p (1 disables it)"
     with pytest.raises(InvalidParameterError) as info:
-        specviz.decode(None, "mcsd", [1], k_config="4xtwo")
+        specviz.decode(None, "mcsd", [1], k_config="4xtwo", temperature=1.0)
     assert info.value.param == "k_config" and str(info.value).startswith(info.value.subject)
     with pytest.raises(specviz.UnknownAlgorithmError) as info:
-        specviz.decode(None, "nope", [1])
+        specviz.decode(None, "nope", [1], temperature=1.0)
     assert info.value.param == "algorithm"
 
 
@@ -238,3 +238,56 @@ def test_compare_says_when_its_figures_are_one_cold_run(counted, capsys):
     assert counted == ["ar", "sd"]  # no warm-up
     assert "one cold run each (--repeats 1, no warm-up)" in out
     assert not re.search(r"\(\d+\.\d+-\d+\.\d+\)", out), out
+
+
+# ---------------------------------------------------------------- issue 35, points 6 and 7
+
+LIGHT_COMMANDS = ("run", "compare", "algorithms", "theory")  # bench's options still live in bench.run (torch)
+
+
+@pytest.mark.parametrize("command", LIGHT_COMMANDS)
+def test_a_commands_parser_and_help_import_no_model_library(command):
+    """``python -m specviz COMMAND --help`` builds its parser and prints its help without importing
+    torch, transformers or gradio (checked in a fresh interpreter, not timed)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, contextlib, io\nfrom specviz.cli import build_parser\n"
+            f"parser = build_parser([{command!r}])\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            f"    parser.parse_args([{command!r}, '--help'])\n"
+            "heavy = [m for m in ('torch', 'transformers', 'gradio') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_cli_parameter_catalogue_is_the_registrys():
+    """``cli_params_data`` (what the parser is built from) is the registry's names and parameters; after
+    changing an algorithm's parameters: ``python -m specviz.cli_params > specviz/cli_params_data.py``."""
+    from specviz.cli_params import ALGORITHM_NAMES, PARAMS, catalogue
+
+    assert (ALGORITHM_NAMES, PARAMS) == catalogue(specviz.ALGORITHMS.values()), \
+        "regenerate: python -m specviz.cli_params > specviz/cli_params_data.py"
+
+
+def test_one_set_of_defaults_for_decode_and_the_command_line(capsys):
+    """``decode``'s defaults and ``run``/``compare``'s are ``specviz.defaults``' (greedy), and each
+    ``--help`` states them."""
+    import inspect
+
+    from specviz import defaults
+    from specviz.cli import build_parser
+    from specviz.decoding import check_request
+
+    want = {"max_new_tokens": defaults.MAX_NEW_TOKENS, "temperature": defaults.TEMPERATURE, "top_p": defaults.TOP_P,
+            "top_k": defaults.TOP_K, "seed": defaults.SEED}
+    assert defaults.TEMPERATURE == 0.0
+    signature = inspect.signature(check_request).parameters
+    assert {k: signature[k].default for k in want} == want
+    for command in ("run", "compare"):
+        args = build_parser([command]).parse_args([command, "--prompt", "x"])
+        assert {k: getattr(args, k) for k in want} == want
+        with pytest.raises(SystemExit):
+            build_parser([command]).parse_args([command, "--help"])
+        shown = " ".join(capsys.readouterr().out.split())
+        assert "0 means greedy (default: 0.0)" in shown and "--max-new-tokens MAX_NEW_TOKENS (default: 64)" in shown

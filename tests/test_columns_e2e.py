@@ -108,7 +108,7 @@ def test_replaying_two_sd_traces_gives_two_columns_and_sets_the_editor(app_serve
     for gamma in (2, 8):
         path = tmp_path / f"sd-{gamma}.json"
         path.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=8, seed=1,
-                                       gamma=gamma).to_json())
+                                       gamma=gamma, temperature=1.0).to_json())
         files.append(str(path))
     page = open_page(browser, url, width=1600)
     page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)

@@ -187,7 +187,7 @@ def test_fixed_width_output_law_with_finished_beams(eos_small_pair):
     with memoised_forwards():
         for seed in range(LAW_RUNS):
             trace = specviz.decode(eos_small_pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, width=3, min_width=2,
-                                   gamma=2, dynamic=False, record_top_k=0)
+                                   gamma=2, dynamic=False, record_top_k=0, temperature=1.0)
             counts[tuple(trace.output_ids)] += 1
             inside += any(finished_inside(s) for s in trace.steps)
             states = [s.controller.to_json() for s in trace.steps]
@@ -284,6 +284,6 @@ def test_single_beam_mode_carries_one_beam(close_pair):
 
 def test_parameters_are_checked(close_pair):
     with pytest.raises(InvalidParameterError):
-        specviz.decode(close_pair, "dsbd", [1], max_new_tokens=4, width=2, min_width=3)
+        specviz.decode(close_pair, "dsbd", [1], max_new_tokens=4, width=2, min_width=3, temperature=1.0)
     with pytest.raises(InvalidParameterError):
-        specviz.decode(close_pair, "dsbd", [1], max_new_tokens=4, threshold=1.5)
+        specviz.decode(close_pair, "dsbd", [1], max_new_tokens=4, threshold=1.5, temperature=1.0)

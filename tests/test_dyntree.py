@@ -134,7 +134,7 @@ def test_each_step_is_eagle2s_tree_with_its_cumulative_probabilities(temperature
 
 def test_the_tree_view_shows_each_nodes_cumulative_probability():
     pair = tiny_pair("llama", vocab=16, draft="noisy", noise=0.5)
-    trace = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=8, seed=0, **TREE)
+    trace = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=8, seed=0, **TREE, temperature=1.0)
     step = trace.steps[0]
     fig = tree_figure(step)
     labels = next(t for t in fig.data if t.meta == "cum_q")
@@ -144,12 +144,12 @@ def test_the_tree_view_shows_each_nodes_cumulative_probability():
               for i, h in zip(t.customdata, t.hovertext)}
     assert all(f"cumulative draft probability = {fmt_prob(cum[i])}" in hovers[i] for i in range(len(cum)))
     assert controller_figure(trace, 0) is not None
-    wide = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=8, seed=0, nodes=40, depth=3, topk=8).steps[0]
+    wide = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=8, seed=0, nodes=40, depth=3, topk=8, temperature=1.0).steps[0]
     fig = tree_figure(wide)  # 20+ leaves: no room under the nodes, the hover keeps c
     assert len([n for n in wide.forest if not any(m.parent == n.id for m in wide.forest)]) > 18
     assert not any(t.meta == "cum_q" for t in fig.data)
     assert any("cumulative draft probability" in h for t in fig.data if t.meta == "not_reached" for h in t.hovertext)
-    other = specviz.decode(pair, "specinfer", PROMPT, max_new_tokens=8, seed=0)
+    other = specviz.decode(pair, "specinfer", PROMPT, max_new_tokens=8, seed=0, temperature=1.0)
     fig = tree_figure(other.steps[0])
     assert not any(t.meta == "cum_q" for t in fig.data)
     assert not any("cumulative" in h for t in fig.data if t.hovertext is not None for h in t.hovertext)
@@ -159,7 +159,7 @@ def test_the_theory_panel_expects_the_rules_own_rejections():
     """A chosen tree's position is all rejected with 1 - sum p(children) (not TV(p, q)), which the trace
     records exactly: the rejection panel's expectation is that, beside chain SD's sum of TVs."""
     pair = tiny_pair("llama", vocab=16, draft="noisy", noise=0.5)
-    trace = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=12, seed=1, nodes=6, depth=2, topk=3)
+    trace = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=12, seed=1, nodes=6, depth=2, topk=3, temperature=1.0)
     positions = metrics.drafted_positions(trace)
     expected = []
     for step in trace.steps:

@@ -257,7 +257,7 @@ def phone_width(url, browser):
 def replay(url, browser, target, draft, tmp_path):
     pair = specviz.load_pair(target, draft)
     good = tmp_path / "sd-trace.json"
-    good.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=12, seed=1).to_json())
+    good.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=12, seed=1, temperature=1.0).to_json())
     bad = tmp_path / "broken.json"
     bad.write_text('{"schema_version": 1, "steps": [')
     page = open_page(browser, url)

@@ -89,7 +89,7 @@ def test_the_eesd_test_sees_a_small_bias(small, monkeypatch):
 
 def test_eesd_needs_an_early_exit_head():
     with pytest.raises(InvalidParameterError, match="early_exit"):
-        specviz.decode(tiny_pair("llama", vocab=8), "eesd", PROMPT, max_new_tokens=4)
+        specviz.decode(tiny_pair("llama", vocab=8), "eesd", PROMPT, max_new_tokens=4, temperature=1.0)
 
 
 def test_calls_are_counted_where_they_happen():

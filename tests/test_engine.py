@@ -281,19 +281,19 @@ def test_an_over_accepting_rule_marks_the_run_lossy(pair):
     dec = Decoder(pair, [1, 2], 10, SamplingConfig(0.0), seed=0)
     list(run_engine(dec, ModelDrafter(dec.draft), StaticShape(chain_shape(3)), OverAcceptance(0.1)))
     assert dec.lossless  # at temperature 0 every rule is exact match
-    assert specviz.decode(pair, "sd", [1, 2], max_new_tokens=5).lossless
+    assert specviz.decode(pair, "sd", [1, 2], max_new_tokens=5, temperature=1.0).lossless
 
 
 @pytest.mark.parametrize("seed", [-1, 2**63, 1.5, True, "3"])
 def test_seed_out_of_range_is_a_clear_error(pair, seed):
     with pytest.raises(specviz.InvalidParameterError, match=r"seed must be an integer in \[0, 2\*\*63 - 1\]"):
-        specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, seed=seed)
+        specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, seed=seed, temperature=1.0)
 
 
 def test_largest_seed_and_bad_record_top_k(pair):
-    assert len(specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, seed=2**63 - 1).output_ids) == 3
+    assert len(specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, seed=2**63 - 1, temperature=1.0).output_ids) == 3
     with pytest.raises(specviz.InvalidParameterError, match="record_top_k"):
-        specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, record_top_k=-1)
+        specviz.decode(pair, "sd", [1, 2], max_new_tokens=3, record_top_k=-1, temperature=1.0)
 
 
 V1_TRACE = {

@@ -111,13 +111,13 @@ def test_drafter_choice_is_checked_and_resolved():
     no_head.feature = None
     assert specviz.decode(no_head, "sd", PROMPT, max_new_tokens=4, temperature=0).drafter["kind"] == "draft_model"
     with pytest.raises(InvalidParameterError) as err:
-        specviz.decode(no_head, "sd", PROMPT, max_new_tokens=4, drafter="feature")
+        specviz.decode(no_head, "sd", PROMPT, max_new_tokens=4, drafter="feature", temperature=1.0)
     assert err.value.param == "drafter"
     with pytest.raises(InvalidParameterError):
-        specviz.decode(with_head, "sd", PROMPT, max_new_tokens=4, drafter="eagle")
+        specviz.decode(with_head, "sd", PROMPT, max_new_tokens=4, drafter="eagle", temperature=1.0)
     only_head = feature_pair("llama")  # a target and a feature head, no draft model
     with pytest.raises(InvalidParameterError):
-        specviz.decode(only_head, "sd", PROMPT, max_new_tokens=4, drafter="model")
+        specviz.decode(only_head, "sd", PROMPT, max_new_tokens=4, drafter="model", temperature=1.0)
 
 
 def test_a_saved_head_loads_back_with_its_vocabulary(tmp_path):

@@ -35,7 +35,7 @@ def test_extra_special_tokens_beyond_the_rows_are_masked_with_a_note(tmp_path):
     assert sd.output_ids == ar.output_ids and max(ar.output_ids) < rows
     assert "vocab_note" in ar.pair
     with pytest.raises(PromptError, match="im_start"):
-        specviz.decode(pair, "ar", "<|im_start|>def f():", max_new_tokens=4)
+        specviz.decode(pair, "ar", "<|im_start|>def f():", max_new_tokens=4, temperature=1.0)
 
 
 def test_an_ordinary_token_beyond_the_rows_is_still_refused(tmp_path):
@@ -65,7 +65,7 @@ def test_decoding_with_the_prompt_at_the_context_limit(family, algo, params):
     sampled = specviz.decode(pair, algo, prompt, max_new_tokens=5, temperature=1.0, seed=3, **params)
     assert len(sampled.output_ids) == 5
     with pytest.raises(PromptError, match="context"):
-        specviz.decode(pair, algo, prompt + [1], max_new_tokens=5, **params)
+        specviz.decode(pair, algo, prompt + [1], max_new_tokens=5, **params, temperature=1.0)
 
 
 @pytest.mark.parametrize("exc,match", [
@@ -82,7 +82,7 @@ def test_device_failures_become_messages(monkeypatch, exc, match, capsys):
 
     monkeypatch.setattr(pair.target.get_output_embeddings(), "forward", boom)  # inside any pass, stock or lean
     with pytest.raises(DeviceError, match=match):
-        specviz.decode(pair, "sd", "def f():", max_new_tokens=4)
+        specviz.decode(pair, "sd", "def f():", max_new_tokens=4, temperature=1.0)
     monkeypatch.setattr("specviz.cli.load_pair_from_args", lambda args: pair)
     assert cli_main(["run", "--target", "x", "--prompt", "x", "--algo", "sd"]) == 2
     assert match in capsys.readouterr().err
@@ -93,4 +93,4 @@ def test_other_errors_pass_through(monkeypatch):
     monkeypatch.setattr(pair.target.get_output_embeddings(), "forward",
                         lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
-        specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=4)
+        specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=4, temperature=1.0)

@@ -89,7 +89,7 @@ def test_bad_requests_raise_clear_errors(kwargs, error):
 
 def test_unknown_algorithm_lists_the_registry():
     with pytest.raises(specviz.UnknownAlgorithmError, match="registered: .*sd"):
-        specviz.decode(tiny_pair("llama", vocab=8), "nope", [1])
+        specviz.decode(tiny_pair("llama", vocab=8), "nope", [1], temperature=1.0)
 
 
 @pytest.mark.slow

@@ -82,4 +82,4 @@ def test_pld_needs_no_draft_and_counts_one_call_per_step():
                 assert n.accept_prob == pytest.approx(n.p)
     assert any(s.positions[0].q is not None for s in trace.steps)  # some steps drafted
     with pytest.raises(specviz.InvalidParameterError, match="max_ngram"):
-        specviz.decode(alone, "pld", [1, 2], max_new_tokens=4, max_ngram=0)
+        specviz.decode(alone, "pld", [1, 2], max_new_tokens=4, max_ngram=0, temperature=1.0)

@@ -49,7 +49,7 @@ def test_a_chat_prompt_is_formatted_and_recorded(pair):
     plain = specviz.decode(pair, "ar", PROMPTS[0], max_new_tokens=4, temperature=0)
     assert not plain.chat and plain.user_text is None and plain.prompt_text == PROMPTS[0]
     with pytest.raises(PromptError, match="chat prompt is text"):
-        specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=2, chat=True)
+        specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=2, chat=True, temperature=1.0)
 
 
 @pytest.fixture(scope="module")

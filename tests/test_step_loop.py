@@ -27,7 +27,7 @@ def pair():
 
 @pytest.mark.parametrize("algorithm,params", CASES, ids=[f"{a}-{i}" for i, (a, _) in enumerate(CASES)])
 def test_every_step_is_timed_by_the_loop(pair, algorithm, params):
-    trace = specviz.decode(pair, algorithm, [1, 2, 3, 1, 2], max_new_tokens=8, seed=1, **params)
+    trace = specviz.decode(pair, algorithm, [1, 2, 3, 1, 2], max_new_tokens=8, seed=1, **params, temperature=1.0)
     for s in trace.steps:
         assert list(s.timings) == TIMINGS
         assert s.timings["total_ms"] >= s.timings["draft_ms"] + s.timings["verify_ms"] - 1e-9

@@ -91,14 +91,14 @@ def test_sequoia_controller(llama):
 
 def test_bad_parameters_get_clear_errors(llama):
     with pytest.raises(InvalidParameterError, match="k_config"):
-        specviz.decode(llama, "mcsd", PROMPTS[0], max_new_tokens=4, k_config="4xtwo")
+        specviz.decode(llama, "mcsd", PROMPTS[0], max_new_tokens=4, k_config="4xtwo", temperature=1.0)
     with pytest.raises(InvalidParameterError, match="sum to at most 1"):
-        specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=4, acceptance="0.9,0.5")
+        specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=4, acceptance="0.9,0.5", temperature=1.0)
 
 
 def test_same_seed_same_trace(llama):
     """Calibration is cached and seeded apart from the run, so a seed fixes the whole trace."""
-    runs = [specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=16, seed=7, size=10, depth=4)
+    runs = [specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=16, seed=7, size=10, depth=4, temperature=1.0)
             for _ in range(2)]
     assert runs[0].output_ids == runs[1].output_ids
     assert [s.controller.run.tree for s in runs[0].steps] == [s.controller.run.tree for s in runs[1].steps]

@@ -940,7 +940,7 @@ def test_a_column_panel_is_one_declaration(explorer):
     shown = {p.name for p in layout.PANELS if page.slots[0].components[p.name].visible is not False}
     assert shown == {"header", "tokens", "tree"}
     # a full forced view sends every declared panel of a column, each as its update says
-    trace = specviz.decode(explorer.registry.get(explorer.default_key), "sd", [1, 2, 3], max_new_tokens=3)
+    trace = specviz.decode(explorer.registry.get(explorer.default_key), "sd", [1, 2, 3], max_new_tokens=3, temperature=1.0)
     session = Session(columns=[Column("sd", "sd", trace=trace, done=True)], source="replay")
     out = views.slot_views(session, 0, explorer.n_slots, full=True, force=True)
     assert {k for k in out if k[1] == 0} == {(p, 0) for p in Slot.panels()}
@@ -999,3 +999,14 @@ def test_run_and_measure_take_their_values_by_name(explorer):
     for endpoint in ("/run", "/measure"):
         assert [p["parameter_name"] for p in api[endpoint]["parameters"]] == [
             "prompt", "max_new_tokens", "temperature", "top_p", "top_k", "seed", "columns", "pace", "chat"]
+
+
+def test_the_page_starts_from_the_one_set_of_defaults(explorer):
+    """Issue 35, point 6: the sampling boxes start where ``decode`` and the command line do."""
+    from specviz import defaults
+
+    demo = explorer.build()
+    comps = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    assert comps["sv-temperature"].value == defaults.TEMPERATURE and comps["sv-top-p"].value == defaults.TOP_P
+    assert comps["sv-top-k"].value == defaults.TOP_K and comps["sv-seed"].value == str(defaults.SEED)
+    assert comps["sv-max-new"].value == defaults.MAX_NEW_TOKENS == AppConfig().default_max_new_tokens

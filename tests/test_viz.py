@@ -127,7 +127,7 @@ def test_forest_with_several_roots_and_malformed_parents():
 @pytest.mark.parametrize("max_new", [None, 1])
 def test_empty_and_one_token_runs_render(pair, max_new):
     if max_new is None:  # a run that has not produced a step yet
-        trace = specviz.stream(pair, "sd", prompt=[1, 2], max_new_tokens=4).trace
+        trace = specviz.stream(pair, "sd", prompt=[1, 2], max_new_tokens=4, temperature=1.0).trace
     else:
         trace = specviz.decode(pair, "sd", prompt=[1, 2], max_new_tokens=1, temperature=0.0)
         assert len(trace.output_ids) == 1 and len(trace.steps) == 1

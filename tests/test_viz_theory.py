@@ -57,7 +57,7 @@ def test_the_test_sees_a_missing_batch_improvement(pair):
 
 
 def test_overlay_counts_what_the_trace_shows(pair):
-    trace = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=40, seed=7, num_drafts=3, gamma=3)
+    trace = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=40, seed=7, num_drafts=3, gamma=3, temperature=1.0)
     ov = metrics.rejection_overlay(trace)
     resampled = sum(1 for s in trace.steps for n in s.forest if n.status == "resampled")
     assert ov["measured"][-1] == resampled
@@ -69,17 +69,17 @@ def test_overlay_counts_what_the_trace_shows(pair):
     bi = metrics.batch_improvement_overlay(trace)
     assert bi["theory"][-1] == pytest.approx(ov["tv_sum"][-1] - ov["expected"][-1])
     assert bi["measured"][-1] == pytest.approx(ov["tv_sum"][-1] - resampled)
-    sd = specviz.decode(pair, "sd", PROMPT, max_new_tokens=40, seed=7, gamma=3)
+    sd = specviz.decode(pair, "sd", PROMPT, max_new_tokens=40, seed=7, gamma=3, temperature=1.0)
     sd_ov = metrics.rejection_overlay(sd)
     assert sd_ov["expected"] == pytest.approx(sd_ov["tv_sum"])  # Thm 1: P(reject) = TV at every position
     assert metrics.batch_improvement_overlay(sd) is None
     # a tree without a probe cannot tell its per-position probability: no overlay rather than a wrong one
-    assert metrics.rejection_overlay(specviz.decode(pair, "mcsd", PROMPT, max_new_tokens=20, seed=1))["tv"] == []
+    assert metrics.rejection_overlay(specviz.decode(pair, "mcsd", PROMPT, max_new_tokens=20, seed=1, temperature=1.0))["tv"] == []
 
 
 def test_tradeoff_point_is_on_thm5_line_and_uno_above(pair):
     for kind in ("opt", "target"):
-        trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=40, seed=3, eps=0.05, residual=kind)
+        trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=40, seed=3, eps=0.05, residual=kind, temperature=1.0)
         pt = metrics.tradeoff_point(trace)
         assert pt["rejection"] + pt["bias_opt"] == pytest.approx(pt["tv"], abs=1e-5)
         assert pt["bias_uno"] > pt["bias_opt"]
@@ -88,16 +88,16 @@ def test_tradeoff_point_is_on_thm5_line_and_uno_above(pair):
         line, opt, uno = fig.data[0], fig.data[1], fig.data[2]
         assert list(line.x) == [0, pytest.approx(pt["tv"])] and opt.x[0] == pt["bias_opt"] and uno.x[0] == pt["bias_uno"]
         assert (opt.marker.size > uno.marker.size) == (kind == "opt")  # the run's own rule is emphasised
-    assert metrics.tradeoff_point(specviz.decode(pair, "sd", PROMPT, max_new_tokens=10)) is None
+    assert metrics.tradeoff_point(specviz.decode(pair, "sd", PROMPT, max_new_tokens=10, temperature=1.0)) is None
 
 
 def test_theory_view_per_algorithm(pair, tmp_path):
     runs = {
-        "sd": specviz.decode(pair, "sd", PROMPT, max_new_tokens=30, seed=1),
-        "batch_sd": specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=30, seed=1),
-        "biased_sd": specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=30, seed=1),
+        "sd": specviz.decode(pair, "sd", PROMPT, max_new_tokens=30, seed=1, temperature=1.0),
+        "batch_sd": specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=30, seed=1, temperature=1.0),
+        "biased_sd": specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=30, seed=1, temperature=1.0),
         "sequoia": specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=30, seed=1, size=8, depth=3,
-                                  calibration_steps=16),
+                                  calibration_steps=16, temperature=1.0),
     }
     assert set(vt.theory_figures(runs["sd"])) == {"rejections"}
     assert set(vt.theory_figures(runs["batch_sd"])) == {"rejections", "batch_improvement"}
@@ -128,13 +128,13 @@ def test_the_app_column_shows_the_theory_panel(pair):
     from specviz.ui.runner import Column
 
     assert "theory" in Slot.panels()
-    batch = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=20, seed=1)
+    batch = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=20, seed=1, temperature=1.0)
     v = render.slot_view(Column("batch_sd", "batch_sd", trace=batch, done=True), 0, 2)
     assert v.theory is not None and v.controller is None  # the probe state is drawn once, as theory
-    seq = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=20, seed=1, size=8, depth=3, calibration_steps=16)
+    seq = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=20, seed=1, size=8, depth=3, calibration_steps=16, temperature=1.0)
     v = render.slot_view(Column("sequoia", "sequoia", trace=seq, done=True), 0, 1)
     assert v.theory is not None and v.controller is not None  # Sequoia keeps its own view too
-    ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=5, seed=1)
+    ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=5, seed=1, temperature=1.0)
     assert render.slot_view(Column("ar", "ar", trace=ar, done=True), 0, 0).theory is None
 
 
@@ -151,7 +151,7 @@ def test_the_panel_shows_only_what_chance_left_open(pair):
     assert not vt.left_to_chance(greedy) and vt.theory_panel(greedy, 0) is None
     assert render.slot_view(Column("sd", "sd", trace=greedy, done=True), 0, 0).theory is None
     assert len(vt.theory_view(greedy).data) == 0  # the controller view says why, in words
-    sampled = specviz.decode(pair, "sd", PROMPT, max_new_tokens=20, seed=1)
+    sampled = specviz.decode(pair, "sd", PROMPT, max_new_tokens=20, seed=1, temperature=1.0)
     assert vt.left_to_chance(sampled)
     titles = [a.text for a in vt.theory_panel(sampled, 0).layout.annotations]
     assert titles == ["TV(p, q) per drafted position", "Rejections: theory vs measured"]
@@ -191,7 +191,7 @@ def test_every_sampled_lossless_run_has_a_theory_panel(pair, algorithm, params):
     if algorithm == "sequoia":  # drawn by its controller view, not again in the theory panel
         assert "Sequoia" in view.controller.layout.title.text
     for name in ("sd", "pld", "batch_sd"):  # the chains: Thm 1 (batch_sd: Thm 3 too)
-        chain = specviz.decode(pair, name, PROMPT, max_new_tokens=12, seed=3)
+        chain = specviz.decode(pair, name, PROMPT, max_new_tokens=12, seed=3, temperature=1.0)
         assert ALGORITHMS[name].lossless and vt.theory_panel(chain, 0) is not None, name
 
 
@@ -213,7 +213,7 @@ def test_first_draft_rejections_match_thm1(pair, algorithm, params):
 def test_stacked_panels_do_not_overlap(pair):
     """In pixels (independent of the column's width): each panel's title, then its own legend, then
     its plot, then room for the x ticks and title before the next panel's title."""
-    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=30, seed=1)
+    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=30, seed=1, temperature=1.0)
     fig = vt.theory_panel(trace, 1)
     lay = fig.layout
     inner = lay.height - lay.margin.t - lay.margin.b

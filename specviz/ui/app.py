@@ -25,6 +25,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 import specviz
+from specviz import defaults
 from specviz.ui import examples, render
 from specviz.ui.columns import param_value  # noqa: F401  (param_value: tests import it here)
 from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir, public_notice
@@ -161,14 +162,14 @@ class Explorer:
                                         precision=0, info=f"at most {limit} minus the prompt's tokens",
                                         elem_id="sv-max-new")
                     # text, not a number: a JavaScript number rounds whole numbers above 2^53 (validate.check_seed)
-                    seed = SeedBox("0", label="seed", info="0 to 2^63 − 1", max_lines=1, max_length=64,
+                    seed = SeedBox(str(defaults.SEED), label="seed", info="0 to 2^63 − 1", max_lines=1, max_length=64,
                                    elem_id="sv-seed")
                 with gr.Row():
-                    temperature = SliderBox(*SLIDER_RANGES["temperature"], value=0.0, step=0.05, label="temperature",
+                    temperature = SliderBox(*SLIDER_RANGES["temperature"], value=defaults.TEMPERATURE, step=0.05, label="temperature",
                                             info="0 = greedy", elem_id="sv-temperature")
-                    top_p = SliderBox(*SLIDER_RANGES["top_p"], value=1.0, step=0.01, label="top-p",
+                    top_p = SliderBox(*SLIDER_RANGES["top_p"], value=defaults.TOP_P, step=0.01, label="top-p",
                                       elem_id="sv-top-p")
-                top_k = NumberBox(0, label="top-k", info="0 = off", precision=0, elem_id="sv-top-k")
+                top_k = NumberBox(defaults.TOP_K, label="top-k", info="0 = off", precision=0, elem_id="sv-top-k")
                 input_msg = gr.Markdown("", elem_id="sv-input-msg", elem_classes=["sv-note"])
                 pace = SliderBox(0, cfg.max_step_delay_s, value=min(cfg.default_pace_s, cfg.max_step_delay_s),
                                  step=0.05, label="pace (seconds per step, live)",

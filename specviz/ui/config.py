@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Mapping, MutableMapping
 
+from specviz.defaults import MAX_NEW_TOKENS
+
 log = logging.getLogger(__name__)
 TRUE = {"1", "true", "yes", "on"}
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
@@ -80,7 +82,7 @@ class AppConfig:
 
     public: bool = False
     max_new_tokens_cap: int = 1024        # the slider's maximum and the server-side clamp
-    default_max_new_tokens: int = 64
+    default_max_new_tokens: int = MAX_NEW_TOKENS  # specviz.defaults' (decode's and the command line's)
     max_prompt_chars: int = 20_000
     max_upload_bytes: int = 64 * 1024 * 1024  # one uploaded trace file, as sent (a .json.gz counts compressed)
     max_replay_json_bytes: int = 256 * 1024 * 1024  # JSON one replay reads, all its files together, decompressed
@@ -169,7 +171,7 @@ class AppConfig:
     @classmethod
     def public_defaults(cls) -> "AppConfig":
         """Public mode's limits (docs/hosting.md lists them; each variable above overrides its own)."""
-        return cls(public=True, max_new_tokens_cap=128, default_max_new_tokens=64, max_prompt_chars=2_000,
+        return cls(public=True, max_new_tokens_cap=128, default_max_new_tokens=MAX_NEW_TOKENS, max_prompt_chars=2_000,
                    max_upload_bytes=12 * 1024 * 1024, max_replay_json_bytes=48 * 1024 * 1024, max_columns=4,
                    concurrency=2, queue_max_size=32,
                    max_pairs=1, max_step_delay_s=0.5, measure_repeats=2, max_measure_columns=3,
