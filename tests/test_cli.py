@@ -57,10 +57,10 @@ def refused_in_one_line(code: int, err: str) -> str:
     (["run", "--max-new-tokens", "0"], "--max-new-tokens", "--max-new-tokens must be an integer >= 1, got 0"),
     (["run", "--seed", str(2**63)], "--seed", r"--seed must be an integer in \[0, 2\*\*63 - 1\]"),
     (["run", "--gamma", "0"], "--gamma", r"sd: parameter --gamma must be an integer in \[1, 32\], got 0"),
-    (["run", "--algo", "mcsd", "--k-config", "4xtwo"], "--k-config", "--k-config '4xtwo' is not of the form"),
+    (["run", "--algo", "mcsd", "--k-config", "4xtwo"], "--k-config", "--k-config '4xtwo' is not a tree shape"),
     (["run", "--algo", "dsbd", "--width", "2", "--min-width", "3"], "--min-width",
      r"dsbd: parameter --min-width must be in \[1, width = 2\], got 3"),
-    (["run", "--algo", "sequoia", "--acceptance", "nan"], "--acceptance", "--acceptance 'nan'"),
+    (["run", "--algo", "sequoia", "--acceptance", "nan"], "--acceptance", "--acceptance must be 'auto' or numbers"),
     (["run", "--out", "/nonexistent-specviz-dir/t.json"], "--out", "--out .* does not exist or is not writable"),
     (["run", "--target", "x"], "--target", "--preset bundled-stdlib-pair names its own target and draft, so "
                                            "--target x would be ignored: give --preset, or --target/--draft, not both"),
