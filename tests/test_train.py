@@ -23,8 +23,11 @@ def trained(tmp_path_factory):
 
 def test_writes_target_draft_and_early_exit(trained):
     for d in ("target", "draft"):
-        for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        for f in ("config.json", "model.safetensors"):
             assert (trained / d / f).is_file(), f"{d}/{f}"
+    # one copy of the tokenizer, the target's: the draft reads it (load_pair), no tokenizer/ directory
+    assert (trained / "target" / "tokenizer.json").is_file() and (trained / "target" / "tokenizer_config.json").is_file()
+    assert not (trained / "draft" / "tokenizer.json").exists() and not (trained / "tokenizer").exists()
     meta = json.loads((trained / "early_exit" / "early_exit.json").read_text())
     assert meta["exit_layer"] == 1 and meta["base"] == "../target"
     assert (trained / "early_exit" / "calibration.safetensors").is_file() and 0 < meta["calibration"]["sigma_m"] < 1
@@ -38,7 +41,7 @@ def test_load_pair_and_auto_classes_accept_the_output(trained):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(trained / "target")
-    tok = AutoTokenizer.from_pretrained(trained / "draft")
+    tok = AutoTokenizer.from_pretrained(trained / "target")
     assert tok.eos_token_id == model.config.eos_token_id == 0
     assert tok.decode(tok("def f(x):\n    return x\n").input_ids) == "def f(x):\n    return x\n"
     pair = specviz.load_pair(str(trained / "target"), str(trained / "draft"), device="cpu")

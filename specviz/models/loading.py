@@ -250,7 +250,7 @@ def resolve_source(name: str) -> str:
 
 def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust_remote_code: bool = False):
     """One causal LM, in eval mode, with a message a user can act on when it cannot be loaded."""
-    from transformers import AutoModelForCausalLM
+    from specviz.models.shards import from_pretrained_any
 
     kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": trust_remote_code}
     if auto_map:
@@ -260,7 +260,7 @@ def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust
     if config is not None:  # refuse a model too large for this machine before allocating it
         check_fits(name, config, dtype, device)
     try:
-        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        model = from_pretrained_any(source, **kwargs)  # sharded, or with tensors cut (models.shards)
     except torch.cuda.OutOfMemoryError as exc:
         raise ModelLoadError(f"Out of GPU memory while loading {name!r}: pick a smaller pair or dtype.") from exc
     except (OSError, ValueError, KeyError) as exc:
@@ -272,6 +272,16 @@ def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust
     if not auto_map:
         model.to(device)
     return model.eval()
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
+
+
+def without_tokenizer(name: str) -> bool:
+    """Whether ``name`` is a local model directory with no tokenizer file: a draft saved beside its
+    target without a copy of the target's tokenizer (the code pair's ``assets/draft``)."""
+    path = os.path.expanduser(name)
+    return os.path.isdir(path) and not any(os.path.isfile(os.path.join(path, f)) for f in TOKENIZER_FILES)
 
 
 def load_tokenizer(name: str, trust_remote_code: bool = False):
@@ -321,7 +331,9 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
         t_tok = load_tokenizer(t_src, trust_remote_code)
     with loading("draft"):
         d_src = checkpoint_source(draft) if draft else None
-        d_tok = load_tokenizer(d_src, trust_remote_code) if d_src else None
+        d_tok = None
+        if d_src:  # a draft directory saved without a tokenizer (assets/draft) reads the target's one copy
+            d_tok = t_tok if without_tokenizer(d_src) else load_tokenizer(d_src, trust_remote_code)
     if d_tok is not None:  # refuse a mismatched pair before loading any weights
         shared_vocab_size(t_tok, d_tok, len(t_tok), len(d_tok), target, draft)
     with loading("target"):

@@ -255,14 +255,18 @@ def train_calibration_head(cfg: ChatRecipe, target, head, answers: list, heldout
 
 
 def save_draft(draft, tokenizer, path: Path, meta: dict) -> None:
-    """The draft as a model directory (weights in bfloat16, the target's tokenizer and chat template)."""
+    """The draft as a model directory (weights in bfloat16, in files under the size a Space takes in plain
+    git: ``models.shards``; the target's tokenizer and chat template: the repository's one copy of them,
+    the target being a packaged GGUF file)."""
     import shutil
+
+    from specviz.models.shards import save_model_dir
 
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
     draft.generation_config.do_sample = False
-    draft.to(torch.bfloat16).save_pretrained(path)
+    save_model_dir(draft.to(torch.bfloat16), path)
     draft.to(torch.float32)
     tokenizer.save_pretrained(path)
     tc = path / "tokenizer_config.json"
@@ -284,6 +288,7 @@ def _run(cfg: ChatRecipe, log) -> dict:
 
     from specviz.models.early_exit import load_early_exit, save_early_exit
     from specviz.models.packaged import convert_packaged, is_packaged
+    from specviz.models.shards import from_pretrained_any
 
     from .calibration import save_with_head
     from .chat_distill import answer_logits
@@ -322,7 +327,7 @@ def _run(cfg: ChatRecipe, log) -> dict:
         save_draft(draft, tokenizer, out / "draft", {"role": "draft", "target": cfg.target, "seed": cfg.seed,
                                                      "recipe": "python -m specviz train chat", **draft_report})
         with torch.no_grad():  # measured on the saved (bfloat16) weights, as the app loads them
-            saved = AutoModelForCausalLM.from_pretrained(out / "draft", dtype=torch.float32).eval()
+            saved = from_pretrained_any(out / "draft", dtype=torch.float32).eval()
             draft_report["heldout"] = agreement(lambda ids, at: answer_logits(saved, ids, at), heldout, pad_id)
         report["draft"] = {k: v for k, v in draft_report.items() if k != "history"}
         timings["draft"] = round(time.time() - t0, 1)

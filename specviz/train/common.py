@@ -65,11 +65,11 @@ def pick_device(name: str) -> torch.device:
 
 
 def load_model(path: Path, device):
-    from transformers import AutoModelForCausalLM
+    from specviz.models.shards import from_pretrained_any
 
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} has no trained model: run the stage that builds it first")
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
+    return from_pretrained_any(path, dtype=torch.float32).to(device)
 
 
 def encoded_streams(tokenizer, corpus, cache_dir):

@@ -32,20 +32,30 @@ AGREEMENT_PROMPTS = ("def ", "import ", "class Foo:\n    def ", "if __name__ == 
                      "@property\n    def ")
 
 
-def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    model = model.to("cpu", torch.float32)
-    model.generation_config.do_sample = False
-    model.save_pretrained(path)
+def _save_tokenizer(tokenizer, path: Path) -> None:
     tokenizer.save_pretrained(path)
-    # A tokenizer loaded from disk saves loader state too; keep the files identical across the pair.
+    # A tokenizer loaded from disk saves loader state too; keep the files the same from run to run.
     tc = path / "tokenizer_config.json"
     conf = json.loads(tc.read_text())
     for key in ("is_local", "local_files_only", "name_or_path"):
         conf.pop(key, None)
     tc.write_text(json.dumps(conf, indent=2) + "\n")
+
+
+def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
+    """A model directory in float32 (the pair is trained in float32), in files under the size a Space
+    takes in plain git (``models.shards``); ``tokenizer``: None for the draft, which reads the target's
+    one copy (``load_pair``)."""
+    from specviz.models.shards import save_model_dir
+
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    model = model.to("cpu", torch.float32)
+    model.generation_config.do_sample = False
+    save_model_dir(model, path)
+    if tokenizer is not None:
+        _save_tokenizer(tokenizer, path)
     (path / "specviz_train.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
 
@@ -90,10 +100,9 @@ def _run(cfg: TrainConfig, log) -> dict:
         t0 = time.time()
         tokenizer = train_tokenizer(corpus.train_texts, cfg.vocab_size)
         log(f"[tokenizer] byte-level BPE, vocab {len(tokenizer)}, trained in {time.time() - t0:.1f}s")
-        tok_dir = out / "tokenizer"
-        tokenizer.save_pretrained(tok_dir)
+        _save_tokenizer(tokenizer, out / "target")  # the pair's one copy; the target stage writes it again
     else:
-        src = out / "tokenizer" if (out / "tokenizer").is_dir() else out / "target"
+        src = out / "tokenizer" if (out / "tokenizer").is_dir() else out / "target"  # out/tokenizer: older runs
         tokenizer = AutoTokenizer.from_pretrained(src)
     t0 = time.time()
     train_stream, heldout_stream = encoded_streams(tokenizer, corpus, cfg.cache_dir)
@@ -175,7 +184,7 @@ def _run(cfg: TrainConfig, log) -> dict:
 
         summary = fit("draft", draft, sampler, draft_loss, cfg.draft_steps, cfg.draft_lr)
         report["draft_init"] = copied
-        _save_model(draft, tokenizer, out / "draft", {**stage_meta, "role": "draft", "distilled_from": "../target",
+        _save_model(draft, None, out / "draft", {**stage_meta, "role": "draft", "distilled_from": "../target",
                                                        "training": summary, "init": copied,
                                                        "size": configs.SIZES[cfg.draft_size].as_dict()})
         draft.to(device)
