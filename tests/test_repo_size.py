@@ -18,10 +18,10 @@ cannot grow unnoticed. The tree then, by directory (bytes of tracked files):
     assets/draft                5.1 MB  the code pair's draft, float32 (reads the target's tokenizer)
     everything else             3.0 MB  code, tests, docs, reports
 
-What 48 MB would take: the default pair's draft and feature head alone are 54.7 MB in bfloat16, the
-precision they were trained in, so the goal needs one of them to leave the repository (fetched at
-start from a Hub model repository, or stored through the large-file mechanism), or their weights
-quantised below bfloat16 (a loss). The code pair in bfloat16 would save 19 MB but changes its
+What 48 MB would take: the default pair's draft and feature head alone are 51.2 MB of weights in
+bfloat16, the precision they were trained in, so the goal needs one of them to leave the git tree
+(fetched at start from a Hub model repository, or stored through the large-file mechanism), a smaller
+retrained draft, or weights below bfloat16 (a loss). The code pair in bfloat16 would save 19 MB but changes its
 measured numbers; it was trained in float32 and is kept so. See docs/hosting.md.
 """
 from __future__ import annotations
