@@ -61,10 +61,11 @@ class FeatureRecipe:
     # drafter
     intermediate: int = 1536
     ttt_steps: int = 4
-    steps: int = 450
+    steps: int = 1000
     batch: int = 16
     seq: int = 256
-    lr: float = 1e-3
+    lr: float = 2e-3
+    precision: str = "bfloat16"  # the training matmuls' dtype under CPU autocast ("float32": none)
     save_every: int = 50
     log_every: int = 25
     extra: dict = field(default_factory=dict)
