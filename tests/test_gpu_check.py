@@ -30,8 +30,9 @@ def section(report: str, name: str) -> str:
 def test_the_quick_cpu_check_writes_a_report_with_every_section(tmp_path):
     out = tmp_path / "gpu-check.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    res = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--device", "cpu", "--quick", "--out", str(out)],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--device", "cpu", "--quick",
+                          "--no-time-limits", "--out", str(out)],  # no section stopped for time: speed-independent
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=7200)  # a hang guard only
     assert out.is_file(), res.stdout + res.stderr
     report = out.read_text()
     assert res.returncode == 0, res.stdout + res.stderr + report
