@@ -6,6 +6,7 @@ brought back when another visitor's load evicted it. The pairs themselves live i
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,13 @@ def offered_presets(presets: list[PairChoice], config: AppConfig) -> list[PairCh
         default = PairChoice("from SPECVIZ_TARGET", config.default_target, config.default_draft)
         presets = [default, *[p for p in presets if (p.target, p.draft) != (default.target, default.draft)]]
     return presets
+
+
+def first_sentence(message: str) -> str:
+    """The first sentence of an error message, without its full stop: the page's one sentence about the
+    default pair quotes it (a package's install advice, its second sentence, is for the log, not for a
+    Space's visitors). A full stop inside a name (``SmolLM2-135M-Instruct.Q4_1``) ends nothing."""
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z`'\"(])", message.strip(), maxsplit=1)[0].rstrip(".")
 
 
 def code_pair(presets: list[PairChoice]) -> PairChoice | None:
@@ -78,7 +86,7 @@ class PairLoader:
             self.default_key = self._load_at_start(first)
             return
         except SpecvizError as exc:
-            reason = hide_paths(str(exc)).rstrip(".")
+            reason = first_sentence(hide_paths(str(exc)))  # the log keeps the whole message (its advice)
             log.warning("The default pair could not be loaded: %s", exc)
         fallback = code_pair(self.presets[1:])
         if fallback is not None:
