@@ -116,3 +116,18 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def bundled_pair():
+    """The code pair in ``assets/`` (CPU), loaded with the network off and from the repository root."""
+    import specviz
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("TRANSFORMERS_OFFLINE", "1")
+    mp.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        yield specviz.load_pair("assets/target", "assets/draft", device="cpu")
+    finally:
+        mp.undo()

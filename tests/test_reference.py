@@ -131,23 +131,11 @@ def test_each_field_is_compared():
         assert any(f"{name} differs" in d for d in differences(trace, out, wrong, False)), name
 
 
-@pytest.fixture(scope="module")
-def bundled():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.setenv("TRANSFORMERS_OFFLINE", "1")
-    mp.chdir(ROOT)
-    try:
-        yield specviz.load_pair("assets/target", "assets/draft", device="cpu")
-    finally:
-        mp.undo()
-
-
 @pytest.mark.parametrize("cfg", [SamplingConfig(1.0), SamplingConfig(0.7, top_k=20), SamplingConfig(0.0)],
                          ids=["t1", "t0.7-top20", "greedy"])
-def test_reference_equals_the_engine_on_the_bundled_pair(bundled, cfg):
-    prompt = bundled.encode("def add(a, b):\n")
+def test_reference_equals_the_engine_on_the_bundled_pair(bundled_pair, cfg):
+    prompt = bundled_pair.encode("def add(a, b):\n")
     for seed in range(2):
-        trace = engine(bundled, prompt, 4, cfg, seed, 14)
-        out, steps = reference(bundled, prompt, 4, cfg, seed, 14)
+        trace = engine(bundled_pair, prompt, 4, cfg, seed, 14)
+        out, steps = reference(bundled_pair, prompt, 4, cfg, seed, 14)
         assert differences(trace, out, steps, cfg.greedy) == []
