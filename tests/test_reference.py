@@ -5,8 +5,6 @@ the trace's ``StepRecord`` forest. The tests also check that the runs reached ev
 rejections, bonus tokens, an EOS, a cut chain) and that another seed gives another trace."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import specviz
@@ -15,7 +13,6 @@ from specviz.reference import Step, speculative_sampling
 from specviz.trace import DRAFTED, TESTED, RunTrace
 from tiny import tiny_pair, with_eos
 
-ROOT = Path(__file__).resolve().parents[1]
 TOL = 2e-5  # probabilities: the engine's cached tree forward against the reference's full forward (float32)
 SAMPLINGS = {"t1": SamplingConfig(1.0), "t0.7-top3": SamplingConfig(0.7, top_k=3), "greedy": SamplingConfig(0.0)}
 
