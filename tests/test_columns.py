@@ -56,11 +56,26 @@ def test_labels_show_only_what_differs_and_colours_follow_the_column():
     assert cfg.column_labels([("sd", {}), ("sd", {})]) == ["sd #1", "sd #2"]  # the same settings: numbered
     ts, fixed = cfg.column_labels([("sd", {"controller": "beta_ts"}), ("sd", {})])
     assert ts.startswith("sd · controller beta_ts") and fixed.startswith("sd · controller static")
-    assert len(ts.split(", ")) <= cfg.MAX_SHOWN
     colors = cfg.column_colors(["sd", "sd", "ar", "sd"])
     assert len(set(colors)) == 4 and colors[0] == algorithm_color("sd")
     assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in colors)
 
+
+
+def test_a_label_names_every_setting_that_differs_and_nothing_else():
+    """Issue 35 point 3: same-algorithm columns are told apart by what differs, every differing setting
+    shown (the confidence threshold too), each where it has an effect; a lone column is its name."""
+    ts, conf = cfg.column_labels([("sd", {"controller": "beta_ts"}),
+                                  ("sd", {"controller": "confidence", "confidence_threshold": 0.3})])
+    assert (ts, conf) == ("sd · controller beta_ts", "sd · controller confidence, confidence_threshold 0.3")
+    assert cfg.column_labels([("sd", {"controller": "beta_ts"}), ("sd", {"controller": "confidence"})]) == \
+        ["sd · controller beta_ts", "sd · controller confidence"]  # each controller's defaults: not named
+    many = {"gamma": 2, "fixed_length": 3, "drafter": "model", "controller": "static"}
+    assert cfg.column_labels([("sd", many), ("sd", {}), ("ar", {})]) == \
+        ["sd · gamma 2, drafter model", "sd · gamma 4, drafter auto", "ar"]  # fixed_length: no effect
+    assert cfg.column_labels([("sd", {"alpha0": 2.0}), ("sd", {})]) == ["sd #1", "sd #2"]  # no effect: same
+    assert cfg.differing_settings([({"a": 1, "b": 2}, {"a": 1}), ({"a": 1, "b": 2}, {"a": 1, "b": 3})]) == \
+        [[], ["b"]]  # b has no effect in the first column: its default 2 there, 3 in the second
 
 # ---- a run, its table and figures, Measure, export and replay ------------------------------------------------
 def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tmp_path):

@@ -8,8 +8,9 @@ left out is its default). ``check_columns`` is the server's check of such a valu
 each setting's value is then checked by ``AlgorithmSpec.resolve`` as the run starts, as before.
 
 ``column_labels`` names the columns by what tells them apart: an algorithm that fills one column is
-its name, and same-algorithm columns add the settings that differ between them (``sd · gamma 2`` and
-``sd · gamma 8``). ``column_colors`` gives an algorithm's first column its colour and each further
+its name alone (its header shows its settings), and same-algorithm columns add every setting whose value
+differs between them (``sd · gamma 2`` and ``sd · gamma 8``), each in the columns where it has an effect
+(``differing_settings``). ``column_colors`` gives an algorithm's first column its colour and each further
 column of that algorithm a shade of it, so every column has its own colour in its header and in the
 comparison figures.
 """
@@ -22,7 +23,6 @@ from specviz.algorithms.registry import AlgorithmSpec, Param
 from specviz.viz.style import algorithm_color
 
 SEP = " · "
-MAX_SHOWN = 3            # settings a label names at most
 VALUE_CHARS = 16         # a setting's value in a label, at most (then an ellipsis)
 MAX_TEXT = 400           # the longest text the editor keeps for one setting (Param.validate says more)
 
@@ -125,27 +125,39 @@ def effective(spec: AlgorithmSpec | None, params: Mapping[str, Any]) -> dict[str
     return spec.effective(full)
 
 
+def differing_settings(columns: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[list[str]]:
+    """Per column, the names of the settings whose values differ among ``columns`` (one algorithm's
+    ``(defaults, effective settings)``), in first-seen order. A setting without an effect in a column
+    counts as its default there (``alpha0`` under ``controller=confidence``), so a setting is named only
+    where it has an effect and only if some column sets it otherwise."""
+    missing = object()
+    keys = list(dict.fromkeys(k for _, eff in columns for k in eff))
+
+    def value(defaults: Mapping[str, Any], eff: Mapping[str, Any], k: str) -> str:
+        return repr(eff[k] if k in eff else defaults.get(k, missing))
+
+    differ = [k for k in keys if len({value(d, e, k) for d, e in columns}) > 1]
+    return [[k for k in differ if k in eff] for _, eff in columns]
+
+
 def column_labels(configs: Sequence[tuple[str, Mapping[str, Any]]],
                   algorithms: Mapping[str, AlgorithmSpec] | None = None) -> list[str]:
-    """One distinct label per column: the algorithm's name, and for an algorithm in several columns the
-    settings (that have an effect) that differ between those columns, at most ``MAX_SHOWN`` (those every
-    one of them has first); same-algorithm columns that nothing tells apart are numbered."""
+    """One distinct label per column: the algorithm's name alone for a lone column of its algorithm,
+    and for an algorithm in several columns its name and every setting that differs between those
+    columns (``differing_settings``); same-algorithm columns that nothing tells apart are numbered."""
     if algorithms is None:
         from specviz.algorithms.registry import ALGORITHMS as algorithms
     names = [a for a, _ in configs]
-    eff = [effective(algorithms.get(a), p) for a, p in configs]
+    specs = [algorithms.get(a) for a in names]
+    eff = [effective(spec, p) for spec, (_, p) in zip(specs, configs)]
     labels = list(names)
     for algo in dict.fromkeys(names):
         idx = [i for i, a in enumerate(names) if a == algo]
         if len(idx) < 2:
             continue
-        keys = list(dict.fromkeys(k for i in idx for k in eff[i]))
-        missing = object()
-        differ = [k for k in keys if len({repr(eff[i].get(k, missing)) for i in idx}) > 1]
-        common = [k for k in differ if all(k in eff[i] for i in idx)]
-        order = common + [k for k in differ if k not in common]
-        for i in idx:
-            bits = [f"{k} {short(eff[i][k])}" for k in order if k in eff[i]][:MAX_SHOWN]
+        defaults = specs[idx[0]].defaults if specs[idx[0]] is not None else {}
+        for i, keys in zip(idx, differing_settings([(defaults, eff[i]) for i in idx])):
+            bits = [f"{k} {short(eff[i][k])}" for k in keys]
             labels[i] = algo + (SEP + ", ".join(bits) if bits else "")
     for i, label in enumerate(list(labels)):  # still the same: number them
         same = [j for j, other in enumerate(labels) if other == label]
