@@ -464,3 +464,48 @@ def test_probabilities_keep_significant_digits():
     assert [fmt_prob(x) for x in (0.156, 0.5, 1.0, 0.0, None)] == ["0.156", "0.5", "1", "0", "–"]
     assert fmt_prob(4.213e-4) == "4.21e-4" and fmt_prob(1.2e-7) == "1.2e-7" and fmt_prob(0.0012345) == "0.00123"
     assert fmt_prob(0.9999996) == "1−4e-7"  # an uncertain a never reads as a certain 1
+
+
+def test_greedy_specinfer_copies_are_told_one_way_in_the_text_and_the_narrative():
+    """Issue 35 point 2: greedy ``specinfer`` draws its roots with replacement from a point mass, so it
+    drafts copies. The trace decides their fate: after an accepted first copy they are never tested
+    (``not_reached``: not struck in the text, "Never tested" in the narrative, counted in the accepted
+    token's tooltip); after a rejected one each is rejected (struck, and called a copy, in both). The
+    narrative says why copies are drafted."""
+    from html import escape
+
+    from tiny import tiny_pair
+
+    from specviz.viz.explain import copies
+    from specviz.viz.tokens import step_html
+
+    pair = tiny_pair("llama", vocab=64, draft="noisy", init_range=0.05, hidden=32)
+    trace = specviz.decode(pair, "specinfer", [1, 2, 3, 4], max_new_tokens=24, temperature=0, seed=1)
+    fates = set()
+    for step in trace.steps:
+        copy = copies(step)
+        roots = [n for n in step.forest if n.parent is None and n.id in copy]
+        if not roots:
+            continue
+        first = step.forest[copy[roots[0].id]]
+        text, html = step_narrative(step, "specinfer"), step_html(step)
+        assert "at T = 0 the draft's warped law is a point mass on its argmax, so every i.i.d. draw is the same " \
+               "token" in text, text
+        struck = re.findall(r'sv-rejected" title="([^"]*)">([^<]*)<', html)
+        copied = [t for t, tok in struck if tok == escape(first.token_text) and "a copy of the rejected draft" in t]
+        if first.status == "accepted":
+            assert {n.status for n in roots} == {"not_reached"}
+            assert not copied and f"Never tested: {', '.join([_q(first)] * len(roots))} (copies of the " \
+                                  f"accepted draft" in text, text
+            assert f"accepted draft ({len(roots)} copies of it after it never tested)" in html
+        else:
+            assert first.status == "rejected" and {n.status for n in roots} == {"rejected"}
+            assert len(copied) == len(roots) and "Never tested" not in text.split("**Tests**")[1].split("\n- ")[1]
+            assert text.count(", a copy of (1)") == len(roots), text
+        fates.add(first.status)
+    assert fates == {"accepted", "rejected"}  # both fates met on this trace
+
+
+def _q(node: TreeNode) -> str:
+    """A token as the narrative quotes it (the tiny pair's tokens are ``<id>``, escaped for Markdown)."""
+    return '"' + node.token_text.replace("<", "&lt;").replace(">", "&gt;") + '"'

@@ -70,6 +70,21 @@ class StepIndex:
         return position_of(self.step, node)
 
 
+
+def copies(step: StepRecord) -> dict[int, int]:
+    """Drafted node id -> the id of the first earlier sibling at its position with the same token: a
+    copy. Only sampling with replacement drafts copies (at T = 0 every draw is the draft's argmax); a
+    copy after an accepted original is never tested (``not_reached``), after a rejected one it is
+    rejected too (its token is not the argmax either; at T > 0 its residual mass is 0)."""
+    first: dict[tuple[Key, int], int] = {}
+    out: dict[int, int] = {}
+    for n in step.forest:
+        if n.status in DRAFTED:
+            orig = first.setdefault((group_key(n), n.token_id), n.id)
+            if orig != n.id:
+                out[n.id] = orig
+    return out
+
 def position_of(step: StepRecord, node: TreeNode) -> PositionRecord | None:
     """The ``PositionRecord`` whose ``parent`` is ``node.parent`` (for roots, the one of its tree,
     else any roots' position); ``None`` for v1 traces or when positions were not recorded."""

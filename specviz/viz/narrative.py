@@ -6,7 +6,10 @@ what was drafted, then position by position the candidates in draw order with th
 exact rules, MCSD Eqs. 3-4; ``min(1, (p + eps) / q)`` for over-acceptance; an exact match at
 temperature 0), what was accepted, what the step's last token was drawn from (the law that rule
 resamples from, e.g. the residual ``norm(max(0, p − q))``, Leviathan et al. 2023 Algorithm 1, or the
-target after a fully accepted path), and what the step bought. It reads only the trace: a v1 step (no
+target after a fully accepted path), and what the step bought. A greedy step that drafted copies says why
+(``copies_line``: with replacement at T = 0 every draw is the draft's argmax) and what the trace says
+became of them (never tested after an accepted first, rejected after a rejected one, as the text view
+shows them). It reads only the trace: a v1 step (no
 positions, no ``p_residual``) gets the same story without the numbers it does not carry.
 """
 from __future__ import annotations
@@ -16,8 +19,8 @@ from typing import Callable
 from specviz.core import rule_words
 from specviz.core.rule_words import RuleWords, Source
 from specviz.trace import DRAFTED, PositionRecord, RunTrace, StepRecord, TreeNode
-from specviz.viz.explain import (TESTED, StepIndex, describe_test, escape_ws, is_greedy_step, not_reached_reason,
-                                 position_of, produced_source, token_label)
+from specviz.viz.explain import (TESTED, StepIndex, copies, describe_test, escape_ws, is_greedy_step,
+                                 not_reached_reason, position_of, produced_source, token_label)
 from specviz.viz.style import fmt_prob
 
 TOP_RESIDUAL = 3
@@ -62,6 +65,29 @@ def _drafted_line(step: StepRecord, idx: StepIndex, algorithm: str) -> str:
     return f"**Drafted** {shape}{calls}."
 
 
+def copies_line(step: StepRecord, greedy: bool) -> str | None:
+    """Why a greedy step drafted the same token more than once (None when it did not): siblings drawn
+    with replacement at T = 0 are i.i.d. draws from a point mass on the draft's argmax."""
+    copy = copies(step)
+    if not greedy or not copy:
+        return None
+    nodes = {n.id: n for n in step.forest}
+    counts: dict[int, int] = {}
+    for orig in copy.values():
+        counts[orig] = counts.get(orig, 0) + 1
+    drafted = ", ".join(f"{n + 1} × {_tok(nodes[o])}" for o, n in counts.items())
+    fates = {nodes[o].status for o in counts}
+    if fates == {"accepted"}:
+        fate = "The first was accepted, so its copies were never tested (later siblings are skipped)."
+    elif fates == {"rejected"}:
+        fate = ("The first was rejected, so its copies were rejected too: a token that is not the target's argmax "
+                "fails each time.")
+    else:
+        fate = "A copy after an accepted first is never tested; after a rejected one it is rejected too."
+    return (f"**Copies** ({drafted}): the siblings are drawn with replacement, and at T = 0 the draft's warped law "
+            f"is a point mass on its argmax, so every i.i.d. draw is the same token. {fate}")
+
+
 def _where(key_parent: int | None, idx: StepIndex, root: int, multi_root: bool) -> str:
     if key_parent is None:
         return f"At the committed text (tree {root})" if multi_root else "At the committed text"
@@ -75,12 +101,15 @@ def _test_lines(step: StepRecord, idx: StepIndex, greedy: bool) -> list[str]:
     tested = [(k, g) for k, g in idx.groups.items() if any(n.status in TESTED for n in g)]
     tested.sort(key=lambda kg: (kg[1][0].depth, kg[0][1]))
     multi_root = len({n.root for n in step.forest}) > 1
+    copy = copies(step)
     for (parent, root), group in tested:
         cands = []
         skipped = []
+        order = {n.id: i for i, n in enumerate(group, 1)}
         for n in group:
             if n.status in TESTED:
-                cands.append(f"{_tok(n)}: {describe_test(n, idx, greedy)}")
+                of = f", a copy of ({order[copy[n.id]]})" if n.id in copy else ""
+                cands.append(f"{_tok(n)}: {describe_test(n, idx, greedy)}{of}")
             elif n.status == "not_reached":
                 skipped.append(n)
         head = _where(parent, idx, root, multi_root)
@@ -91,7 +120,9 @@ def _test_lines(step: StepRecord, idx: StepIndex, greedy: bool) -> list[str]:
             line = f"- {head}, {len(cands)} candidates in draw order: {items}."
         if skipped:
             names = ", ".join(_tok(n) for n in skipped)
-            line += f" Never tested: {names} (an earlier sibling was accepted, so later ones are skipped)."
+            accepted = next((n.id for n in group if n.status == "accepted"), None)
+            what = "copies of the accepted draft: " if all(copy.get(n.id) == accepted for n in skipped) else ""
+            line += f" Never tested: {names} ({what}an earlier sibling was accepted, so later ones are skipped)."
         out.append(line)
     return out
 
@@ -187,6 +218,9 @@ def step_narrative(step: StepRecord, algorithm: str, decode: Callable[[int], str
     greedy = is_greedy_step(step)
     out = [f"**Step {step.index + 1}** · `{algorithm}`" + (" · greedy (T = 0)" if greedy else ""), "",
            _drafted_line(step, idx, algorithm)]
+    why_copies = copies_line(step, greedy)
+    if why_copies:
+        out += ["", why_copies]
     if (drafter or {}).get("kind") == "feature":
         out += ["", feature_line(step, drafter)]
     tests = _test_lines(step, idx, greedy)

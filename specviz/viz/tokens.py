@@ -2,9 +2,10 @@
 
 Accepted draft tokens are green, resampled tokens orange, bonus tokens (drawn from the target; every
 ``ar`` token) blue. A rejected draft token is shown struck through in red at the place it was tried,
-just before the token that replaced it. Steps are separated by a thin gap; when a step is selected,
-its tokens are outlined and the text after it is faded. Every token has a tooltip with its step,
-kind, ``p`` and ``q``.
+just before the token that replaced it (a copy of a rejected draft says so in its tooltip; copies of
+an accepted draft were never tested and are not shown: its tooltip counts them). Steps are separated
+by a thin gap; when a step is selected, its tokens are outlined and the text after it is faded.
+Every token has a tooltip with its step, kind, ``p`` and ``q``.
 
 Only classes are emitted (``sv-*``); ``TOKENS_CSS`` styles them and is included in the app's CSS.
 ``tokens_html(..., standalone=True)`` embeds it for use outside the app.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import html
 
 from specviz.trace import RunTrace, StepRecord, TreeNode
+from specviz.viz.explain import copies
 from specviz.viz.style import STATUS_COLORS, fmt_prob
 
 TOKENS_CSS = f"""
@@ -70,16 +72,22 @@ def step_html(step: StepRecord, show_rejected: bool = True, diverge_at: int | No
     ``diverge_at`` (output position) marks the token where the output first differs from ``ar``'s:
     as a bug (red) for a lossless run, as an expected difference (grey) when ``lossless`` is False."""
     nodes = {n.id: n for n in step.forest}
+    copy = copies(step)
     parts: list[str] = []
     for j, tok in enumerate(step.committed):
         node = nodes.get(tok.node_id) if tok.node_id is not None else None
         if show_rejected and node is not None:
             for alt in step.forest:
                 if alt.status == "rejected" and alt.parent == node.parent and alt.id != node.id:
-                    parts.append(f'<span class="sv-tok sv-rejected" title="{_title(step, "rejected draft", alt)}">'
+                    kind = "rejected draft" + (" (a copy of the rejected draft before it)" if alt.id in copy else "")
+                    parts.append(f'<span class="sv-tok sv-rejected" title="{_title(step, kind, alt)}">'
                                  f"{_esc(alt.token_text)}</span>")
         kind = tok.kind if tok.kind in ("draft", "resampled", "bonus") else "bonus"
         label = {"draft": "accepted draft", "resampled": "resampled", "bonus": "bonus"}[kind]
+        skipped = sum(1 for c, o in copy.items()
+                      if node is not None and o == node.id and nodes[c].status == "not_reached")
+        if skipped:
+            label += f" ({skipped} cop{'y' if skipped == 1 else 'ies'} of it after it never tested)"
         extra, title = "", _title(step, label, node)
         if diverge_at is not None and step.n_before + j == diverge_at:
             if lossless:
