@@ -12,7 +12,7 @@ import json
 import threading
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from itertools import chain, islice, repeat
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from specviz.errors import TraceFormatError
 from specviz.json_values import describe, nests_within, require_shallow
@@ -141,6 +141,11 @@ class StepRecord:
         return sum(1 for n in self.forest if n.status == "accepted")
 
 
+READ_CHECKS: list[Callable[["RunTrace"], "RunTrace"]] = []
+"""What every read trace goes through after its schema, registered by the layers above this module
+(``trace_check.checked_reading``) so that this module imports none of them."""
+
+
 @dataclass
 class RunTrace:
     """A whole run: settings, prompt, output, steps and summary metrics (see ``specviz.metrics``).
@@ -186,13 +191,10 @@ class RunTrace:
     @staticmethod
     def _checked(trace: "RunTrace") -> "RunTrace":
         """The one reading of a trace's values after its schema (``from_dict``, ``from_json``, and so an
-        upload's replay): ``trace_check.check_trace``, then its metrics recomputed from its steps
-        (``metrics.read_metrics``: a file's "NaN" tau or negative token count is never read)."""
-        from specviz.metrics import read_metrics  # both import this module
-        from specviz.trace_check import check_trace
-
-        check_trace(trace)
-        trace.metrics = read_metrics(trace)
+        upload's replay): every check in ``READ_CHECKS`` (``trace_check`` registers the value check and
+        the metrics recomputed from the steps, so a file's "NaN" tau is never read; ``specviz`` imports it)."""
+        for check in READ_CHECKS:
+            trace = check(trace)
         return trace
 
     @classmethod

@@ -79,7 +79,9 @@ def cases():
     for name, spec in specviz.ALGORITHMS.items():
         for controller in controllers(spec):
             extra = {} if controller is None else {"controller": controller}
-            yield pytest.param(name, {**largest(spec), **extra}, id=f"{name}-{controller or 'none'}-largest")
+            # only the settings that apply: one its controller ignores is refused (AlgorithmSpec.resolve)
+            yield pytest.param(name, spec.effective({**largest(spec), **extra}),
+                               id=f"{name}-{controller or 'none'}-largest")
             settings = CONTROLLER_SETTINGS.get(controller, []) if controller not in (None, "static") else \
                 ADVERSARIAL.get(name, [])
             for i, setting in enumerate(settings):

@@ -34,7 +34,7 @@ def mean_gap(pair, algorithm, key, **params):
     """Mean over RUNS of (measured rejections - predicted) and its standard error (from the runs)."""
     gaps = []
     for seed in range(RUNS):
-        trace = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=24, seed=seed, **params)
+        trace = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=24, seed=seed, temperature=1.0, **params)
         ov = metrics.rejection_overlay(trace)
         gaps.append(ov["measured"][-1] - ov[key][-1])
     mean = sum(gaps) / RUNS
@@ -174,7 +174,7 @@ def test_every_sampled_lossless_run_has_a_theory_panel(pair, algorithm, params):
     from specviz.ui import render
     from specviz.ui.runner import Column
 
-    trace = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=16, seed=3, **params)
+    trace = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=16, seed=3, temperature=1.0, **params)
     ov = metrics.first_draft_overlay(trace)
     ds = [d for d in metrics.drafted_positions(trace) if d.candidates]
     assert ov is not None and len(ov["tv"]) == len(ds) and any(d.candidates > 1 for d in ds)
@@ -202,7 +202,7 @@ def test_first_draft_rejections_match_thm1(pair, algorithm, params):
     gaps = []
     for seed in range(RUNS // 2):
         ov = metrics.first_draft_overlay(specviz.decode(pair, algorithm, PROMPT, max_new_tokens=16, seed=seed,
-                                                        **params))
+                                                        temperature=1.0, **params))
         gaps.append(ov["measured"][-1] - ov["expected"][-1] if ov else 0.0)
     n = len(gaps)
     mean = sum(gaps) / n
