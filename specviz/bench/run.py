@@ -55,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sd-controllers", nargs="*", default=(), metavar="CONTROLLER",
                    help="extra `sd` rows under these draft-length controllers (`sd_heuristic`, ...): "
                         "beta_ts, cali_ts, fixed, heuristic, confidence, adaptive")
-    p.add_argument("--drafters", nargs="*", default=(), choices=("model", "feature"),
+    p.add_argument("--drafters", nargs="*", default=(), choices=("model", "feature", "model_cut"),
                    help="also time each algorithm that takes a drafter with each of these (rows ALGO@DRAFTER)")
     p.add_argument("--repeat", "--repeats", dest="repeat", type=whole(1), default=3, help="timed passes after a warm-up")
     p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face peers")
