@@ -14,7 +14,7 @@ from typing import Any
 from specviz.errors import (InvalidParameterError, ModelLoadError, PromptError, SpecvizError,
                             TokenizerMismatchError, TraceFormatError, UnknownAlgorithmError)
 from specviz.trace import CommittedToken, PositionRecord, RunTrace, StepRecord, TreeNode
-from specviz import trace_check  # noqa: F401,E402  registers the reading every RunTrace.from_json does
+from specviz import trace_io  # noqa: F401,E402  registers the reading every RunTrace.from_json does
 
 __version__ = "0.1.0"
 _LAZY = {"ALGORITHMS": "specviz.algorithms", "LiveRun": "specviz.decoding", "decode": "specviz.decoding",

@@ -143,7 +143,7 @@ class StepRecord:
 
 READ_CHECKS: list[Callable[["RunTrace"], "RunTrace"]] = []
 """What every read trace goes through after its schema, registered by the layers above this module
-(``trace_check.checked_reading``) so that this module imports none of them."""
+(``trace_io.checked_reading``) so that this module imports none of them."""
 
 
 @dataclass
@@ -191,7 +191,7 @@ class RunTrace:
     @staticmethod
     def _checked(trace: "RunTrace") -> "RunTrace":
         """The one reading of a trace's values after its schema (``from_dict``, ``from_json``, and so an
-        upload's replay): every check in ``READ_CHECKS`` (``trace_check`` registers the value check and
+        upload's replay): every check in ``READ_CHECKS`` (``trace_io`` registers the value check and
         the metrics recomputed from the steps, so a file's "NaN" tau is never read; ``specviz`` imports it)."""
         for check in READ_CHECKS:
             trace = check(trace)

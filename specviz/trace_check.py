@@ -45,8 +45,7 @@ from specviz.core import rule_words
 from specviz.errors import SpecvizError, TraceFormatError
 from specviz.step_state import (BeamStepState, ControllerState, DsbdState, DynTreeState, SequoiaState, TheoryState,
                                 TradeoffProbe, VerifiedLayer)
-from specviz.metrics import read_metrics
-from specviz.trace import (READ_CHECKS, NODE_STATUSES, TOKEN_KINDS, CommittedToken, PositionRecord, RunTrace, StepRecord, TreeNode,
+from specviz.trace import (NODE_STATUSES, TOKEN_KINDS, CommittedToken, PositionRecord, RunTrace, StepRecord, TreeNode,
                            gc_paused)
 
 MAX_STEPS = 100_000       # a 64 MB trace of 1-token steps has about this many
@@ -662,14 +661,4 @@ def _check_output(output: list[int], committed: Iterable[int], n: int) -> None:
             raise _refuse(f"output_ids[{k}]", f"committed token number {k + 1} of the steps ({b})", a)
 
 
-def checked_reading(trace: RunTrace) -> RunTrace:
-    """What ``RunTrace.from_json`` / ``from_dict`` do after the schema (``trace.READ_CHECKS``): the values
-    checked (``check_trace``) and the metrics recomputed from the steps (``metrics.read_metrics``)."""
-    check_trace(trace)
-    trace.metrics = read_metrics(trace)
-    return trace
-
-
-READ_CHECKS.append(checked_reading)  # registered once, on import (``specviz`` imports this module)
-
-__all__ = ["MAX_ITEMS", "MAX_POSITION_IDS", "MAX_STEPS", "check_trace", "checked_reading"]
+__all__ = ["MAX_ITEMS", "MAX_POSITION_IDS", "MAX_STEPS", "check_trace"]

@@ -22,7 +22,9 @@ import zlib
 from typing import Any
 
 from specviz.errors import TraceFormatError
-from specviz.trace import MAX_TRACE_BYTES, RunTrace
+from specviz.metrics import read_metrics
+from specviz.trace import MAX_TRACE_BYTES, READ_CHECKS, RunTrace
+from specviz.trace_check import check_trace
 
 GZIP_MAGIC = b"\x1f\x8b"
 COMPRESS_OVER = 1024 * 1024    # the app's download of a trace is gzip-compressed above this many bytes of JSON
@@ -152,3 +154,15 @@ def load_trace(path: str | os.PathLike[str], max_bytes: int | None = None,
     then ``RunTrace.from_json``'s reading: the schema, ``trace_check.check_trace`` and the metrics
     recomputed, as the app's replay reads it)."""
     return RunTrace.from_json(read_trace_text(path, max_bytes, max_json_bytes))
+
+
+def checked_reading(trace: RunTrace) -> RunTrace:
+    """What ``RunTrace.from_json`` / ``from_dict`` do after the schema (``trace.READ_CHECKS``): the values
+    checked (``trace_check.check_trace``) and the metrics recomputed from the steps (``metrics.read_metrics``:
+    a file's "NaN" tau or negative count is never read)."""
+    check_trace(trace)
+    trace.metrics = read_metrics(trace)
+    return trace
+
+
+READ_CHECKS.append(checked_reading)  # registered once, on import (``specviz`` imports this module)
