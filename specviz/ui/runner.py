@@ -365,7 +365,7 @@ def write_tokens_csv(col: Column, folder: str, safe: str) -> None:
 def export_copy(col: Column, source: str, quota: int | None = None) -> str | None:
     """A replayed column's download: the uploaded file itself, copied byte for byte into the export
     directory (``export`` would serialise the whole trace again: 16 s for a 12,000-step trace). Its
-    metrics are the file's own; the page shows them recomputed (``replay_metrics``). A gzip upload
+    metrics are the file's own; the page shows them recomputed (``metrics.read_metrics``). A gzip upload
     stays gzip, named ``.json.gz``."""
     root = export_root()
     sweep_exports(root)
@@ -405,9 +405,6 @@ def load_trace_file(path: str, max_bytes: int | trace_io.ReadBudget) -> RunTrace
         return RunTrace.from_json(text)  # checked, metrics recomputed: the Python API's one reading
     except specviz.TraceFormatError as exc:
         raise specviz.TraceFormatError(f"{name}: {exc}") from exc
-
-
-replay_metrics = metrics.read_metrics  # a replayed trace's metrics: the one reading's (``RunTrace.from_json``)
 
 
 def columns_from_traces(traces: list[RunTrace]) -> list[Column]:
