@@ -104,7 +104,7 @@ def browser():
     browser tests, or fails them under CI / SPECVIZ_REQUIRE_E2E. Not one per process: Playwright's sync
     API keeps an event loop running in the test thread while it is open, and a later test's
     ``asyncio.run`` (Gradio's process_api in test_handlers_fuzz) then fails."""
-    from e2e_support import ARGS, CHROMIUM, REQUIRED
+    from e2e_support import ARGS, CHROMIUM, HANG_GUARD_MS, REQUIRED
 
     if CHROMIUM is None:
         if REQUIRED:
@@ -113,7 +113,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS, timeout=HANG_GUARD_MS)
         yield b
         b.close()
 

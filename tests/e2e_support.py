@@ -253,6 +253,9 @@ def wait_plot_title(page, elem_id: str, prefix: str, exact: bool = False) -> Non
         arg=[elem_id, prefix, exact], timeout=30_000)
 
 
+HANG_GUARD_MS = 600_000  # a page or browser that loads at all loads within this, however loaded the machine
+
+
 def open_page(browser, url, width=1500, height=1000):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": width, "height": height})
@@ -262,8 +265,8 @@ def open_page(browser, url, width=1500, height=1000):
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.errors = errors
-    page.goto(url)
-    page.wait_for_selector("#sv-run", timeout=60_000)
+    page.goto(url, timeout=HANG_GUARD_MS)
+    page.wait_for_selector("#sv-run", timeout=HANG_GUARD_MS)  # a hang guard, not a speed limit
     return page
 
 
