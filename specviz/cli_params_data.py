@@ -34,6 +34,7 @@ PARAMS = (
     ('dynamic', 'bool', 'dynamic width (Eqs 5-7); off: fixed at min_width, exact beam sampling'),
     ('single_beam', 'bool', 'memory-saving mode: carry only the best beam (Sec 3.4)'),
     ('literal_ratio', 'bool', "Algorithm 1's printed ratio min(1, q/p') (wrong; for comparison)"),
+    ('output_width', 'choice', 'beams an iteration outputs: paper = W_L of the last layer (Algorithm 1), code = W_S (the official code: a failed layer is filled up to W_S, the bonus layer samples W_S)'),
     ('num_drafts', 'int', 'M: draft sequences per step, all from the same prefix'),
     ('eps', 'float', 'over-acceptance: accept with min(1, (p + eps) / q); 0 is sd'),
     ('residual', 'choice', 'on rejection draw from the SD residual (opt, Decoding-OPT) or from the target (target, Decoding-UNO)'),

@@ -27,7 +27,11 @@ beams): exactly fixed-width beam sampling with ``min_width`` beams, i.e. ``beam`
 ``width=min_width`` in law (T > 0) and token for token (T = 0). With ``dynamic=True`` each layer is
 still an exact beam-sampling step *for the width it chose*, but the width changes with the context,
 so the run is not fixed-width beam sampling; the number of output beams is the width of the layer
-the iteration ended in (the last draft layer's after a bonus layer). At T = 0 p_beam is one-hot on
+the iteration ended in (the last draft layer's after a bonus layer): the paper's W_L (Algorithm 1,
+"sample W_L beams"); ``output_width="code"`` is the official code's W_S instead (a failed layer is
+filled up to W_S and the bonus layer samples W_S beams; at T = 0 only the bonus layer widens, a failed
+layer keeps the target's top W_L), so the run is no fixed-width beam sampling even with ``dynamic``
+off. At T = 0 p_beam is one-hot on
 the target's best candidate c*, so the law of Eqs 2-3 is Binomial(W_S, q_beam(c*)) and the run is
 beam search with a per-position width schedule: a narrowing keeps the best prefix so far, which can
 end below greedy decoding (docs/algorithms.md). The memory-saving mode is not fixed-width beam
@@ -73,6 +77,9 @@ PARAMS = (
     Param("dynamic", True, "bool", help="dynamic width (Eqs 5-7); off: fixed at min_width, exact beam sampling"),
     Param("single_beam", False, "bool", help="memory-saving mode: carry only the best beam (Sec 3.4)"),
     Param("literal_ratio", False, "bool", help="Algorithm 1's printed ratio min(1, q/p') (wrong; for comparison)"),
+    Param("output_width", "paper", "choice", choices=("paper", "code"),
+          help="beams an iteration outputs: paper = W_L of the last layer (Algorithm 1), code = W_S (the official "
+               "code: a failed layer is filled up to W_S, the bonus layer samples W_S)"),
 )
 
 
@@ -89,8 +96,8 @@ def check_widths(params: dict[str, Any]) -> None:
           paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Algorithm 1, Eqs 1-7",
           params=PARAMS, lossless=False, controller="dsbd", check=check_widths)
 def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: int, dynamic: bool,
-             single_beam: bool, literal_ratio: bool) -> Iterator[StepRecord]:
+             single_beam: bool, literal_ratio: bool, output_width: str) -> Iterator[StepRecord]:
     drafter = ForestDrafter(dec.draft, [Slot(ROOT, list(dec.tokens))])
-    verifier = LayerVerifier(BeamState.start(dec), LayerRule(literal_ratio), single_beam)
+    verifier = LayerVerifier(BeamState.start(dec), LayerRule(literal_ratio, output_width), single_beam)
     controller = WidthController(width, min_width, threshold, gamma, dynamic, single_beam)
     yield from run_steps(dec, drafter, verifier, controller)

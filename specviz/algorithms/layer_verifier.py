@@ -53,16 +53,26 @@ class LayerRule:
     ``verify_layer_greedy`` (the target's beam-search top W) at T = 0."""
 
     literal_ratio: bool = False
+    output_width: str = "paper"  # beams an iteration outputs: "paper" W_L^(l), "code" W_S (``walk_layers``)
 
     @property
     def lossless(self) -> bool:
         return not self.literal_ratio
 
+    def out_width(self, widths: LayerWidth, chosen: int) -> int:
+        """Beams out of a failed layer or the bonus layer: the paper's W_L^(l) (``chosen``; Algorithm 1
+        "sample W_L beams") or, with ``output_width="code"``, the official code's W_S (``widths.drafts``:
+        a failed layer is filled up to W_S and the bonus layer samples W_S beams)."""
+        return max(widths.drafts, chosen) if self.output_width == "code" else chosen
+
     def verify(self, dec: "Decoder", p_beam: torch.Tensor, q_beam: torch.Tensor, scores: torch.Tensor,
-               drafts: list[int], width: int) -> B.LayerVerdict:
+               drafts: list[int], width: int, fill_to: int | None = None) -> B.LayerVerdict:
+        """One layer; ``fill_to``: beams a failed layer returns at T > 0 (default ``width``). At T = 0 a
+        layer keeps the target's beam-search top ``width`` whatever ``fill_to`` says."""
         if dec.sampling.greedy:
             return B.verify_layer_greedy(scores, drafts, width)
-        return B.verify_layer(p_beam, q_beam, drafts, width, dec.generator, paper_literal_ratio=self.literal_ratio)
+        return B.verify_layer(p_beam, q_beam, drafts, width, dec.generator, fill_to=fill_to,
+                              paper_literal_ratio=self.literal_ratio)
 
     def record(self, greedy: bool) -> dict[str, Any]:
         """``StepRecord.rule`` (``core.rule_words``: ``dsbd_greedy`` at T = 0, else ``dsbd_layer``)."""
@@ -147,7 +157,7 @@ def walk_layers(dec: "Decoder", widths: LayerWidth, rule: LayerRule, forest: Dra
     valid = torch.ones(len(root_ll), dtype=torch.bool)
     layers: list[LayerStep] = []
     ended: list[int] = []
-    out_width = widths.min_width
+    out_width = rule.out_width(widths, widths.min_width)
 
     def rows() -> list[tuple[int | None, int]]:
         return [(None, j) if par is None else (par, forest.tree[par]) for j, par in enumerate(par_ids)]
@@ -158,9 +168,10 @@ def walk_layers(dec: "Decoder", widths: LayerWidth, rule: LayerRule, forest: Dra
         q_beam = forest.q_beam[lv - 1]
         nodes = forest.layers[lv - 1]
         choice = widths.choose(p_beam, q_beam)
-        verdict = rule.verify(dec, p_beam, q_beam, scores, [forest.candidate[n] for n in nodes], choice.width)
+        verdict = rule.verify(dec, p_beam, q_beam, scores, [forest.candidate[n] for n in nodes], choice.width,
+                              rule.out_width(widths, choice.width))
         layers.append(LayerStep(lv, int(valid.sum()), nodes, rows(), scores, p_beam, q_beam, choice, verdict))
-        out_width = choice.width
+        out_width = rule.out_width(widths, choice.width)
         if not verdict.passed:
             return LayerWalk(layers, list(zip(verdict.kept, verdict.sources, verdict.kept_draft)), par_ids, scores,
                              ended)
