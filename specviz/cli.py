@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import sys
 from typing import Any, Iterable, NoReturn
 
@@ -250,14 +249,28 @@ def write_tokens(traces: list[RunTrace], out: str) -> None:
     write_text(tokens_csv(*traces), out, "--tokens-csv", "the tokens")
 
 
+def _timed(args: argparse.Namespace, pair, calls: dict[int, Any], repeats: int, warmup: int):
+    """``calls`` timed by the routine Measure and bench share (``bench.timing.rounds``) under
+    ``--threads``: their ``Timing``s and the ``Conditions``."""
+    from specviz.bench import timing
+
+    timings, conditions, _ = timing.time_calls(calls, repeats, warmup=warmup, threads=args.threads,
+                                               device=str(pair.device), dtype=str(pair.dtype))
+    return timings, conditions
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import specviz
 
     check_decode_args(args, [args.algo])
     pair = load_pair_from_args(args)
-    trace = specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, args.algo))
+    call = {0: lambda: specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args, pair),
+                                      **_algo_params(args, args.algo))}
+    timings, conditions = _timed(args, pair, call, 1, 0)
+    trace = timings[0].result
     print(render_text(trace, color=not args.no_color and sys.stdout.isatty() or args.color))
     print(summary_line(trace))
+    print(f"ran on {conditions.sentence()}")
     if args.out:
         write_trace(trace, args.out)
         print(f"trace written to {args.out}")
@@ -267,54 +280,76 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _spread(values: list[float], fmt: str, unit: str = "") -> str:
-    """``median (min-max)`` of ``values``, or the one value."""
-    if len(values) == 1:
-        return format(values[0], fmt) + unit
-    return f"{format(statistics.median(values), fmt)}{unit} ({format(min(values), fmt)}-{format(max(values), fmt)})"
+def _spread(up, fmt: str, unit: str = "", ranged: bool = True) -> str:
+    """``median (lo-hi)`` of a ``timing.Spread``; the median alone unless ``ranged``."""
+    mid = format(up.median, fmt) + unit
+    return f"{mid} ({format(up.lo, fmt)}-{format(up.hi, fmt)})" if ranged else mid
+
+
+def compare_verdict(pair, algos: list[str], traces: list[RunTrace], rates: list, ups: list, threads: int | None
+                    ) -> str:
+    """The verdict (``bench.verdict``) on ``compare``'s rows, with the cost model's predictions of each
+    run (``bench.costs.predictions``, timed under ``threads``)."""
+    from specviz.bench import costs
+    from specviz.bench.verdict import VerdictRow, verdict
+
+    found = costs.predictions(pair, {i: [t] for i, t in enumerate(traces)}, threads=threads)
+    rows = []
+    for i, (algo, t, rate, up) in enumerate(zip(algos, traces, rates, ups)):
+        p = found.get(i)
+        rows.append(VerdictRow(algo, algo, rate.median, *((up.median, up.lo, up.hi) if up else (None, None, None)),
+                               *((p.here, p.gpu, p.tau, p.gpu_draft_cost, p.target_ms, p.draft_ms) if p else ())))
+    return verdict(rows)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from specviz.bench import timing
+
     import specviz
-    from specviz.metrics import speedup
 
     check_decode_args(args, args.algos)
     pair = load_pair_from_args(args)
 
-    def once(algo: str) -> RunTrace:
-        return specviz.decode(pair, algo, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, algo))
+    def once(algo: str):
+        return lambda: specviz.decode(pair, algo, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, algo))
 
-    if args.repeats > 1:  # one untimed run of each first: the first calls pay for allocation and lazy setup
-        for algo in args.algos:
-            once(algo)
-    rounds = []  # rounds[r][i]: algorithm i's run in round r; algorithms interleaved so drift hits all alike
-    for _ in range(args.repeats):
-        rounds.append([once(algo) for algo in args.algos])
-    traces = rounds[0]
+    # one untimed round first when timing (the first calls pay for allocation and lazy setup), then
+    # --repeats rounds, the algorithms interleaved so that drift hits all alike
+    timings, conditions = _timed(args, pair, {i: once(a) for i, a in enumerate(args.algos)}, args.repeats,
+                                 1 if args.repeats > 1 else 0)
+    traces = [timings[i].result for i in range(len(args.algos))]
     base_at = next((i for i, a in enumerate(args.algos) if a == "ar"), None)
     base = None if base_at is None else traces[base_at]
-    rows = []
+    rates, ups, rows, ranged = [], [], [], args.repeats > 1
     for i, t in enumerate(traces):
         m = t.metrics
         rate = "-" if m["acceptance_rate"] is None else f"{m['acceptance_rate']:.1%}"
-        speeds = [r[i].metrics["tokens_per_s"] for r in rounds]
-        ups = [] if base_at is None else [speedup(r[i], r[base_at]) for r in rounds]
-        ups = [u for u in ups if u is not None]
+        tokens = len(t.output_ids)
+        per_s = timing.rate(timings[i], tokens)
+        up = None if base_at is None else timing.speedup(timings[i], timings[base_at], tokens,
+                                                         len(base.output_ids))
+        rates.append(per_s)
+        ups.append(up)
         rows.append((t.algorithm, str(m["new_tokens"]), str(m["target_calls"]), f"{m['tau']:.2f}", rate,
-                     _spread(speeds, ".1f"), _spread(ups, ".2f", "x") if ups else "-"))
+                     _spread(per_s, ".1f", ranged=ranged) if per_s else "-",
+                     _spread(up, ".2f", "x", ranged) if up else "-"))
     heads = ("algorithm", "tokens", "calls", "tau", "accept", "tok/s", "speedup")
     widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(heads)]
     for row in (heads, *rows):
         print(" ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
     if args.repeats > 1:
         print(f"tok/s and speedup: median (min-max) over {args.repeats} timed runs of each algorithm, after one "
-              "warm-up run of each; runs interleaved, speedup against ar's run of the same round.")
+              "warm-up run of each; runs interleaved (bench.timing, as the app's Measure and bench), speedup: the "
+              "ratio of the median rates, its range round by round against ar's run of the same round.")
     else:
         print("tok/s and speedup come from one cold run each (--repeats 1, no warm-up): the first run also pays "
               "for warming up, so they say little about speed; see --repeats, or python -m specviz bench.")
+    print(f"timed on {conditions.sentence()}")
+    if all(r is not None for r in rates):
+        print("verdict: " + compare_verdict(pair, args.algos, traces, rates, ups, args.threads or conditions.threads))
     if args.tokens_csv:
         write_tokens(traces, args.tokens_csv)
-        print(f"tokens of the first round's runs written to {args.tokens_csv} (column run: the order of --algos)")
+        print(f"tokens of the last timed round's runs written to {args.tokens_csv} (column run: the order of --algos)")
     beam = next((t for t in traces if t.algorithm == "beam"), None)
     if base is not None and args.temperature == 0:
         for t in traces:
@@ -360,6 +395,14 @@ def cmd_theory(args: argparse.Namespace) -> int:
         raise SpecvizError(f"--figures {args.figures}: could not write {where} ({exc.strerror or exc}).") from exc
 
 
+def _add_threads_arg(p: argparse.ArgumentParser) -> None:
+    from specviz.bench.timing import cpu_count, threads_arg
+
+    p.add_argument("--threads", type=threads_arg, default=None,
+                   help=f"torch intra-op threads, 1 to {cpu_count()} (default: torch's own choice, usually one per "
+                        "core; the app gives each run cores // concurrent runs); the result states the number")
+
+
 def _build_run(run: argparse.ArgumentParser) -> None:
     add_pair_args(run)
     _add_decode_args(run)
@@ -370,6 +413,7 @@ def _build_run(run: argparse.ArgumentParser) -> None:
                      "(kind, drafter, p, q, acceptance probability, draw) as CSV here")
     run.add_argument("--no-color", action="store_true", help="plain markers instead of ANSI colours")
     run.add_argument("--color", action="store_true", help="force ANSI colours")
+    _add_threads_arg(run)
     run.set_defaults(fn=cmd_run, flags=option_names(run, algorithm="--algo"))
 
 
@@ -382,8 +426,9 @@ def _build_compare(cmp_: argparse.ArgumentParser) -> None:
                       help="timed runs of each algorithm, after one warm-up run of each; tok/s and speedup are "
                            "reported as median (min-max). 1: a single cold run, no warm-up")
     cmp_.add_argument("--tokens-csv", metavar="PATH", help="write every generated token with how it was produced "
-                      "(kind, drafter, p, q, acceptance probability, draw) as CSV here: the first timed round, "
+                      "(kind, drafter, p, q, acceptance probability, draw) as CSV here: the last timed round, "
                       "one run per --algos entry")
+    _add_threads_arg(cmp_)
     cmp_.set_defaults(fn=cmd_compare, flags=option_names(cmp_, algorithm="--algos"))
 
 
@@ -405,6 +450,13 @@ def _build_theory(theory: argparse.ArgumentParser) -> None:
     theory.set_defaults(fn=cmd_theory, flags=option_names(theory))
 
 
+def _build_papers(p: argparse.ArgumentParser) -> None:
+    from specviz.papers.cli import add_arguments as papers_arguments, main as papers_main
+
+    papers_arguments(p)
+    p.set_defaults(fn=papers_main, flags=option_names(p))
+
+
 # name -> (help, what builds its options); ``train`` is handed to specviz.train.cli whole (see ``main``)
 COMMANDS = {
     "run": ("decode one prompt with one algorithm and print the marked text", _build_run),
@@ -412,6 +464,7 @@ COMMANDS = {
     "algorithms": ("list the registered algorithms", _build_algorithms),
     "bench": ("benchmark algorithms and Hugging Face assisted generation", _build_bench),
     "theory": ("rerun the theory paper's simulations and write its figures", _build_theory),
+    "papers": ("each paper's headline claims rerun on the closest setting, as Markdown and JSON", _build_papers),
     "train": ("train the bundled pair (see python -m specviz train --help)", None),
 }
 

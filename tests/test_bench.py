@@ -77,6 +77,18 @@ def test_lossless_methods_reproduce_ar(report):
     assert "| repetition | ar |" in to_markdown(report)
 
 
+def test_the_report_states_what_it_ran_under_and_each_speedups_range(report):
+    """Issue 34: bench times with the shared routine (``bench.timing``) and says under what: torch
+    threads, device, dtype, load before and after; each speed-up has its pass-by-pass range."""
+    cond = report["conditions"]
+    assert cond["threads"] == torch.get_num_threads() and (cond["device"], cond["dtype"]) == ("cpu", "float32")
+    assert {"load_before", "load_after", "cpus"} <= set(cond)
+    for row in report["rows"]:
+        if row["speedup_vs_ar"] is not None:
+            assert row["speedup_vs_ar_min"] <= row["speedup_vs_ar"] * (1 + 1e-9) or row["method"] == "ar"
+    assert f"- timed on {cond['threads']} torch thread" in to_markdown(report)
+
+
 def _trace(steps: list[tuple[int, int, int]]) -> RunTrace:
     """A trace whose steps drafted ``n`` nodes in ``d`` draft calls and committed ``c`` tokens."""
     t = RunTrace("x", {}, {}, {}, 0, [1], "")

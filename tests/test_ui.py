@@ -465,24 +465,21 @@ def test_a_paused_run_wakes_at_stop():
 
 
 def test_the_page_sets_the_pace_once_it_reports(explorer):
-    """Back-pressure: a page that reports what it has drawn is never more than one update behind; a
-    caller that never reports (a script, these tests) is not waited for."""
+    """The page's reports of what it has drawn (``runner.FrameGate`` reads them); a caller that never
+    reports (a script, these tests) is sent every update."""
     from specviz.ui.runner import RunControl
     c = RunControl()
-    c.wait_shown(10, timeout=3600)  # returns at once: the page has not reported
+    assert not c.page_reports
     c.report_shown(4)
     c.report_shown(3)               # late reports never move it back
     assert c.shown_step == 4 and c.page_reports
-    c.wait_shown(4, timeout=3600)   # returns at once: step 4 is drawn
-    c.stop()
-    c.wait_shown(99, timeout=3600)  # returns at once: stopped
     session = Session(pair_key=explorer.default_key)
     gen = live(explorer, session, ["ar"], max_new=8)
     next(gen)
     explorer.page_shown(session, "1:123")
     assert explorer.runs.get(id(session)).shown_step == 1
     explorer.page_shown(session, "garbage")  # ignored
-    explorer.stop(session)  # (the run would now wait up to 3 s per update for reports that never come)
+    explorer.stop(session)
     assert "Stopped" in list(gen)[-1]["status"]
 
 
@@ -519,26 +516,36 @@ def test_table_marks_wall_times_only_when_not_comparable(explorer, tmp_path):
     assert "not comparable" not in out["table"]  # one replayed trace: its own timing
 
 
-def test_measure_runs_one_after_another_and_reports_medians(explorer):
+def test_measure_interleaves_the_columns_and_reports_medians(explorer):
     session = Session(pair_key=explorer.default_key)
     outs = list(explorer.measure(session, **run_inputs(max_new_tokens=12, columns=["ar", "sd"], pace=0.3)))
     assert outs[0]["measure_btn"].interactive is False and outs[-1]["measure_btn"].interactive is True
     html = outs[-1]["measurements"]
-    assert "median wall s" in html and "one after another" in html
+    assert "median wall s" in html and "interleaved" in html
     assert html.count("<tr>") == 3  # header + ar + sd
     assert "×</td>" in html  # sd's speed-up against ar's median
     assert any("measuring sd (2 of 2)" in o.get("measurements", "") for o in outs)
 
 
-def test_measure_rows_come_from_median_times(explorer, monkeypatch):
+def fake_timer(durations: list[float]):
+    """A perf_counter for ``measure(timer=...)``: each decode call reads it when it starts and when it
+    ends (no pauses: the tick clock never moves), and takes the next of ``durations``."""
+    readings, now = [], 0.0
+    for d in durations:
+        readings += [now, now + d]
+        now += d
+    it = iter(readings)
+    return lambda: next(it)
+
+
+def test_measure_rows_come_from_median_times(explorer):
     from specviz.ui import measure as m
-    times = iter([2.0, 1.0])
-    monkeypatch.setattr(m, "median", lambda seconds: next(times) if len(seconds) == 3 else 0.0)
     pair = explorer.registry.get(explorer.default_key)
+    timer = fake_timer([9.0, 9.0, 3.0, 1.5, 1.0, 0.5, 2.0, 1.0])  # ar, sd: a warm-up round, then 3 rounds
     *_, (note, rows) = m.measure(pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, max_new_tokens=8,
-                                 temperature=0.0, seed=0)
+                                 temperature=0.0, seed=0, timer=timer, clock=lambda: 0.0, predict=False)
     ar, sd = rows
-    assert ar.wall_s == 2.0 and sd.wall_s == 1.0 and ar.new_tokens == sd.new_tokens == 8
+    assert ar.wall_s == 2.0 and sd.wall_s == 1.0 and ar.new_tokens == sd.new_tokens == 8  # medians, not means
     assert sd.speedup == pytest.approx(2.0) and ar.speedup == pytest.approx(1.0)
 
 
@@ -557,29 +564,23 @@ def test_measure_rows_name_only_the_settings_that_apply(explorer):
     assert "sd (controller=beta_ts, k_max=0, alpha0=1.0, beta0=1.0, beta_rule=paper, drafter=auto)" in html
 
 
-def test_measure_reports_each_median_with_its_spread(explorer, monkeypatch):
-    """Median wall time, tokens/s and speed-up each with min–max over the timed runs; the speed-up's range
-    pairs the extremes (the algorithms' runs are one after another, not paired)."""
+def test_measure_reports_each_median_with_its_spread(explorer):
+    """Median wall time, tokens/s and speed-up each with min–max over the timed rounds; the speed-up's
+    range is round by round, each against ar's run of the same round (the columns are interleaved)."""
     from specviz.ui import measure as m
     pair = explorer.registry.get(explorer.default_key)
-    traces = {a: specviz.decode(pair, a, "def f(x):\n", max_new_tokens=8, temperature=0.0) for a in ("ar", "sd")}
-    seconds = {"ar": iter([9.0, 0.3, 0.1, 0.2]), "sd": iter([9.0, 0.15, 0.05, 0.1])}  # a warm-up, then 3 runs
-
-    def timed(pair, algo, *args):
-        yield next(seconds[algo]), traces[algo]
-
-    monkeypatch.setattr(m, "_timed_decode", timed)
+    timer = fake_timer([9.0, 9.0, 0.3, 0.1, 0.1, 0.05, 0.2, 0.1])  # ar, sd: a warm-up round, then 3 rounds
     *_, (note, rows) = m.measure(pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, max_new_tokens=8,
-                                 temperature=0.0)
+                                 temperature=0.0, timer=timer, clock=lambda: 0.0, predict=False)
     ar, sd = rows
-    assert (ar.wall_s, ar.wall_s_min, ar.wall_s_max) == (0.2, 0.1, 0.3)
-    assert (sd.wall_s, sd.wall_s_min, sd.wall_s_max) == (0.1, 0.05, 0.15)
+    assert (ar.wall_s, ar.wall_s_min, ar.wall_s_max) == pytest.approx((0.2, 0.1, 0.3))
+    assert (sd.wall_s, sd.wall_s_min, sd.wall_s_max) == pytest.approx((0.1, 0.05, 0.1))
     assert sd.speedup == pytest.approx(2.0)
-    assert sd.speedup_min == pytest.approx(0.1 / 0.15) and sd.speedup_max == pytest.approx(0.3 / 0.05)
+    assert sd.speedup_min == pytest.approx(2.0) and sd.speedup_max == pytest.approx(3.0)  # rounds: 3, 2, 2
     assert ar.speedup == 1.0 and ar.speedup_min is None  # ar against its own runs: 1 exactly, no range
     html = m.measurements_html(rows, note)
     n = ar.new_tokens
-    for text in ("0.200", "0.100–0.300", "0.050–0.150", f"{n / 0.3:.1f}–{n / 0.1:.1f}", "2.00×", "0.67–6.00",
+    for text in ("0.200", "0.100–0.300", "0.050–0.100", f"{n / 0.3:.1f}–{n / 0.1:.1f}", "2.00×", "2.00–3.00",
                  "range (min–max)"):
         assert text in html, text
     assert html.count('class="sv-spread"') == 5  # wall s and tokens/s of both, sd's speed-up

@@ -10,13 +10,14 @@ are nearly free; on a CPU t(n) grows with n and a tree pays for its width.
 """
 from __future__ import annotations
 
-import statistics
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
+from specviz.bench import timing
 from specviz.core.trees import ROOT
 from specviz.models.tree_forward import CachedLM
 from specviz.trace import RunTrace, StepRecord
@@ -31,23 +32,18 @@ def _sync(device: torch.device) -> None:
 
 
 def round_robin_ms(calls: dict[Any, Callable[[], Any]], device: torch.device, rounds: int,
-                   before: dict[Any, Callable[[], Any]] | None = None) -> dict[Any, float]:
-    """Median milliseconds of each call, timed round-robin (one of each per round, after a warm-up
-    round) so that a machine's drift in speed hits every call alike and their ratios hold. Each timed
-    call follows an untimed one: ``before[name]`` where given, else the same call, so that it finds
-    its weights as warm in the caches as in a run of calls, not evicted by the previous (different) call."""
-    times: dict[Any, list[float]] = {name: [] for name in calls}
+                   before: dict[Any, Callable[[], Any]] | None = None, threads: int | None = None,
+                   clock: Callable[[], float] = time.perf_counter) -> dict[Any, float]:
+    """Median milliseconds of each call, timed round-robin by the shared routine (``timing.rounds``:
+    one of each per round, after a warm-up round) so that a machine's drift in speed hits every call
+    alike and their ratios hold. Each timed call follows an untimed one: ``before[name]`` where given,
+    else the same call, so that it finds its weights as warm in the caches as in a run of calls, not
+    evicted by the previous (different) call."""
     before = before or {}
-    for round_ in range(rounds + 1):
-        for name, fn in calls.items():
-            before.get(name, fn)()
-            _sync(device)
-            start = time.perf_counter()
-            fn()
-            _sync(device)
-            if round_:
-                times[name].append(1000 * (time.perf_counter() - start))
-    return {name: statistics.median(t) for name, t in times.items()}
+    timings, _, _ = timing.time_calls(calls, rounds, threads=threads, device=str(device), clock=clock,
+                                      before={name: before.get(name, fn) for name, fn in calls.items()},
+                                      sync=(lambda: _sync(device)) if device.type == "cuda" else None)
+    return {name: 1000 * t.median for name, t in timings.items()}
 
 
 def _chain_call(lm: CachedLM, tokens: list[int]) -> Callable[[], None]:
@@ -231,3 +227,116 @@ def ceiling(t_target: dict[int, float], t_draft: dict[int, float] | None, gammas
     right (tau = gamma + 1), at the draft length where that pays most."""
     best = max(gammas, key=lambda g: chain_speedup(t_target, t_draft, g, g + 1, switch))
     return {"gamma": best, "speedup": chain_speedup(t_target, t_draft, best, best + 1, switch)}
+
+
+# ---- the cost model of a set of runs, here and on a GPU (issue 34: the verdict under every result) ----
+
+def drafter_key(trace: RunTrace) -> str | None:
+    """Which t(n) prices ``trace``'s draft calls: ``"draft"`` (a separate draft model), ``"feature"``
+    (the feature head), ``"early_exit"`` (EESD's drafter), or None (no drafter forwards: ``ar``,
+    prompt lookup, beams), from ``RunTrace.drafter``."""
+    kind = (trace.drafter or {}).get("kind")
+    return {"draft_model": "draft", "feature": "feature", "early_exit": "early_exit"}.get(kind)
+
+
+def _layers(model) -> int:
+    return int(model.config.get_text_config().num_hidden_layers)
+
+
+def _weights(module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def gpu_draft_cost(pair, key: str | None) -> float | None:
+    """The assumed cost of a ``key`` drafter's call as a share of a target call on a GPU at batch 1:
+    the larger of its share of the decoder layers (the kernels launched, which set the time of models
+    this small) and of the weights (the memory read, which sets it for large ones). None: no drafter."""
+    layers = _layers(pair.target)
+    if key == "draft" and pair.draft is not None:
+        return max(_layers(pair.draft) / layers, _weights(pair.draft) / _weights(pair.target))
+    if key == "feature" and pair.feature is not None:
+        return max(1 / layers, _weights(pair.feature) / _weights(pair.target))
+    if key == "early_exit" and pair.early_exit is not None:
+        return (pair.early_exit.exit_layer + 1) / layers  # the first layers, the exit layer and a head
+    return None
+
+
+def gpu_speedup(traces: list[RunTrace], draft_cost: float | None) -> float:
+    """``predicted_speedup`` on a GPU, a prediction: every call on n tokens costs what a one-token call
+    does (t(n) = t(1): at batch 1 the weights are read once per call whatever n, for the n a run feeds),
+    a draft call ``draft_cost`` of a target call (``gpu_draft_cost``), no cost for switching models."""
+    return predicted_speedup(traces, {1: 1.0}, {1: draft_cost} if draft_cost is not None else None)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The cost model's speed-up over ``ar`` for one method's runs: ``here`` from t(n) timed on this
+    machine, ``gpu`` on a GPU (``gpu_speedup``, with ``gpu_draft_cost`` a draft call's assumed share of a
+    target call); ``tau`` tokens per target call, ``target_ms`` and ``draft_ms`` the one-token calls here."""
+
+    here: float
+    gpu: float
+    tau: float | None
+    gpu_draft_cost: float | None
+    target_ms: float
+    draft_ms: float | None
+    drafter: str | None
+
+
+def call_sizes(largest: int) -> tuple[int, ...]:
+    """The sizes n whose t(n) a prediction times: 1, the powers of two below ``largest``, and
+    ``largest`` itself (at most the largest of ``QUICK_SIZES``; between two it interpolates)."""
+    top = max(1, min(largest, QUICK_SIZES[-1]))
+    return tuple(sorted({1, top} | {n for n in QUICK_SIZES if n < top}))
+
+
+def _largest_priced(traces: list[RunTrace], role: str) -> int:
+    """The most tokens any ``role`` call of these runs is priced at (``step_cost``: a run's first calls
+    without the prompt's prefill)."""
+    sizes = [1]
+    for trace in traces:
+        for step in trace.steps:
+            prefill = len(trace.prompt_ids) - 1 if step.n_before == 0 else 0
+            fed = step.target_fed if role == "target" else step.draft_fed
+            if role == "target" and not fed:
+                fed, prefill = [1 + step.n_drafted], 0
+            sizes += [max(1, n - (prefill if i == 0 else 0)) for i, n in enumerate(fed)]
+    return max(sizes)
+
+
+def predictions(pair, runs: dict[Any, list[RunTrace]], rounds: int = 7, threads: int | None = None
+                ) -> dict[Any, Prediction]:
+    """``Prediction`` of each method's runs (``runs``: method -> its traces): t(n) of the target and of
+    each drafter the runs used, timed here at ``call_sizes`` up to the largest call they made, after
+    as many cached tokens as their mean context, ``rounds`` rounds (``round_robin_ms``); ``switch_ms``
+    (``2 * rounds``: a difference of two medians needs more) where a separate draft model ran. The
+    work is bounded: at most 8 sizes of at most 128 tokens per model."""
+    traces = [t for ts in runs.values() for t in ts]
+    if not traces:
+        return {}
+    keys = {drafter_key(t) for t in traces} - {None}
+    prefix = round(sum(len(t.prompt_ids) + len(t.output_ids) / 2 for t in traces) / len(traces))
+    with timing.torch_threads(threads):
+        t_target = forward_times(pair.target, call_sizes(_largest_priced(traces, "target")), prefix, rounds,
+                                 pair.vocab_size)
+        drafts = call_sizes(_largest_priced(traces, "draft"))
+        t_drafts: dict[str, dict[int, float]] = {}
+        if "draft" in keys:
+            t_drafts["draft"] = forward_times(pair.draft, drafts, prefix, rounds, pair.vocab_size)
+        if "early_exit" in keys:
+            t_drafts["early_exit"] = early_exit_times(pair, drafts, prefix, rounds)
+        if "feature" in keys:
+            t_drafts["feature"] = feature_times(pair, drafts, prefix, rounds)
+        switch = switch_ms(pair, prefix, 2 * rounds) if "draft" in keys else None
+    out = {}
+    for name, ts in runs.items():
+        key = drafter_key(ts[0]) if ts else None
+        calls = sum(int(t.metrics.get("target_calls", 0)) for t in ts if t.metrics)
+        tokens = sum(len(t.output_ids) for t in ts)
+        cost = gpu_draft_cost(pair, key)
+        out[name] = Prediction(
+            here=predicted_speedup(ts, t_target, t_drafts.get(key), switch if key == "draft" else None),
+            gpu=gpu_speedup(ts, cost), tau=tokens / calls if calls else None, gpu_draft_cost=cost,
+            target_ms=interpolate(t_target, 1), draft_ms=interpolate(t_drafts[key], 1) if key in t_drafts else None,
+            drafter=key)
+    return out

@@ -23,14 +23,14 @@ import argparse
 import json
 import os
 import statistics
-import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 import torch
 
 from specviz.algorithms import get_algorithm
-from specviz.bench import costs
+from specviz.bench import costs, timing
 from specviz.bench.goals import goals, goals_markdown
 from specviz.bench.overhead import trace_overhead
 from specviz.bench.peers import peer_functions
@@ -68,8 +68,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", type=whole(1, 128), nargs="+", default=None, metavar="N",
                    help="the call sizes n whose t(n) the cost model measures (default: every n in 1..128; "
                         "between two sizes it interpolates)")
-    p.add_argument("--threads", type=whole(1), default=None,
-                   help="torch intra-op threads (default: torch's own choice); reported in bench.json")
+    p.add_argument("--threads", type=timing.threads_arg, default=None,
+                   help=f"torch intra-op threads, 1 to {timing.cpu_count()} (default: torch's own choice); set for "
+                        "the run and restored after it, reported with the device, dtype and load (bench.json, bench.md)")
     p.add_argument("--out", default="bench-out")
 
 
@@ -179,42 +180,35 @@ def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tok
     skipped: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     for category, plist in prompts.items():
-        live = {}
-        for name, (kind, lossless, fn) in methods.items():
-            if name in skipped:
-                continue
-            try:
-                [fn(p) for p in plist]  # warm-up (and Sequoia's one-off calibration)
-            except SpecvizError as exc:
-                skipped[name] = str(exc)
-                continue
-            live[name] = (kind, lossless, fn)
-        walls: dict[str, list[float]] = {name: [] for name in live}
-        results: dict[str, list[Outcome]] = {}
-        for _ in range(max(1, repeat)):
-            for name, (_, _, fn) in live.items():
-                start = time.perf_counter()
-                results[name] = [fn(p) for p in plist]
-                walls[name].append(time.perf_counter() - start)
-        rows.extend(_rows(pair, plist, category, live, walls, results, t_target, t_drafts or {}, switch))
+        live = {name: m for name, m in methods.items() if name not in skipped}
+        # the shared routine (bench.timing): a warm-up pass (and Sequoia's one-off calibration) that
+        # drops a method the pair cannot run, then the timed passes, methods interleaved within each
+        timings, _, failed = timing.time_calls({name: partial(_pass, fn, plist) for name, (_, _, fn) in live.items()},
+                                               max(1, repeat), device=str(pair.device), dtype=str(pair.dtype),
+                                               skip=(SpecvizError,))
+        skipped.update({name: str(exc) for name, exc in failed.items()})
+        live = {name: m for name, m in live.items() if name in timings}
+        rows.extend(_rows(pair, plist, category, live, timings, t_target, t_drafts or {}, switch))
     return rows, skipped
 
 
-def _rows(pair, prompts, category, live, walls, results, t_target, t_drafts, switch) -> list[dict[str, Any]]:
-    import specviz
+def _pass(fn: Callable[[Any], Outcome], prompts: list[Any]) -> list[Outcome]:
+    """One method over a category's prompts: one pass, timed whole."""
+    return [fn(p) for p in prompts]
 
+
+def _rows(pair, prompts, category, live, timings, t_target, t_drafts, switch) -> list[dict[str, Any]]:
+    results = {name: t.result for name, t in timings.items()}
     base, beam = results.get("ar"), results.get("beam")
     prompt_ids = [pair.encode(p) if isinstance(p, str) else list(p) for p in prompts]
     out = []
     for name, (kind, lossless, _) in live.items():
-        res, times = results[name], walls[name]
+        res, times = results[name], timings[name].seconds
         new = sum(len(r.output_ids) for r in res)
         calls = sum(r.target_calls for r in res)
         wall = statistics.median(times)
         traces = [r.trace for r in res if r.trace is not None]
-        drafter = specviz.ALGORITHMS[traces[0].algorithm].drafter if traces else None
-        if traces and (traces[0].drafter or {}).get("kind") == "feature":
-            drafter = "feature"  # the feature head's own t(n), no model switch
+        drafter = costs.drafter_key(traces[0]) if traces else None
         drafted = sum(s.n_drafted for t in traces for s in t.steps)
         accepted = sum(s.n_accepted for t in traces for s in t.steps)
         row = {
@@ -236,7 +230,10 @@ def _rows(pair, prompts, category, live, walls, results, t_target, t_drafts, swi
         out.append(row)
     ar = next((r for r in out if r["method"] == "ar"), None)
     for row in out:
-        row["speedup_vs_ar"] = row["tokens_per_s"] / ar["tokens_per_s"] if ar and ar["tokens_per_s"] else None
+        up = timing.speedup(timings[row["method"]], timings["ar"], row["new_tokens"], ar["new_tokens"]) if ar else None
+        row["speedup_vs_ar"] = 1.0 if row is ar else (up.median if up else None)  # the ratio of the median rates
+        row["speedup_vs_ar_min"] = 1.0 if row is ar else (up.lo if up else None)  # pass by pass, against ar's
+        row["speedup_vs_ar_max"] = 1.0 if row is ar else (up.hi if up else None)  # pass of the same round
         pred = row["predicted_speedup"]
         row["efficiency"] = row["speedup_vs_ar"] / pred if pred and row["speedup_vs_ar"] is not None else None
     return out
@@ -281,6 +278,7 @@ def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None,
     import specviz
 
     algos = algos or list(specviz.ALGORITHMS)
+    load_before = timing.load_average()
     lengths = [len(pair.encode(p) if isinstance(p, str) else p) for plist in prompts.values() for p in plist]
     calls = measure_calls(pair, sizes, repeat, prefix=round(statistics.mean(lengths)) + max_new_tokens // 2)
     rows, skipped = benchmark(pair, prompts, algos, max_new_tokens, repeat, gamma, with_peers,
@@ -294,13 +292,23 @@ def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None,
                                                     "gamma": gamma, "greedy": True,
                                                     "categories": {c: len(p) for c, p in prompts.items()}},
               **calls, "trace_overhead": over["trace_overhead"], "trace_overhead_algorithm": probe,
-              "trace_overhead_detail": over, "rows": rows, "skipped": skipped}
+              "trace_overhead_detail": over, "rows": rows, "skipped": skipped,
+              "conditions": timing.Conditions(torch.get_num_threads(), str(pair.device),
+                                              str(pair.dtype).removeprefix("torch."), timing.cpu_count(), load_before,
+                                              timing.load_average()).as_dict()}
     report["goals"] = goals(report)
     return report
 
 
 def _fmt(v: Any, f: str) -> str:
     return "-" if v is None else format(v, f)
+
+
+def _speedup(row: dict[str, Any]) -> str:
+    """``1.42 (1.31-1.55)``: the speed-up over ar with its range pass by pass, where it has one."""
+    lo, hi = row.get("speedup_vs_ar_min"), row.get("speedup_vs_ar_max")
+    text = _fmt(row["speedup_vs_ar"], ".2f")
+    return text if lo is None or hi is None or f"{lo:.2f}" == f"{hi:.2f}" else f"{text} ({lo:.2f}-{hi:.2f})"
 
 
 def to_markdown(report: dict[str, Any]) -> str:
@@ -310,6 +318,8 @@ def to_markdown(report: dict[str, Any]) -> str:
              f"{s['max_new_tokens']} new tokens per prompt, {'chat ' if s.get('chat') else ''}prompts: {cats}; "
              f"median of {s['repeat']} "
              f"(min-max) after a warm-up", "",
+             *([f"- timed on {timing.Conditions(**report['conditions']).sentence()} (bench.timing: the routine "
+                "of the app's Measure and compare)"] if report.get("conditions") else []),
              f"- one-token target call {report['target_call_ms']:.2f} ms (stock transformers forward "
              f"{report['stock_target_call_ms']:.2f} ms); the same weight matrices as bare matmuls "
              f"{report['bare_matmul_ms']:.2f} ms (ratio {report['target_call_over_bare']:.2f}); "
@@ -333,7 +343,7 @@ def to_markdown(report: dict[str, Any]) -> str:
              f"{over['spread'][0]:+.3f} to {over['spread'][1]:+.3f}); time inside the recording / rest of the run: "
              f"{over['recording_share']:.3f}; garbage collection / run: {over['gc_share']:.4f}", ""]
     lines += ["| category | method | new tokens | target calls | draft calls | tau | accept | wall s (min-max) | "
-              "tokens/s | speedup vs ar | predicted | efficiency | greedy = ar | target log p / token | greedy = beam |",
+              "tokens/s | speedup vs ar (min-max) | predicted | efficiency | greedy = ar | target log p / token | greedy = beam |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|"]
     for r in report["rows"]:
         eq = "-" if r["greedy_equal"] is None else ("yes" if r["greedy_equal"] else "NO")
@@ -342,7 +352,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"| {r['category']} | {r['method']} | {r['new_tokens']} | {r['target_calls']} | {r['draft_calls']} | "
             f"{_fmt(r['tau'], '.2f')} | {_fmt(r['acceptance_rate'], '.0%')} | {r['wall_s']:.3f} "
             f"({r['wall_s_min']:.3f}-{r['wall_s_max']:.3f}) | {r['tokens_per_s']:.1f} | "
-            f"{_fmt(r['speedup_vs_ar'], '.2f')} | {_fmt(r['predicted_speedup'], '.2f')} | "
+            f"{_speedup(r)} | {_fmt(r['predicted_speedup'], '.2f')} | "
             f"{_fmt(r['efficiency'], '.2f')} | {eq} | {_fmt(r['target_logp'], '.3f')} | {eq_beam} |")
     for name, why in report["skipped"].items():
         lines.append(f"\nskipped {name}: {why}")
@@ -400,8 +410,6 @@ def check_args(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     check_args(args)
     per_cat, new_tokens, repeat, sizes = args.prompts_per_category, args.max_new_tokens, args.repeat, costs.FULL_SIZES
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.quick:
         per_cat, new_tokens, repeat, sizes = per_cat or 2, min(new_tokens, 32), 1, costs.QUICK_SIZES
     if args.sizes:
@@ -418,9 +426,10 @@ def main(args: argparse.Namespace) -> int:
         prompts = select(args.categories, per_cat, chat)
         if chat:  # token ids of the chat-formatted questions, the same for specviz and the peers
             prompts = {c: [encode_prompt(pair, p, chat=True)[0] for p in plist] for c, plist in prompts.items()}
-    report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes, args.beam_width,
-                     sd_rows(tuple(args.sd_gammas or ()), tuple(args.sd_controllers or ())), chat,
-                     tuple(args.drafters or ()))
+    with timing.torch_threads(args.threads):  # the whole run, restored after it
+        report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes,
+                         args.beam_width, sd_rows(tuple(args.sd_gammas or ()), tuple(args.sd_controllers or ())), chat,
+                         tuple(args.drafters or ()))
     try:
         write_report(report, args.out)
     except OSError as exc:  # checked before the run (check_args), so the disk or the directory changed since

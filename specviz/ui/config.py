@@ -270,7 +270,9 @@ def configure_torch_threads(config: AppConfig) -> int:
     """
     import torch
 
-    n = config.torch_threads or max(1, (os.cpu_count() or 1) // max(1, config.concurrency))
+    from specviz.bench.timing import default_threads  # the one thread setting (issue 34)
+
+    n = config.torch_threads or default_threads(config.concurrency)
     if n != torch.get_num_threads():
         torch.set_num_threads(n)
     return n

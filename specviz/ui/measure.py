@@ -1,32 +1,37 @@
 """The app's "Measure" action: timings that can be compared (no Gradio here).
 
 A live run interleaves its columns step by step on one device and may be paced, so its wall times
-are not independent measurements. ``measure`` runs the selected algorithms one after another,
-unpaced, each with a warm-up and ``repeats`` timed runs, and reports medians with their spread (the
-fastest and slowest timed run): the method of the README benchmark (``specviz.bench.run``), so the two
-agree within noise for the same settings. A row names only the settings that had an effect
-(``runner.effective_params``: no Thompson-sampling prior under ``controller=static``).
+are not independent measurements. ``measure`` times the selected columns unpaced with the routine
+``python -m specviz compare`` and ``bench`` use (``bench.timing.rounds``: a warm-up round, then
+``repeats`` timed rounds, each running every column once, in order), under one torch thread count,
+and reports medians with their spread, the conditions it ran under (threads, device, dtype, load)
+and the verdict in words (``bench.verdict``) with the cost model's predictions (``bench.costs``). A
+row names only the settings that had an effect (``runner.effective_params``: no Thompson-sampling
+prior under ``controller=static``).
 """
 from __future__ import annotations
 
 import html
-import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from functools import partial
+from typing import Any, Callable, Generator, Iterator
 
 import specviz
 from specviz import interrupt
+from specviz.bench import timing
+from specviz.bench.verdict import VerdictRow, verdict
 from specviz.models.loading import ModelPair
+from specviz.trace import RunTrace
 from specviz.ui.runner import effective_params
-
-median = statistics.median  # of the timed runs (a module name, so tests can check the rows use it)
 
 
 @dataclass
 class Measurement:
-    """Median timing of one algorithm over ``repeats`` runs after a warm-up, with the fastest and the
-    slowest timed run (``wall_s_min``, ``wall_s_max``; both ``wall_s`` when not given)."""
+    """Median timing of one column over ``repeats`` timed rounds after a warm-up round, with the
+    fastest and the slowest timed run (``wall_s_min``, ``wall_s_max``; both ``wall_s`` when not given);
+    what it ran under (``conditions``) and the cost model's predictions over ``ar`` (``predicted`` here,
+    ``predicted_gpu`` on a GPU, with ``gpu_draft_cost`` a draft call's assumed share of a target call)."""
 
     label: str
     algorithm: str
@@ -37,8 +42,14 @@ class Measurement:
     speedup: float | None = None   # tokens/s over ar's tokens/s (when ar was measured)
     wall_s_min: float | None = None
     wall_s_max: float | None = None
-    speedup_min: float | None = None  # the slowest of these runs against ar's fastest
-    speedup_max: float | None = None  # the fastest against ar's slowest
+    speedup_min: float | None = None  # the lowest and highest of the rounds' speed-ups, each against
+    speedup_max: float | None = None  # ar's run of the same round
+    conditions: timing.Conditions | None = None
+    predicted: float | None = None
+    predicted_gpu: float | None = None
+    gpu_draft_cost: float | None = None
+    target_ms: float | None = None   # the cost model's one-token calls here
+    draft_ms: float | None = None
 
     def __post_init__(self) -> None:
         self.wall_s_min = self.wall_s if self.wall_s_min is None else self.wall_s_min
@@ -60,6 +71,15 @@ class Measurement:
     def tokens_per_s_max(self) -> float:
         return self._rate(self.new_tokens, self.wall_s_min)
 
+    @property
+    def tau(self) -> float | None:
+        return self.new_tokens / self.target_calls if self.target_calls else None
+
+    def verdict_row(self) -> VerdictRow:
+        return VerdictRow(self.label, self.algorithm, self.tokens_per_s, self.speedup, self.speedup_min,
+                          self.speedup_max, self.predicted, self.predicted_gpu, self.tau, self.gpu_draft_cost,
+                          self.target_ms, self.draft_ms)
+
 
 def measure_label(algorithm: str, params: dict[str, Any]) -> str:
     """``algorithm (k=v, ...)`` with the parameters that have an effect (``runner.effective_params``,
@@ -75,83 +95,131 @@ def row_labels(algorithms: list[tuple[str, dict[str, Any]]]) -> list[str]:
             for i, label in enumerate(labels)]
 
 
-def _timed_decode(pair: ModelPair, algo: str, prompt: str | list[int], params: dict[str, Any],
-                  sampling: dict[str, Any], should_stop: Callable[[], bool] | None,
-                  clock: Callable[[], float], tick_s: float) -> Iterator[tuple[float | None, Any]]:
-    """One decode, step by step: yields ``(None, None)`` at most every ``tick_s`` (by ``clock``) so the
-    caller can hand control back (a Gradio generator notices a gone client only when it yields), then
-    ``(seconds, trace)``, the decode's own time without the ticks. Ends without a result if
-    ``should_stop`` says so between two steps."""
-    elapsed, last_tick = 0.0, clock()
-    start = time.perf_counter()
+def _decode(pair: ModelPair, algo: str, prompt: str | list[int], params: dict[str, Any], sampling: dict[str, Any],
+            should_stop: Callable[[], bool] | None, clock: Callable[[], float], tick_s: float
+            ) -> Generator[None, None, RunTrace | None]:
+    """One whole decode call, step by step, as a pausable call of ``timing.rounds``: it yields at most
+    every ``tick_s`` (by ``clock``) so the caller can hand control back (a Gradio generator notices a
+    gone client only when it yields; the routine does not count the pause), and returns the trace, or
+    None if ``should_stop`` said so between two steps."""
     live = specviz.stream(pair, algo, prompt=prompt, **sampling, **effective_params(algo, params))  # shown ones
-    steps = iter(live)
+    steps, last_tick = iter(live), clock()
     while True:
         try:
             with interrupt.checking(should_stop):  # Sequoia's calibration checks it between its steps
                 next(steps)
         except StopIteration:
-            break
+            return live.trace
         except interrupt.RunInterrupted:
-            return
+            return None
         if should_stop is not None and should_stop():
-            return
+            return None
         if clock() - last_tick >= tick_s:
-            elapsed += time.perf_counter() - start
-            yield None, None
+            yield
             last_tick = clock()
             if should_stop is not None and should_stop():
-                return
-            start = time.perf_counter()
-    elapsed += time.perf_counter() - start
-    yield elapsed, live.trace
+                return None
+
+
+def _rows(labels: list[str], algorithms: list[tuple[str, dict[str, Any]]], seconds: list[list[float]],
+          traces: list[RunTrace], rounds: int, conditions: timing.Conditions | None) -> list[Measurement]:
+    """A row per column from its first ``rounds`` timed rounds, each speed-up against ``ar``'s
+    (``timing.speedup``: the ratio of the median rates, the range round by round)."""
+    timings = [timing.Timing(s[:rounds], t) for s, t in zip(seconds, traces)]
+    rows = []
+    for label, (algo, _), t in zip(labels, algorithms, timings):
+        m = t.result.metrics
+        rows.append(Measurement(label, algo, t.median, int(m["new_tokens"]), int(m["target_calls"]), rounds,
+                                wall_s_min=t.fastest, wall_s_max=t.slowest, conditions=conditions))
+    base_at = next((i for i, (algo, _) in enumerate(algorithms) if algo == "ar"), None)
+    if base_at is None:
+        return rows
+    base = rows[base_at]
+    for row, t in zip(rows, timings):
+        up = timing.speedup(t, timings[base_at], row.new_tokens, base.new_tokens)
+        if up is None:
+            continue
+        row.speedup = 1.0 if row is base else up.median
+        if row is not base:
+            row.speedup_min, row.speedup_max = up.lo, up.hi
+    return rows
+
+
+def _predict(pair: ModelPair, rows: list[Measurement], traces: list[RunTrace], threads: int | None) -> str:
+    """The cost model's predictions on ``rows`` (``costs.predictions`` of each column's last run);
+    empty, or the sentence saying why there are none."""
+    from specviz.bench import costs
+
+    try:
+        found = costs.predictions(pair, {i: [t] for i, t in enumerate(traces)}, threads=threads)
+    except Exception as exc:  # noqa: BLE001 - a measurement is never lost to its verdict's model
+        return f"The cost model could not be timed here ({type(exc).__name__}: {exc})."
+    for i, row in enumerate(rows):
+        p = found.get(i)
+        if p is not None:
+            row.predicted, row.predicted_gpu, row.gpu_draft_cost = p.here, p.gpu, p.gpu_draft_cost
+            row.target_ms, row.draft_ms = p.target_ms, p.draft_ms
+    return ""
+
+
+def _note(algo: str, i: int, n: int, r: int, repeats: int) -> str:
+    when = "warm-up round" if r == 0 else f"timed round {r} of {repeats}"
+    return f"measuring {algo} ({i + 1} of {n}), {when}…"
 
 
 def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str, dict[str, Any]]], *,
             repeats: int = 3, should_stop: Callable[[], bool] | None = None,
             clock: Callable[[], float] = time.monotonic, tick_s: float = 1.0,
+            timer: Callable[[], float] = time.perf_counter, threads: int | None = None,
+            loadavg: Callable[[], float | None] = timing.load_average, predict: bool = True,
             **sampling: Any) -> Iterator[tuple[str, list[Measurement]]]:
-    """Yield ``(progress sentence, measurements so far)`` after each algorithm, and at least every
-    ``tick_s`` seconds of decoding in between (the same sentence again); the last yield has all.
-    ``should_stop`` is asked between two decoding steps: Measure ends there, with what it measured.
-    ``sampling``: ``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``.
+    """Yield ``(progress sentence, measurements so far)`` before each decode, after each round, and
+    at least every ``tick_s`` seconds of decoding in between (the same sentence again); the last yield
+    has all. ``should_stop`` is asked between two decoding steps: Measure ends there, with the rounds
+    it completed. ``sampling``: ``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``.
 
-    Each algorithm gets a warm-up and ``repeats`` timed runs; its time is the median of the whole
-    decode calls (the method of ``specviz.bench``), not counting the pauses at the ticks."""
-    done: list[Measurement] = []
-    labels = row_labels(algorithms)
-    for i, (algo, params) in enumerate(algorithms):
-        if should_stop is not None and should_stop():
-            yield f"stopped after {len(done)} of {len(algorithms)}", done
-            return
-        note = f"measuring {algo} ({i + 1} of {len(algorithms)}): a warm-up and {repeats} timed runs…"
-        yield note, done
-        times, trace = [], None
-        for r in range(repeats + 1):
-            result = None
-            for result in _timed_decode(pair, algo, prompt, params, sampling, should_stop, clock, tick_s):
-                if result[0] is None:
-                    yield note, done
-            if result is None or result[0] is None:  # stopped inside a decode
-                yield f"stopped after {len(done)} of {len(algorithms)}", done
+    The columns are timed by ``timing.rounds`` (a warm-up round, then ``repeats`` timed rounds; the
+    whole decode call, by ``timer``, not counting the pauses at the ticks) under ``threads`` torch
+    threads (None: as they are), then, with ``predict``, the cost model is timed for the verdict."""
+    labels, n = row_labels(algorithms), len(algorithms)
+    calls = {i: partial(_decode, pair, algo, prompt, params, sampling, should_stop, clock, tick_s)
+             for i, (algo, params) in enumerate(algorithms)}
+    seconds: list[list[float]] = [[] for _ in algorithms]
+    traces: list[Any] = [None] * n
+    rows: list[Measurement] = []
+    stopped = "stopped after {} of {} timed rounds"
+    events = timing.rounds(calls, repeats, threads=threads, device=str(pair.device), dtype=str(pair.dtype),
+                           clock=timer, loadavg=loadavg)
+    for event in events:
+        if event.kind == "end":
+            conditions = event.conditions
+            break
+        note = _note(algorithms[event.index][0], event.index, n, event.round, repeats)
+        if event.kind == "done":
+            if event.result is None:  # stopped inside a decode
+                events.close()
+                yield stopped.format(len(seconds[-1]), repeats), rows
                 return
-            if r:  # the first run warms up
-                times.append(result[0])
-                trace = result[1]
-        wall = median(times)
-        m = trace.metrics
-        done.append(Measurement(labels[i], algo, wall, int(m["new_tokens"]), int(m["target_calls"]),
-                                repeats, wall_s_min=min(times), wall_s_max=max(times)))
-    base = next((d for d in done if d.algorithm == "ar"), None)
-    for d in done:
-        if base is None or not base.tokens_per_s:
-            continue
-        d.speedup = 1.0 if d is base else d.tokens_per_s / base.tokens_per_s
-        # the runs were not paired (each algorithm's one after another): the range pairs extremes
-        if d is not base and base.tokens_per_s_max and base.tokens_per_s_min:
-            d.speedup_min = d.tokens_per_s_min / base.tokens_per_s_max
-            d.speedup_max = d.tokens_per_s_max / base.tokens_per_s_min
-    yield f"measured {len(done)} algorithm{'s' if len(done) != 1 else ''}, one after another", done
+            if event.timed:
+                seconds[event.index].append(event.seconds)
+                traces[event.index] = event.result
+                if event.index == n - 1:  # a round complete: the rows so far
+                    rows = _rows(labels, algorithms, seconds, traces, len(seconds[-1]), None)
+        if should_stop is not None and should_stop():
+            events.close()
+            yield stopped.format(len(seconds[-1]), repeats), rows
+            return
+        if event.kind != "done" or (event.timed and event.index == n - 1):  # not twice for the same news
+            yield note, rows
+    rows = _rows(labels, algorithms, seconds, traces, repeats, conditions)
+    done = (f"measured {n} algorithm{'s' if n != 1 else ''}, interleaved: a warm-up round, then {repeats} timed "
+            f"round{'s' if repeats != 1 else ''}")
+    if predict and not (should_stop is not None and should_stop()):
+        yield f"{done}; timing the cost model's calls for the verdict…", rows
+        why = _predict(pair, rows, traces, threads or conditions.threads)
+        if why:
+            done += f". {why}"
+    yield done, rows
 
 
 def _spread(median_value: float, lo: float | None, hi: float | None, fmt: str, unit: str = "") -> str:
@@ -162,24 +230,43 @@ def _spread(median_value: float, lo: float | None, hi: float | None, fmt: str, u
     return f'{text}<br><span class="sv-spread">{lo:{fmt}}–{hi:{fmt}}</span>'
 
 
+def _predicted(r: Measurement) -> str:
+    if r.predicted is None:
+        return "–"
+    gpu = "" if r.predicted_gpu is None else f' / <span class="sv-gpu">{r.predicted_gpu:.2f}×</span>'
+    return f"{r.predicted:.2f}×{gpu}"
+
+
 def measurements_html(rows: list[Measurement], note: str = "") -> str:
-    """The measured medians with their spread (min–max over the timed runs) as a table (class ``sv-table``)."""
+    """The measured medians with their spread (min–max over the timed rounds) as a table (class
+    ``sv-table``); once the measurement is complete, the conditions it ran under and the verdict in
+    words (``bench.verdict``)."""
     if not rows:
-        return f'<div class="sv-empty">{html.escape(note) or "Press Measure to time the columns, one after another."}</div>'
+        return f'<div class="sv-empty">{html.escape(note) or "Press Measure to time the columns, interleaved."}</div>'
     body = "".join(
         f'<tr><th scope="row">{html.escape(r.label)}</th><td>{r.new_tokens}</td><td>{r.target_calls}</td>'
         f"<td>{_spread(r.wall_s, r.wall_s_min, r.wall_s_max, '.3f')}</td>"
         f"<td>{_spread(r.tokens_per_s, r.tokens_per_s_min, r.tokens_per_s_max, '.1f')}</td>"
         f"<td>{'–' if r.speedup is None else _spread(r.speedup, r.speedup_min, r.speedup_max, '.2f', '×')}</td>"
-        f"<td>{r.repeats}</td></tr>" for r in rows)
+        f"<td>{_predicted(r)}</td><td>{r.repeats}</td></tr>" for r in rows)
+    conditions = rows[0].conditions
+    after = ""
+    if conditions is not None:
+        said = verdict([r.verdict_row() for r in rows])
+        after = (f'<p class="sv-note sv-conditions">Timed on {html.escape(conditions.sentence())}.</p>'
+                 + (f'<p class="sv-verdict"><strong>Verdict.</strong> {html.escape(said)}</p>' if said else ""))
     return (f'<div class="sv-measure-note">{html.escape(note)}</div>'
             '<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th><th>tokens</th>'
             '<th>target calls</th><th title="median wall-clock seconds of a whole decode call; below it the '
-            'fastest and the slowest timed run">median wall s</th>'
-            '<th title="median; below it the range over the timed runs">tokens/s</th>'
-            '<th title="median tokens/s over ar\'s; below it the slowest run against ar\'s fastest to the fastest '
-            'against ar\'s slowest">speed-up vs ar</th><th>timed runs</th></tr></thead>'
-            f"<tbody>{body}</tbody></table></div>"
-            '<p class="sv-note">Run one after another, unpaced, after a warm-up each; medians of the timed runs, '
-            "under each its range (min–max) over them (the method of <code>python -m specviz bench</code>). "
-            "A row lists only the settings that apply to it.</p>")
+            'fastest and the slowest timed round">median wall s</th>'
+            '<th title="median; below it the range over the timed rounds">tokens/s</th>'
+            '<th title="median tokens/s over ar\'s; below it the lowest and highest of the rounds, each against '
+            'ar\'s run of the same round">speed-up vs ar</th>'
+            '<th title="the cost model\'s speed-up over ar for this run: on this machine (t(n) timed here) / on a '
+            'GPU (a prediction: t(n) = t(1), the draft call at its share of the layers or weights)">predicted '
+            'here / GPU</th><th>timed rounds</th></tr></thead>'
+            f"<tbody>{body}</tbody></table></div>{after}"
+            '<p class="sv-note">Interleaved and unpaced: a warm-up round, then timed rounds that each run every '
+            "column once, in order; medians of the timed rounds, under each its range (min–max) over them (the "
+            "method of <code>python -m specviz compare</code> and <code>bench</code>). A row lists only the "
+            "settings that apply to it.</p>")
