@@ -131,11 +131,15 @@ def side_by_side(url, browser):
     page.wait_for_function("document.querySelector('#sv-head-1').innerText.includes('step 1/')", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "e2e-step1.png"), full_page=True)
 
-    # Measure: one after another, medians
+    # Measure: interleaved rounds, medians, what it ran under and the verdict in words (issue 34)
     page.click("#sv-measure-btn")
-    page.wait_for_function("document.querySelector('#sv-measure').innerText.includes('measured ')",
+    page.wait_for_function("document.querySelector('#sv-measure').innerText.includes('Verdict.')",
                            timeout=180_000)
     assert page.locator("#sv-measure table.sv-table tbody tr").count() == 2
+    measured = page.inner_text("#sv-measure")
+    assert re.search(r"Timed on \d+ torch threads?, cpu, float32; load average", measured), measured
+    assert "On a GPU the same cost model predicts" in measured and "a prediction, not a measurement" in measured
+    page.locator("#sv-measure").screenshot(path=str(ARTIFACTS / "e2e-measure.png"))
     # phone width: the trees stacked, narrower still, their titles and legends still whole and apart
     to_phone_width(page, "sv-tree-0", "sv-tree-1")
     assert unreadable(page, "sv-tree-0", "sv-tree-1") == {}

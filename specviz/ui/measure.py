@@ -211,7 +211,7 @@ def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str
             return
         if event.kind != "done" or (event.timed and event.index == n - 1):  # not twice for the same news
             yield note, rows
-    rows = _rows(labels, algorithms, seconds, traces, repeats, conditions)
+    rows = _rows(labels, algorithms, seconds, traces, repeats, None)
     done = (f"measured {n} algorithm{'s' if n != 1 else ''}, interleaved: a warm-up round, then {repeats} timed "
             f"round{'s' if repeats != 1 else ''}")
     if predict and not (should_stop is not None and should_stop()):
@@ -219,6 +219,8 @@ def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str
         why = _predict(pair, rows, traces, threads or conditions.threads)
         if why:
             done += f". {why}"
+    for row in rows:  # complete: the table now shows what it ran under and the verdict
+        row.conditions = conditions
     yield done, rows
 
 
