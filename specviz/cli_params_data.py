@@ -40,3 +40,17 @@ PARAMS = (
     ('residual', 'choice', 'on rejection draw from the SD residual (opt, Decoding-OPT) or from the target (target, Decoding-UNO)'),
     ('lam', 'float', 'linear knob: accept with b + lam (1 - b); with eps = 0 the rejection is (1 - lam) TV and the bias lam TV'),
 )
+COLORS = {
+    'ar': '#374151',
+    'sd': '#2563eb',
+    'dyntree': '#e11d48',
+    'mcsd': '#db2777',
+    'pld': '#0891b2',
+    'sequoia': '#059669',
+    'specinfer': '#7c3aed',
+    'beam': '#4f46e5',
+    'dsbd': '#65a30d',
+    'batch_sd': '#0f766e',
+    'biased_sd': '#a16207',
+    'eesd': '#d97706',
+}

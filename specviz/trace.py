@@ -318,40 +318,32 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-# Drafters that are no model, by the algorithm that drafts with them: what an ``AlgorithmSpec`` with
-# ``needs_draft=False`` and the default ``drafter="draft"`` does not say. ``None``: nothing is drafted.
-NO_MODEL_DRAFTERS: dict[str, dict[str, Any] | None] = {
-    "pld": {"kind": "prompt_lookup", "name": "prompt lookup"},
-    "ar": None,
-    "beam": None,
-}
-
-
 def describe_drafter(spec: Any, pair: dict[str, Any], drafter: str = "model") -> dict[str, Any] | None:
     """``RunTrace.drafter`` for a run of the registered algorithm ``spec`` (an ``AlgorithmSpec``: its
-    ``name``, ``drafter`` and ``needs_draft``) on ``pair`` (``ModelPair.describe()``): the draft model's
-    name, the feature head's (``drafter == "feature"``: its target layers and draft vocabulary), the
-    target's early-exit layer, prompt lookup, or ``None`` when the algorithm drafts nothing."""
-    if drafter == "feature":
+    ``name`` and ``drafter`` kind, ``registry.DRAFTER_KINDS``) on ``pair`` (``ModelPair.describe()``) with
+    the run's ``drafter`` choice: the draft model's name, the feature head's (its target layers and draft
+    vocabulary), the target's early-exit layer, prompt lookup, the algorithm's own drafter, or ``None``
+    when the algorithm drafts nothing."""
+    kind = getattr(spec, "drafter", "draft")
+    if drafter == "feature" or kind == "feature":
         head = pair.get("feature") or {}
         return {"kind": "feature", "name": f"feature head {head.get('source')}", "layers": head.get("layers"),
                 "draft_vocab": head.get("draft_vocab"), "params": head.get("params")}
-    kind = getattr(spec, "drafter", "draft")
     if drafter == "model_cut":
         return {"kind": "draft_model", "name": str(pair.get("draft")), "params": pair.get("draft_params"),
                 "draft_vocab": (pair.get("feature") or {}).get("draft_vocab")}
+    if kind == "draft":
+        return {"kind": "draft_model", "name": str(pair.get("draft")), "params": pair.get("draft_params")}
     if kind == "early_exit":
         layer = (pair.get("early_exit") or {}).get("exit_layer")
         return {"kind": "early_exit", "name": f"{pair.get('target')} exit after layer {layer}", "exit_layer": layer}
-    if kind != "draft":  # a kind a newer registration names
-        return {"kind": str(kind), "name": str(kind)}
-    if getattr(spec, "needs_draft", True):
-        return {"kind": "draft_model", "name": str(pair.get("draft")), "params": pair.get("draft_params")}
-    name = getattr(spec, "name", "")
-    if name in NO_MODEL_DRAFTERS:
-        found = NO_MODEL_DRAFTERS[name]
-        return None if found is None else dict(found)
-    return {"kind": "own", "name": f"{name}'s own drafter"}
+    if kind == "prompt_lookup":
+        return {"kind": "prompt_lookup", "name": "prompt lookup"}
+    if kind == "own":
+        return {"kind": "own", "name": f"{getattr(spec, 'name', '')}'s own drafter"}
+    if kind == "none":
+        return None
+    return {"kind": str(kind), "name": str(kind)}  # a kind a newer registration names
 
 
 def _step_dict(step: StepRecord) -> dict[str, Any]:

@@ -1,13 +1,14 @@
 """The public app's cost estimate (``ui.budget.run_cost``) is an upper bound on what a run reads.
 
 Every registered algorithm, under every controller it declares, is run on a tiny pair with its
-largest settings (every integer parameter at its declared maximum) and with adversarial ones (short
+defaults, its largest settings (every integer parameter at its declared maximum) and adversarial ones (short
 chains that are often fully accepted, so the draft catches up two tokens a step; a heuristic
 schedule starting at 1 and growing; coins that always draft on; tiny caps), on a draft far from the
 target (rejections) and one close to it (long accepted runs), greedy and sampled. The positions it
 read (every call's tokens, ``StepRecord.target_fed`` plus ``draft_fed``, the prompt's prefill left
-out) must never exceed ``run_cost``: an algorithm, controller or parameter added without its bound
-in ``ui.budget`` fails here instead of slipping under a public cap.
+out) must never exceed ``run_cost``: an algorithm, controller or parameter added without a true bound
+in its registration (``register(..., cost=...)``, ``algorithms.cost``) fails here instead of slipping
+under a public cap.
 
 Fast: vocabulary 16, a few new tokens, an explicit acceptance vector for Sequoia (its calibration is
 priced by ``run_cost`` but runs before the steps)."""
@@ -79,6 +80,7 @@ def cases():
     for name, spec in specviz.ALGORITHMS.items():
         for controller in controllers(spec):
             extra = {} if controller is None else {"controller": controller}
+            yield pytest.param(name, {**FAST.get(name, {}), **extra}, id=f"{name}-{controller or 'none'}-defaults")
             # only the settings that apply: one its controller ignores is refused (AlgorithmSpec.resolve)
             yield pytest.param(name, spec.effective({**largest(spec), **extra}),
                                id=f"{name}-{controller or 'none'}-largest")

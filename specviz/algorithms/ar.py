@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.cost import per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import NoDrafter
 from specviz.algorithms.registry import register
@@ -17,6 +18,7 @@ from specviz.trace import StepRecord
 
 
 @register("ar", description="Autoregressive decoding with the target alone (the reference).",
-          paper="A Theoretical Perspective for Speculative Decoding, Algorithm 3", needs_draft=False)
+          paper="A Theoretical Perspective for Speculative Decoding, Algorithm 3", drafter="none",
+          cost=lambda params, steps: per_step(1, "max new tokens", steps, models=1), color="#374151", page_rank=1)
 def run_ar(dec: Decoder) -> Iterator[StepRecord]:
     yield from run_engine(dec, NoDrafter(), StaticShape(TreeShape(())), MultiCandidate())

@@ -24,10 +24,11 @@ Per step, ``StepRecord.controller`` (``kind = "theory"``) holds, per tested posi
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 
+from specviz.algorithms.cost import Cost, int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.registry import Param, register
@@ -53,10 +54,16 @@ def measure_rejection(rule: AcceptanceRule, p: torch.Tensor, q: torch.Tensor, sc
     return {"tv": tv_distance(p, q), "reject": reject_all(sched), "roots": float(len(sched.accept_probs))}
 
 
+def cost(params: dict[str, Any], steps: int) -> Cost:
+    """``num_drafts`` chains of ``gamma`` tokens and their roots' context, in each model."""
+    drafts, gamma = max(1, int_param(params, "num_drafts")), max(1, int_param(params, "gamma"))
+    return per_step(drafts * (gamma + 1), "num_drafts x gamma", steps)
+
+
 @register("batch_sd", description="Batch SD: M draft sequences from one prefix; roots tried against "
           "successive residuals, then only the accepted branch (drawn as M branches).",
           paper="Yin et al. 2024, A Theoretical Perspective for Speculative Decoding, Algorithm 4, Thm 3",
-          params=(NUM_DRAFTS, GAMMA), controller="theory")
+          params=(NUM_DRAFTS, GAMMA), controller="theory", cost=cost, color="#0f766e")
 def run_batch_sd(dec: Decoder, num_drafts: int, gamma: int) -> Iterator[StepRecord]:
     probe = ProbedRule(MultiCandidate(replacement=True), measure_rejection)
     yield from run_engine(dec, ModelDrafter(dec.draft), ProbeController(batch_shape(num_drafts, gamma), probe), probe)

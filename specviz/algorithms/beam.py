@@ -39,6 +39,7 @@ from typing import Iterator
 from specviz.algorithms.beam_state import BeamState
 from specviz.algorithms.beam_verifier import BeamVerifier
 from specviz.algorithms.controllers import BeamWidth
+from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import NoDrafter
 from specviz.algorithms.registry import Param, register
@@ -51,6 +52,7 @@ WIDTH = Param("width", 4, "int", 1, 32, help="beams kept per step")
 @register("beam", description="Beam sampling (T > 0) / beam search (T = 0) with the target alone; "
                                "the reference for dsbd.",
           paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Eq 1", params=(WIDTH,),
-          needs_draft=False, lossless=False, controller="beam")
+          drafter="none", lossless=False, controller="beam", color="#4f46e5",
+          cost=lambda params, steps: per_step(max(1, int_param(params, "width")), "width", steps, models=1))
 def run_beam(dec: Decoder, width: int) -> Iterator[StepRecord]:
     yield from run_steps(dec, NoDrafter(), BeamVerifier(BeamState.start(dec)), BeamWidth(width))

@@ -24,6 +24,7 @@ from typing import Iterator
 
 import torch
 
+from specviz.algorithms.cost import chain_cost
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.registry import Param, register
@@ -56,7 +57,7 @@ def measure_tradeoff(rule: OverAcceptance, p: torch.Tensor, q: torch.Tensor, sch
 @register("biased_sd", description="Over-accepting SD: accept with min(1, (p + eps)/q), resample from the "
           "SD residual (OPT) or the target (UNO). Lossy for eps > 0.",
           paper="Yin et al. 2024, A Theoretical Perspective for Speculative Decoding, Section 4, Thms 4-5",
-          params=(EPS, RESIDUAL, LAM, GAMMA), lossless=False, controller="theory")
+          params=(EPS, RESIDUAL, LAM, GAMMA), lossless=False, controller="theory", cost=chain_cost, color="#a16207")
 def run_biased_sd(dec: Decoder, eps: float, residual: str, lam: float, gamma: int) -> Iterator[StepRecord]:
     probe = ProbedRule(OverAcceptance(eps, residual, lam=lam), measure_tradeoff)
     yield from run_engine(dec, ModelDrafter(dec.draft), ProbeController(chain_shape(gamma), probe), probe)

@@ -59,6 +59,7 @@ from typing import Any, Iterator
 
 from specviz import validation
 from specviz.algorithms.beam_state import BeamState, Slot
+from specviz.algorithms.cost import Cost, int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.forest import ForestDrafter
 from specviz.algorithms.layer_verifier import LayerRule, LayerVerifier
@@ -91,10 +92,17 @@ def check_widths(params: dict[str, Any]) -> None:
             "min_width", "dsbd: parameter 'min_width'")
 
 
+def cost(params: dict[str, Any], steps: int) -> Cost:
+    """A forest of ``width`` beams of ``gamma`` layers a step, plus the beams' own tokens, in each model."""
+    return per_step(max(1, int_param(params, "width")) * (max(1, int_param(params, "gamma")) + 1), "width x gamma",
+                    steps)
+
+
 @register("dsbd", description="Dynamic-width speculative beam decoding: a drafted beam forest, verified "
                                "layer by layer in one target call.",
           paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Algorithm 1, Eqs 1-7",
-          params=PARAMS, lossless=False, controller="dsbd", check=check_widths)
+          params=PARAMS, lossless=False, controller="dsbd", check=check_widths, cost=cost, color="#65a30d",
+          page_rank=7)
 def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: int, dynamic: bool,
              single_beam: bool, literal_ratio: bool, output_width: str) -> Iterator[StepRecord]:
     drafter = ForestDrafter(dec.draft, [Slot(ROOT, list(dec.tokens))])

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from specviz.algorithms.controllers import Controller
+from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import DynamicTreeDrafter
 from specviz.algorithms.drafter_choice import DRAFTER
@@ -61,6 +62,7 @@ class DynamicTreeController(Controller):
                         "(7 = Sequoia's default depth 8, which counts the root)"),
                   Param("topk", 8, "int", 1, 64, help="children per expanded node and nodes expanded per level "
                         "(EAGLE-2's top-k; not the sampling top_k)"), DRAFTER),
-          controller="dyntree")
+          controller="dyntree", color="#e11d48",
+          cost=lambda params, steps: per_step(1 + max(1, int_param(params, "nodes")), "nodes", steps))
 def run_dyntree(dec: Decoder, nodes: int, depth: int, topk: int) -> Iterator[StepRecord]:
     yield from run_engine(dec, DynamicTreeDrafter(dec.draft, nodes, topk), DynamicTreeController(depth), PointMass())

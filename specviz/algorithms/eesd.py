@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from specviz.algorithms.cost import chain_cost
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.early_exit_drafter import CalibratedTheta, EarlyExitDrafter
 from specviz.algorithms.registry import register
@@ -26,7 +27,7 @@ from specviz.trace import StepRecord
 @register("eesd", description="Early-exit self-drafting: the target's first layers plus an exit head draft a chain "
           "whose length Thompson sampling decides after every token; verified in one target call.",
           paper="Liu et al. 2024, arXiv 2406.03853, Algorithms 1-3", params=controller_params("beta_ts", LENGTH_CONTROLLERS),
-          needs_draft=False, controller="thompson", drafter="early_exit")
+          controller="thompson", drafter="early_exit", cost=chain_cost, color="#d97706", page_rank=6)
 def run_eesd(dec: Decoder, **params: Any) -> Iterator[StepRecord]:
     heads = dec.pair.heads  # present: ``decoding.LiveRun`` refuses a pair without an early-exit head
     drafter = EarlyExitDrafter(heads.early_exit, dec)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from specviz.algorithms.cost import k_config_cost
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
@@ -35,7 +36,8 @@ K_CONFIG_HELP = ("children per node at each level, e.g. 4x2x2 (4 under the root,
           paper="Yang et al. 2024, Multi-Candidate Speculative Decoding, Algorithms 1-2",
           params=(Param("k_config", "4x2x2", "str", help=K_CONFIG_HELP, check=parse_k_config),
                   Param("replacement", False, "bool",
-                        help="draw siblings i.i.d. (Algorithm 1) instead of without replacement (Algorithm 2)"), DRAFTER))
+                        help="draw siblings i.i.d. (Algorithm 1) instead of without replacement (Algorithm 2)"), DRAFTER),
+          cost=k_config_cost, color="#db2777", page_rank=4)
 def run_mcsd(dec: Decoder, k_config: str, replacement: bool) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
     yield from run_tree(dec, shape, replacement=replacement)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.prompt_lookup import PromptLookupDrafter
 from specviz.algorithms.registry import Param, register
@@ -25,7 +26,8 @@ from specviz.trace import StepRecord
           paper="Saxena 2023, Prompt Lookup Decoding; verified as Leviathan et al. 2023, Algorithm 1",
           params=(Param("num_tokens", 10, "int", 1, 64, help="tokens proposed per step (at most)"),
                   Param("max_ngram", 3, "int", 1, 16, help="longest n-gram matched (tried from this down to 1)")),
-          needs_draft=False)
+          drafter="prompt_lookup", color="#0891b2",
+          cost=lambda params, steps: per_step(1 + int_param(params, "num_tokens"), "num_tokens", steps, models=1))
 def run_pld(dec: Decoder, num_tokens: int, max_ngram: int) -> Iterator[StepRecord]:
     drafter = PromptLookupDrafter(num_tokens, max_ngram)
     yield from run_engine(dec, drafter, StaticShape(chain_shape(num_tokens)), MultiCandidate(replacement=True))

@@ -1,7 +1,11 @@
-"""The algorithm registry: name -> ``AlgorithmSpec`` (function, declared parameters, description, paper).
+"""The algorithm registry: name -> ``AlgorithmSpec``, every fact about an algorithm in one place.
 
-Each algorithm module registers itself with ``@register(...)``. Parameters are declared with their
-defaults and ranges so the CLI and the app can build controls and validate input from one place.
+Each algorithm module registers itself with ``@register(...)``: its step generator, description and
+paper; its parameters, declared with their defaults and ranges so the CLI and the app build controls
+and validate input from one place; its cost bound for the public cap (``algorithms.cost``,
+``ui.budget``); its colour in every figure; what drafts for it; and whether the page opens with it.
+Nothing outside the algorithm's own module keeps a list or a branch keyed by its name
+(``docs/architecture.md``, "Adding an algorithm").
 """
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from specviz import validation
+from specviz.algorithms.cost import Cost
 from specviz.errors import InvalidParameterError, SpecvizError, UnknownAlgorithmError
 
 
@@ -68,20 +73,41 @@ class Param:
         return value
 
 
+#: What makes an algorithm's draft calls (``AlgorithmSpec.drafter``): the pair's draft model, the
+#: target's early-exit head, prompt lookup (no model), the pair's feature head, a drafter of the
+#: algorithm's own that is no model, or nothing at all (the target alone).
+DRAFTER_KINDS = ("draft", "early_exit", "prompt_lookup", "feature", "own", "none")
+#: ``#rrggbb``: an algorithm's colour (``viz.style.algorithm_color``)
+_HEX = "0123456789abcdef"
+
+
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered algorithm. ``run(decoder, **params)`` yields one ``StepRecord`` per target call."""
+    """A registered algorithm. ``run(decoder, **params)`` yields one ``StepRecord`` per target call.
+
+    ``cost(params, steps)``: an upper bound on the token positions a run with the resolved ``params``
+    reads in ``steps`` new tokens (``algorithms.cost``; checked against measured runs for every
+    algorithm and controller by ``tests/test_budget_bound.py``). ``color``: its ``#rrggbb`` in every
+    figure. ``drafter``: one of ``DRAFTER_KINDS``. ``page_rank``: where the page's default columns
+    take it (lowest first; ``None``: not a default column)."""
 
     name: str
     run: Callable[..., Iterator[Any]]
     description: str
     paper: str
+    cost: Callable[[dict[str, Any], int], Cost]
+    color: str
     params: tuple[Param, ...] = ()
-    needs_draft: bool = True
     lossless: bool = True
     controller: str | None = None  # kind of controller state its steps carry, if any
-    drafter: str = "draft"  # what makes its draft calls: "draft" (the draft model) or "early_exit"
+    drafter: str = "draft"  # what makes its draft calls: one of DRAFTER_KINDS
     check: Callable[[dict[str, Any]], None] | None = None  # the resolved parameters together (min <= max)
+    page_rank: int | None = None
+
+    @property
+    def needs_draft(self) -> bool:
+        """Whether it drafts with the pair's draft model (the page and ``decode`` ask for one)."""
+        return self.drafter == "draft"
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -124,17 +150,34 @@ class AlgorithmSpec:
 ALGORITHMS: dict[str, AlgorithmSpec] = {}
 
 
-def register(name: str, *, description: str, paper: str, params: tuple[Param, ...] = (),
-             needs_draft: bool = True, lossless: bool = True, controller: str | None = None, drafter: str = "draft",
-             check: Callable[[dict[str, Any]], None] | None = None):
-    """Decorator registering a step generator under ``name``; ``check`` refuses parameter combinations."""
+def register(name: str, *, description: str, paper: str, cost: Callable[[dict[str, Any], int], Cost], color: str,
+             params: tuple[Param, ...] = (), lossless: bool = True, controller: str | None = None,
+             drafter: str = "draft", check: Callable[[dict[str, Any]], None] | None = None,
+             page_rank: int | None = None):
+    """Decorator registering a step generator under ``name`` with every fact about it (``AlgorithmSpec``);
+    ``check`` refuses parameter combinations. A registration that contradicts itself or another (a
+    drafter kind not in ``DRAFTER_KINDS``, a colour that is no ``#rrggbb`` or is another algorithm's,
+    a page rank already taken) is a programming error, raised at import."""
+    if drafter not in DRAFTER_KINDS:
+        raise ValueError(f"{name}: drafter {drafter!r} is not one of {', '.join(DRAFTER_KINDS)}")
+    if not (len(color) == 7 and color[0] == "#" and all(c in _HEX for c in color[1:])):
+        raise ValueError(f"{name}: color {color!r} is not a lowercase #rrggbb")
+    for other in ALGORITHMS.values():
+        if other.name != name and (other.color == color or page_rank is not None and other.page_rank == page_rank):
+            raise ValueError(f"{name}: color {color} or page_rank {page_rank} is already {other.name}'s")
 
     def wrap(fn):
-        ALGORITHMS[name] = AlgorithmSpec(name, fn, description, paper, params, needs_draft, lossless, controller,
-                                         drafter, check=check)
+        ALGORITHMS[name] = AlgorithmSpec(name, fn, description, paper, cost, color, params, lossless, controller,
+                                         drafter, check, page_rank)
         return fn
 
     return wrap
+
+
+def page_defaults(specs: Mapping[str, AlgorithmSpec]) -> list[str]:
+    """The names of ``specs`` the page opens with, by their registration's ``page_rank`` (lowest first)."""
+    ranked = sorted((s for s in specs.values() if s.page_rank is not None), key=lambda s: s.page_rank)
+    return [s.name for s in ranked]
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:

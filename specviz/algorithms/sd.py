@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from specviz.algorithms.cost import chain_cost
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.drafter_choice import DRAFTER
@@ -37,7 +38,8 @@ GAMMA = Param("gamma", 4, "int", 1, 32, help="draft tokens per step",
 
 @register("sd", description="Chain speculative sampling: draft gamma tokens, verify in one target call.",
           paper="Leviathan et al. 2023; Chen et al. 2023; theory paper Algorithm 1",
-          params=(GAMMA,) + controller_params("static", ("static",) + LENGTH_CONTROLLERS) + (DRAFTER,))
+          params=(GAMMA,) + controller_params("static", ("static",) + LENGTH_CONTROLLERS) + (DRAFTER,),
+          cost=chain_cost, color="#2563eb", page_rank=2)
 def run_sd(dec: Decoder, gamma: int, **control: Any) -> Iterator[StepRecord]:
     if control["controller"] == "static":
         yield from run_tree(dec, chain_shape(gamma), replacement=True)

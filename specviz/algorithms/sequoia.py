@@ -42,13 +42,15 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Iterator
+from dataclasses import replace
+from typing import Any, Iterator
 
 from specviz import validation
+from specviz.algorithms.cost import Cost, int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
-from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times, pair_cache
+from specviz.algorithms.sequoia_tune import SIZE_GRID, estimate_acceptance, measure_times, pair_cache
 from specviz.algorithms.controllers import Controller
 from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.outcomes import StepResult
@@ -165,10 +167,34 @@ class SequoiaController(Controller):
         return cls(dp, n, d, vector, summary, 1000 * (time.perf_counter() - t0))
 
 
+TIMING_REPEATS = 6  # measure_times: a warm-up round and 5 timed rounds
+
+
+def cost(params: dict[str, Any], steps: int) -> Cost:
+    """A tree of ``size`` nodes a step in each model, plus what runs once before the first step (the
+    largest of): the calibration's ``calibration_steps`` trees of ``width`` children (acceptance
+    ``auto``), the DP (about ``size^2 min(depth, size) / 1024`` positions' worth of work), and with
+    ``hardware_aware`` the timing of every size up to ``size``, ``TIMING_REPEATS`` times each."""
+    size, depth = max(1, int_param(params, "size")), max(1, int_param(params, "depth"))
+    once, once_name, once_detail = 0, "", ""
+    if str(params.get("acceptance", "auto")).strip().lower() == "auto":
+        width, calib = max(1, int_param(params, "width")), int_param(params, "calibration_steps")
+        once, once_name = calib * (width + 1), "calibration_steps x width"
+        once_detail = f"calibration_steps {calib} x (width {width} + 1)"
+    dp = math.ceil(size * size * min(depth, size) / 1024)
+    if dp > once:
+        once, once_name, once_detail = dp, "size and depth", f"the DP for size {size}, depth {depth}"
+    if params.get("hardware_aware") is True:
+        timing = TIMING_REPEATS * sum({k for k in SIZE_GRID if k <= size} | {size})
+        if timing > once:
+            once, once_name, once_detail = timing, "size (hardware_aware)", f"timing sizes up to {size}"
+    return replace(per_step(size, "size", steps), once=once, once_parameter=once_name, once_detail=once_detail)
+
+
 @register("sequoia", description="Sequoia: DP-optimal draft tree for the pair's acceptance vector, siblings "
           "without replacement, hardware-aware tree size.",
           paper="Chen et al. 2024, Sequoia, Algorithm 1, App. C.2 (Algorithms 4-5), Eq. 1",
-          params=PARAMS, controller="sequoia")
+          params=PARAMS, controller="sequoia", cost=cost, color="#059669", page_rank=5)
 def run_sequoia(dec: Decoder, size: int, depth: int, hardware_aware: bool, width: int, acceptance: str,
                 calibration_steps: int, calibration: str) -> Iterator[StepRecord]:
     controller = SequoiaController.calibrated(dec, size, depth, hardware_aware, width, acceptance,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from specviz.algorithms.cost import k_config_cost
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.mcsd import K_CONFIG_HELP
 from specviz.algorithms.drafter_choice import DRAFTER
@@ -25,7 +26,8 @@ from specviz.trace import StepRecord
 @register("specinfer", description="SpecInfer: a draft tree sampled with replacement, verified by "
           "residual rejection sampling (default: 4 independent chains of 4).",
           paper="Miao et al. 2024 (SpecInfer); Sequoia paper App. B.2, Algorithm 3",
-          params=(Param("k_config", "4x1x1x1", "str", help=K_CONFIG_HELP, check=parse_k_config), DRAFTER))
+          params=(Param("k_config", "4x1x1x1", "str", help=K_CONFIG_HELP, check=parse_k_config), DRAFTER),
+          cost=k_config_cost, color="#7c3aed", page_rank=3)
 def run_specinfer(dec: Decoder, k_config: str) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
     yield from run_tree(dec, shape, replacement=True)

@@ -26,6 +26,7 @@ from starlette.middleware import Middleware
 
 import specviz
 from specviz import defaults
+from specviz.algorithms.registry import page_defaults
 from specviz.ui import examples, render
 from specviz.ui.columns import param_value  # noqa: F401  (param_value: tests import it here)
 from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir, public_notice
@@ -49,7 +50,6 @@ from specviz.ui.validate import max_new_limit
 from specviz.viz import legend_html
 
 log = logging.getLogger(__name__)
-PREFERRED_DEFAULTS = ("ar", "sd", "specinfer", "mcsd", "sequoia", "eesd", "dsbd")
 
 
 class Explorer:
@@ -101,7 +101,7 @@ class Explorer:
 
     def default_algorithms(self) -> list[str]:
         """The algorithms the page opens with, one column each."""
-        chosen = [a for a in PREFERRED_DEFAULTS if a in self.algorithms][:4]
+        chosen = page_defaults(self.algorithms)[:4]  # each registration's page_rank
         return chosen or list(self.algorithms)[:2]
 
     # ---- the page ------------------------------------------------------------------------------------------

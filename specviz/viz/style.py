@@ -11,6 +11,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from specviz.cli_params_data import COLORS
+
 STATUS_COLORS: dict[str, str] = {
     "accepted": "#1f9d55",
     "rejected": "#d64545",
@@ -44,21 +46,9 @@ CURRENT_COLOR = "#7c3aed"
 SERIES_COLORS: tuple[str, ...] = ("#374151", "#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed",
                                   "#0891b2", "#65a30d", "#dc2626", "#4f46e5")
 # One colour per algorithm, the same in every figure, header chip and replay, whatever column the
-# algorithm runs in. Lines in the comparison plots are algorithms, not statuses.
-ALGORITHM_COLORS: dict[str, str] = {
-    "ar": "#374151",
-    "sd": "#2563eb",
-    "pld": "#0891b2",
-    "mcsd": "#db2777",
-    "specinfer": "#7c3aed",
-    "sequoia": "#059669",
-    "dyntree": "#e11d48",
-    "eesd": "#d97706",
-    "dsbd": "#65a30d",
-    "beam": "#4f46e5",
-    "batch_sd": "#0f766e",
-    "biased_sd": "#a16207",
-}
+# algorithm runs in (lines in the comparison plots are algorithms, not statuses): its registration's
+# ``color``, read from the registry's plain-data copy so a stored trace is drawn without the algorithms.
+ALGORITHM_COLORS: dict[str, str] = dict(COLORS)
 # Unknown names get one of these, chosen by a hash of the name (stable across runs and processes).
 FALLBACK_COLORS: tuple[str, ...] = ("#be185d", "#0369a1", "#15803d", "#c2410c", "#6d28d9", "#475569",
                                     "#b91c1c", "#4d7c0f")
