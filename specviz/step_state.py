@@ -299,32 +299,34 @@ def read_state(data: Any, where: str, legacy: bool = False) -> ControllerState:
 
 # ---- draft-length controllers (EESD's Thompson sampling, transformers' schedules) ------------------------
 
-@dataclass(frozen=True)
+#: The fields every drafted token's row ends with, in this order: the coin ``chi`` (1: draft on), the
+#: token's level ``i`` and id, why the round stopped after it (``None``: it went on) and ``go_on``
+#: (JSON ``"continue"``).
+DRAW_FIELDS = {"chi": "int", "i": "int", "token": "int", "stop": "str | None", "go_on": "bool"}
+
+
+def draw_row(cls: type) -> type:
+    """``cls`` (a ``Record`` declaring its kind's own fields) made a frozen dataclass whose fields are its
+    own followed by ``DRAW_FIELDS``, the order its JSON object has."""
+    cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), **DRAW_FIELDS}
+    cls.go_on = key("continue")
+    return dataclass(frozen=True)(cls)
+
+
+@draw_row
 class StopDraw(Record):
-    """One drafted token of a fixed or heuristic round: the coin ``chi`` (1: draft on), the token's
-    level ``i`` and id, why the round stopped after it (``None``: it went on) and ``go_on``."""
-
-    chi: int
-    i: int
-    token: int
-    stop: str | None
-    go_on: bool = key("continue")
+    """One drafted token of a fixed or heuristic round: ``DRAW_FIELDS`` alone."""
 
 
-@dataclass(frozen=True)
+@draw_row
 class ThetaDraw(Record):
-    """Beta-TS: theta ~ Beta(alpha, beta), the uniform ``u`` it was compared with, then as ``StopDraw``."""
+    """Beta-TS: theta ~ Beta(alpha, beta), the uniform ``u`` it was compared with, then ``DRAW_FIELDS``."""
 
     theta: float
     u: float
-    chi: int
-    i: int
-    token: int
-    stop: str | None
-    go_on: bool = key("continue")
 
 
-@dataclass(frozen=True)
+@draw_row
 class CaliDraw(Record):
     """Cali-TS: theta_M, theta_hat, their blend N(mu, sigma^2) (weight w_M), the raw and clipped theta."""
 
@@ -336,24 +338,14 @@ class CaliDraw(Record):
     theta_raw: float
     theta: float
     u: float
-    chi: int
-    i: int
-    token: int
-    stop: str | None
-    go_on: bool = key("continue")
 
 
-@dataclass(frozen=True)
+@draw_row
 class ConfidenceDraw(Record):
     """Confidence stop: the token's draft probability ``q`` against the ``threshold``."""
 
     q: float
     threshold: float
-    chi: int
-    i: int
-    token: int
-    stop: str | None
-    go_on: bool = key("continue")
 
 
 @dataclass(frozen=True)

@@ -262,18 +262,15 @@ def save_draft(draft, tokenizer, path: Path, meta: dict) -> None:
 
     from specviz.models.shards import save_model_dir
 
+    from .common import save_tokenizer
+
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
     draft.generation_config.do_sample = False
     save_model_dir(draft.to(torch.bfloat16), path)
     draft.to(torch.float32)
-    tokenizer.save_pretrained(path)
-    tc = path / "tokenizer_config.json"
-    conf = json.loads(tc.read_text())
-    for key in ("is_local", "local_files_only", "name_or_path"):
-        conf.pop(key, None)
-    tc.write_text(json.dumps(conf, indent=2) + "\n")
+    save_tokenizer(tokenizer, path)
     (path / "specviz_train.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
 

@@ -1,8 +1,10 @@
 """What the whole recipe (``pipeline``) and the early-exit trainer (``early_exit``) share: the
-configuration, the device, loading a trained stage, the encoded corpus. Its own module so that neither
-imports the other (issue #22 point 1: no import circles)."""
+configuration, the device, loading a trained stage, the encoded corpus; and what both recipes
+(``pipeline``, ``chat_pair``) write a tokenizer with. Its own module so that neither imports the other
+(issue #22 point 1: no import circles)."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,3 +93,14 @@ def encoded_streams(tokenizer, corpus, cache_dir):
         path.parent.mkdir(parents=True, exist_ok=True)
         np.savez(path, train=train, heldout=heldout)
     return train, heldout
+
+
+def save_tokenizer(tokenizer, path: Path) -> None:
+    """``tokenizer.save_pretrained(path)`` without the loader state a tokenizer read from disk saves too
+    (``is_local``, ``local_files_only``, ``name_or_path``), so the files are the same from run to run."""
+    tokenizer.save_pretrained(path)
+    tc = path / "tokenizer_config.json"
+    conf = json.loads(tc.read_text())
+    for key in ("is_local", "local_files_only", "name_or_path"):
+        conf.pop(key, None)
+    tc.write_text(json.dumps(conf, indent=2) + "\n")

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from . import configs
-from .common import STAGES, TrainConfig, encoded_streams, load_model, pick_device
+from .common import STAGES, TrainConfig, encoded_streams, load_model, pick_device, save_tokenizer
 from .corpus import build_corpus
 from .data import MixedSampler, WindowSampler, sequential_windows
 from .distill import build_generated_bank, init_draft_from_target, kl_to_teacher
@@ -30,16 +30,6 @@ from .tokenizer import train_tokenizer
 SAMPLE_PROMPTS = ("def read_config(path", "import os\n", "class Stack(", "    def __init__(self", "for i in range(")
 AGREEMENT_PROMPTS = ("def ", "import ", "class Foo:\n    def ", "if __name__ == ", "    return ", "for ", "try:\n    ",
                      "@property\n    def ")
-
-
-def _save_tokenizer(tokenizer, path: Path) -> None:
-    tokenizer.save_pretrained(path)
-    # A tokenizer loaded from disk saves loader state too; keep the files the same from run to run.
-    tc = path / "tokenizer_config.json"
-    conf = json.loads(tc.read_text())
-    for key in ("is_local", "local_files_only", "name_or_path"):
-        conf.pop(key, None)
-    tc.write_text(json.dumps(conf, indent=2) + "\n")
 
 
 def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
@@ -55,7 +45,7 @@ def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
     model.generation_config.do_sample = False
     save_model_dir(model, path)
     if tokenizer is not None:
-        _save_tokenizer(tokenizer, path)
+        save_tokenizer(tokenizer, path)
     (path / "specviz_train.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
 
@@ -100,7 +90,7 @@ def _run(cfg: TrainConfig, log) -> dict:
         t0 = time.time()
         tokenizer = train_tokenizer(corpus.train_texts, cfg.vocab_size)
         log(f"[tokenizer] byte-level BPE, vocab {len(tokenizer)}, trained in {time.time() - t0:.1f}s")
-        _save_tokenizer(tokenizer, out / "target")  # the pair's one copy; the target stage writes it again
+        save_tokenizer(tokenizer, out / "target")  # the pair's one copy; the target stage writes it again
     else:
         src = out / "tokenizer" if (out / "tokenizer").is_dir() else out / "target"  # out/tokenizer: older runs
         tokenizer = AutoTokenizer.from_pretrained(src)
