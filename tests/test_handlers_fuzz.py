@@ -51,10 +51,6 @@ class Still:
     def pause(control, seconds):
         return control.stopped()
 
-    @staticmethod
-    def wait_page(control, step, timeout):
-        return None
-
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
@@ -62,8 +58,7 @@ def app(tmp_path_factory):
     cfg = dataclasses.replace(AppConfig.public_defaults(), max_new_tokens_cap=2, default_max_new_tokens=2,
                               max_columns=2, measure_repeats=1, max_runs_per_minute=None)
     clock = Still()
-    ex = Explorer(cfg, presets=[PairChoice("tiny", *dirs)], clock=clock, pause=clock.pause,
-                  wait_page=clock.wait_page)
+    ex = Explorer(cfg, presets=[PairChoice("tiny", *dirs)], clock=clock, pause=clock.pause)
     assert ex.default_key is not None
     demo = ex.build()
     return demo, ex

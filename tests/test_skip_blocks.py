@@ -28,8 +28,7 @@ from specviz.ui.skip_blocks import SKIP, SkipBlocks
 def app(tmp_path_factory):
     dirs = save_tiny_pair(tmp_path_factory.mktemp("skip-pair"))
     cfg = dataclasses.replace(AppConfig(), default_max_new_tokens=6)
-    ex = Explorer(cfg, presets=[PairChoice("tiny", *dirs)], clock=lambda: 0.0, pause=lambda control, s: False,
-                  wait_page=lambda control, step, timeout: None)
+    ex = Explorer(cfg, presets=[PairChoice("tiny", *dirs)], clock=lambda: 0.0, pause=lambda control, s: False)
     demo = ex.build()
     assert isinstance(demo, SkipBlocks)
     return demo, ex

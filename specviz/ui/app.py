@@ -58,10 +58,9 @@ class Explorer:
     def __init__(self, config: AppConfig | None = None, registry: PairRegistry | None = None, *,
                  presets: list[PairChoice] | None = None, preload: bool = True,
                  clock: Callable[[], float] = time.monotonic,
-                 pause: Callable[[RunControl, float], bool] = RunControl.pause,
-                 wait_page: Callable[[RunControl, int, float], None] = RunControl.wait_shown):
-        """``clock``, ``pause`` and ``wait_page``: the run loop's time, injectable so tests drive a live
-        run's time explicitly (``ui.run_loop.RunLoop``)."""
+                 pause: Callable[[RunControl, float], bool] = RunControl.pause):
+        """``clock`` and ``pause``: the run loop's time, injectable so tests drive a live run's time
+        explicitly (``ui.run_loop.RunLoop``)."""
         self.config = cfg = config or AppConfig.from_env()
         configure_torch_threads(cfg)
         self.algorithms = dict(specviz.ALGORITHMS)
@@ -69,7 +68,7 @@ class Explorer:
         self.pairs = PairLoader(cfg, registry or PairRegistry(cfg.max_pairs, cfg.device, cfg.dtype),
                                 presets if presets is not None else preset_choices())
         self.checker = RequestChecker(cfg, self.algorithms, self.n_slots, self.pairs)
-        self.loop = RunLoop(cfg, self.checker, self.n_slots, clock=clock, pause=pause, wait_page=wait_page)
+        self.loop = RunLoop(cfg, self.checker, self.n_slots, clock=clock, pause=pause)
         self.scrubbing = Scrubbing(self.n_slots, cfg.max_step_delay_s)
         self.replays = Replay(cfg, self.pairs, self.algorithms, self.n_slots, self.loop.runs)
         self.registry, self.presets, self.runs = self.pairs.registry, self.pairs.presets, self.loop.runs

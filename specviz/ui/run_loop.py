@@ -17,13 +17,13 @@ from specviz.ui.layout import View
 from specviz.ui.measure import measure, measurements_html
 from specviz.ui.ratelimit import RunLimiter, visitor_key
 from specviz.ui.request import RequestChecker, deadline, input_view, over_budget
-from specviz.ui.runner import (RunControl, RunRegistry, Session, Throttle, advance, export_finished, given_session,
-                               parse_prompt, start_columns, stop_columns)
+from specviz.ui.runner import (FrameGate, RunControl, RunRegistry, Session, Throttle, advance, export_finished,
+                               given_session, parse_prompt, start_columns, stop_columns)
 from specviz.ui.validate import check_pace
 from specviz.ui.views import buttons, full_view, message_view
 
 STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
-COMPARE_INTERVAL_S = 2.0   # live comparison table and figures at most this often
+COMPARE_INTERVAL_S = 6.0   # live comparison table and figures at most this often (seven figures to redraw)
 TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
 MEASURE_TICK_S = 1.0       # Measure hands control back to Gradio at least this often (client gone? stop)
 BUSY = "A run is already going in this page: press Stop first."
@@ -34,19 +34,24 @@ class RunLoop:
 
     def __init__(self, config: AppConfig, checker: RequestChecker, n_slots: int, *,
                  clock: Callable[[], float] = time.monotonic,
-                 pause: Callable[[RunControl, float], bool] = RunControl.pause,
-                 wait_page: Callable[[RunControl, int, float], None] = RunControl.wait_shown):
-        """``clock`` (throttling, pacing, deadlines), ``pause`` (waits up to the given seconds for the
-        run's Stop, returns whether it came) and ``wait_page`` (waits up to the given seconds for the
-        page to report a step drawn) are injectable so tests drive a live run's time explicitly."""
+                 pause: Callable[[RunControl, float], bool] = RunControl.pause):
+        """``clock`` (throttling, pacing, the page's patience, deadlines) and ``pause`` (waits up to the
+        given seconds for the run's Stop, returns whether it came) are injectable so tests drive a live
+        run's time explicitly."""
         self.config = config
         self.checker = checker
         self.n_slots = n_slots
         self.clock = clock
         self.pause = pause
-        self.wait_page = wait_page
         self.runs = RunRegistry()
         self.limiter = RunLimiter(config.max_runs_per_minute, clock)
+        # a listener of the live loop's events (``specviz.bench.live`` times the page by them): called as
+        # ``probe(event, **facts)`` with wall-clock times (``time.time``); None in the app
+        self.probe: Callable[..., None] | None = None
+
+    def _note(self, event: str, **facts: Any) -> None:
+        if self.probe is not None:
+            self.probe(event, **facts)
 
     def admit(self, session: Session, refusal: str | None) -> tuple[RunControl | None, View | None]:
         """A checked run or Measure starts here: refused (``refusal``, then the visitor's rate), or busy
@@ -64,8 +69,10 @@ class RunLoop:
         chat template. The page passes every value by its parameter's name (``Explorer.wire``); each is
         checked here (``RequestChecker.check``) whoever sent it.
 
-        Paced (``pace`` seconds per step at least, for watching) or, unpaced, throttled to what the
-        browser can draw. Stop sets this run's flag; the run notices between two steps and ends with
+        Paced (``pace`` seconds per step at least, for watching) or, unpaced, throttled. Decoding never
+        waits for the browser: a step is sent only once the page has drawn the update before it
+        (``runner.FrameGate``); the steps decoded meanwhile are not drawn (nothing is computed for
+        them; the latest step wins, and the slider shows them all afterwards). Stop sets this run's flag; the run notices between two steps and ends with
         its own update, marked "stopped". Its last update re-sends every panel in full."""
         session = self.checker.pairs.session(session)
         req = self.checker.check(session, prompt=prompt, max_new_tokens=max_new_tokens, top_k=top_k, seed=seed,
@@ -108,30 +115,41 @@ class RunLoop:
         throttle = Throttle(STREAM_INTERVAL_S, clock=self.clock)
         compare_throttle = Throttle(COMPARE_INTERVAL_S, ratio=0.0, clock=self.clock)
         text_throttle = Throttle(TEXT_INTERVAL_S, ratio=0.0, clock=self.clock)
+        gate = FrameGate(self.config.page_wait_s)
         try:
+            self._note("start", t=time.time())
             yield {**full_view(session, self.n_slots, force=True), **buttons(True), **input_view(checked)}
             throttle(force=True)
+            compare_throttle(force=True)  # the opening view drew the comparison: the first step need not
+            gate.sent(session.n_steps, self.clock())
             last = self.clock()
-            shown = session.n_steps
-            while advance(cols, should_stop) and not should_stop():
+            while True:
+                t_dec = time.time()
+                going = advance(cols, should_stop)
+                self._note("decoded", t=time.time(), seconds=time.time() - t_dec, steps=session.n_steps)
+                if not going or should_stop():
+                    break
                 paced = pace > 0 and wait_left[0] > 0
                 if paced:
                     if waited(lambda s: self.pause(control, s), pace - (self.clock() - last)):
                         break  # stopped while pausing
                     last = self.clock()
-                elif not throttle():
-                    continue
                 if expired():
                     break
+                # the page still drawing the last update: this step is not drawn (decoding goes on; the
+                # latest step wins), and not throttled away either, so the next ready step goes at once
+                if not gate.ready(control.shown_step, control.page_reports or session.page_reports, self.clock()):
+                    continue
+                if not paced and not throttle():
+                    continue
                 t_out, budget = self.clock(), wait_left[0]
-                t0 = time.perf_counter()
+                t0, t_ready = time.perf_counter(), time.time()
                 out = full_view(session, self.n_slots, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
-                # a slow browser sets the pace, within the run's waiting budget
-                waited(lambda s: self.wait_page(control, shown, s), self.config.page_wait_s)
-                shown = session.n_steps
+                gate.sent(session.n_steps, self.clock())
+                self._note("update", steps=session.n_steps, t_ready=t_ready, t_built=time.time(), t_yield=time.time())
                 yield out
-                if paced:  # a paced run draws every step: that drawing (and sending) is pacing too
+                if paced:  # sending a paced step is pacing too
                     wait_left[0] = min(wait_left[0], budget - (self.clock() - t_out))
             timed_out = expired() and not control.stopped() and any(not c.done for c in cols)
             stopped = control.stopped() or timed_out
@@ -145,7 +163,11 @@ class RunLoop:
             session.running = False
             note = (f'<span class="sv-bad">⚠ stopped: a run may take {self.config.run_deadline_s} s on this app '
                     "(ask for fewer tokens or algorithms)</span>") if timed_out else ""
-            yield {**full_view(session, self.n_slots, note, force=True), **buttons(False)}
+            t_ready = time.time()
+            last_view = {**full_view(session, self.n_slots, note, force=True), **buttons(False)}
+            self._note("update", steps=session.n_steps, t_ready=t_ready, t_built=time.time(), t_yield=time.time(),
+                       final=True)
+            yield last_view
         finally:
             self.runs.end(id(session), control)
             if session.run_id == run_id:
@@ -214,15 +236,23 @@ class RunLoop:
             session.columns = []
 
     def page_shown(self, session: Session, report: str) -> None:
-        """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update. Anything
-        else (not text, a sign, over 64 characters) is ignored. A report can only end a wait: what a
-        run waits for the page is bounded by ``config.page_wait_s`` a step and ``max_wait_s`` in all."""
-        control = self.control(session)
-        if control is None or not isinstance(report, str) or len(report) > 64:
+        """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update (step 0 as
+        soon as it loads: from then on the session's live updates go out as it draws them,
+        ``runner.FrameGate``). Anything else (not text, a sign, over 64 characters) is ignored. A
+        report only lets the next update go: a page that stops reporting is sent one at least every
+        ``config.page_wait_s``, and decoding never waits for it."""
+        if not isinstance(report, str) or len(report) > 64:
             return
         head = report.split(":")[0].strip()
         if not (head.isascii() and head.isdigit()) or len(head) > 9:  # digits only: no sign, no "1_000", no unicode digits
             return
+        given = given_session(session)
+        if given is not None:
+            given.page_reports = True
+        control = self.control(session)
+        if control is None:
+            return
+        self._note("reported", step=int(head), t=time.time())
         control.report_shown(int(head))
 
     def control(self, session: Any) -> RunControl | None:

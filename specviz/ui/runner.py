@@ -92,6 +92,7 @@ class Session:
     run_id: int = 0
     pace: float = 0.0             # seconds per step the live run was paced at (0: unpaced)
     drawn_later: int | None = None  # the replay (its run_id) whose comparison a second event draws
+    page_reports: bool = False    # the page reports what it has drawn (``PAGE_JS``): live updates wait for it
 
     @property
     def n_steps(self) -> int:
@@ -438,6 +439,40 @@ class Throttle:
         self.render_s = seconds
 
 
+class FrameGate:
+    """Which decoded steps a live run sends the page (issue 34): a new update only once the page has
+    drawn the one before it, so a browser slower than decoding costs frames, never decoding time. The
+    steps decoded meanwhile are not drawn and nothing is computed for them: the latest step wins (the
+    trace keeps every step, for scrubbing). A report that never comes (lost) must not stall the page:
+    past a patience of ``patience`` seconds, or twice the page's last draw if that is longer (a page
+    drawing slowly is not sent updates faster than it draws them: they would pile up in it and come out
+    in a burst), the next update goes anyway. A page that does not report (a script, an API client) is
+    sent every update its caller's pacing or throttling allows. Pure: the caller passes what the page
+    has reported and the time."""
+
+    def __init__(self, patience: float):
+        self.patience = patience
+        self.sent_step: int | None = None
+        self.sent_at = float("-inf")
+        self.draw_s = 0.0  # how long the page took to draw the last update it reported
+
+    def sent(self, step: int, now: float) -> None:
+        """An update showing ``step`` went to the page at ``now``."""
+        self.sent_step, self.sent_at = step, now
+
+    def ready(self, drawn: int, reports: bool, now: float) -> bool:
+        """Whether the next update may go: the page (``reports``: it reports at all) has drawn step
+        ``drawn``, the last update sent showed ``sent_step``."""
+        if self.sent_step is None or not reports:
+            return True
+        if drawn >= self.sent_step:
+            if self.sent_at > float("-inf"):
+                self.draw_s = max(0.0, now - self.sent_at)  # at most this long: it was drawn by now
+            self.sent_at = float("-inf")  # counted once
+            return True
+        return now - self.sent_at >= max(self.patience, 2.0 * self.draw_s)
+
+
 class RunControl:
     """A live run's Stop flag, shared by the run's generator and the Stop callback.
 
@@ -447,28 +482,19 @@ class RunControl:
 
     def __init__(self) -> None:
         self._event = threading.Event()
-        self._shown = threading.Condition()
-        self.shown_step = -1          # the last step the page reported drawn (see ``PAGE_JS``)
-        self.page_reports = False     # whether the page reports at all (a browser does; tests may not)
+        self._lock = threading.Lock()
+        self.shown_step = -1          # the last step the page reported drawn (see ``PAGE_JS``, ``FrameGate``)
+        self.page_reports = False     # whether the page reported in this run (a browser does; tests may not)
 
     def stop(self) -> None:
         self._event.set()
-        with self._shown:
-            self._shown.notify_all()
 
     def report_shown(self, step: int) -> None:
-        """The page has drawn the update of ``step`` (its status line says so)."""
-        with self._shown:
+        """The page has drawn the update of ``step`` (its status line says so); a late report of an
+        earlier step never moves it back."""
+        with self._lock:
             self.page_reports = True
             self.shown_step = max(self.shown_step, step)
-            self._shown.notify_all()
-
-    def wait_shown(self, step: int, timeout: float) -> None:
-        """Back-pressure: wait (up to ``timeout``) until the page has drawn ``step``, so a slow browser
-        is never more than one update behind and Stop is seen at once. No wait if the page does not report."""
-        with self._shown:
-            if self.page_reports:
-                self._shown.wait_for(lambda: self.shown_step >= step or self.stopped(), timeout)
 
     def stopped(self) -> bool:
         return self._event.is_set()

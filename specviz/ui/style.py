@@ -117,8 +117,8 @@ STEP_JS = """
 
 
 # Runs once when the page loads. (0) Each time the status line shows a new live step, the page reports
-# it through the hidden #sv-shown box, and a live run waits for that before its next update, so a
-# slow browser sets the pace instead of falling behind. (1) On a narrow screen the settings sidebar starts closed, so it does
+# it through the hidden #sv-shown box, and a live run sends its next update only then (decoding goes
+# on meanwhile; the steps it decodes while the page draws are not sent: the latest one wins). (1) On a narrow screen the settings sidebar starts closed, so it does
 # not cover the page. (2) A click on a tree node writes "column:node:nonce" into the hidden
 # #sv-node-pick box, whose change event opens that node's distribution view (Gradio's Plot has no
 # click event of its own). Tree plots are re-bound whenever Gradio replaces their element.
@@ -139,19 +139,30 @@ PAGE_JS = r"""
     box.dispatchEvent(new Event("input", {bubbles: true}));
     box.dispatchEvent(new Event("change", {bubbles: true}));
   };
-  // back-pressure: tell the server each time a live update has been drawn ("Running … · step N")
+  // back-pressure: tell the server each time a live update has been drawn ("Running … · step N"), in
+  // the frame after it was applied (the server sends the next one only then: runner.FrameGate), and
+  // once at load ("0"), so the session's first run already waits for its draws. textContent, not
+  // innerText: reading it lays nothing out (this runs on every change of the page)
   let reported = "";
-  const report = () => {
-    const st = document.querySelector("#sv-status");
-    const m = st && st.innerText.match(/Running \d+ of \d+ · step (\d+)/);
+  const send = (text) => {
     const box = document.querySelector("#sv-shown textarea, #sv-shown input");
-    if (!m || !box || m[1] === reported) return;
-    reported = m[1];
-    box.value = m[1] + ":" + Date.now();
+    if (!box) return false;
+    box.value = text + ":" + Date.now();
     box.dispatchEvent(new Event("input", {bubbles: true}));
     box.dispatchEvent(new Event("change", {bubbles: true}));
+    return true;
+  };
+  const report = () => {
+    const st = document.querySelector("#sv-status");
+    const m = st && st.textContent.match(/Running \d+ of \d+ · step (\d+)/);
+    if (!m || m[1] === reported) return;
+    reported = m[1];
+    requestAnimationFrame(() => setTimeout(() => send(m[1]), 0));
   };
   new MutationObserver(report).observe(document.body, {childList: true, subtree: true, characterData: true});
+  let hello = 0;
+  const greet = () => { if (!send("0") && hello++ < 100) setTimeout(greet, 200); };
+  setTimeout(greet, 500);
   // the current step's tokens in view: a text box scrolls (the least it must) to its .sv-cur step when
   // the step moves (STEP_JS) and when the server sends a new text, after Gradio's own scrolling (a
   // replay opens on step 1, its text box otherwise at the end; a live run's newest step is at the end)
@@ -246,11 +257,11 @@ PAGE_JS = r"""
         el.__svSized = true;
         relayout.observe(el);
       }
-      if (!el.__svBar && el.on) {
+      if (!el.__svBar && el.on) {  // placed again after each draw; not every tick (it reads the layout)
         el.__svBar = true;
         el.on("plotly_afterplot", () => placeBar(el));
+        placeBar(el);
       }
-      placeBar(el);
       const w = Math.round(el.getBoundingClientRect().width), full = el._fullLayout;
       if (!P || !full || el.__svFixing || w < 10 || Math.abs(full.width - w) <= 1) return;
       el.__svTries = el.__svWidth === w ? (el.__svTries || 0) + 1 : 1;

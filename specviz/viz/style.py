@@ -12,6 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from specviz.cli_params_data import COLORS
+from specviz.viz.template import TEMPLATE
 
 STATUS_COLORS: dict[str, str] = {
     "accepted": "#1f9d55",
@@ -263,6 +264,8 @@ def figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
     most of its build; issue #23); the figure holds the same values, in the same key order. The lists
     are the builder's: a builder makes them for the figure and does not change them after.
     """
+    if "template" not in layout:
+        layout = {**layout, "template": TEMPLATE}  # plotly's default less what no figure uses (viz.template)
     long = [{k: v for k, v in tr.items() if type(v) is list and len(v) > LONG_LIST} for tr in data]
     if not any(long):
         return Figure({"data": data, "layout": layout}, _validate=False)
