@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from test_budgets import FakeTime  # the run's time: moved only by its pauses (compute takes no time)
 from test_ui import columns_for
 from test_ui_support import run_inputs, save_tiny_pair
 
@@ -53,20 +54,6 @@ def test_a_page_drawing_slowly_is_not_sent_updates_faster_than_it_draws():
 
 
 # ---- the run loop, driven by its clock and the page's reports ------------------------------------------
-class PaceClock:
-    """The run's time: it moves only when the run paces itself (compute takes no time)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def pause(self, control, seconds):
-        self.now += max(0.0, seconds)
-        return control.stopped()
-
-
 @pytest.fixture(scope="module")
 def pair_dirs(tmp_path_factory):
     return save_tiny_pair(tmp_path_factory.mktemp("live-frames-pair"))
@@ -94,7 +81,7 @@ def paced_run(ex, session, max_new=16):
 
 
 def test_a_page_that_draws_every_update_is_sent_every_step(pair_dirs, monkeypatch):
-    clock = PaceClock()
+    clock = FakeTime()
     ex = explorer(pair_dirs, clock)
     session = Session(pair_key=ex.default_key)
     built = counting_views(monkeypatch)
@@ -112,7 +99,7 @@ def test_a_page_behind_loses_frames_not_decoding_time(pair_dirs, monkeypatch):
     """The page draws the opening view and nothing after it: decoding goes on at its pace, one update
     goes every ``page_wait_s`` (the patience), the steps between are never built, and the trace keeps
     them all. Before issue 34 the run waited up to 3 s for the page at every step (about 16 x 3 s)."""
-    clock = PaceClock()
+    clock = FakeTime()
     ex = explorer(pair_dirs, clock)
     session = Session(pair_key=ex.default_key)
     built = counting_views(monkeypatch)
@@ -128,7 +115,7 @@ def test_a_page_behind_loses_frames_not_decoding_time(pair_dirs, monkeypatch):
 
 
 def test_the_latest_step_wins_when_the_page_catches_up(pair_dirs):
-    clock = PaceClock()
+    clock = FakeTime()
     ex = explorer(pair_dirs, clock)
     session = Session(pair_key=ex.default_key)
     gen = paced_run(ex, session)
@@ -153,7 +140,7 @@ def test_the_latest_step_wins_when_the_page_catches_up(pair_dirs):
 def test_the_page_saying_hello_makes_the_first_run_wait_for_it(pair_dirs):
     """``PAGE_JS`` reports step 0 when the page loads, before any run: the session's first run then
     waits for the page's draws from its first step (the opening view is the largest update)."""
-    clock = PaceClock()
+    clock = FakeTime()
     ex = explorer(pair_dirs, clock)
     session = Session(pair_key=ex.default_key)
     ex.page_shown(session, "0:load")

@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--widths", default="1600,400", help="viewport widths in px")
     ap.add_argument("--max-new", type=int, default=64, help="tokens per run (the page's default: 64)")
     ap.add_argument("--no-interact", action="store_true", help="skip the scrubs and the node click")
-    ap.add_argument("--json", default="", help="write every case's numbers (and the raw per-step records) here")
+    ap.add_argument("--json", default="", help="write every case's numbers here (JSON)")
     ap.add_argument("--shots", default="", help="a folder for a screenshot of each case's last view")
     args = ap.parse_args(argv)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

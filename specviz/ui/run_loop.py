@@ -23,7 +23,7 @@ from specviz.ui.validate import check_pace
 from specviz.ui.views import buttons, full_view, message_view
 
 STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
-COMPARE_INTERVAL_S = 6.0   # live comparison table and figures at most this often (seven figures to redraw)
+COMPARE_INTERVAL_S = 15.0  # live comparison table and figures at most this often (seven figures to redraw)
 TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
 MEASURE_TICK_S = 1.0       # Measure hands control back to Gradio at least this often (client gone? stop)
 BUSY = "A run is already going in this page: press Stop first."
