@@ -25,6 +25,9 @@ or write only some cases' files (a case added later: ``sd_heuristic``, ``sd_conf
 ``sd_adaptive`` were written by the typed-state code, schema 6, the rest by the dict-based one)::
 
     python -m tests.test_golden_traces --regen sd_heuristic sd_confidence
+
+A registered algorithm that no case in ``CASES`` runs gets one at its defaults, named after it
+(``GENERATED``): a new algorithm's files are ``python -m tests.test_golden_traces --regen NAME``.
 """
 from __future__ import annotations
 
@@ -81,6 +84,21 @@ CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "dsbd_literal": ("tree", "dsbd", {"width": 3, "gamma": 2, "literal_ratio": True}),
 }
 TEMPERATURES = (1.0, 0.0)
+
+
+def _generated_cases() -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """A case at its defaults, named after it, for every registered algorithm no case above runs: a
+    new algorithm's golden trace is written by ``python -m tests.test_golden_traces --regen NAME``,
+    with no edit here (its drafter picks the pair: the early-exit one for an early-exit drafter)."""
+    import specviz
+
+    covered = {algorithm for _, algorithm, _ in CASES.values()}
+    return {name: ("early_exit" if spec.drafter == "early_exit" else "tree", name, {})
+            for name, spec in specviz.ALGORITHMS.items() if name not in covered}
+
+
+GENERATED = _generated_cases()
+CASES.update(GENERATED)
 
 
 @lru_cache(maxsize=None)
@@ -176,10 +194,12 @@ def test_the_comparison_takes_rounding_and_nothing_more():
                                                                   else "accepted")
 
 
-def test_every_registered_algorithm_has_a_case():
+def test_every_registered_algorithm_has_its_stored_trace():
     import specviz
 
     assert set(specviz.ALGORITHMS) <= {algorithm for _, algorithm, _ in CASES.values()}
+    missing = sorted(name for name in CASES for t in TEMPERATURES if not path_of(name, t).is_file())
+    assert not missing, f"write them: python -m tests.test_golden_traces --regen {' '.join(missing)}"
 
 
 def regenerate(names: list[str]) -> None:

@@ -20,7 +20,7 @@ ROOT = Path(specviz.__file__).resolve().parent
 SHARED = [*sorted((ROOT / "ui").rglob("*.py")), *sorted((ROOT / "viz").rglob("*.py")),
           *(ROOT / f for f in ("trace.py", "trace_check.py", "trace_io.py", "metrics.py", "decoding.py"))]
 #: ``ar`` is a role as well as a name: the reference every other algorithm's output and speed is read
-#: against (docs/DESIGN: "a greedy-equality check against ar"), so the page and the tables may name it
+#: against (a greedy-equality check against ar, speed-ups over ar), so the page and the tables may name it
 REFERENCE = "ar"
 
 

@@ -20,9 +20,10 @@ from specviz.trace import SCHEMA_VERSION, RunTrace
 from specviz.trace_check import check_trace
 from specviz.viz import controller as viz_controller
 from specviz.viz import registry
-from tests.test_golden_traces import CASES, GOLDEN, TEMPERATURES, path_of, strip
+from tests.test_golden_traces import CASES, GENERATED, GOLDEN, TEMPERATURES, path_of, strip
 
-# the typed state each golden case's steps carry (None: its controller records nothing)
+# the typed state each golden case's steps carry (None: its controller records nothing); a case generated
+# for an algorithm at its defaults (``GENERATED``) is held to reading into a typed state, never the fallback
 EXPECTED: dict[str, type[ss.ControllerState] | None] = {
     "ar": None, "sd": None, "mcsd": None, "mcsd_replacement": None, "specinfer": None, "pld": None,
     "sd_beta_ts": ss.BetaTSState, "eesd": ss.BetaTSState, "sd_cali_ts": ss.CaliTSState,
@@ -50,7 +51,7 @@ def golden_trace(name: str, temperature: float) -> RunTrace:
 
 
 def test_every_case_has_an_expected_state():
-    assert set(EXPECTED) == set(CASES)
+    assert set(EXPECTED) == set(CASES) - set(GENERATED)
     assert len(list(GOLDEN.glob("*.json"))) == len(GOLDEN_FILES)
 
 
@@ -59,7 +60,11 @@ def test_a_stored_trace_reads_into_its_typed_state_and_writes_it_back(name, temp
     data = json.loads(stored(name, temperature))
     trace = golden_trace(name, temperature)
     states = [s.controller for s in trace.steps]
-    want = EXPECTED[name]
+    if name in GENERATED:
+        assert not any(isinstance(s, ss.UnknownState) for s in states), name
+        want = next((type(s) for s in states if s is not None), None)
+    else:
+        want = EXPECTED[name]
     if want is None:
         assert states == [None] * len(states)
         return
