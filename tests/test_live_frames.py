@@ -149,3 +149,18 @@ def test_the_page_saying_hello_makes_the_first_run_wait_for_it(pair_dirs):
     assert steps == [0, 6, 12, 16]  # the opening view never reported: an update each patience
     ex.page_shown(session, "garbage")
     ex.page_shown(None, "1:x")  # no session: nothing to note
+
+
+def test_a_pages_first_run_opens_without_redrawing_the_comparison_figures(pair_dirs):
+    """The opening view of a run is the page's largest update: on a page whose comparison figures show
+    nothing yet it leaves them (seven figures the browser need not redraw; the table says what runs),
+    and after a run it clears the earlier run's figures."""
+    from specviz.ui.layout import FIGURES
+    clock = FakeTime()
+    ex = explorer(pair_dirs, clock)
+    session = Session(pair_key=ex.default_key)
+    first = list(paced_run(ex, session, max_new=3))
+    assert not any(f.name in first[0] for f in FIGURES) and "table" in first[0]
+    assert all(f.name in first[-1] for f in FIGURES)  # the run's last update draws them
+    second = next(paced_run(ex, session, max_new=3))
+    assert all(f.name in second for f in FIGURES)  # the first run's figures are cleared

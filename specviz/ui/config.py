@@ -97,7 +97,7 @@ class AppConfig:
     max_run_cost: int | None = None       # token positions one algorithm's run may cost (ui.budget); None: no cap
     run_deadline_s: int | None = None     # wall seconds a run or a Measure may take; None: no deadline
     max_wait_s: int | None = None         # seconds a run may spend pacing and waiting for the page, in all
-    page_wait_s: float = 3.0              # the longest one live step waits for the page to draw the previous one
+    page_wait_s: float = 3.0              # a live update's report from the page counts lost after this (FrameGate)
     max_runs_per_minute: int | None = None  # runs and Measures one visitor (page) may start in a minute
     max_uploads_per_minute: int | None = None        # upload requests one client address may make in a minute
     max_upload_bytes_per_minute: int | None = None   # bytes one client address may upload in a minute

@@ -107,6 +107,9 @@ class RunLoop:
         checked = req.checked
         session.run_id += 1
         run_id = session.run_id
+        # the comparison figures on screen show steps (an earlier run's, a replay's): the opening view
+        # clears them; else (a page's first run) it leaves them blank until the run has some to compare
+        compared = any(c.n_steps for c in session.columns)
         session.columns = start_columns(req.pair, prompt, req.columns,
                                         max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
                                         top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat)
@@ -118,9 +121,10 @@ class RunLoop:
         gate = FrameGate(self.config.page_wait_s)
         try:
             self._note("start", t=time.time())
-            yield {**full_view(session, self.n_slots, force=True), **buttons(True), **input_view(checked)}
+            opening = full_view(session, self.n_slots, force=True, compare=compared)
+            yield {**opening, "table": render.table_html(session), **buttons(True), **input_view(checked)}
             throttle(force=True)
-            compare_throttle(force=True)  # the opening view drew the comparison: the first step need not
+            compare_throttle(force=True)  # the opening view drew (or left) the comparison: not the first step
             gate.sent(session.n_steps, self.clock())
             last = self.clock()
             while True:
