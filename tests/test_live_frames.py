@@ -95,58 +95,81 @@ def test_a_page_that_draws_every_update_is_sent_every_step(pair_dirs, monkeypatc
     assert built == steps
 
 
-def test_a_page_behind_loses_frames_not_decoding_time(pair_dirs, monkeypatch):
-    """The page draws the opening view and nothing after it: decoding goes on at its pace, one update
-    goes every ``page_wait_s`` (the patience), the steps between are never built, and the trace keeps
-    them all. Before issue 34 the run waited up to 3 s for the page at every step (about 16 x 3 s)."""
-    clock = FakeTime()
+def unpaced_run(ex, session, max_new=16):
+    return ex.run(session, **run_inputs(max_new_tokens=max_new, columns=columns_for(["ar"]), pace=0.0))
+
+
+def test_unpaced_a_page_behind_loses_frames_not_decoding_time(pair_dirs, monkeypatch):
+    """Unpaced, the page draws the opening view and nothing after it: decoding goes on (the run never
+    pauses), an update goes only each ``page_wait_s`` (the patience), the steps between are never
+    built, and the trace keeps them all. Before issue 34 the run waited up to 3 s for the page at
+    every update and sent them all."""
+    clock = FakeTime(tick=0.05)  # every reading of the clock is 50 ms of compute later
+    pauses = []
+    clock.pause = lambda control, seconds: pauses.append(seconds) or control.stopped()
     ex = explorer(pair_dirs, clock)
     session = Session(pair_key=ex.default_key)
     built = counting_views(monkeypatch)
-    gen = paced_run(ex, session)
+    gen = unpaced_run(ex, session, max_new=64)
     next(gen)
     ex.page_shown(session, "0:x")  # the opening view drawn; nothing after it
-    rest = [session.n_steps for _ in gen]
-    assert session.n_steps == 16 and len(session.columns[0].trace.steps) == 16  # every step kept, for the slider
-    assert clock.now == pytest.approx(16 * 0.5)  # a pace a step, and no wait for the page
-    # sent: step 1 (the page had drawn step 0), then one every 3 s of the paces (6 steps), then the last
-    assert rest == [1, 7, 13, 16]
-    assert built == [0, 1, 7, 13, 16]  # nothing built for a step not sent
+    sent = [(session.n_steps, clock.now) for _ in gen]
+    assert session.n_steps == 64 and len(session.columns[0].trace.steps) == 64  # every step kept, for the slider
+    assert pauses == []  # decoding never waited
+    live = sent[:-1]  # the last update is the run's final one
+    assert 2 <= len(live) < 20  # frames dropped: far fewer updates than steps
+    assert all(b[1] - a[1] >= 3.0 for a, b in zip(live[1:], live[2:]))  # after the first, one a patience
+    assert built == [0, *(k for k, _ in sent)]  # nothing built for a step not sent
 
 
-def test_the_latest_step_wins_when_the_page_catches_up(pair_dirs):
+def test_unpaced_the_latest_step_goes_as_soon_as_the_page_has_drawn(pair_dirs):
+    clock = FakeTime(tick=0.05)
+    ex = explorer(pair_dirs, clock)
+    session = Session(pair_key=ex.default_key)
+    gen = unpaced_run(ex, session, max_new=64)
+    next(gen)
+    ex.page_shown(session, "0:x")
+    next(gen)
+    a, t_a = session.n_steps, clock.now
+    next(gen)  # not reported: the next one comes a patience later, many steps on
+    b, t_b = session.n_steps, clock.now
+    assert b - a > 5 and t_b - t_a >= 3.0
+    ex.page_shown(session, f"{b}:x")  # drawn: the next update goes with the throttle's next chance
+    next(gen)
+    c, t_c = session.n_steps, clock.now
+    assert c > b and t_c - t_b < 1.0
+
+
+def test_paced_the_pages_draw_is_part_of_the_pace(pair_dirs):
+    """Paced (for watching), every step is shown: a step waits for the page's report of the one before,
+    at most the patience (here the page never reports after the opening view: 3 s a step)."""
     clock = FakeTime()
     ex = explorer(pair_dirs, clock)
     session = Session(pair_key=ex.default_key)
     gen = paced_run(ex, session)
     next(gen)
     ex.page_shown(session, "0:x")
-    first = next(gen)
-    assert session.n_steps == 1 and "step 1" in first["status"]
-    # the page is busy with step 1 while steps 2 and 3 are decoded; it reports step 1 drawn then
-    steps = []
-    for _ in gen:
-        steps.append(session.n_steps)
-        if len(steps) == 1:
-            break
-    assert steps == [7]  # step 1 never reported: the patience let step 7 go
-    control = ex.runs.get(id(session))
-    ex.page_shown(session, "7:x")
-    assert control.shown_step == 7
-    nxt = next(gen)
-    assert session.n_steps == 8 and "step 8" in nxt["status"]  # the step decoded right after the report
+    steps = [session.n_steps for _ in gen]
+    assert steps == [*range(1, 17), 16]
+    assert clock.now >= 0.5 + 15 * 3.0 - 1e-9
 
 
 def test_the_page_saying_hello_makes_the_first_run_wait_for_it(pair_dirs):
     """``PAGE_JS`` reports step 0 when the page loads, before any run: the session's first run then
-    waits for the page's draws from its first step (the opening view is the largest update)."""
+    waits for the page's draw of its opening view (the largest update) before its first step."""
     clock = FakeTime()
     ex = explorer(pair_dirs, clock)
     session = Session(pair_key=ex.default_key)
+    list(paced_run(ex, session, max_new=4))
+    assert clock.now == pytest.approx(4 * 0.5)  # a page that never said hello: not waited for
+    clock.now = 0.0
     ex.page_shown(session, "0:load")
     assert session.page_reports and ex.runs.get(id(session)) is None
-    steps = [session.n_steps for _ in paced_run(ex, session)]
-    assert steps == [0, 6, 12, 16]  # the opening view never reported: an update each patience
+    gen = paced_run(ex, session, max_new=4)
+    next(gen)
+    next(gen)  # step 1: after the opening view's draw (never reported here: the patience)
+    assert session.n_steps == 1 and clock.now >= 3.0
+    gen.close()
     ex.page_shown(session, "garbage")
     ex.page_shown(None, "1:x")  # no session: nothing to note
 

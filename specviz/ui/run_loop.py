@@ -25,6 +25,7 @@ from specviz.ui.views import buttons, full_view, message_view
 STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
 COMPARE_INTERVAL_S = 15.0  # live comparison table and figures at most this often (seven figures to redraw)
 TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
+PAGE_POLL_S = 0.05         # a paced run looks for the page's report of its last update this often
 MEASURE_TICK_S = 1.0       # Measure hands control back to Gradio at least this often (client gone? stop)
 BUSY = "A run is already going in this page: press Stop first."
 
@@ -69,8 +70,9 @@ class RunLoop:
         chat template. The page passes every value by its parameter's name (``Explorer.wire``); each is
         checked here (``RequestChecker.check``) whoever sent it.
 
-        Paced (``pace`` seconds per step at least, for watching) or, unpaced, throttled. Decoding never
-        waits for the browser: a step is sent only once the page has drawn the update before it
+        Paced (``pace`` seconds per step at least, for watching; the page's draw of the step before is
+        part of the pace, within the run's waiting budget) or, unpaced, throttled. Unpaced, decoding
+        never waits for the browser: a step is sent only once the page has drawn the update before it
         (``runner.FrameGate``); the steps decoded meanwhile are not drawn (nothing is computed for
         them; the latest step wins, and the slider shows them all afterwards). Stop sets this run's flag; the run notices between two steps and ends with
         its own update, marked "stopped". Its last update re-sends every panel in full."""
@@ -140,9 +142,18 @@ class RunLoop:
                     last = self.clock()
                 if expired():
                     break
-                # the page still drawing the last update: this step is not drawn (decoding goes on; the
-                # latest step wins), and not throttled away either, so the next ready step goes at once
-                if not gate.ready(control.shown_step, control.page_reports or session.page_reports, self.clock()):
+                reports = control.page_reports or session.page_reports
+                # paced (for watching): the page's draw of the last step is part of the pace, within the
+                # run's waiting budget; polled in PAGE_POLL_S slices of ``pause``, which a Stop ends at once
+                while paced and not gate.ready(control.shown_step, reports, self.clock()):
+                    if waited(lambda s: self.pause(control, s), PAGE_POLL_S):
+                        break
+                    paced = wait_left[0] > 0
+                if control.stopped():
+                    break
+                # unpaced, the page still drawing the last update: this step is not drawn (decoding goes
+                # on; the latest step wins), and not throttled away either, so the next ready step goes at once
+                if not gate.ready(control.shown_step, reports, self.clock()):
                     continue
                 if not paced and not throttle():
                     continue
