@@ -293,13 +293,16 @@ def compare_verdict(pair, algos: list[str], traces: list[RunTrace], rates: list,
     from specviz.bench import costs
     from specviz.bench.verdict import VerdictRow, verdict
 
-    found = costs.predictions(pair, {i: [t] for i, t in enumerate(traces)}, threads=threads)
+    try:
+        found, why = costs.predictions(pair, {i: [t] for i, t in enumerate(traces)}, threads=threads), ""
+    except Exception as exc:  # noqa: BLE001 - the measured verdict stands without the model's
+        found, why = {}, f" The cost model could not be timed here ({type(exc).__name__}: {exc})."
     rows = []
     for i, (algo, t, rate, up) in enumerate(zip(algos, traces, rates, ups)):
         p = found.get(i)
         rows.append(VerdictRow(algo, algo, rate.median, *((up.median, up.lo, up.hi) if up else (None, None, None)),
                                *((p.here, p.gpu, p.tau, p.gpu_draft_cost, p.target_ms, p.draft_ms) if p else ())))
-    return verdict(rows)
+    return verdict(rows) + why
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -225,9 +225,10 @@ class Explorer:
             gr.Markdown("## Measure", elem_id="sv-measure-title")
             with gr.Row(equal_height=True):
                 measure_btn = gr.Button("Measure ⏱", size="sm", scale=0, min_width=120, elem_id="sv-measure-btn")
-                gr.Markdown(f"Times the columns one after another on this prompt and settings, "
-                            f"unpaced, a warm-up and {cfg.measure_repeats} timed runs each; medians. Use these "
-                            "numbers, not a live run's, to compare speed.", elem_classes=["sv-note"])
+                gr.Markdown(f"Times the columns on this prompt and settings, unpaced and interleaved: a "
+                            f"warm-up round, then {cfg.measure_repeats} timed rounds; medians, what they ran under "
+                            "and a verdict. Use these numbers, not a live run's, to compare speed.",
+                            elem_classes=["sv-note"])
             measurements = gr.HTML(measurements_html([]), elem_id="sv-measure")
             notice = public_notice(cfg)  # the page's footer says public mode is on, and its limits
             gr.Markdown(notice, elem_id="sv-footer", elem_classes=["sv-note"], visible=bool(notice))
