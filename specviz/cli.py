@@ -453,11 +453,18 @@ def _build_theory(theory: argparse.ArgumentParser) -> None:
     theory.set_defaults(fn=cmd_theory, flags=option_names(theory))
 
 
+def cmd_papers(args: argparse.Namespace) -> int:
+    from specviz.papers.cli import main as papers_main
+
+    check_out_dir(args.out, "--out", "the report")
+    return papers_main(args)
+
+
 def _build_papers(p: argparse.ArgumentParser) -> None:
-    from specviz.papers.cli import add_arguments as papers_arguments, main as papers_main
+    from specviz.papers.cli import add_arguments as papers_arguments
 
     papers_arguments(p)
-    p.set_defaults(fn=papers_main, flags=option_names(p))
+    p.set_defaults(fn=cmd_papers, flags=option_names(p))
 
 
 # name -> (help, what builds its options); ``train`` is handed to specviz.train.cli whole (see ``main``)

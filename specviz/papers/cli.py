@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the JSON report here instead (the repository ships it as "
                    "assets/papers/papers.json, which the app's Papers view reads)")
     p.add_argument("--quick", action="store_true",
-                   help="a CI-sized run: the code pair only, one prompt, two seeds, a few tokens (under a minute)")
+                   help="a CI-sized run: the code pair only, two prompts, one seed, 8 tokens a run, few Monte Carlo runs")
     p.add_argument("--threads", type=whole(1, os.cpu_count() or 1), default=1,
                    help="torch intra-op threads (default: %(default)s, which on a machine shared with other work is "
                         "many times faster than one thread per core; the report states it)")
@@ -28,12 +28,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from specviz.cli import check_out_dir
-    from specviz.papers.report import budget_for, check, collect, write
-
+    """Run the report (``specviz.cli.cmd_papers`` has checked ``--out``)."""
     import torch
 
-    check_out_dir(args.out, "--out", "the report")
+    from specviz.papers.report import budget_for, check, collect, write
+
     if args.json is not None:  # refused now, before the work, if it cannot be written
         folder = os.path.dirname(os.path.abspath(args.json))
         if not args.json.strip() or os.path.isdir(args.json) or not os.access(folder, os.W_OK):

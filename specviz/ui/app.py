@@ -27,7 +27,7 @@ from starlette.middleware import Middleware
 import specviz
 from specviz import defaults
 from specviz.algorithms.registry import page_defaults
-from specviz.ui import examples, render
+from specviz.ui import examples, papers_view, render
 from specviz.ui.columns import param_value  # noqa: F401  (param_value: tests import it here)
 from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads, private_temp_dir, public_notice
 from specviz.ui.editor import ColumnEditor, param_elem_id  # noqa: F401  (param_elem_id: tests import it here)
@@ -230,6 +230,7 @@ class Explorer:
                             "and a verdict. Use these numbers, not a live run's, to compare speed.",
                             elem_classes=["sv-note"])
             measurements = gr.HTML(measurements_html([]), elem_id="sv-measure")
+            papers_view.declare()  # the shipped papers report (python -m specviz papers), static
             notice = public_notice(cfg)  # the page's footer says public mode is on, and its limits
             gr.Markdown(notice, elem_id="sv-footer", elem_classes=["sv-note"], visible=bool(notice))
 
