@@ -256,8 +256,9 @@ def analyse(rec_events: list[dict], sends: list[dict], browser: dict, t_click: f
     sizes = [s.get("bytes", 0) for s in sends]
     gen_msgs = msgs[:]
     for i, u in enumerate(live):
-        parts["build"].append(u["t_built"] - u["t_ready"])
-        parts["wait_page"].append(u["t_yield"] - u["t_built"])
+        parts["build"].append(u["t_built"] - u.get("t_build", u["t_ready"]))
+        # before issue 34 the loop waited for the page after building; since, a paced run waits before
+        parts["wait_page"].append(u["t_yield"] - u["t_built"] + u.get("t_build", u["t_ready"]) - u["t_ready"])
         s = sends[i + 1] if i + 1 < len(sends) else None  # the first send is the run's opening view
         if s is None or "t_sent" not in s:
             continue

@@ -142,6 +142,7 @@ class RunLoop:
                     last = self.clock()
                 if expired():
                     break
+                t_ready = time.time()  # decoded and paced: what follows is display (the benchmark's overhead)
                 reports = control.page_reports or session.page_reports
                 # paced (for watching): the page's draw of the last step is part of the pace, within the
                 # run's waiting budget; polled in PAGE_POLL_S slices of ``pause``, which a Stop ends at once
@@ -158,11 +159,12 @@ class RunLoop:
                 if not paced and not throttle():
                     continue
                 t_out, budget = self.clock(), wait_left[0]
-                t0, t_ready = time.perf_counter(), time.time()
+                t0, t_build = time.perf_counter(), time.time()
                 out = full_view(session, self.n_slots, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
                 gate.sent(session.n_steps, self.clock())
-                self._note("update", steps=session.n_steps, t_ready=t_ready, t_built=time.time(), t_yield=time.time())
+                self._note("update", steps=session.n_steps, t_ready=t_ready, t_build=t_build, t_built=time.time(),
+                           t_yield=time.time())
                 yield out
                 if paced:  # sending a paced step is pacing too
                     wait_left[0] = min(wait_left[0], budget - (self.clock() - t_out))
