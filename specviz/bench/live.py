@@ -448,7 +448,7 @@ def cases_from(args: argparse.Namespace) -> list[tuple[str, int, bool, int]]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
         prog="python -m specviz.bench.live", description=__doc__.split("\n\n")[0],
-        epilog="The goal cases in one command (about 5-8 minutes on an idle 2-core machine): "
+        epilog="The goal cases in one command (4 minutes on a lightly loaded 2-core machine, 7 under load 10): "
                "python -m specviz.bench.live --goals. The full matrix: python -m specviz.bench.live "
                "(both pairs, 1/4/6 columns, paced and unpaced, 1600 and 400 px; about an hour).")
     ap.add_argument("--goals", action="store_true", help="the issue's goal cases only: the default pair at 1600 px, "
