@@ -372,7 +372,8 @@ def test_fast_json_matches_plotly(traces):
 
 def test_long_lists_are_not_deep_copied_and_the_figure_is_the_same():
     """``style.figure`` hands a trace's long lists to the figure as they are (issue #23): the figure's
-    JSON, its plotly dict and its key order are those of plotly's own (deep-copying) build."""
+    JSON, its plotly dict and its key order are those of plotly's own (deep-copying) build with the same
+    (slim) template."""
     import json
 
     from specviz.viz import style
@@ -384,7 +385,8 @@ def test_long_lists_are_not_deep_copied_and_the_figure_is_the_same():
                  {"type": "bar", "x": [1, 2], "y": [3, 4]}], {"height": 300, "xaxis": {"title": {"text": "t"}}})
 
     fast = style.figure(*build())
-    slow = style.Figure({"data": build()[0], "layout": build()[1]}, _validate=False)
+    slow = style.Figure({"data": build()[0], "layout": {**build()[1], "template": style.TEMPLATE}},
+                        _validate=False)
     assert fast.to_json() == go.Figure.to_json(slow) == slow.to_json()
     assert fast.to_plotly_json() == slow.to_plotly_json()
     assert [list(d) for d in fast._data] == [list(d) for d in slow._data]
