@@ -49,6 +49,10 @@ class TreeNode:
     ``p_residual`` is the (residual) target probability of the token that ``accept_prob`` was computed
     against: ``p`` for the first candidate at a position, the residualised target after earlier
     siblings were rejected for later ones (multi-candidate rules; v2).
+    ``q_draft`` is the draft's own probability of the token where it is not ``q``: under a rule whose
+    proposals are chosen, not drawn (exact match at temperature 0, where the warped q is one-hot;
+    ``point_mass`` for EAGLE-2's tree) ``q`` is 1, the point mass the rule verified against, and
+    ``q_draft`` the draft's softmax (temperature 0) or warped q there; ``None`` otherwise.
     """
 
     id: int
@@ -63,6 +67,7 @@ class TreeNode:
     status: str = "not_reached"
     root: int = 0
     p_residual: float | None = None
+    q_draft: float | None = None
 
 
 @dataclass

@@ -6,7 +6,7 @@ issue #23, issue #35 point 15).
 (``steps[3].forest[2].parent``) and what is allowed there; it returns ``None`` for a trace every
 view can draw. What it holds a trace to is what the engine writes (``specviz.algorithms``):
 
-* probabilities (node ``q``/``p``/``accept_prob``/``draw``/``p_residual``, a position's ``p``/``q``/
+* probabilities (node ``q``/``p``/``accept_prob``/``draw``/``p_residual``/``q_draft``, a position's ``p``/``q``/
   ``final_residual``/``residual_mass``, ``tv``) are finite and in [0, 1] (up to ``PROB_SLACK`` above 1
   for float32 rounding); a position's ``residual`` finite and >= 0 (``residual_values`` says why);
 * token ids are whole numbers >= 0, below ``pair.shared_vocab_size`` when the trace gives it;
@@ -347,7 +347,7 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
             raise _refuse(f"{where}.depth", f"at most {max_depth} in a beam forest", n.depth)
         whole(f"{where}.token_id", n.token_id, 0, vocab)
         text(f"{where}.token_text", n.token_text)
-        for key in ("q", "p", "accept_prob", "draw", "p_residual"):
+        for key in ("q", "p", "accept_prob", "draw", "p_residual", "q_draft"):
             prob(f"{where}.{key}", getattr(n, key))
         if n.status not in NODE_STATUSES:
             raise _refuse(f"{where}.status", f"one of {', '.join(NODE_STATUSES)}", n.status)
@@ -552,7 +552,7 @@ def _block_pass(steps: list[StepRecord], start: int, produced: int, vocab: int |
     statuses = _column(nodes, "status")
     if not (set(map(type, statuses)) <= {str} and set(statuses) <= set(NODE_STATUSES)):
         return False
-    for key in ("q", "p", "accept_prob", "draw", "p_residual"):
+    for key in ("q", "p", "accept_prob", "draw", "p_residual", "q_draft"):
         if not _numbers_in(_column(nodes, key), 0.0, 1.0 + PROB_SLACK, optional=True):
             return False
     # committed tokens

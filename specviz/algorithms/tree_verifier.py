@@ -10,8 +10,9 @@ output is drawn from the final residual (``resampled``), at a node without child
 (``bonus``). Temperature 0 uses the exact-match rule. The walk returns a ``TreeOutcome`` (every
 test, every position reached, the accepted path, the extra token) and writes nothing.
 
-**Record** (``record_tree``), a pure function of the outcome: per node ``q`` (draft probability at
-draw time; at temperature 0 the draft's plain softmax), ``p`` (target probability at the parent),
+**Record** (``record_tree``), a pure function of the outcome: per node ``q`` (the proposal law's probability the
+rule used: the draft's q at draw time, or 1 under a rule whose siblings are chosen, ``core.rules.CHOSEN``,
+with the draft's own probability, its plain softmax at temperature 0, as ``q_draft``), ``p`` (target probability at the parent),
 ``accept_prob`` (given all earlier siblings were rejected), ``p_residual`` (the residual target
 probability ``accept_prob`` was computed against), ``draw`` (the uniform, None when the outcome was
 certain), ``status`` and ``root`` (the beam); per position reached a ``PositionRecord``
@@ -31,7 +32,7 @@ from specviz.algorithms.outcomes import Commit, Recorded
 from specviz.algorithms.plans import Plan
 from specviz.algorithms.positions import Site, position_records
 from specviz.core.acceptance import first_accepted
-from specviz.core.rules import AcceptanceRule, rule_for
+from specviz.core.rules import CHOSEN, AcceptanceRule, rule_for
 from specviz.core.sampling import tv_distance
 from specviz.core.trees import ROOT
 from specviz.trace import TreeNode
@@ -120,8 +121,10 @@ def walk(dec: "Decoder", tree: DraftedTree, ps: VerifyRows, rule: AcceptanceRule
 
 def record_tree(dec: "Decoder", tree: DraftedTree, out: TreeOutcome, rule: AcceptanceRule) -> Recorded:
     """The step's forest, positions, TV and rule from the walk's outcome (module docstring)."""
+    chosen = rule.record()["name"] in CHOSEN  # q is the point mass the rule used; the draft's own q aside
     forest = [TreeNode(i, None if par == ROOT else par, tree.level(i) - 1, tok, dec.text(tok),
-                       q=tree.q_draw[i], p=out.p_nodes[i], root=tree.root[i])
+                       q=1.0 if chosen else tree.q_draw[i], p=out.p_nodes[i], root=tree.root[i],
+                       q_draft=tree.q_draw[i] if chosen and tree.q_draw[i] != 1.0 else None)
               for i, (tok, par) in enumerate(zip(tree.tokens, tree.parents))]
     for t in out.tests:
         n = forest[t.node]

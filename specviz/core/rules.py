@@ -160,6 +160,11 @@ class OverAcceptance(_Described):
         return {"name": "over_acceptance", "eps": self.eps, "lam": self.lam, "residual": self.residual}
 
 
+# rules whose siblings are chosen, not drawn: each proposal's law is the point mass on it (q = 1), whatever
+# the draft's own probability of the token was (its softmax at temperature 0, where the warped q is one-hot)
+CHOSEN: tuple[str, ...] = ("exact_match", "point_mass")
+
+
 def rule_for(rule: AcceptanceRule, greedy: bool) -> AcceptanceRule:
     """The rule a step uses: at temperature 0 every rule becomes exact match (same sibling drawing)."""
     return ExactMatch(rule.replacement) if greedy else rule

@@ -120,6 +120,18 @@ def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dic
     return data, shapes, notes
 
 
+def _chosen_note(step: StepRecord) -> str:
+    """The q bars' caveat under a rule whose siblings are chosen (``core.rules.CHOSEN``): at temperature 0
+    they are the one-hot law (the argmax; later siblings are the draft's next picks), under EAGLE-2's tree
+    the draft's law the siblings were picked from, each verified as a point mass (its node's q = 1)."""
+    name = (step.rule or {}).get("name")
+    if name == "exact_match":
+        return " (one-hot at T = 0: its argmax; later siblings are its next picks)"
+    if name == "point_mass":
+        return " (siblings picked from it; each verified as a point mass, q = 1)"
+    return ""
+
+
 def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], str] | None = None,
                         height: int = 460) -> go.Figure:
     """p, q and the residual at the parent position of node ``node_id`` of ``step``, and u against a.
@@ -143,7 +155,7 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
     hover_labels = [repr(t) for t in labels]
     data: list[dict[str, Any]] = []
     if pos.q is not None:
-        name = "q draft" + (" (one-hot drafter: no distribution)" if not any(pos.q) else "")
+        name = "q draft" + (" (one-hot drafter: no distribution)" if not any(pos.q) else _chosen_note(step))
         data.append(_bar(name, "q", xs, list(pos.q), pos.ids, hover_labels, Q_COLOR))
     data.append(_bar("p target", "p", xs, list(pos.p), pos.ids, hover_labels, P_COLOR))
     produced = [n for n in step.forest if n.status in ("resampled", "bonus") and n.parent == node.parent

@@ -55,6 +55,8 @@ def _title(step: StepRecord, kind: str, node: TreeNode | None) -> str:
     if node is not None:
         if node.q is not None:
             bits.append(f"q={fmt_prob(node.q)}")
+        if node.q_draft is not None:
+            bits.append(f"draft's own probability={fmt_prob(node.q_draft)}")
         if node.p is not None:
             bits.append(f"p={fmt_prob(node.p)}")
         if node.p_residual is not None and node.p_residual != node.p:

@@ -94,6 +94,15 @@ def feature_source(n: TreeNode) -> str:
     return "drafted from: the draft head's own feature at its parent (EAGLE's recurrence)"
 
 
+def q_lines(n: TreeNode) -> list[str]:
+    """The hover's q: the law the rule verified against, and the draft's own probability beside it when the
+    proposal was chosen, not drawn (``TreeNode.q_draft``: the distribution view's q bars are the same law)."""
+    if n.q_draft is None:
+        return [f"q draft = {fmt_prob(n.q)}"]
+    return [f"q = {fmt_prob(n.q)}  (a chosen proposal: the point mass the rule verified against)",
+            f"draft's own probability = {fmt_prob(n.q_draft)}"]
+
+
 def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None,
                cum: float | None = None, feature: bool = False) -> str:
     """Hover text of a node: token, status, q, its cumulative draft probability ``cum`` when given
@@ -104,7 +113,7 @@ def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = 
     lines = [
         f"<b>{html_escape(repr(n.token_text))}</b>  id {n.token_id}",
         f"status: <b>{STATUS_LABELS.get(n.status, n.status)}</b>  (node {n.id}, depth {n.depth}, root {n.root})",
-        f"q draft = {fmt_prob(n.q)}",
+        *q_lines(n),
         *([f"cumulative draft probability = {fmt_prob(cum)}  (q multiplied along its path: the tree keeps the "
            f"highest)"] if cum is not None else []),
         *([feature_source(n)] if feature else []),
