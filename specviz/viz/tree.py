@@ -99,8 +99,7 @@ def q_lines(n: TreeNode) -> list[str]:
     proposal was chosen, not drawn (``TreeNode.q_draft``: the distribution view's q bars are the same law)."""
     if n.q_draft is None:
         return [f"q draft = {fmt_prob(n.q)}"]
-    return [f"q = {fmt_prob(n.q)}  (a chosen proposal: the point mass the rule verified against)",
-            f"draft's own probability = {fmt_prob(n.q_draft)}"]
+    return [f"q = {fmt_prob(n.q)} (chosen: verified as a point mass); draft's own = {fmt_prob(n.q_draft)}"]
 
 
 def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None,
