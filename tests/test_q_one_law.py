@@ -34,7 +34,7 @@ def test_greedy_node_q_is_the_point_mass_and_the_softmax_is_named(pair, algorith
     assert all(r is not None and 0.0 < r < 1.0 for r in raw), "the draft's softmax is kept, under its own name"
     step, node = drafted[0]
     hover = node_hover(node)
-    assert "q = 1" in hover and "draft's own probability" in hover and "q draft = " not in hover
+    assert "q = 1" in hover and "draft's own = " in hover and "q draft = " not in hover
 
 
 def test_greedy_tree_hover_and_distribution_view_agree_on_q(pair):
