@@ -72,7 +72,7 @@ def test_a_label_names_every_setting_that_differs_and_nothing_else():
         ["sd · controller beta_ts", "sd · controller confidence"]  # each controller's defaults: not named
     many = {"gamma": 2, "fixed_length": 3, "drafter": "model", "controller": "static"}
     assert cfg.column_labels([("sd", many), ("sd", {}), ("ar", {})]) == \
-        ["sd · gamma 2, drafter model", "sd · gamma 4, drafter auto", "ar"]  # fixed_length: no effect
+        ["sd · gamma 2, drafter model", f"sd · gamma {specviz.ALGORITHMS['sd'].defaults['gamma']}, drafter auto", "ar"]  # fixed_length: no effect
     assert cfg.column_labels([("sd", {"alpha0": 2.0}), ("sd", {})]) == ["sd #1", "sd #2"]  # no effect: same
     assert cfg.differing_settings([({"a": 1, "b": 2}, {"a": 1}), ({"a": 1, "b": 2}, {"a": 1, "b": 3})]) == \
         [[], ["b"]]  # b has no effect in the first column: its default 2 there, 3 in the second
@@ -146,6 +146,7 @@ def test_over_six_columns_and_each_columns_cost_are_refused(explorer):
 # ---- the page's column editor -------------------------------------------------------------------------------
 def test_duplicate_a_column_then_change_its_gamma(explorer):
     ed = explorer.editor
+    g = specviz.ALGORITHMS["sd"].defaults["gamma"]
     value = ed.value.value
     assert [c["algorithm"] for c in value] == explorer.default_algorithms()
     v = ed.on_algorithms(value, 0, ["sd"])
@@ -156,15 +157,15 @@ def test_duplicate_a_column_then_change_its_gamma(explorer):
     assert [c["algorithm"] for c in cols] == ["sd", "sd"] and v[ed.pick].value == 1
     v = ed.on_setting("sd", "gamma", cols, 1, 8.0)  # a slider sends a float
     cols = v[ed.value]
-    assert [c["params"]["gamma"] for c in cols] == [4, 8]
-    assert [label for label, _ in v[ed.pick].choices] == ["1 · sd · gamma 4", "2 · sd · gamma 8"]
+    assert [c["params"]["gamma"] for c in cols] == [g, 8]
+    assert [label for label, _ in v[ed.pick].choices] == [f"1 · sd · gamma {g}", "2 · sd · gamma 8"]
     # picking column 1 loads its values into the shared controls
     v = ed.on_pick(cols, 0)
-    assert v[ed.controls["sd", "gamma"]] == 4 and v[ed.groups["sd"]].visible is True
+    assert v[ed.controls["sd", "gamma"]] == g and v[ed.groups["sd"]].visible is True
     assert v[ed.groups["dsbd"]].visible is False
     # the run takes the editor's value as it is
     chosen, problem = cfg.check_columns(cols, specviz.ALGORITHMS, explorer.n_slots)
-    assert problem is None and [p["gamma"] for _, p in chosen] == [4, 8]
+    assert problem is None and [p["gamma"] for _, p in chosen] == [g, 8]
     # remove; at most n columns; unchecking an algorithm removes all its columns
     assert [c["params"]["gamma"] for c in ed.on_remove(cols, 0)[ed.value]] == [8]
     full = cols

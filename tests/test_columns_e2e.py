@@ -14,6 +14,7 @@ from e2e_support import (ARTIFACTS, at_width, choose, misplaced, open_page, plot
 pytestmark = pytest.mark.e2e
 
 PICK = "#sv-col-pick"
+G = specviz.ALGORITHMS["sd"].defaults["gamma"]  # the default column's gamma (the copy is set to 2)
 SERVING = ("sv-positions", "sv-race", "sv-latency")  # the serving metrics and the draft-length race
 
 
@@ -35,10 +36,10 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     set_number(page, "sv-param-sd-gamma", 2)
     page.wait_for_function("id => document.querySelector(id).innerText.includes('sd · gamma 2')", arg=PICK,
                            timeout=120_000)
-    assert [t.strip() for t in pick_labels(page)] == ["1 · sd · gamma 4", "2 · sd · gamma 2"]
+    assert [t.strip() for t in pick_labels(page)] == [f"1 · sd · gamma {G}", "2 · sd · gamma 2"]
     # picking the first column shows its own gamma in the shared controls
     page.locator(f"{PICK} label").nth(0).click()
-    page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '4'",
+    page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '" + str(G) + "'",
                            timeout=120_000)
     page.locator(f"{PICK} label").nth(1).click()
     page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '2'",
@@ -50,7 +51,7 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     page.click("#sv-run")
     wait_status(page, "Done")
     heads = [page.inner_text(f"#sv-head-{i}") for i in range(2)]
-    assert "sd · gamma 4" in heads[0] and "gamma=4" in heads[0], heads
+    assert f"sd · gamma {G}" in heads[0] and f"gamma={G}" in heads[0], heads
     assert "sd · gamma 2" in heads[1] and "gamma=2" in heads[1], heads
     assert not page.locator("#sv-col-2").is_visible()
     chips = page.evaluate("() => [0, 1].map(i => getComputedStyle(document.querySelector("
@@ -59,17 +60,17 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     rows = page.locator("#sv-table table.sv-table tbody tr")
     assert rows.count() == 2
     table = page.inner_text("#sv-table")
-    assert "sd · gamma 4" in table and "sd · gamma 2" in table
+    assert f"sd · gamma {G}" in table and "sd · gamma 2" in table
     for i in range(2):
         wait_plot_title(page, f"sv-tree-{i}", "step ")
     legend = page.evaluate("""() => document.querySelector('#sv-per-step .js-plotly-plot').data
                                    .filter(t => String(t.name).startsWith('sd')).map(t => [t.name, t.line.color])""")
-    assert [name for name, _ in legend] == ["sd · gamma 4", "sd · gamma 2"], legend
+    assert [name for name, _ in legend] == [f"sd · gamma {G}", "sd · gamma 2"], legend
     assert legend[0][1] != legend[1][1]
     assert plot_info(page, "sv-cumulative")["traces"] > 0
     race = page.evaluate("""() => document.querySelector('#sv-race .js-plotly-plot').data
                                  .filter(t => t.showlegend !== false).map(t => t.name)""")
-    assert race == ["sd · gamma 4", "sd · gamma 2"], race
+    assert race == [f"sd · gamma {G}", "sd · gamma 2"], race
     assert all(plot_info(page, f)["traces"] > 0 for f in SERVING)
     assert unreadable(page, *SERVING) == {}
     assert misplaced(page) == []

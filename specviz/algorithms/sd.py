@@ -32,7 +32,7 @@ from specviz.core.rules import MultiCandidate
 from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord
 
-GAMMA = Param("gamma", 4, "int", 1, 32, help="draft tokens per step",
+GAMMA = Param("gamma", 3, "int", 1, 32, help="draft tokens per step",
               applies_when=("controller", ("static",)))  # a controller sets the length itself
 
 
