@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from counting import count_forwards
-from tiny import memoised_forwards, tiny_pair, with_eos
+from tiny import memoised_forwards, tiny_pair, with_eos, with_feature_head
 
 import specviz
 import specviz.metrics
@@ -251,6 +251,28 @@ def test_memoised_forwards_change_nothing(algorithm, eos):
     assert plain == first == again
     assert calls > 0 and len(memo) == calls  # the first runs filled it; the repeats only replayed
 
+
+@pytest.mark.parametrize("algorithm,drafter", [("sd", "feature"), ("dyntree", "feature"), ("sd", "model_cut"),
+                                               ("sequoia", "model_cut")])
+def test_memoised_forwards_change_nothing_with_a_feature_head_or_a_cut_vocabulary(algorithm, drafter):
+    """The memo replays a feature-keeping target call with its feature rows and a feature head's call keyed
+    by the features it reads, and keys a cut head by its rows: the runs are identical, and replayed."""
+    pair = with_feature_head(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), keep=11)
+    params = {"acceptance": "0.6,0.3"} if algorithm == "sequoia" else {}
+
+    def run(seed: int) -> tuple:
+        trace = specviz.decode(pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed,
+                               drafter=drafter, **params)
+        return trace.output_ids, [dataclasses.replace(s, timings={}, controller=None) for s in trace.steps]
+
+    run(0)
+    plain = [run(seed) for seed in range(3)]
+    with memoised_forwards() as memo:
+        first = [run(seed) for seed in range(3)]
+        calls = len(memo)
+        again = [run(seed) for seed in range(3)]
+    assert plain == first == again
+    assert calls > 0 and len(memo) == calls
 
 def test_a_watched_model_is_never_replayed(pair):
     """A forward hook (the early-exit drafter's capture of the target's last norm) sees every call."""

@@ -143,44 +143,57 @@ def _model_key(model: torch.nn.Module) -> tuple | None:
 
 @contextlib.contextmanager
 def memoised_forwards() -> Iterator[dict]:
-    """While active, ``CachedLM.compute`` runs each distinct call once and replays it after: the same
-    logits, the same KV rows appended to the cache. The key is the call's whole input: the model (its
-    parameters by identity), the ids, positions and masks, and the bytes of every cached key and value,
-    so a call is replayed only where it would compute the same numbers (the forward is deterministic
-    on the CPU at a fixed thread count); a wrong cache gives another key and runs. Thousands of seeded
-    runs from one prompt make the same few calls, and an exactness test's runs are then mostly the
-    algorithm's own Python. Off on other devices. ``test_engine``: runs are identical with and without."""
+    """While active, ``CachedLM.compute`` (and ``FeatureLM.compute``) runs each distinct call once and
+    replays it after: the same logits, the same KV rows appended to the cache, the same feature rows
+    (``new_rows``) where the call keeps them. The key is the call's whole input: the model (its
+    parameters by identity), the ids, positions and masks, the bytes of every cached key and value, the
+    feature layers kept and the cut head's rows; for a feature head also the fused features it reads
+    (from the target's rows or its own), so a call is replayed only where it would compute the same
+    numbers (the forward is deterministic on the CPU at a fixed thread count); a wrong cache gives
+    another key and runs. Thousands of seeded runs from one prompt make the same few calls, and an
+    exactness test's runs are then mostly the algorithm's own Python. Off on other devices.
+    ``test_engine``: runs are identical with and without."""
     if str(DEVICE) != "cpu":
         yield {}
         return
-    memo: dict = {}
-    plain = CachedLM.compute
+    from specviz.models.feature_head import FeatureLM
 
-    def compute(lm: CachedLM, ids, positions, masks, position):
-        # a call that keeps per-position rows (a target read by a feature drafter, the drafter itself) runs
-        model = _model_key(lm.model) if type(lm) is CachedLM and not lm.features else None
+    memo: dict = {}
+    plain, plain_feature = CachedLM.compute, FeatureLM.compute
+
+    def data(t: torch.Tensor | None) -> bytes | None:
+        return None if t is None else t.detach().cpu().numpy().tobytes()
+
+    def replay(run, lm: CachedLM, ids, positions, masks, position, extra: tuple):
+        model = _model_key(lm.head if isinstance(lm, FeatureLM) else lm.model)
         if model is None:
-            return plain(lm, ids, positions, masks, position)
+            return run(lm, ids, positions, masks, position)
         layers = lm.cache.layers
-        cached = tuple((layer.keys.cpu().numpy().tobytes(), layer.values.cpu().numpy().tobytes())
-                       if layer.is_initialized else None for layer in layers)
-        key = (model, ids.cpu().numpy().tobytes(), positions.cpu().numpy().tobytes(),
-               tuple((kind, mask.cpu().numpy().tobytes()) for kind, mask in sorted(masks.items())), cached)
+        cached = tuple((data(layer.keys), data(layer.values)) if layer.is_initialized else None for layer in layers)
+        key = (type(lm), model, data(ids), data(positions), tuple((kind, data(m)) for kind, m in sorted(masks.items())),
+               cached, lm.features, data(getattr(lm, "head_rows", None)), extra)
         hit = memo.get(key)
         if hit is None:
             before = [layer.keys.shape[-2] if layer.is_initialized else 0 for layer in layers]
-            logits = plain(lm, ids, positions, masks, position)  # may add the cache's layers on a first call
+            logits = run(lm, ids, positions, masks, position)  # may add the cache's layers on a first call
             starts = before + [0] * (len(lm.cache.layers) - len(before))
             rows = [(layer.keys[..., start:, :].clone(), layer.values[..., start:, :].clone())
                     for layer, start in zip(lm.cache.layers, starts)]
-            hit = memo[key] = (logits.clone(), rows)
+            memo[key] = (logits.clone(), rows, None if lm.new_rows is None else lm.new_rows.clone())
             return logits
-        logits, rows = hit
+        logits, rows, new_rows = hit
         for index, (keys, values) in enumerate(rows):
             lm.cache.update(keys, values, index)
+        lm.new_rows = None if new_rows is None else new_rows.clone()
         return logits.clone()
 
-    with mock.patch.object(CachedLM, "compute", compute):
+    def compute(lm: CachedLM, ids, positions, masks, position):
+        return replay(plain, lm, ids, positions, masks, position, ())
+
+    def compute_feature(lm: FeatureLM, ids, positions, masks, position):
+        return replay(plain_feature, lm, ids, positions, masks, position, (id(lm.embed), data(lm._inputs(ids.shape[1]))))
+
+    with mock.patch.object(CachedLM, "compute", compute), mock.patch.object(FeatureLM, "compute", compute_feature):
         yield memo
 
 
