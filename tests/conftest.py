@@ -8,6 +8,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 torch.set_num_threads(1)
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # subprocesses (the GPU check, papers, app servers) too: 2 workers on 2 cores
 
 
 RECURSION_LIMIT = sys.getrecursionlimit()
