@@ -84,9 +84,24 @@ class Explorer:
             self.scrubbing.scrub, self.scrubbing.prev, self.scrubbing.next, self.scrubbing.latest,
             self.scrubbing.play, self.scrubbing.select_node)
         self.upload, self.replay, self.replay_rest = self.replays.upload, self.replays.replay, self.replays.rest
-        self.chat_example, self.code_example = examples.chat_example, examples.code_example
         if preload:
             self.pairs.preload()
+
+    def chat_example(self, index: Any, session: Any, progress: gr.Progress = gr.Progress()) -> list[Any]:
+        """A click on a question: its prompt with chat on, on a pair with a chat template (loaded if the
+        session's pair has none; issue 35 point 5)."""
+        return self._example(examples.chat_example(index), True, session, progress)
+
+    def code_example(self, index: Any, session: Any, progress: gr.Progress = gr.Progress()) -> list[Any]:
+        """A click on a code example: its prompt with chat off, on the code pair (loaded if need be)."""
+        return self._example(examples.code_example(index), False, session, progress)
+
+    def _example(self, picked: list[Any], chat: bool, session: Any, progress: Any) -> list[Any]:
+        """(prompt, chat, preset, pair line, session) of a picked example; nothing changes for anything but
+        the index of one (``examples.example``)."""
+        if isinstance(picked[0], dict):  # gr.skip(): not the index of an example
+            return [*picked, gr.skip(), gr.skip(), self.pairs.session(session)]
+        return [*picked, *self.pairs.for_example(chat, session, progress)]
 
     @property
     def default_key(self) -> str | None:
@@ -194,10 +209,10 @@ class Explorer:
             # example pickers: gr.Dataset as gr.Examples draws it, with a handler of ours that checks the index
             # (gr.Examples' own load_example raised a raw TypeError on a hostile one)
             chat_examples = gr.Dataset(components=[prompt, chat], samples=[[p, True] for p in CHAT_PROMPTS],
-                                       type="index", label="questions (chat pairs, chat on)",
+                                       type="index", label="questions (chat on; a click loads a chat pair if need be)",
                                        elem_id="sv-examples-chat")
             code_examples = gr.Dataset(components=[prompt, chat], samples=[[p, False] for p in CODE_PROMPTS],
-                                       type="index", label="code (bundled-stdlib-pair, chat off)",
+                                       type="index", label="code (chat off; a click loads bundled-stdlib-pair if need be)",
                                        elem_id="sv-examples-code")
             status = gr.HTML(render.status_html(Session(), html.escape(self.startup_message)), elem_id="sv-status")
             with gr.Row(equal_height=True, elem_id="sv-scrub"):
@@ -259,8 +274,10 @@ class Explorer:
         # the pair and the prompt (in the order the page has always registered them: fn_index is part of the API)
         c.pair_choice.change(pairs.toggle_custom, [c.pair_choice], [c.custom_group, c.pair_note], queue=False,
                              **private)
-        for picker, pick in ((c.chat_examples, examples.chat_example), (c.code_examples, examples.code_example)):
-            picker.click(pick, [picker], [c.prompt, c.chat], queue=False, show_progress="hidden", **private)
+        # an example belongs to its pair: a click loads it where the session's pair does not serve it
+        for picker, pick in ((c.chat_examples, self.chat_example), (c.code_examples, self.code_example)):
+            picker.click(pick, [picker, session], [c.prompt, c.chat, c.pair_choice, c.pair_md, session],
+                         concurrency_limit=1, concurrency_id="load", show_progress="minimal", **private)
         c.load_btn.click(gpu(pairs.load), [c.pair_choice, c.custom_target, c.custom_draft, session],
                          [c.pair_md, session], concurrency_limit=1, concurrency_id="load", api_name="load_pair"
                          ).then(pairs.chat_default, [session], [c.chat], queue=False, **private)

@@ -191,6 +191,30 @@ class PairLoader:
             return None, "No pair loaded: choose one and press Load pair."
         return pair, None
 
+    def example_pair(self, chat: bool, session: Session) -> str | None:
+        """The preset an example needs loaded, or None when the session's pair serves it (issue 35 point 5):
+        a chat question needs a pair with a chat template (else the first preset, the default chat pair,
+        unless that is the code pair), a code example the code pair (``code_pair``; None where it is
+        not offered: the example's label names it)."""
+        pair = self.loaded(session)
+        code = code_pair(self.presets)
+        if chat:
+            if pair is not None and pair.has_chat_template:
+                return None
+            first = self.presets[0]
+            return None if code is not None and first.key == code.key else first.key
+        return None if code is None or session.pair_key == code.key else code.key
+
+    def for_example(self, chat: bool, state: Any, progress: Any = None) -> tuple[Any, Any, Session]:
+        """Load the pair an example belongs to, if the session's pair does not serve it: (the preset
+        dropdown's new value or a skip, the pair's line or a skip, the session)."""
+        session = self.session(state)
+        key = self.example_pair(chat, session)
+        if key is None:
+            return gr.skip(), gr.skip(), session
+        line, session = self.load(key, "", "", session, progress if progress is not None else gr.Progress())
+        return (key if session.pair_key == key else gr.skip()), line, session
+
     def chat_default(self, session: Session) -> Any:
         """The chat toggle after a pair is loaded: on exactly when the pair has a chat template."""
         pair = self.loaded(session)
