@@ -143,6 +143,12 @@ def side_by_side(url, browser):
     # phone width: the trees stacked, narrower still, their titles and legends still whole and apart
     to_phone_width(page, "sv-tree-0", "sv-tree-1")
     assert unreadable(page, "sv-tree-0", "sv-tree-1") == {}
+    # Measure's speed-up column in view at a phone's width (issue 35 point 8), not beyond the screen's edge
+    page.locator("#sv-measure").scroll_into_view_if_needed()
+    speedup = page.evaluate("() => [...document.querySelectorAll('#sv-measure thead th')]"
+                            ".find(t => t.textContent.startsWith('speed-up')).getBoundingClientRect()")
+    assert 0 <= speedup["left"] and speedup["right"] <= 400, speedup
+    page.locator("#sv-measure").screenshot(path=str(ARTIFACTS / "e2e-measure-phone.png"))
     page.locator("#sv-tree-1").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-tree-phone.png"))
     assert not page.errors, page.errors

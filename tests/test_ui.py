@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import sys
 import time
 import types
@@ -584,6 +585,10 @@ def test_measure_reports_each_median_with_its_spread(explorer):
                  "range (min–max)"):
         assert text in html, text
     assert html.count('class="sv-spread"') == 5  # wall s and tokens/s of both, sd's speed-up
+    heads = re.findall(r"<th[^>]*>([^<]+)</th>", html.split("<tbody>")[0])
+    assert heads[:2] == ["algorithm", "speed-up vs ar"]  # the number a reader wants, in view at 400 px
+    first = html.split("<tbody>")[1].split("</tr>")[1]  # sd's row: its speed-up in the first cell after the name
+    assert re.search(r"</th><td>2\.00×", first), first
 
 
 def test_clicking_a_node_opens_its_distribution(explorer, monkeypatch):

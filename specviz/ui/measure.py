@@ -246,11 +246,12 @@ def measurements_html(rows: list[Measurement], note: str = "") -> str:
     if not rows:
         return f'<div class="sv-empty">{html.escape(note) or "Press Measure to time the columns, interleaved."}</div>'
     body = "".join(
-        f'<tr><th scope="row">{html.escape(r.label)}</th><td>{r.new_tokens}</td><td>{r.target_calls}</td>'
-        f"<td>{_spread(r.wall_s, r.wall_s_min, r.wall_s_max, '.3f')}</td>"
-        f"<td>{_spread(r.tokens_per_s, r.tokens_per_s_min, r.tokens_per_s_max, '.1f')}</td>"
+        f'<tr><th scope="row">{html.escape(r.label)}</th>'
         f"<td>{'–' if r.speedup is None else _spread(r.speedup, r.speedup_min, r.speedup_max, '.2f', '×')}</td>"
-        f"<td>{_predicted(r)}</td><td>{r.repeats}</td></tr>" for r in rows)
+        f"<td>{_predicted(r)}</td>"
+        f"<td>{_spread(r.tokens_per_s, r.tokens_per_s_min, r.tokens_per_s_max, '.1f')}</td>"
+        f"<td>{_spread(r.wall_s, r.wall_s_min, r.wall_s_max, '.3f')}</td>"
+        f"<td>{r.new_tokens}</td><td>{r.target_calls}</td><td>{r.repeats}</td></tr>" for r in rows)
     conditions = rows[0].conditions
     after = ""
     if conditions is not None:
@@ -258,15 +259,18 @@ def measurements_html(rows: list[Measurement], note: str = "") -> str:
         after = (f'<p class="sv-note sv-conditions">Timed on {html.escape(conditions.sentence())}.</p>'
                  + (f'<p class="sv-verdict"><strong>Verdict.</strong> {html.escape(said)}</p>' if said else ""))
     return (f'<div class="sv-measure-note">{html.escape(note)}</div>'
-            '<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th><th>tokens</th>'
-            '<th>target calls</th><th title="median wall-clock seconds of a whole decode call; below it the '
-            'fastest and the slowest timed round">median wall s</th>'
-            '<th title="median; below it the range over the timed rounds">tokens/s</th>'
+            # the speed-up first, after the name: what a reader looks for, in view at a phone's width (issue 35
+            # point 8); the quantities it is made of after it
+            '<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th>'
             '<th title="median tokens/s over ar\'s; below it the lowest and highest of the rounds, each against '
             'ar\'s run of the same round">speed-up vs ar</th>'
             '<th title="the cost model\'s speed-up over ar for this run: on this machine (t(n) timed here) / on a '
             'GPU (a prediction: t(n) = t(1), the draft call at its share of the layers or weights)">predicted '
-            'here / GPU</th><th>timed rounds</th></tr></thead>'
+            'here / GPU</th>'
+            '<th title="median; below it the range over the timed rounds">tokens/s</th>'
+            '<th title="median wall-clock seconds of a whole decode call; below it the '
+            'fastest and the slowest timed round">median wall s</th>'
+            '<th>tokens</th><th>target calls</th><th>timed rounds</th></tr></thead>'
             f"<tbody>{body}</tbody></table></div>{after}"
             '<p class="sv-note">Interleaved and unpaced: a warm-up round, then timed rounds that each run every '
             "column once, in order; medians of the timed rounds, under each its range (min–max) over them (the "
