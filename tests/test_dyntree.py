@@ -21,6 +21,7 @@ import json
 
 import pytest
 import torch
+from test_ui_support import read_hover
 from tiny import FAMILIES, exact_distribution, goodness_of_fit, sample_counts, tiny_pair
 
 import specviz
@@ -140,7 +141,7 @@ def test_the_tree_view_shows_each_nodes_cumulative_probability():
     labels = next(t for t in fig.data if t.meta == "cum_q")
     cum = step.controller.to_json()["cum_q"]
     assert list(labels.text) == [fmt_prob(c) for c in cum] and list(labels.customdata) == list(range(len(cum)))
-    hovers = {i: h for t in fig.data if t.meta in ("accepted", "rejected", "not_reached")
+    hovers = {i: read_hover(h) for t in fig.data if t.meta in ("accepted", "rejected", "not_reached")
               for i, h in zip(t.customdata, t.hovertext)}
     assert all(f"cumulative draft probability = {fmt_prob(cum[i])}" in hovers[i] for i in range(len(cum)))
     assert controller_figure(trace, 0) is not None

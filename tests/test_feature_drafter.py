@@ -14,6 +14,7 @@ from collections import Counter
 
 import pytest
 import torch
+from test_ui_support import read_hover
 from tiny import (FAMILIES, chi_square_pvalue, exact_distribution, over_accept, sample_counts, tiny_model,
                   with_feature_head)
 
@@ -183,7 +184,7 @@ def test_a_feature_run_says_where_its_tokens_came_from_and_replays_without_a_mod
     story = step_narrative(back.steps[k], "sd", drafter=back.drafter)
     assert "feature head" in story and "5 tokens" in story
     assert "feature head" not in step_narrative(back.steps[k], "sd")
-    hovers = [h for tr in viz.step_tree_figure(back, k).data if tr.hovertext for h in tr.hovertext]
+    hovers = [read_hover(h) for tr in viz.step_tree_figure(back, k).data if tr.hovertext for h in tr.hovertext]
     assert any("target's own features" in h for h in hovers) and any("own feature at its parent" in h for h in hovers)
 
 

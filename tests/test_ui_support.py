@@ -50,6 +50,12 @@ def save_tiny_pair(root: str | os.PathLike, noise: float = 0.08, seed: int = 0) 
     return paths[0], paths[1]
 
 
+
+def read_hover(hover: str) -> str:
+    """A hover box's text as a person reads it: its line breaks (``viz.style.wrap_markup``) and
+    non-breaking spaces as spaces, runs of spaces as one."""
+    return " ".join(hover.replace("<br>", " ").replace("\u00a0", " ").split())
+
 if __name__ == "__main__":  # python tests/test_ui_support.py DIR: a dev pair for `SPECVIZ_TARGET=DIR/target ...`
     import sys
 

@@ -393,3 +393,22 @@ def test_long_lists_are_not_deep_copied_and_the_figure_is_the_same():
     assert fast._data[0]["x"] is x  # not a copy
     assert fast.data[0].y == tuple(y)
     assert json.loads(fast.to_json()) == json.loads(go.Figure(fast.to_dict()).to_json())  # validates
+
+
+def test_every_tree_hover_line_fits_a_narrow_column(traces):
+    """Issue 35 point 8: a node's hover box is cut off at its figure's edges, so every line of it holds at
+    most ``HOVER_CHARS`` visible characters (a single longer word excepted), whatever the node says."""
+    import re
+
+    from specviz.viz.style import HOVER_CHARS
+    checked = 0
+    for trace in traces.values():
+        for step in trace.steps:
+            for t in viz.tree_figure(step).data:
+                for hover in t.hovertext or ():
+                    for line in hover.split("<br>"):
+                        shown = re.sub(r"<[^>]+>", "", line)
+                        assert len(shown) <= HOVER_CHARS or " " not in shown.strip(), line
+                        checked += 1
+    assert checked > 100
+

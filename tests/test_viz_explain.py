@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import pytest
 import torch
+from test_ui_support import read_hover
 
 import specviz
 from specviz.core.acceptance import first_accepted, sibling_schedule
@@ -118,7 +119,7 @@ def validated(fig: go.Figure) -> go.Figure:
 def hover_of(step: StepRecord, node_id: int) -> str:
     for t in tree_figure(step).data:
         if t.customdata is not None and t.hovertext is not None and node_id in list(t.customdata):
-            return t.hovertext[list(t.customdata).index(node_id)]
+            return read_hover(t.hovertext[list(t.customdata).index(node_id)])
     raise AssertionError(node_id)
 
 
@@ -144,7 +145,7 @@ def test_second_candidate_shows_residual_p_next_to_a_and_original_p():
     assert second.token_id == 3 and second.p_residual == 0.0 and second.p == pytest.approx(0.1)
     hover = hover_of(step, second.id)
     assert re.search(r"p target = 0\.1\b.*original", hover)
-    assert "p residual = 0  (a uses this; after 1 earlier sibling rejected)" in hover
+    assert "p residual = 0 (a uses this; after 1 earlier sibling rejected)" in hover
     assert "a = 0" in hover
     first = hover_of(step, step.forest[0].id)
     assert "first candidate" in first and "u = 0.62 ≥ a = 0.1" in first

@@ -6,6 +6,7 @@ differ too (circle, x, open circle, diamond, star), so nothing depends on colour
 """
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Any
 
@@ -118,7 +119,9 @@ def wrap_html(text: str, width: int = 72) -> str:
     """``text`` escaped and broken into lines of at most ``width`` characters (at spaces) with ``<br>``;
     an arrow stays with the word after it ("→ rejected")."""
     words: list[str] = []
-    for word in html_escape(text).split(" "):
+    # a quoted token (&quot; the&quot;) is one word: its own spaces are not places to break
+    text = _QUOTED.sub(lambda m: m.group(0).replace(" ", "\u00a0"), html_escape(text))
+    for word in text.split(" "):
         if words and words[-1] in ("→", "=", "<", "≥", "&lt;"):
             words[-1] += " " + word
         else:
@@ -126,16 +129,35 @@ def wrap_html(text: str, width: int = 72) -> str:
     return "<br>".join(pack_lines(words, " ", width))
 
 
-def pack_lines(items: list[str], sep: str, width: int) -> list[str]:
+# A line of a hover box fits a tree at 1600 px with four columns (about 290 px wide): monospace at 12 px
+# is 7.2 px a character, less the box's padding. A wider box is cut off at the figure's edges (issue 35 point 8).
+HOVER_CHARS = 36
+_TAG = re.compile(r"<[^>]+>")
+_BOLD = re.compile(r"<b>.*?</b>")
+_QUOTED = re.compile(r"&quot;[^&]{1,24}&quot;|\"[^\"]{1,24}\"")
+
+
+def wrap_markup(line: str, width: int = HOVER_CHARS) -> str:
+    """A line of hover markup (escaped text with ``<b>`` spans) broken at spaces into lines of at most
+    ``width`` visible characters with ``<br>``: tags count nothing and a bold span is never broken."""
+    words = _BOLD.sub(lambda m: m.group(0).replace(" ", "\u00a0"), line).split(" ")
+    return "<br>".join(pack_lines(words, " ", width, visible=lambda w: len(_TAG.sub("", w))))
+
+
+def pack_lines(items: list[str], sep: str, width: int, visible: Any = len) -> list[str]:
     """``items`` joined with ``sep`` into as few lines of at most ``width`` characters as greedy packing
-    gives; an item is never split (one longer than ``width`` gets a line of its own)."""
-    lines, cur = [], ""
+    gives; an item is never split (one longer than ``width`` gets a line of its own). ``visible``: an
+    item's width (its length; ``wrap_markup`` leaves tags out)."""
+    lines, cur, n = [], "", 0
     for item in items:
-        if cur and len(cur) + len(sep) + len(item) > width:
+        k = visible(item)
+        if cur and n + len(sep) + k > width:
             lines.append(cur)
-            cur = item
+            cur, n = item, k
+        elif cur:
+            cur, n = f"{cur}{sep}{item}", n + len(sep) + k
         else:
-            cur = f"{cur}{sep}{item}" if cur else item
+            cur, n = item, k
     return lines + ([cur] if cur else [])
 
 

@@ -24,9 +24,9 @@ import plotly.graph_objects as go
 from specviz.step_state import DynTreeState
 from specviz.trace import NODE_STATUSES, StepRecord, TreeNode
 from specviz.viz.explain import TESTED, StepIndex, is_greedy_step, node_decision
-from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, MONO, PATH_COLOR, STATUS_COLORS, STATUS_LABELS,
-                               STATUS_SYMBOLS, base_layout, figure, fmt_prob, html_escape, message_figure,
-                               title_lines, titled, visible_text, wrap_html)
+from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, HOVER_CHARS, MONO, PATH_COLOR, STATUS_COLORS,
+                               STATUS_LABELS, STATUS_SYMBOLS, base_layout, figure, fmt_prob, html_escape,
+                               message_figure, title_lines, titled, visible_text, wrap_html, wrap_markup)
 
 CONTEXT_ID = -1
 MAX_LABELLED_NODES = 96
@@ -99,7 +99,7 @@ def q_lines(n: TreeNode) -> list[str]:
     proposal was chosen, not drawn (``TreeNode.q_draft``: the distribution view's q bars are the same law)."""
     if n.q_draft is None:
         return [f"q draft = {fmt_prob(n.q)}"]
-    return [f"q = {fmt_prob(n.q)} (chosen: verified as a point mass); draft's own = {fmt_prob(n.q_draft)}"]
+    return [f"q = {fmt_prob(n.q)} (chosen, so a point mass); draft's own = {fmt_prob(n.q_draft)}"]
 
 
 def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None,
@@ -131,8 +131,7 @@ def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = 
         lines.append(f"accept prob a = {fmt_prob(n.accept_prob)}")
     if n.draw is not None:
         lines.append(f"uniform draw u = {fmt_prob(n.draw)}")
-    lines.append(wrap_html(node_decision(n, idx, greedy), 72))
-    return "<br>".join(lines)
+    return "<br>".join([*map(wrap_markup, lines), wrap_html(node_decision(n, idx, greedy), HOVER_CHARS)])
 
 
 def _elbow(xs: list[Any], ys: list[Any], a: tuple[float, float], b: tuple[float, float]) -> None:
@@ -183,8 +182,9 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
                  "showlegend": bool(px), "meta": "path", "customdata": path})
 
     tail = context[-60:] if context else ""
-    ctx_hover = (f"<b>context</b> ({step.n_before} tokens generated before this step)"
-                 + (f"<br>…{html_escape(repr(tail))}" if tail else ""))
+    shown = "…" + repr(tail) if tail else ""  # cut into lines of the box's width, as it is, spaces and all
+    ctx_hover = "<br>".join([wrap_markup(f"<b>context</b> ({step.n_before} tokens generated before this step)"),
+                             *(html_escape(shown[i:i + HOVER_CHARS]) for i in range(0, len(shown), HOVER_CHARS))])
     data.append({"type": "scatter", "x": [pos[CONTEXT_ID][0]], "y": [pos[CONTEXT_ID][1]],
                  "mode": "markers+text", "text": ["ctx"], "textposition": "middle left",
                  "cliponaxis": False,  # the label may reach into the left margin in a narrow column
