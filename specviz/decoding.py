@@ -35,12 +35,13 @@ class Request:
     seed: int
     record_top_k: int
     chat: bool
+    record_lens: bool = False
 
 
 def check_request(algorithm: str, max_new_tokens: int = defaults.MAX_NEW_TOKENS,
                   temperature: float = defaults.TEMPERATURE, top_p: float = defaults.TOP_P,
                   top_k: int = defaults.TOP_K, seed: int = defaults.SEED, record_top_k: int = 8, chat: bool = False,
-                  **params: Any) -> Request:
+                  record_lens: bool = False, **params: Any) -> Request:
     """Every argument of ``decode`` except the pair and the prompt, checked by ``specviz.validation``
     (the CLI calls it before loading a pair); a bad one raises a ``SpecvizError`` naming it. The
     defaults are ``specviz.defaults``' (the command line's and the app's too)."""
@@ -51,7 +52,7 @@ def check_request(algorithm: str, max_new_tokens: int = defaults.MAX_NEW_TOKENS,
         seed=validation.integer("seed", seed, 0, MAX_SEED, hi_text="2**63 - 1"),
         record_top_k=validation.integer("record_top_k (0 records no per-position distributions)", record_top_k, 0,
                                         validation.MAX_RECORD_TOP_K),
-        chat=validation.flag("chat", chat))
+        chat=validation.flag("chat", chat), record_lens=validation.flag("record_lens", record_lens))
 
 
 def check_pair(pair: Any, spec: AlgorithmSpec, drafter: str = "model") -> ModelPair:
@@ -86,7 +87,7 @@ class LiveRun:
         self.spec = req.spec
         self.params = req.params  # as given ("auto" too); RunTrace.drafter says which drafter ran
         self.decoder = Decoder(pair, prompt_ids, req.max_new_tokens, req.sampling, req.seed, req.record_top_k,
-                               drafter)
+                               drafter, req.record_lens)
         self.trace = RunTrace(algorithm=req.spec.name, params=self.params, pair=pair.describe(),
                               sampling=req.sampling.as_dict(), seed=req.seed, prompt_ids=prompt_ids,
                               prompt_text=prompt_text, lossless=req.spec.lossless, chat=req.chat,
@@ -126,7 +127,9 @@ def decode(pair: ModelPair, algorithm: str, prompt: str | list[int], **kwargs: A
     ``top_p``, ``top_k``, ``seed`` (an integer
     in [0, 2**63 - 1]), ``chat`` (format ``prompt`` as one user turn with the pair's chat template;
     the trace keeps the user's text in ``user_text``), ``record_top_k`` (tokens of p and q kept per verified position in
-    ``StepRecord.positions``, default 8, 0 for none) and the algorithm's own parameters (see
+    ``StepRecord.positions``, default 8, 0 for none), ``record_lens`` (each step's logit lens in
+    ``StepRecord.lens``: what every layer of the target predicts through its own head, from the verify
+    call; off by default) and the algorithm's own parameters (see
     ``specviz.ALGORITHMS[name].params``).
     """
     run = LiveRun(pair, algorithm, prompt, **kwargs)

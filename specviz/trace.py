@@ -109,6 +109,26 @@ class CommittedToken:
 
 
 @dataclass
+class LayerLens:
+    """The logit lens of one step (``models.logit_lens``), recorded only when asked (``record_lens``).
+
+    Position ``j`` is the verified position that produced ``StepRecord.committed[j]``; ``reads`` the text
+    of the token it reads (the last committed token before it). ``layers``: the target's layers shown
+    (``hidden_states`` indices; the last is ``n_layers``, the target's own head reading); per layer (row)
+    and position (column): the top-1 token ``ids`` through the target's final norm and output head, its
+    ``texts`` and probability ``probs``. ``exit_layer``: the early-exit layer of the pair (EESD's N), if
+    it has one. Liu et al. 2024 (arXiv 2406.03853), Sec. 3.1."""
+
+    layers: list[int]
+    n_layers: int
+    reads: list[str]
+    ids: list[list[int]]
+    texts: list[list[str]]
+    probs: list[list[float]]
+    exit_layer: int | None = None
+
+
+@dataclass
 class StepRecord:
     """Everything one step (one target verification call) did.
 
@@ -119,6 +139,8 @@ class StepRecord:
     ``core.rule_words`` states its formulas from it); ``None`` in older traces, told as the plain rule.
     ``controller``: the controller's (or probe's) typed state (``specviz.step_state``), written as the
     JSON object of its kind; ``None`` when the step's controller records nothing.
+    ``lens``: the step's logit lens (``LayerLens``), only when the run asked for it; absent from the
+    JSON otherwise, so a trace without it is byte for byte what it was before.
     """
 
     index: int
@@ -134,6 +156,7 @@ class StepRecord:
     target_fed: list[int] = field(default_factory=list)
     draft_fed: list[int] = field(default_factory=list)
     rule: dict[str, Any] | None = None
+    lens: LayerLens | None = None  # last: a read step without it gets it appended in declaration order
 
     @property
     def n_drafted(self) -> int:
@@ -356,7 +379,16 @@ def _step_dict(step: StepRecord) -> dict[str, Any]:
     out = asdict(replace(step, controller=None)) if state is not None else asdict(step)
     if state is not None:
         out["controller"] = state.to_json()
+    if out["lens"] is None:
+        del out["lens"]
     return out
+
+
+def _read_lens(value: Any, where: str) -> LayerLens | None:
+    """A step's ``lens`` object read into a ``LayerLens`` (fields and kinds checked; values by ``trace_check``)."""
+    if value is None or isinstance(value, LayerLens):
+        return value
+    return LayerLens(**_checked_fields(LayerLens, value, where))
 
 
 def _read_state(step: StepRecord, where: str, legacy: bool) -> StepRecord:
@@ -399,8 +431,13 @@ def _steps_in_bulk(rows: Any, own: bool, legacy: bool = False) -> list[StepRecor
         parts.append([list(islice(it, len(g))) for g in groups])
     if not own:
         rows = [dict(s) for s in rows]
-    for s, forest, committed, positions in zip(rows, *parts):
+    try:
+        lenses = [_read_lens(s.get("lens"), f"steps[{i}].lens") for i, s in enumerate(rows)]
+    except TraceFormatError:
+        return None
+    for s, forest, committed, positions, lens in zip(rows, *parts, lenses):
         s["forest"], s["committed"], s["positions"] = forest, committed, positions
+        s["lens"] = lens
     keys = set(map(tuple, rows))  # a step without "forest" (etc.) has it now, last
     steps = _build(StepRecord, rows, keys, True)
     for step, state in zip(steps, states):
@@ -461,11 +498,13 @@ def _step_from_dict(d: dict[str, Any], where: str = "a step", legacy: bool = Fal
     for name, cls in (("forest", TreeNode), ("committed", CommittedToken), ("positions", PositionRecord)):
         items = kwargs.get(name, [])
         kwargs[name] = [cls(**_checked_fields(cls, item, f"{where}.{name}[{j}]")) for j, item in enumerate(items)]
+    kwargs["lens"] = _read_lens(kwargs.get("lens"), f"{where}.lens")
     return _read_state(StepRecord(**kwargs), where, legacy)
 
 
 _TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "true or false",
-               "list": "a list", "dict": "an object", "None": "null", "ControllerState": "an object"}
+               "list": "a list", "dict": "an object", "None": "null", "ControllerState": "an object",
+               "LayerLens": "an object"}
 
 
 def _matches(value: Any, alternative: str) -> bool:
@@ -480,7 +519,7 @@ def _matches(value: Any, alternative: str) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if base == "str":
         return isinstance(value, str)
-    if base in ("dict", "ControllerState"):  # a state is read from its JSON object afterwards
+    if base in ("dict", "ControllerState", "LayerLens"):  # a state or lens is read from its object afterwards
         return isinstance(value, dict)
     if base == "list":
         if not isinstance(value, list):
@@ -490,7 +529,8 @@ def _matches(value: Any, alternative: str) -> bool:
     return True
 
 
-_EXACT = {"None": type(None), "bool": bool, "int": int, "str": str, "dict": dict, "ControllerState": dict}
+_EXACT = {"None": type(None), "bool": bool, "int": int, "str": str, "dict": dict, "ControllerState": dict,
+          "LayerLens": dict}
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,6 +20,10 @@ view can draw. What it holds a trace to is what the engine writes (``specviz.alg
   read (``step_state``: a field of the wrong type is refused there, named), has values the views can
   draw (beams, widths' laws, theory probes, Sequoia's predicted tokens, ``dyntree``'s ``cum_q``);
 * the run's ``drafter`` (v5) is null or an object with a ``kind`` and a ``name`` in text;
+* a step's ``lens`` (``LayerLens``, only when recorded): its layers increasing in [1, ``n_layers``], the
+  last ``n_layers``, at most ``MAX_LENS_LAYERS`` of them and at most ``MAX_LENS_POSITIONS`` positions, no
+  more than the step committed; per layer one token id, text and probability a position; the exit
+  layer null or one of the target's layers;
 * a step's ``rule`` (v4) is an object naming its rule; a rule ``core.rule_words`` knows has only its
   own parameters, in their ranges (the views state its formula with them); another name is told
   without a formula.
@@ -45,8 +49,8 @@ from specviz.core import rule_words
 from specviz.errors import SpecvizError, TraceFormatError
 from specviz.step_state import (BeamStepState, ControllerState, DsbdState, DynTreeState, SequoiaState, TheoryState,
                                 TradeoffProbe, VerifiedLayer)
-from specviz.trace import (NODE_STATUSES, TOKEN_KINDS, CommittedToken, PositionRecord, RunTrace, StepRecord, TreeNode,
-                           gc_paused)
+from specviz.trace import (NODE_STATUSES, TOKEN_KINDS, CommittedToken, LayerLens, PositionRecord, RunTrace, StepRecord,
+                           TreeNode, gc_paused)
 
 MAX_STEPS = 100_000       # a 64 MB trace of 1-token steps has about this many
 MAX_ITEMS = 20_000        # nodes / committed tokens / positions a step (mcsd drafts at most 1024 + 1)
@@ -57,6 +61,9 @@ PROB_SLACK = 1e-3         # float32 sums over a vocabulary may land just above 1
 MAX_MS = 1e12             # a step time (ms; about 30 years): sums over MAX_STEPS steps stay finite
 MAX_INT = 2**31 - 1       # node ids, call counts, token ids of an unknown vocabulary: sums stay in 64 bits
 MAX_JSON_INT = 2**53      # a whole number in a settings / controller object: what the page's JavaScript holds
+MAX_LENS_LAYERS = 256     # rows of a step's logit lens (models.logit_lens shows at most 48)
+MAX_LENS_POSITIONS = 64   # columns of a step's logit lens (models.logit_lens records at most 16)
+MAX_LAYER = 10_000        # a target's depth
 MAX_NAME = 1_000          # characters of a drafter's kind or name (a draft model's name may be a long path)
 
 
@@ -312,6 +319,38 @@ def _check_beams(path: str, c: BeamStepState) -> None:
             prob(f"{at}.threshold", lv.threshold, optional=False)
 
 
+def check_lens(path: str, lens: LayerLens, committed: int, vocab: int | None) -> None:
+    """A step's logit lens (module docstring); ``committed``: the step's committed tokens."""
+    whole(f"{path}.n_layers", lens.n_layers, 1, MAX_LAYER + 1)
+    layers = lens.layers
+    if not isinstance(layers, list) or not 0 < len(layers) <= MAX_LENS_LAYERS \
+            or not all(_is_whole(x) and 1 <= x <= lens.n_layers for x in layers) \
+            or any(a >= b for a, b in zip(layers, layers[1:])) or layers[-1] != lens.n_layers:
+        raise _refuse(f"{path}.layers", f"1 to {MAX_LENS_LAYERS} increasing layers in [1, n_layers], the last "
+                      f"n_layers ({lens.n_layers})", layers)
+    if lens.exit_layer is not None:
+        whole(f"{path}.exit_layer", lens.exit_layer, 1, lens.n_layers + 1)
+    reads = lens.reads
+    most = min(MAX_LENS_POSITIONS, committed)
+    if not isinstance(reads, list) or not 0 < len(reads) <= most:
+        raise _refuse(f"{path}.reads", f"1 to {most} texts (a position per committed token, at most "
+                      f"{MAX_LENS_POSITIONS})", reads)
+    for i, t in enumerate(reads):
+        text(f"{path}.reads[{i}]", t)
+    n = len(reads)
+    for name in ("ids", "texts", "probs"):
+        rows = getattr(lens, name)
+        if not isinstance(rows, list) or len(rows) != len(layers) \
+                or not all(isinstance(r, list) and len(r) == n for r in rows):
+            raise _refuse(f"{path}.{name}", f"{len(layers)} lists (one per layer) of {n} entries (one per position)",
+                          rows)
+    for j, (ids, texts, ps) in enumerate(zip(lens.ids, lens.texts, lens.probs)):
+        token_ids(f"{path}.ids[{j}]", ids, vocab)
+        probs(f"{path}.probs[{j}]", ps, n, optional=False)
+        for i, t in enumerate(texts):
+            text(f"{path}.texts[{j}][{i}]", t)
+
+
 def _check_state(at: str, step: StepRecord) -> None:
     state = step.controller
     plain_json(f"{at}.controller", state.to_json())
@@ -399,6 +438,8 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
                 raise _refuse(f"{at}.{name}_calls", f"the number of entries of {at}.{name}_fed ({len(fed)})", calls)
     if step.controller is not None:
         _check_state(at, step)
+    if step.lens is not None:
+        check_lens(f"{at}.lens", step.lens, len(step.committed), vocab)
     if step.rule is not None:
         plain_json(f"{at}.rule", step.rule)
         why = rule_words.check_record(step.rule, f"{at}.rule")
@@ -431,7 +472,7 @@ def check_trace(trace: RunTrace) -> None:
     beam = isinstance(first, BeamStepState)  # drawn by viz.beams (is_beam_trace)
     with gc_paused():
         if _steps_pass(trace.steps, vocab, MAX_BEAM_DEPTH if beam else None):
-            _check_free_form(trace.steps)
+            _check_free_form(trace.steps, vocab)
         else:
             _check_steps(trace.steps, vocab, MAX_BEAM_DEPTH if beam else None)
     produced = sum(len(s.committed) for s in trace.steps)
@@ -618,8 +659,8 @@ def _block_pass(steps: list[StepRecord], start: int, produced: int, vocab: int |
     return True
 
 
-def _check_free_form(steps: list[StepRecord]) -> None:
-    """What ``_steps_pass`` leaves to ``check_step`` for steps that pass it: each step's controller state and
+def _check_free_form(steps: list[StepRecord], vocab: int | None = None) -> None:
+    """What ``_steps_pass`` leaves to ``check_step`` for steps that pass it: each step's controller state, lens and
     rule record, in step order (a step's controller before its rule, as ``check_step`` does them). A rule
     record the same as one that passed (the same keys, value types and values) passes."""
     passed: set[tuple[Any, ...]] = set()
@@ -627,6 +668,8 @@ def _check_free_form(steps: list[StepRecord]) -> None:
         at = f"steps[{i}]"
         if step.controller is not None:
             _check_state(at, step)
+        if step.lens is not None:
+            check_lens(f"{at}.lens", step.lens, len(step.committed), vocab)
         rule = step.rule
         if rule is not None:
             key = _rule_key(rule)

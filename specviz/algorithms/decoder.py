@@ -11,6 +11,8 @@ position records); ``lossless`` (the run's rule keeps the output law) is set onc
 ``"feature"`` (the pair's feature head over the target's hidden states; ``draft`` is then its
 ``FeatureLM`` and the target keeps the features it reads) or ``"model_cut"`` (the draft model with
 its output head cut to the feature head's draft vocabulary, FR-Spec, arXiv 2502.14856).
+``record_lens``: the target keeps every layer's hidden states of its last call, and each step records
+its logit lens (``algorithms.lens``, ``StepRecord.lens``).
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ class Decoder:
     """Shared per-run state and helpers for algorithms (see module docstring)."""
 
     def __init__(self, pair: ModelPair, prompt_ids: list[int], max_new_tokens: int,
-                 sampling: SamplingConfig, seed: int, record_top_k: int = 8, drafter: str = "model"):
+                 sampling: SamplingConfig, seed: int, record_top_k: int = 8, drafter: str = "model",
+                 record_lens: bool = False):
         self.pair = pair
         self.sampling = sampling
         self.generator = torch.Generator().manual_seed(seed)
@@ -42,10 +45,10 @@ class Decoder:
             from specviz.models.feature_head import FeatureLM
 
             head = pair.feature
-            self.target = CachedLM(pair.target, pair.vocab_size, features=head.cfg.layers)
+            self.target = CachedLM(pair.target, pair.vocab_size, features=head.cfg.layers, lens=record_lens)
             self.draft = FeatureLM(head, self.target, pair.target.get_input_embeddings().weight, pair.vocab_size)
         else:  # "model_cut": the draft model's head over the feature head's draft vocabulary only (FR-Spec)
-            self.target = CachedLM(pair.target, pair.vocab_size)
+            self.target = CachedLM(pair.target, pair.vocab_size, lens=record_lens)
             rows = pair.feature.vocab if drafter == "model_cut" else None
             self.draft = CachedLM(pair.draft, pair.vocab_size, head_rows=rows) if pair.draft is not None else None
         self.record_top_k = record_top_k

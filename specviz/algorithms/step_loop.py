@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import torch
 
+from specviz.algorithms.lens import step_lens
 from specviz.algorithms.outcomes import Recorded, StepResult
 from specviz.step_state import ControllerState
 from specviz.trace import CommittedToken, StepRecord
@@ -105,6 +106,8 @@ def take_step(dec: "Decoder", index: int, drafter: "Drafter", verifier: "Verifie
     recorded = verifier.record(dec, proposal, outcome)
     record = record_step(index, n_before, recorded, committed, dec.target.fed[target_from:],
                          list(drafter.fed[draft_from:]), controller.state(result), clock.timings())
+    if dec.target.lens:  # asked for (``record_lens``): read from the verify call's states, after the timings
+        record.lens = step_lens(dec, proposal, outcome, committed, n_before)
     return record, result
 
 

@@ -117,10 +117,14 @@ class CachedLM:
     2502.14856): the output head multiplies only those rows (through the lean forward; the stock
     forward computes all and masks), and every other token gets the dtype's lowest logit, so its
     warped probability is exactly 0.
+
+    ``lens``: keep every layer's hidden states of the last call (``last_hidden``, Hugging Face
+    ``hidden_states``, each ``[1, n, d]``) for the logit lens (``models.logit_lens``); the call then
+    takes the stock forward, whose logits the lean one equals.
     """
 
     def __init__(self, model: PreTrainedModel, vocab_size: int | None = None, lean: bool | None = None,
-                 features: tuple[int, ...] = (), head_rows: torch.Tensor | None = None):
+                 features: tuple[int, ...] = (), head_rows: torch.Tensor | None = None, lens: bool = False):
         self.model = model
         self.vocab_size = vocab_size
         self.features = tuple(features)
@@ -131,6 +135,8 @@ class CachedLM:
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         self.windows = model_windows(model)
+        self.lens = lens
+        self.last_hidden: tuple[torch.Tensor, ...] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -193,16 +199,18 @@ class CachedLM:
         ``position``: a one-token call's position as an int (``LeanForward`` memoises its rotary table).
         A deterministic function of its arguments, the model and the cache's content (the exactness tests'
         memo relies on it: ``tests/tiny.py``)."""
-        if self.head_rows is not None and self.lean is not None and not self.features:
+        if self.head_rows is not None and self.lean is not None and not self.features and not self.lens:
             return self._scatter(self.lean(ids, positions, masks, self.cache, position, head=self.head_weight)[0])
-        if self.lean is not None:
+        if self.lean is not None and not self.lens:
             if self.features:
                 logits, self.new_rows = self.lean(ids, positions, masks, self.cache, position, self.features)
                 return self._cut(logits[0].float())
             return self._cut(self.lean(ids, positions, masks, self.cache, position)[0].float())
         out = self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
                          position_ids=positions, cache=self.cache, use_cache=True,
-                         output_hidden_states=bool(self.features))
+                         output_hidden_states=bool(self.features) or self.lens)
+        if self.lens:
+            self.last_hidden = out.hidden_states
         if self.features:
             self.new_rows = torch.cat([out.hidden_states[i][0] for i in self.features], -1)
         return self._cut(out.logits[0].float())
