@@ -33,6 +33,7 @@ from specviz.ui.config import AppConfig, check_exposure, configure_torch_threads
 from specviz.ui.editor import ColumnEditor, param_elem_id  # noqa: F401  (param_elem_id: tests import it here)
 from specviz.ui.examples import CHAT_PROMPTS, CODE_PROMPTS, example_prompts
 from specviz.ui.gpu import gpu
+from specviz.ui.layers_view import LayersView
 from specviz.ui.layout import SLIDER_RANGES, Controls, Page, Slot, declare_figures
 from specviz.ui.measure import measurements_html
 from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
@@ -71,6 +72,8 @@ class Explorer:
         self.loop = RunLoop(cfg, self.checker, self.n_slots, clock=clock, pause=pause)
         self.scrubbing = Scrubbing(self.n_slots, cfg.max_step_delay_s)
         self.replays = Replay(cfg, self.pairs, self.algorithms, self.n_slots, self.loop.runs)
+        self.layers = LayersView(self.n_slots, self.pairs.session_pair)  # the logit lens of a step on screen
+        self.show_layers = self.layers.show
         self.registry, self.presets, self.runs = self.pairs.registry, self.pairs.presets, self.loop.runs
         self.page: Page | None = None            # once built
         self.editor: ColumnEditor | None = None  # once built
@@ -246,6 +249,7 @@ class Explorer:
                             elem_classes=["sv-note"])
             measurements = gr.HTML(measurements_html([]), elem_id="sv-measure")
             papers_view.declare()  # the shipped papers report (python -m specviz papers), static
+            self.layer_parts = self.layers.declare()  # wired last in ``wire`` (fn_index is part of the API)
             notice = public_notice(cfg)  # the page's footer says public mode is on, and its limits
             gr.Markdown(notice, elem_id="sv-footer", elem_classes=["sv-note"], visible=bool(notice))
 
@@ -271,6 +275,11 @@ class Explorer:
         cfg, session, outputs = self.config, page.session, page.outputs()
         pairs, checker, loop, scrubbing = self.pairs, self.checker, self.loop, self.scrubbing
         private = dict(api_visibility="private")
+        # an event's progress is tracked on the components it names (show_progress_on), else on every
+        # output; the page updates each tracked component's loading state, a search of the whole page,
+        # on every message of every event afterwards, so an event sending the page's ~90 outputs (or
+        # the editor's) without naming one cost each later live update ~0.3 s (issue 34)
+        hidden_on = lambda component: dict(show_progress="hidden", show_progress_on=[component])  # noqa: E731
         # the pair and the prompt (in the order the page has always registered them: fn_index is part of the API)
         c.pair_choice.change(pairs.toggle_custom, [c.pair_choice], [c.custom_group, c.pair_note], queue=False,
                              **private)
@@ -289,9 +298,9 @@ class Explorer:
                               seed=page.seed, chat=c.chat)
         for box in (page.max_new, page.top_k, page.seed, c.chat):
             box.change(page.wire(checker.input_message), outputs=outputs, inputs_kwargs=checked_inputs, queue=False,
-                       **private)
+                       **hidden_on(page.input_msg), **private)
         c.prompt.blur(page.wire(checker.input_message), outputs=outputs, inputs_kwargs=checked_inputs, queue=False,
-                      **private)
+                      **hidden_on(page.input_msg), **private)
         # runs
         run_inputs = dict(session=session, prompt=c.prompt, max_new_tokens=page.max_new, temperature=page.temperature,
                           top_p=page.top_p, top_k=page.top_k, seed=page.seed, columns=c.editor.value, pace=c.pace,
@@ -303,9 +312,10 @@ class Explorer:
         c.prompt.submit(gpu(page.wire(loop.run)), outputs=outputs, **private, **run_kw)
         page.measure_btn.click(gpu(page.wire(loop.measure)), outputs=outputs, api_name="measure", **run_kw)
         # no `cancels=`: a cancelled generator never sends its last update; the run ends itself
-        page.stop_btn.click(page.wire(loop.stop), [session], outputs, queue=False, **private)
+        page.stop_btn.click(page.wire(loop.stop), [session], outputs, queue=False, **hidden_on(page.stop_btn),
+                            **private)
         # steps
-        view_kw = dict(concurrency_limit=8, concurrency_id="view", show_progress="hidden", **private)
+        view_kw = dict(concurrency_limit=8, concurrency_id="view", **hidden_on(page.step_label), **private)
         page.slider.input(page.wire(scrubbing.scrub), [session, page.slider], outputs, trigger_mode="always_last",
                           **view_kw)
         # whatever moved the slider (scrub, buttons, play, a live run), move the step markers of
@@ -318,13 +328,17 @@ class Explorer:
         c.page_report.change(loop.page_shown, [session, c.page_report], None, queue=False, show_progress="hidden",
                              **private)
         play_event = c.play_btn.click(page.wire(scrubbing.play), [session, c.pace], outputs, concurrency_limit=16,
-                                      concurrency_id="play", show_progress="hidden", **private)
+                                      concurrency_id="play", **hidden_on(page.step_label), **private)
         c.pause_btn.click(None, None, None, cancels=[play_event], queue=False, **private)
         # replay
         c.upload.upload(self.replays.replay, [c.upload, session], outputs + c.editor.outputs() + [c.upload],
-                        concurrency_limit=4, api_name="replay"
+                        concurrency_limit=4, api_name="replay", show_progress_on=[page.status, c.upload]
                         ).then(page.wire(self.replays.rest), [session], outputs, concurrency_limit=4,
-                               concurrency_id="replay_rest", show_progress="hidden", **private)
+                               concurrency_id="replay_rest", **hidden_on(page.status), **private)
+        # the layer view of the step on screen (ui.layers_view): one target call when the step kept no lens
+        column, button, plot, words = self.layer_parts
+        button.click(gpu(self.layers.show), [session, column], [plot, words], concurrency_limit=2,
+                     concurrency_id="layers", show_progress="minimal", **private)
 
     def _algorithm_guide(self) -> str:
         """The sidebar's "What each algorithm does": one line per registered algorithm."""
