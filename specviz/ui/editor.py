@@ -223,7 +223,10 @@ class ColumnEditor:
         kind is pending runs after it, on the values it left (Gradio's default for ``.input`` and clicks,
         ``once``, dropped it: two boxes unchecked quickly left one column, a value typed quickly lost its
         last keys)."""
-        kw = dict(queue=False, show_progress="hidden", api_visibility="private", trigger_mode="always_last")
+        # progress tracked on the note only (hidden): tracked on every output, the editor's ~80 controls
+        # and groups would be updated by the page on every message of every later event (ui.app.wire)
+        kw = dict(queue=False, show_progress="hidden", show_progress_on=[self.note], api_visibility="private",
+                  trigger_mode="always_last")
         outputs = self.outputs()
         self.algos.input(self.on_algorithms, [self.value, self.pick, self.algos], outputs, **kw)
         self.pick.input(self.on_pick, [self.value, self.pick], outputs, **kw)
