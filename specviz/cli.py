@@ -265,7 +265,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_decode_args(args, [args.algo])
     pair = load_pair_from_args(args)
     call = {0: lambda: specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args, pair),
-                                      **_algo_params(args, args.algo))}
+                                      record_lens=args.record_lens, **_algo_params(args, args.algo))}
     timings, conditions = _timed(args, pair, call, 1, 0)
     trace = timings[0].result
     print(render_text(trace, color=not args.no_color and sys.stdout.isatty() or args.color))
@@ -414,6 +414,9 @@ def _build_run(run: argparse.ArgumentParser) -> None:
                      "(x.json.gz: what the app's replay also reads, for long runs)")
     run.add_argument("--tokens-csv", metavar="PATH", help="write every generated token with how it was produced "
                      "(kind, drafter, p, q, acceptance probability, draw) as CSV here")
+    run.add_argument("--record-lens", action="store_true",
+                     help="record each step's logit lens in the trace (what every target layer predicts through the "
+                          "target's own head, from the verify call; the app's Layers view draws it on replay)")
     run.add_argument("--no-color", action="store_true", help="plain markers instead of ANSI colours")
     run.add_argument("--color", action="store_true", help="force ANSI colours")
     _add_threads_arg(run)

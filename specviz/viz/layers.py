@@ -85,17 +85,15 @@ def layers_figure(step: StepRecord | None, algorithm: str = "") -> go.Figure:
                      "line": {"color": CURRENT_COLOR, "width": 2}, "xaxis": "x2", "yaxis": "y", "hoverinfo": "skip"})
     head = f"Layers · step {step.index + 1}" + (f" · {algorithm}" if algorithm else "")
     details = [f"{n} position{'s' if n != 1 else ''} × {len(lens.layers)} of {lens.n_layers} layers",
-               "green: the last layer's token, red: another; darker = likelier"]
+               "green: the last layer's token", "red: another", "darker: likelier"]
     if lens.exit_layer is not None:
         details.append(f"exit layer {lens.exit_layer}: {fmt_share(share[row]) if row is not None else '?'} agree")
     layout = base_layout(head)
     layout["xaxis"] = axis("position (the token it reads)", domain=[0, 0.78], tickangle=-30, side="bottom")
-    layout["xaxis2"] = axis("agree with last", domain=[0.82, 1], range=[-0.05, 1.05], tickformat=".0%",
-                            dtick=0.5)
+    layout["xaxis2"] = axis("agree", domain=[0.82, 1], range=[-0.05, 1.05], tickformat=".0%", dtick=1)
     layout["yaxis"] = axis("layer", autorange="reversed", tickfont={"size": 9})
     layout["shapes"] = shapes
-    titled(layout, title_lines(head, details), data, max(MIN_BODY_PX, ROW_PX * len(lens.layers) + 70),
-           legend_chars=28)
+    titled(layout, title_lines(head, details), data, max(MIN_BODY_PX, ROW_PX * len(lens.layers) + 70))
     return figure(data, layout)
 
 
