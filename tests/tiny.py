@@ -166,7 +166,7 @@ def memoised_forwards() -> Iterator[dict]:
 
     def replay(run, lm: CachedLM, ids, positions, masks, position, extra: tuple):
         model = _model_key(lm.head if isinstance(lm, FeatureLM) else lm.model)
-        if model is None:
+        if model is None or getattr(lm, "lens", False):  # a call keeping every layer's states (the lens) runs
             return run(lm, ids, positions, masks, position)
         layers = lm.cache.layers
         cached = tuple((data(layer.keys), data(layer.values)) if layer.is_initialized else None for layer in layers)
