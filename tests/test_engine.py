@@ -219,27 +219,19 @@ def test_recording_never_changes_the_output(algorithm):
     assert algorithm == "ar" or any(s.positions for s in runs[0].steps)
 
 
-@pytest.mark.parametrize("algorithm,eos", [(name, False) for name in specviz.ALGORITHMS]
-                         + [(name, True) for name in ("sd", "beam", "dsbd")])
-def test_memoised_forwards_change_nothing(algorithm, eos):
-    """The exactness tests' memo (``tiny.memoised_forwards``) replays a model call only with the numbers
-    it would compute: every algorithm's steps (trees, p and q, coins, committed tokens, controller
-    states; all but timings) are identical run plainly, and run twice under the memo, the second time
-    replayed call for call wherever no hook watches the model (``eos``: past ``with_eos``' pure hook)."""
-    from specviz.models.loading import attach_early_exit
+def untimed(step):
+    """A step without its clock readings (Sequoia's state times its tree's set-up)."""
+    state = step.controller
+    if hasattr(state, "setup_ms"):
+        state = dataclasses.replace(state, setup_ms=0.0)
+    return dataclasses.replace(step, timings={}, controller=state)
 
-    pair = attach_early_exit(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), 1)
-    if eos:
-        pair = with_eos(pair, 0, 2.0)
 
-    def untimed(step):  # a step without its clock readings (Sequoia's state times its tree's set-up)
-        state = step.controller
-        if hasattr(state, "setup_ms"):
-            state = dataclasses.replace(state, setup_ms=0.0)
-        return dataclasses.replace(step, timings={}, controller=state)
-
+def assert_memo_changes_nothing(pair, algorithm: str, **params) -> None:
+    """Seeded runs are identical plainly and twice under the memo, the second time only replayed."""
     def steps(seed: int) -> tuple:
-        trace = specviz.decode(pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed)
+        trace = specviz.decode(pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed,
+                               **params)
         return trace.output_ids, [untimed(s) for s in trace.steps]
 
     steps(0)  # per-pair caches filled first (Sequoia's tuned tree: its state says whether it was cached)
@@ -252,27 +244,28 @@ def test_memoised_forwards_change_nothing(algorithm, eos):
     assert calls > 0 and len(memo) == calls  # the first runs filled it; the repeats only replayed
 
 
+@pytest.mark.parametrize("algorithm,eos", [(name, False) for name in specviz.ALGORITHMS]
+                         + [(name, True) for name in ("sd", "beam", "dsbd")])
+def test_memoised_forwards_change_nothing(algorithm, eos):
+    """The exactness tests' memo (``tiny.memoised_forwards``) replays a model call only with the numbers
+    it would compute: every algorithm's steps (trees, p and q, coins, committed tokens, controller
+    states; all but timings) are identical run plainly, and run twice under the memo, the second time
+    replayed call for call wherever no hook watches the model (``eos``: past ``with_eos``' pure hook)."""
+    from specviz.models.loading import attach_early_exit
+
+    pair = attach_early_exit(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), 1)
+    assert_memo_changes_nothing(with_eos(pair, 0, 2.0) if eos else pair, algorithm)
+
+
 @pytest.mark.parametrize("algorithm,drafter", [("sd", "feature"), ("dyntree", "feature"), ("sd", "model_cut"),
                                                ("sequoia", "model_cut")])
 def test_memoised_forwards_change_nothing_with_a_feature_head_or_a_cut_vocabulary(algorithm, drafter):
     """The memo replays a feature-keeping target call with its feature rows and a feature head's call keyed
     by the features it reads, and keys a cut head by its rows: the runs are identical, and replayed."""
     pair = with_feature_head(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), keep=11)
-    params = {"acceptance": "0.6,0.3"} if algorithm == "sequoia" else {}
+    assert_memo_changes_nothing(pair, algorithm, drafter=drafter,
+                                **({"acceptance": "0.6,0.3"} if algorithm == "sequoia" else {}))
 
-    def run(seed: int) -> tuple:
-        trace = specviz.decode(pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed,
-                               drafter=drafter, **params)
-        return trace.output_ids, [dataclasses.replace(s, timings={}, controller=None) for s in trace.steps]
-
-    run(0)
-    plain = [run(seed) for seed in range(3)]
-    with memoised_forwards() as memo:
-        first = [run(seed) for seed in range(3)]
-        calls = len(memo)
-        again = [run(seed) for seed in range(3)]
-    assert plain == first == again
-    assert calls > 0 and len(memo) == calls
 
 def test_a_watched_model_is_never_replayed(pair):
     """A forward hook (the early-exit drafter's capture of the target's last norm) sees every call."""
