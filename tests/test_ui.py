@@ -371,7 +371,7 @@ def test_refused_requests_are_messages(explorer):
 @pytest.mark.parametrize("seed", [2**63, 99999999999999999999, 1e30, -1, 1.5, float("nan"), None])
 def test_bad_seeds_are_messages_in_the_page(explorer, seed, monkeypatch):
     """A seed outside 0..2^63-1 used to raise "Overflow when unpacking long long" with no message."""
-    monkeypatch.setattr(specviz, "stream", lambda *a, **k: pytest.fail("a bad seed reached the engine"))
+    monkeypatch.setattr(specviz.decoding, "stream", lambda *a, **k: pytest.fail("a bad seed reached the engine"))
     session = Session(pair_key=explorer.default_key)
     (out,) = list(live(explorer, session, ["ar"], max_new=8, seed=seed))
     assert "seed must be a whole number from 0 to 9223372036854775807" in out["status"]

@@ -1,6 +1,6 @@
 """Running several algorithms side by side, and the session they live in (no Gradio here).
 
-``start_columns`` makes one ``specviz.stream`` per selected algorithm on the same pair, prompt, seed
+``start_columns`` makes one ``decoding.stream`` per selected algorithm on the same pair, prompt, seed
 and sampling settings; ``advance`` moves every unfinished run forward by one step, so the columns
 advance together, one target call at a time. A failing run becomes a message in its column; the
 others go on.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import specviz
-from specviz import interrupt, metrics, trace_io
+from specviz import decoding, interrupt, metrics, trace_io
 from specviz.algorithms.registry import ALGORITHMS
 from specviz.errors import SpecvizError
 from specviz.models.loading import ModelPair
@@ -180,7 +180,7 @@ def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict
             col.error, col.done = prompt_error, True
         else:
             try:
-                live = specviz.stream(pair, algo, prompt=parsed, max_new_tokens=max_new_tokens,
+                live = decoding.stream(pair, algo, prompt=parsed, max_new_tokens=max_new_tokens,
                                       temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, chat=chat,
                                       **effective_params(algo, params))  # a hidden control's value: not sent
                 col.trace = live.trace
