@@ -10,10 +10,9 @@ from tiny import memoised_forwards, tiny_pair, with_eos, with_feature_head
 
 import specviz
 import specviz.metrics
-from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.tree_engine import StaticShape, run_engine
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import ModelDrafter
-from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import MultiCandidate, OverAcceptance
 from specviz.core.sampling import SamplingConfig
 from specviz.core.trees import chain_shape, k_config_shape

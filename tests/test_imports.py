@@ -121,7 +121,7 @@ def a_cycle(graph: dict[str, set[str]], comp: set[str]) -> list[str]:
 
 def test_no_import_circles():
     """None at all: the last one (controllers <-> drafters <-> tree_engine) was cut by the step loop
-    (issue #22 point 1): drafters get a frozen ``Plan``, controllers learn from ``outcomes.StepResult``."""
+    (issue #22 point 1): drafters get a frozen ``Plan``, controllers learn from ``step_types.StepResult``."""
     graph = import_graph(ROOT / "specviz")
     assert "specviz.algorithms.step_loop" in graph and graph["specviz.trace"]  # the walk found the package
     found = circles(graph)

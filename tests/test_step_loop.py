@@ -10,7 +10,7 @@ import torch
 from tiny import tiny_pair
 
 import specviz
-from specviz.algorithms.plans import Plan
+from specviz.algorithms.step_types import Plan
 from specviz.algorithms.step_loop import take_step
 from specviz.core.trees import chain_shape
 
@@ -68,7 +68,7 @@ def test_a_plan_is_frozen():
 
 
 def test_take_step_returns_the_record_and_the_result(pair):
-    from specviz.algorithms.controllers import StaticShape
+    from specviz.algorithms.tree_engine import StaticShape
     from specviz.algorithms.decoder import Decoder
     from specviz.algorithms.drafters import ModelDrafter
     from specviz.algorithms.tree_verifier import TreeVerifier

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.tree_engine import StaticShape, run_engine
 from specviz.algorithms.cost import per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import NoDrafter
 from specviz.algorithms.registry import register
-from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import MultiCandidate
 from specviz.core.trees import TreeShape
 from specviz.trace import StepRecord

@@ -29,7 +29,7 @@ Registered ``lossless=False``: in specviz "lossless" means "the output law is th
 sampling law (``ar``)", and beam sampling's is not (it favours likely whole sequences).
 
 Assembly on the step loop (``step_loop``): nothing drafted (``drafters.NoDrafter``), the width kept
-by ``controllers.BeamWidth``, the step decided by ``beam_verifier.BeamVerifier`` over the run's
+by ``BeamWidth`` (below), the step decided by ``beam_verifier.BeamVerifier`` over the run's
 ``beam_state.BeamState`` (the bookkeeping ``dsbd`` shares).
 """
 from __future__ import annotations
@@ -38,15 +38,33 @@ from typing import Iterator
 
 from specviz.algorithms.beam_state import BeamState
 from specviz.algorithms.beam_verifier import BeamVerifier
-from specviz.algorithms.controllers import BeamWidth
 from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import NoDrafter
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.step_loop import run_steps
+from specviz.algorithms.step_types import Controller, Plan, StepResult
+from specviz.core.trees import TreeShape
+from specviz.step_state import BeamSearchState
 from specviz.trace import StepRecord
 
 WIDTH = Param("width", 4, "int", 1, 32, help="beams kept per step")
+
+
+class BeamWidth(Controller):
+    """``beam``'s controller: nothing to draft, ``width`` beams kept every step; its state is the
+    step's beam list (``beam_state.beam_rows``, a ``step_state.BeamSearchState``)."""
+
+    kind = "beam"
+
+    def __init__(self, width: int):
+        self.width = width
+
+    def step_plan(self, dec: Decoder) -> Plan:
+        return Plan(TreeShape(()), width=self.width)
+
+    def state(self, result: StepResult) -> BeamSearchState:
+        return BeamSearchState(beam_list=result.outcome.rows)
 
 
 @register("beam", description="Beam sampling (T > 0) / beam search (T = 0) with the target alone; "

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import torch
 
-from specviz.algorithms.outcomes import Commit
+from specviz.algorithms.step_types import Commit
 from specviz.core import beams as B
 from specviz.core.trees import ROOT
 from specviz.models.tree_forward import CachedLM

@@ -18,9 +18,7 @@ import torch
 
 from specviz.algorithms.beam_positions import by_row, layer_positions
 from specviz.algorithms.beam_state import Beam, BeamState, beam_rows, feed, keep_slots, logprobs_at
-from specviz.algorithms.drafted_tree import DraftedTree
-from specviz.algorithms.outcomes import Commit, Recorded
-from specviz.algorithms.plans import Plan
+from specviz.algorithms.step_types import Commit, DraftedTree, Plan, Recorded
 from specviz.core import beams as B
 from specviz.step_state import BeamList
 from specviz.trace import TreeNode

@@ -1,12 +1,12 @@
 """Drafters: what proposes the tokens the target verifies (in the spirit of transformers'
 ``CandidateGenerator``: ``propose`` candidates, then ``observe`` what verification kept).
 
-A drafter implements
+A drafter (``step_types.Drafter``) implements
 
 * ``propose(dec, plan, rule) -> DraftedTree``: draft at most the template ``plan.shape`` (cut to the
   budget by the step loop), drawing each sibling group as ``rule.replacement`` requires and asking
   the plan's ``go_on`` after every drafted token and ``keep`` after every level which nodes to expand
-  further (``plans.Plan``: the controller's decisions, not the controller); ``parent_q`` must hold
+  further (``step_types.Plan``: the controller's decisions, not the controller); ``parent_q`` must hold
   the exact distribution each sibling group was drawn from (a one-hot for a deterministic proposal),
   which is what makes verification exact;
 * ``observe(dec, proposal, outcome)``: what verification kept (a tree walk's ``outcome.path``, node
@@ -23,12 +23,11 @@ own shape each step (the template only bounds its depth); ``NoDrafter`` proposes
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from specviz.algorithms.drafted_tree import DraftedTree
-from specviz.algorithms.plans import Plan
+from specviz.algorithms.step_types import DraftedTree, Plan
 from specviz.core.acceptance import draw_candidates, draw_probs, greedy_candidates
 from specviz.core.rules import AcceptanceRule
 from specviz.core.trees import ROOT
@@ -36,17 +35,6 @@ from specviz.models.tree_forward import CachedLM
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
-
-
-class Drafter(Protocol):
-    """See module docstring."""
-
-    @property
-    def fed(self) -> Sequence[int]: ...
-
-    def propose(self, dec: "Decoder", plan: Plan, rule: Any) -> Any: ...
-
-    def observe(self, dec: "Decoder", proposal: Any, outcome: Any) -> None: ...
 
 
 class NoDrafter:

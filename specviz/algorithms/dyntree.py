@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from specviz.algorithms.controllers import Controller
+from specviz.algorithms.step_types import Controller, StepResult
 from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import DynamicTreeDrafter
 from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
-from specviz.algorithms.outcomes import StepResult
 from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import PointMass
 from specviz.core.trees import ROOT, TreeShape, chain_shape

@@ -20,7 +20,7 @@ from specviz.models.early_exit import CalibrationHead, EarlyExitHead, EarlyExitL
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
-    from specviz.algorithms.outcomes import StepResult
+    from specviz.algorithms.step_types import StepResult
 
 
 class EarlyExitDrafter(ModelDrafter):

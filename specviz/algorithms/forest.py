@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from specviz.algorithms.beam_state import Slot, feed, keep_slots, logprobs_at
-from specviz.algorithms.plans import Plan
+from specviz.algorithms.step_types import Plan
 from specviz.core import beams as B
 from specviz.models.tree_forward import CachedLM
 

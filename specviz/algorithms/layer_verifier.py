@@ -34,8 +34,7 @@ import torch
 from specviz.algorithms.beam_positions import by_row, layer_positions
 from specviz.algorithms.beam_state import Beam, BeamState, beam_rows, best_of, feed, keep_slots, logprobs_at
 from specviz.algorithms.forest import DraftForest
-from specviz.algorithms.outcomes import Commit, Recorded
-from specviz.algorithms.plans import LayerWidth, Plan
+from specviz.algorithms.step_types import Commit, LayerWidth, Plan, Recorded
 from specviz.core import beams as B
 from specviz.step_state import BeamList
 from specviz.trace import TreeNode
@@ -193,7 +192,7 @@ def walk_layers(dec: "Decoder", widths: LayerWidth, rule: LayerRule, forest: Dra
 
 
 class LayerVerifier:
-    """DSBD's layer walk as a ``verifiers.Verifier`` over ``state``'s beams (module docstring)."""
+    """DSBD's layer walk as a ``step_types.Verifier`` over ``state``'s beams (module docstring)."""
 
     def __init__(self, state: BeamState, rule: LayerRule, single_beam: bool = False):
         self.state, self._rule, self.single_beam = state, rule, single_beam

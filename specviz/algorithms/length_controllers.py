@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from specviz import step_state as ss
-from specviz.algorithms.drafted_tree import DraftedTree
+from specviz.algorithms.step_types import DraftedTree
 from specviz.algorithms.ts_controllers import DIGITS, LengthController
 from specviz.core import draft_length as dl
 

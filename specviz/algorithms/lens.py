@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from specviz.algorithms.drafted_tree import DraftedTree
+from specviz.algorithms.step_types import DraftedTree
 from specviz.algorithms.tree_verifier import TreeOutcome
 from specviz.models.logit_lens import MAX_POSITIONS, lens_top1, shown_layers
 from specviz.trace import CommittedToken, LayerLens

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.tree_engine import StaticShape, run_engine
 from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.prompt_lookup import PromptLookupDrafter
 from specviz.algorithms.registry import Param, register
-from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import MultiCandidate
 from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord

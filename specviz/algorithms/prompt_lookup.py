@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from specviz.algorithms.drafted_tree import DraftedTree
-from specviz.algorithms.plans import Plan
+from specviz.algorithms.step_types import DraftedTree, Plan
 from specviz.core.rules import AcceptanceRule
 from specviz.core.trees import ROOT
 

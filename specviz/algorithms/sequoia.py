@@ -51,9 +51,8 @@ from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.sequoia_tune import SIZE_GRID, estimate_acceptance, measure_times, pair_cache
-from specviz.algorithms.controllers import Controller
+from specviz.algorithms.step_types import Controller, StepResult
 from specviz.algorithms.drafters import ModelDrafter
-from specviz.algorithms.outcomes import StepResult
 from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import MultiCandidate
 from specviz.core.sequoia_dp import SequoiaDP, choose_size_depth, solve

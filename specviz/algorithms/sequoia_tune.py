@@ -33,7 +33,7 @@ import torch
 
 from specviz import interrupt
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.tree_engine import StaticShape
 from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.step_loop import take_step
 from specviz.algorithms.tree_verifier import TreeVerifier

@@ -3,7 +3,7 @@ plans and learns, and one function (``record_step``) writes the step.
 
 Per step (``take_step``; ``run_steps`` repeats it until the decoder finishes):
 
-1. **Plan**: ``Controller.step_plan`` (a frozen ``plans.Plan``: the template and the expansion
+1. **Plan**: ``Controller.step_plan`` (a frozen ``step_types.Plan``: the template and the expansion
    decisions), cut to the verifier's ``budget``.
 2. **Draft** (timed ``draft_ms``): ``Drafter.propose(dec, plan, rule)`` realises (part of) it: a
    ``DraftedTree`` (BFS order, siblings in draw order, ``parent_q`` the law each group was drawn from)
@@ -33,15 +33,13 @@ from typing import TYPE_CHECKING, Iterator
 import torch
 
 from specviz.algorithms.lens import step_lens
-from specviz.algorithms.outcomes import Recorded, StepResult
+from specviz.algorithms.step_types import Recorded, StepResult
 from specviz.step_state import ControllerState
 from specviz.trace import CommittedToken, StepRecord
 
 if TYPE_CHECKING:
-    from specviz.algorithms.controllers import Controller
+    from specviz.algorithms.step_types import Controller, Drafter, Verifier
     from specviz.algorithms.decoder import Decoder
-    from specviz.algorithms.drafters import Drafter
-    from specviz.algorithms.verifiers import Verifier
 
 
 class StepClock:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from specviz.algorithms.controllers import StaticShape
+from specviz.algorithms.tree_engine import StaticShape
 from specviz.core.acceptance import SiblingSchedule
 from specviz.core.rules import AcceptanceRule
 from specviz.core.trees import TreeShape
@@ -24,7 +24,7 @@ from specviz.step_state import RejectionProbe, TheoryState, TradeoffProbe, read_
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
-    from specviz.algorithms.outcomes import StepResult
+    from specviz.algorithms.step_types import StepResult
 
 Measure = Callable[[AcceptanceRule, torch.Tensor, torch.Tensor, SiblingSchedule], dict[str, float]]
 DIGITS = 7

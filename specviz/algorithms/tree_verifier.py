@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from specviz.algorithms.decoder import VerifyRows
-from specviz.algorithms.drafted_tree import DraftedTree
-from specviz.algorithms.outcomes import Commit, Recorded
-from specviz.algorithms.plans import Plan
+from specviz.algorithms.step_types import Commit, DraftedTree, Plan, Recorded
 from specviz.algorithms.positions import Site, position_records
 from specviz.core.acceptance import first_accepted
 from specviz.core.rules import CHOSEN, AcceptanceRule, rule_for
@@ -144,7 +142,7 @@ def record_tree(dec: "Decoder", tree: DraftedTree, out: TreeOutcome, rule: Accep
 
 
 class TreeVerifier:
-    """The tree walk as a ``verifiers.Verifier``: ``rule`` at temperature > 0, exact match at 0."""
+    """The tree walk as a ``step_types.Verifier``: ``rule`` at temperature > 0, exact match at 0."""
 
     def __init__(self, rule: AcceptanceRule):
         self._rule = rule

@@ -28,14 +28,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from specviz import step_state as ss
-from specviz.algorithms.controllers import Controller
-from specviz.algorithms.drafted_tree import DraftedTree
+from specviz.algorithms.step_types import Controller, DraftedTree
 from specviz.core import thompson as ts
 from specviz.core.trees import TreeShape, chain_shape
 
 if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
-    from specviz.algorithms.outcomes import StepResult
+    from specviz.algorithms.step_types import StepResult
 
 TS_CONTROLLERS = ("beta_ts", "cali_ts", "fixed")
 DIGITS = 5

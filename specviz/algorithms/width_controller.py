@@ -1,7 +1,7 @@
 """``WidthController``: DSBD's controller ("Dynamic-Width Speculative Beam Decoding", arXiv
 2409.16560). It plans each iteration: a forest ``gamma`` layers deep (a chain template, cut to the
 budget by the step loop), ``width`` (W_S) draft beams per layer and the per-layer width rule
-W_L^(l) (Eqs 2-7, ``plans.LayerWidth``) the layer verifier applies; it learns nothing across steps.
+W_L^(l) (Eqs 2-7, ``step_types.LayerWidth``) the layer verifier applies; it learns nothing across steps.
 
 Its state (``StepRecord.controller``, a ``step_state.DsbdState``): the settings, per walked layer the parents
 still valid, the drafts, the chosen width and its unfloored value, the law P(m accepted) and its
@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from specviz.algorithms.controllers import Controller
-from specviz.algorithms.outcomes import StepResult
-from specviz.algorithms.plans import LayerWidth, Plan
+from specviz.algorithms.step_types import Controller, LayerWidth, Plan, StepResult
 from specviz.core.trees import TreeShape, chain_shape
 from specviz.step_state import BonusLayer, DsbdState, VerifiedLayer
 
