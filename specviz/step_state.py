@@ -432,7 +432,7 @@ class AdaptiveUpdate(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class LengthState(ControllerState):
-    """One round of a draft-length controller (``algorithms.ts_controllers.LengthController``): the
+    """One round of a draft-length controller (``algorithms.length_controllers.LengthController``): the
     controller's values before the round (``before``, its keys inline), a draw per drafted token, why the
     round stopped, the cap, drafted and accepted counts, the update it learned and the values after.
     A subclass narrows ``before``/``after``, ``draws`` and ``update`` to its kind's rows."""

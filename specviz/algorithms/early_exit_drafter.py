@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from specviz.algorithms.drafters import ModelDrafter
-from specviz.algorithms.ts_controllers import ThetaModel
+from specviz.algorithms.length_controllers import ThetaModel
 from specviz.core.trees import ROOT
 from specviz.models.early_exit import CalibrationHead, EarlyExitHead, EarlyExitLM, final_norm
 

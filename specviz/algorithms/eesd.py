@@ -3,8 +3,8 @@
 Liu et al. 2024, "Speculative Decoding via Early-exiting for Faster LLM Inference with Thompson
 Sampling Control Mechanism" (arXiv 2406.03853), Algorithms 1-3. Per round the early-exit draft (the
 target's first N layers plus a trained exit layer, norm and LM head; ``early_exit_drafter``) drafts a
-chain token by token; after every token the controller (``ts_controllers``: ``beta_ts``, ``cali_ts``
-or ``fixed``; or transformers' ``heuristic`` / ``confidence`` / ``adaptive``, ``length_controllers``)
+chain token by token; after every token the controller (``length_controllers``: ``beta_ts``, ``cali_ts``
+or ``fixed``; or transformers' ``heuristic`` / ``confidence`` / ``adaptive``)
 decides whether to draft on; the target verifies the chain in one call with the standard
 rule (exact match at temperature 0, speculative sampling otherwise: Leviathan et al. 2023,
 Algorithm 1), so the output law is exactly the target's. Needs the pair's early-exit head
@@ -19,7 +19,7 @@ from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.early_exit_drafter import CalibratedTheta, EarlyExitDrafter
 from specviz.algorithms.registry import register
 from specviz.algorithms.tree_engine import run_engine
-from specviz.algorithms.length_choice import LENGTH_CONTROLLERS, controller_params, make_controller
+from specviz.algorithms.length_controllers import LENGTH_CONTROLLERS, controller_params, make_controller
 from specviz.core.rules import MultiCandidate
 from specviz.trace import StepRecord
 

@@ -12,9 +12,9 @@ checked exactly by enumeration. The chain is cut to the tokens still allowed, an
 after an EOS draft, neither of which changes the output law.
 
 ``controller`` (default ``static``: always ``gamma``) swaps in a draft-length controller
-(``length_choice``): EESD's (``ts_controllers``: ``beta_ts``, ``cali_ts``, ``fixed``; Liu et al. 2024,
+(``length_controllers``): EESD's (``beta_ts``, ``cali_ts``, ``fixed``; Liu et al. 2024,
 arXiv 2406.03853, Table 5: Beta-TS on vanilla SD) or transformers' assisted generation's
-(``length_controllers``: ``heuristic``, ``confidence``, ``adaptive``). No calibration head fits a separate draft model, so ``cali_ts`` here uses
+(``heuristic``, ``confidence``, ``adaptive``). No calibration head fits a separate draft model, so ``cali_ts`` here uses
 the untrained head's theta_M = 0.5.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.tree_engine import run_engine, run_tree
-from specviz.algorithms.length_choice import LENGTH_CONTROLLERS, controller_params, make_controller
+from specviz.algorithms.length_controllers import LENGTH_CONTROLLERS, controller_params, make_controller
 from specviz.core.rules import MultiCandidate
 from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord
