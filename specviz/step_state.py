@@ -532,7 +532,7 @@ class BeamRow(Record):
 
 @dataclass(frozen=True)
 class BeamList(Record):
-    """The step's beams (``algorithms.beam_state.beam_rows``): the row of the best, the rows carried on
+    """The step's beams (``algorithms.beams.state.beam_rows``): the row of the best, the rows carried on
     and the live beams' length."""
 
     beams: tuple[BeamRow, ...]

@@ -39,8 +39,8 @@ def test_every_step_is_timed_by_the_loop(pair, algorithm, params):
                                               ("dsbd", {"width": 3, "gamma": 2})], ids=["tree", "beam", "forest"])
 def test_recording_is_a_pure_function_of_the_outcome(pair, monkeypatch, algorithm, params, temperature):
     """Each verifier's ``record``, called twice on the same outcome, draws nothing and gives equal records."""
-    import specviz.algorithms.beam_verifier as bv
-    import specviz.algorithms.layer_verifier as lv
+    import specviz.algorithms.beams.beam_verifier as bv
+    import specviz.algorithms.beams.layer_verifier as lv
     import specviz.algorithms.tree_verifier as tv
 
     calls = []

@@ -19,7 +19,7 @@ A drafter (``step_types.Drafter``) implements
 order); ``DynamicTreeDrafter`` builds EAGLE-2's tree from the draft's cumulative probabilities, its
 own shape each step (the template only bounds its depth); ``NoDrafter`` proposes nothing (``ar``);
 ``prompt_lookup.PromptLookupDrafter`` copies n-gram continuations from the text itself;
-``forest.ForestDrafter`` beam-samples ``dsbd``'s draft forest.
+``beams.forest.ForestDrafter`` beam-samples ``dsbd``'s draft forest.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ Per step (``take_step``; ``run_steps`` repeats it until the decoder finishes):
    or, for ``dsbd``, a ``DraftForest``.
 3. **Verify** in one target call (timed ``verify_ms``): ``Verifier.score``; then ``decide`` walks the
    proposal with the rule and returns a typed outcome (``tree_verifier.TreeOutcome``,
-   ``layer_verifier.LayerOutcome``, ``beam_verifier.BeamOutcome``).
+   ``beams.layer_verifier.LayerOutcome``, ``beams.beam_verifier.BeamOutcome``).
 4. **Commit**: the verifier keeps what was accepted in the target's cache and names the tokens; the
    drafter keeps its own state in step (``Drafter.observe``); the decoder appends the tokens
    (``Decoder.commit_tokens``: budget and EOS honoured).

@@ -5,7 +5,7 @@ verified by the tree walk (``tree_verifier.TreeVerifier``; the loop itself is ``
 ``dyntree``, ``pld``, ``eesd``, ``batch_sd``, ``biased_sd``); ``run_tree`` the common case of a
 static template drafted by the draft model and verified by the exact multi-candidate rule, planned by
 ``StaticShape`` (the trivial controller: ``sd``, ``mcsd``, ``specinfer``, ``pld``, ``ar``). The other
-controllers live with their algorithms' maths (``length_controllers``, ``width_controller``, ``sequoia``,
+controllers live with their algorithms' maths (``length_controllers``, ``beams.width``, ``sequoia``,
 ``dyntree``, ``theory_probe``); the interface is ``step_types.Controller``.
 """
 from __future__ import annotations

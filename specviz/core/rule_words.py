@@ -3,7 +3,7 @@ resamples from and what a bonus is drawn from (issue #23: one source for every r
 
 The rule that decides a step records itself there as ``StepRecord.rule = {"name": ..., parameters}``
 (``record()`` of ``core.rules.MultiCandidate`` / ``ExactMatch`` / ``OverAcceptance`` and
-``algorithms.layer_verifier.LayerRule``; ``beam`` records its draw); ``words(record)`` turns it back into the
+``algorithms.beams.layer_verifier.LayerRule``; ``beam`` records its draw); ``words(record)`` turns it back into the
 ``RuleWords`` every view states, so a rule cannot be described by another rule's formula. Pure
 Python, no torch: the views read it without importing a model or an algorithm. A step without the
 record (schema <= 3) is told as before (``words(None)``): the plain rule, exact match at T = 0.

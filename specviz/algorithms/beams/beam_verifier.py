@@ -6,7 +6,7 @@ beams (tree attention in one shared cache) gives every beam's next-token log-pro
 candidate scores ``logL_beam + log p(token | beam)`` over (beams x V); ``plan.width`` new beams are
 drawn i.i.d. from ``p_beam = T(softmax(scores))`` (with replacement) or, at T = 0, the ``width`` best
 distinct candidates are kept (``core.beams``). A kept candidate whose token is EOS ends its beam,
-which is set aside (``beam_state.Finished``); the rest go on. The tokens all beams agree on are
+which is set aside (``state.Finished``); the rest go on. The tokens all beams agree on are
 committed (``BeamState.settle``).
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from specviz.algorithms.beam_positions import by_row, layer_positions
-from specviz.algorithms.beam_state import Beam, BeamState, beam_rows, feed, keep_slots, logprobs_at
+from specviz.algorithms.beams.positions import by_row, layer_positions
+from specviz.algorithms.beams.state import Beam, BeamState, beam_rows, feed, keep_slots, logprobs_at
 from specviz.algorithms.step_types import Commit, DraftedTree, Plan, Recorded
 from specviz.core import beams as B
 from specviz.step_state import BeamList
@@ -32,7 +32,7 @@ class BeamOutcome:
     """What one beam step decided: the candidate ``scores`` (beams x V), the law ``probs`` the beams
     were drawn from (None at T = 0), the ``kept`` candidates and their (row, token) ``split``, the
     pending index ``last`` of each beam's last token in the target cache, the ``new`` beams, the
-    indices of those that go on (``live``) and the step's beam list (``rows``, ``beam_state.beam_rows``)."""
+    indices of those that go on (``live``) and the step's beam list (``rows``, ``state.beam_rows``)."""
 
     scores: torch.Tensor
     probs: torch.Tensor | None

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from specviz.algorithms.beam_state import Slot, feed, keep_slots, logprobs_at
+from specviz.algorithms.beams.state import Slot, feed, keep_slots, logprobs_at
 from specviz.algorithms.step_types import Plan
 from specviz.core import beams as B
 from specviz.models.tree_forward import CachedLM

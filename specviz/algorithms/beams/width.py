@@ -7,7 +7,7 @@ Its state (``StepRecord.controller``, a ``step_state.DsbdState``): the settings,
 still valid, the drafts, the chosen width and its unfloored value, the law P(m accepted) and its
 survival function behind the choice with the threshold, accepted and kept counts and whether the
 layer passed (the bonus layer: parents and kept); ``l_last`` (the layer where the iteration ended),
-``kept`` (trace node ids of the output beams) and the beams (``beam_state.beam_rows``).
+``kept`` (trace node ids of the output beams) and the beams (``state.beam_rows``).
 """
 from __future__ import annotations
 

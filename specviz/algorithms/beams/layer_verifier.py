@@ -20,7 +20,7 @@ ends when no parent is left.
 
 **Decide** (``LayerVerifier.decide``): the walk, then the output beams (the accepted EOS drafts of
 passed layers, finished, then the beams of the layer the iteration ended in), the finished ones set
-aside (``beam_state.Finished``) and, with ``single_beam`` (the memory-saving mode, Sec 3.4), only the
+aside (``state.Finished``) and, with ``single_beam`` (the memory-saving mode, Sec 3.4), only the
 best output beam (highest target log-likelihood; all outputs have equal length) carried on. The
 outcome (``LayerOutcome``) is typed and recording is separate (``LayerVerifier.record``).
 """
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from specviz.algorithms.beam_positions import by_row, layer_positions
-from specviz.algorithms.beam_state import Beam, BeamState, beam_rows, best_of, feed, keep_slots, logprobs_at
-from specviz.algorithms.forest import DraftForest
+from specviz.algorithms.beams.positions import by_row, layer_positions
+from specviz.algorithms.beams.state import Beam, BeamState, beam_rows, best_of, feed, keep_slots, logprobs_at
+from specviz.algorithms.beams.forest import DraftForest
 from specviz.algorithms.step_types import Commit, LayerWidth, Plan, Recorded
 from specviz.core import beams as B
 from specviz.step_state import BeamList
@@ -274,7 +274,7 @@ class LayerVerifier:
 
     def record(self, dec: "Decoder", forest: DraftForest, out: LayerOutcome) -> Recorded:
         """The drafted nodes with their layers' verdicts, then the output beams the target drew, and
-        one position per parent row of each walked layer (``beam_positions.layer_positions``)."""
+        one position per parent row of each walked layer (``positions.layer_positions``)."""
         nodes = [TreeNode(i, forest.parent[i], forest.layer[i] - 1, t, dec.text(t),
                           q=float(forest.q_beam[forest.layer[i] - 1][forest.candidate[i]]), root=forest.tree[i])
                  for i, t in enumerate(forest.tokens)]

@@ -10,7 +10,7 @@ One iteration = one target call:
 3. **Layer by layer** (Algorithm 1, corrected; ``core.beams``): layer l's target beam distribution
    ``p_beam`` over (layer l - 1 nodes x V) weights each parent by its cumulative target
    log-likelihood, parents rejected earlier get zero mass (Eq 1); the width W_L^(l) is chosen
-   from (p_beam, q_beam) before looking at the drafts (``width_controller.WidthController`` plans it:
+   from (p_beam, q_beam) before looking at the drafts (``width.WidthController`` plans it:
    Eqs 2-7); the drafts
    are tested in draw order with ``min(1, p'/q_beam)``, reset after an acceptance, one residual
    after each rejection (``layer_verifier.LayerRule``; the printed ratio ``q/p'`` is ``literal_ratio=True``). A
@@ -39,18 +39,18 @@ sampling either. Registered ``lossless=False`` like ``beam``: its reference is
 ``beam``, not ``ar``.
 
 Committing and EOS as in ``beam``: an accepted EOS draft (in a passed layer) or an EOS output beam
-finishes its beam, which is set aside (``beam_state.Finished``) and is no parent in the next layer; the
+finishes its beam, which is set aside (``state.Finished``) and is no parent in the next layer; the
 iteration ends early when every kept beam finished. Counting: ``target_calls`` is the target
 cache's call count over the iteration (1), ``draft_calls`` the draft's (the forest's depth,
 ``gamma`` unless cut by the budget or a layer of EOS drafts). ``StepRecord.controller`` (kind ``dsbd``):
 per layer the parents still valid, the drafts, the chosen width and its unfloored value, the law
 P(m accepted) and its survival function behind the choice with the threshold, accepted and kept
 counts and whether the layer passed; ``l_last`` (the layer where the iteration ended), ``kept``
-(trace node ids of the output beams) and the beams (``beam_state.beam_rows``). ``StepRecord.positions``:
-one record per parent row of each verified layer, on the joint scale (``beam_positions.layer_positions``).
+(trace node ids of the output beams) and the beams (``state.beam_rows``). ``StepRecord.positions``:
+one record per parent row of each verified layer, on the joint scale (``positions.layer_positions``).
 
 Assembly on the step loop (``step_loop``): ``forest.ForestDrafter`` proposes, ``layer_verifier.
-LayerVerifier`` decides (steps 2-4) over the run's ``beam_state.BeamState``, ``width_controller.
+LayerVerifier`` decides (steps 2-4) over the run's ``state.BeamState``, ``width.
 WidthController`` plans the depth and the widths.
 """
 from __future__ import annotations
@@ -58,14 +58,14 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from specviz import validation
-from specviz.algorithms.beam_state import BeamState, Slot
+from specviz.algorithms.beams.state import BeamState, Slot
 from specviz.algorithms.cost import Cost, int_param, per_step
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.forest import ForestDrafter
-from specviz.algorithms.layer_verifier import LayerRule, LayerVerifier
+from specviz.algorithms.beams.forest import ForestDrafter
+from specviz.algorithms.beams.layer_verifier import LayerRule, LayerVerifier
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.step_loop import run_steps
-from specviz.algorithms.width_controller import WidthController
+from specviz.algorithms.beams.width import WidthController
 from specviz.core.trees import ROOT
 from specviz.errors import InvalidParameterError
 from specviz.trace import StepRecord

@@ -22,22 +22,22 @@ Committed output: a token is committed once every live beam and the best finishe
 them is committed. The trace keeps every beam: per step ``StepRecord.forest`` has one node per new
 beam (``root`` = the beam it extends), and ``StepRecord.controller`` (kind ``beam``) lists the beams
 with their new tokens, parent beam, cumulative log-likelihood, length and whether they finished,
-then the best finished beam of an earlier step (``beam_state.beam_rows``); ``StepRecord.positions``
-has one record per beam extended (``beam_positions.layer_positions``: p_beam on its row).
+then the best finished beam of an earlier step (``state.beam_rows``); ``StepRecord.positions``
+has one record per beam extended (``positions.layer_positions``: p_beam on its row).
 
 Registered ``lossless=False``: in specviz "lossless" means "the output law is the target's own
 sampling law (``ar``)", and beam sampling's is not (it favours likely whole sequences).
 
 Assembly on the step loop (``step_loop``): nothing drafted (``drafters.NoDrafter``), the width kept
 by ``BeamWidth`` (below), the step decided by ``beam_verifier.BeamVerifier`` over the run's
-``beam_state.BeamState`` (the bookkeeping ``dsbd`` shares).
+``state.BeamState`` (the bookkeeping ``dsbd`` shares).
 """
 from __future__ import annotations
 
 from typing import Iterator
 
-from specviz.algorithms.beam_state import BeamState
-from specviz.algorithms.beam_verifier import BeamVerifier
+from specviz.algorithms.beams.state import BeamState
+from specviz.algorithms.beams.beam_verifier import BeamVerifier
 from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import NoDrafter
@@ -53,7 +53,7 @@ WIDTH = Param("width", 4, "int", 1, 32, help="beams kept per step")
 
 class BeamWidth(Controller):
     """``beam``'s controller: nothing to draft, ``width`` beams kept every step; its state is the
-    step's beam list (``beam_state.beam_rows``, a ``step_state.BeamSearchState``)."""
+    step's beam list (``state.beam_rows``, a ``step_state.BeamSearchState``)."""
 
     kind = "beam"
 
