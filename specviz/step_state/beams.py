@@ -1,0 +1,106 @@
+"""The beams' step states (``algorithms.beams``: ``beam``, ``dsbd``): the step's beam list and, for
+``dsbd``, its verified layers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from specviz.step_state.codec import ControllerState, Record, flat, key
+
+@dataclass(frozen=True)
+class BeamRow(Record):
+    """A beam after the step: its parent (row in the step before's list), new tokens and their text, its
+    cumulative target log-likelihood, length and whether it finished at EOS."""
+
+    parent: int
+    tokens: tuple[int, ...]
+    text: str
+    loglik: float
+    length: int
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class BeamList(Record):
+    """The step's beams (``algorithms.beams.state.beam_rows``): the row of the best, the rows carried on
+    and the live beams' length."""
+
+    beams: tuple[BeamRow, ...]
+    best: int
+    carried: tuple[int, ...]
+    length: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class BeamStepState(ControllerState):
+    """A state that lists the step's beams (``beam_list``, its keys inline, declared by each subclass
+    where its keys come in the object)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BeamSearchState(BeamStepState):
+    """``beam``: beam sampling / search with the target alone."""
+
+    kind: ClassVar[str] = "beam"
+    beam_list: BeamList = flat()
+
+
+@dataclass(frozen=True)
+class VerifiedLayer(Record):
+    """A verified dsbd layer: parents still valid, drafts (W_S), the width W_L chosen and its unfloored
+    value, the law P(m accepted) and its survival function, the threshold and floor, accepted and kept
+    counts and whether it passed (W_L acceptances)."""
+
+    layer: int
+    parents: int
+    candidates: int
+    width: int
+    unfloored: int
+    p_accept: tuple[float, ...]
+    survival: tuple[float, ...]
+    threshold: float
+    min_width: int
+    accepted: int
+    kept: int
+    passed: bool
+
+    bonus: ClassVar[bool] = False
+
+
+@dataclass(frozen=True)
+class BonusLayer(Record):
+    """The bonus layer after every draft layer passed: its parents and the beams kept."""
+
+    layer: int
+    is_bonus: bool = key("bonus")
+    parents: int = 0
+    kept: int = 0
+
+    bonus: ClassVar[bool] = True
+
+    @classmethod
+    def claims(cls, data: dict[str, Any]) -> bool:
+        return data.get("bonus") is True
+
+
+@dataclass(frozen=True, kw_only=True)
+class DsbdState(BeamStepState):
+    """``dsbd``: its settings, the walked layers (``levels``), the layer it ended in (``l_last``), the
+    trace node ids of the output beams (``kept``) and the beams."""
+
+    kind: ClassVar[str] = "dsbd"
+    gamma: int
+    drafts: int
+    min_width: int
+    threshold: float
+    dynamic: bool
+    single_beam: bool = False
+    l_last: int
+    levels: tuple[BonusLayer | VerifiedLayer, ...]
+    kept: tuple[int, ...]
+    beam_list: BeamList = flat()
+
+    @property
+    def verified(self) -> tuple[VerifiedLayer, ...]:
+        """The verified layers, in order (the bonus layer left out)."""
+        return tuple(lv for lv in self.levels if isinstance(lv, VerifiedLayer))
