@@ -21,6 +21,7 @@ from specviz.ui.gpu import gpu
 from specviz.ui.layout import Slot
 from specviz.ui.pairs import PairChoice, PairRegistry
 from specviz.ui.runner import Column
+from specviz.viz.parts import figure_from_parts
 from test_ui_support import run_inputs, save_tiny_pair
 
 FOUR = [a for a in ("ar", "sd", "mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS][:4]
@@ -94,11 +95,14 @@ def header_step(header: str) -> int:
 
 
 def plot_title(v) -> str:
-    """The title of a figure sent bare or inside a ``gr.Plot`` update."""
+    """The title of a figure sent bare or inside a ``gr.Plot`` or ``ui.plotbox.PlotBox`` update."""
     if isinstance(v, go.Figure):
         return v.layout.title.text or ""
-    plot = v.value["plot"] if isinstance(v.value, dict) else v.value
-    return ((json.loads(plot).get("layout") or {}).get("title") or {}).get("text", "")
+    if isinstance(v.value, dict) and "n" in v.value:  # a PlotBox's value: the figure's parts (viz.parts)
+        layout = figure_from_parts(v.value)["layout"]
+    else:
+        layout = json.loads(v.value["plot"] if isinstance(v.value, dict) else v.value).get("layout") or {}
+    return (layout.get("title") or {}).get("text", "")
 
 
 def live(ex: Explorer, session: Session, algos, prompt="def f(x):\n", max_new=64, pace=0.0, seed=0, top_k=0):

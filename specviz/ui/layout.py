@@ -24,6 +24,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from specviz import viz
+from specviz.ui.plotbox import PlotBox
 
 if TYPE_CHECKING:
     from specviz.trace import RunTrace
@@ -67,11 +68,12 @@ PANELS: tuple[Panel, ...] = (
     Panel("header", lambda i: gr.HTML(elem_id=f"sv-head-{i}"), "", "always"),
     Panel("tokens", lambda i: gr.HTML(max_height=230, autoscroll=True, elem_id=f"sv-text-{i}",
                                       elem_classes=["sv-textbox"]), "", "text"),
-    Panel("tree", lambda i: gr.Plot(show_label=False, elem_id=f"sv-tree-{i}")),
+    # drawn by the page's own script on an element that stays (ui.plotbox): a live run redraws it every step
+    Panel("tree", lambda i: PlotBox(elem_id=f"sv-tree-{i}")),
     Panel("narrative", lambda i: gr.Markdown(visible=False, elem_id=f"sv-story-{i}", elem_classes=["sv-story"]),
           update=_shown_text(gr.Markdown)),
-    Panel("distribution", lambda i: gr.Plot(show_label=False, visible=False, elem_id=f"sv-dist-{i}"),
-          update=_shown_value(gr.Plot)),
+    Panel("distribution", lambda i: PlotBox(visible=False, elem_id=f"sv-dist-{i}"),
+          update=_shown_value(PlotBox)),
     Panel("controller", lambda i: gr.Plot(show_label=False, visible=False, elem_id=f"sv-ctrl-{i}"),
           update=_shown_value(gr.Plot)),
     # a Thompson-sampling controller: drafted vs accepted per round

@@ -15,7 +15,9 @@ accepted iff u lands left of a.
 
 Trace contract (tests rely on it): bar traces have ``meta`` ``"p"``, ``"q"``, ``"residual"``,
 ``"final_residual"`` (drawn only when it differs from the residual, i.e. after two or more
-rejections) with ``customdata`` = token ids; the candidates' markers ``meta == "candidates"``
+rejections) with ``customdata`` = token ids; each with one bar for the rest of its mass, outside the
+recorded tokens (``meta`` its law's + ``"_rest"``, ``customdata`` ``[-1]``, at the last x, the tick
+"the rest"; none when the recorded tokens hold all but ``REST_MIN``); the candidates' markers ``meta == "candidates"``
 (``customdata`` = node ids); the draw ``meta == "u"``; ``layout.meta`` = ``{"node": id, "a": a,
 "u": u, "status": status}``.
 """
@@ -72,6 +74,30 @@ def _bar(name: str, meta: str, xs: list[int], ys: list[float], ids: list[int], l
             "marker": {"color": color, **extra.pop("marker", {})}, "text": labels,
             "hovertemplate": f"%{{text}} (id %{{customdata}})<br>{meaning}: %{{y:.3g}}<extra></extra>",
             "textposition": "none", **extra}
+
+
+REST_LABEL = "the rest"
+REST_MIN = 1e-4  # a law whose recorded tokens hold all but this much of its mass gets no rest bar
+
+
+def rest_bars(bars: list[dict[str, Any]], x: int) -> list[dict[str, Any]]:
+    """One bar at ``x`` per law in ``bars`` for the mass outside the recorded tokens (the rest of a
+    vocabulary of tens of thousands): ``1 − Σ`` of the law there, in the law's colour, hatched, in its
+    bar's slot (``offsetgroup``); none when every law's recorded tokens hold nearly all of its mass."""
+    out = []
+    for bar in bars:
+        bar["offsetgroup"] = bar["meta"]
+        if sum(bar["y"]) <= REST_MIN:  # no law recorded (a one-hot drafter's q): nothing to complete
+            continue
+        mass = max(0.0, 1.0 - sum(bar["y"]))
+        out.append({"type": "bar", "name": f"{bar['name']}: the rest", "meta": f"{bar['meta']}_rest", "x": [x],
+                    "y": [mass], "customdata": [-1], "offsetgroup": bar["meta"], "legendgroup": bar["meta"],
+                    "showlegend": False, "textposition": "none",
+                    "marker": {"color": bar["marker"]["color"], "opacity": 0.55,
+                               "pattern": {"shape": ".", "size": 4}},
+                    "hovertemplate": f"every other token of the vocabulary together<br>{bar['name']}: "
+                                     "%{y:.3g}<extra></extra>"})
+    return out if any(r["y"][0] > REST_MIN for r in out) else []
 
 
 def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dict], list[dict], list[dict]]:
@@ -175,9 +201,13 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
                          list(final), pos.ids, hover_labels, "#fbbf24", meaning=source.words,
                          marker={"pattern": {"shape": "/", "fgcolor": RESIDUAL_COLOR, "size": 6}}))
 
+    rest = rest_bars(data, len(xs))
+    data += rest
+
     # candidates drafted at this position (draw order), and the token produced here, above their bars
     col = {tid: i for i, tid in enumerate(pos.ids)}
-    top = max([*pos.p, *(pos.q or []), *(pos.residual or []), *(pos.final_residual or []), 0.05])
+    top = max([*pos.p, *(pos.q or []), *(pos.residual or []), *(pos.final_residual or []),
+               *(r["y"][0] for r in rest), 0.05])
     here = idx.drafted_at(node) + produced
     stacked: dict[int, int] = {}
     cx, cy, ctext, csym, ccol, cids, chover = [], [], [], [], [], [], []
@@ -227,9 +257,10 @@ def distribution_figure(step: StepRecord, node_id: int, decode: Callable[[int], 
     layout["legend"] = {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
                         "font": {"size": 11}}
     many = len(xs) > 14
-    layout["xaxis"] = axis(None, tickmode="array", tickvals=xs, ticktext=labels, domain=[0, 1],
+    ticks, texts = (xs + [len(xs)], labels + [REST_LABEL]) if rest else (xs, labels)
+    layout["xaxis"] = axis(None, tickmode="array", tickvals=ticks, ticktext=texts, domain=[0, 1],
                            tickfont={"family": MONO, "size": 9 if many else 11}, tickangle=-45 if many else 0,
-                           range=[-0.6, len(xs) - 0.4], showgrid=False, zeroline=False)
+                           range=[-0.6, len(ticks) - 0.4], showgrid=False, zeroline=False)
     layout["yaxis"] = axis("probability", domain=[0.47 if many else 0.42, 1], rangemode="tozero",
                            range=[0, top * (1.3 + 0.14 * max(list(stacked.values()) + [1]))])
     layout["xaxis2"] = axis("u against a (accepted iff u < a)", anchor="y2", domain=[0, 1], range=[-0.02, 1.02],

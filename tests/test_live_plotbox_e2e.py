@@ -1,0 +1,70 @@
+"""End to end: a live run's trees are drawn on elements that stay (issue 34; ``ui.plotbox``). Two
+columns on the bundled pair, paced so every step is drawn: the element each tree is first drawn on is
+the one it shows at the end (Gradio's ``gr.Plot`` threw it away on every update), that element shows
+the run's last step, as a full redraw would; a scrub redraws the same element at the chosen step; a
+click on a node opens its distribution view, its p bars and the rest of p's mass summing to one. Screenshot
+``e2e-live-plotbox.png``. Skipped without chromium (failed under CI / SPECVIZ_REQUIRE_E2E)."""
+from __future__ import annotations
+
+import pytest
+from e2e_support import ARTIFACTS, choose, open_page, set_number, tree_step, wait_status
+
+pytestmark = pytest.mark.e2e
+
+# marks each tree's Plotly element the first time one is drawn; "kept" says whether it is still that one
+MARK_JS = """() => { window.__svFirst = window.__svFirst || {};
+  for (const i of [0, 1]) { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');
+    if (el && el.data && !window.__svFirst[i]) { el.__svMark = 'first-' + i; window.__svFirst[i] = el; } }
+  return Object.keys(window.__svFirst).length; }"""
+KEPT_JS = """i => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');
+  return !!el && el === window.__svFirst[i] && el.__svMark === 'first-' + i; }"""
+
+
+def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_server, browser):
+    url, _, _ = app_server
+    page = open_page(browser, url, width=1500)
+    choose(page, ["sd", "specinfer"])
+    page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
+    set_number(page, "sv-max-new", 24)
+    set_number(page, "sv-pace", 0.3)
+    page.click("#sv-run")
+    page.wait_for_function(f"({MARK_JS})() === 2", polling=50, timeout=180_000)  # both drawn, early in the run
+    first = [tree_step(page, i) for i in (0, 1)]
+    wait_status(page, "Done")
+    n = [int(page.locator(f"#sv-head-{i} .sv-stepinfo b").first.inner_text()) for i in (0, 1)]
+    assert all(page.evaluate(KEPT_JS, i) for i in (0, 1))
+    # after a run each column opens on its most informative step (its header says which): the tree shows it
+    for i in (0, 1):
+        assert tree_step(page, i) == n[i], (i, n)
+    assert first != [tree_step(page, i) for i in (0, 1)] or max(n) > 1  # it did move on the one element
+    # a scrub: the same elements, at the chosen step
+    box = page.locator("#sv-step input[type=number]")
+    box.fill("2")
+    box.press("Enter")
+    page.wait_for_function("() => [0, 1].every(i => { const el = document.querySelector('#sv-tree-' + i + "
+                           "' .js-plotly-plot'); return el && el.layout.title.text === 'step 2'; })", timeout=60_000)
+    assert all(page.evaluate(KEPT_JS, i) for i in (0, 1))
+    # a click on a drafted node opens its distribution, with one bar for the rest of the mass
+    page.locator("#sv-tree-1").scroll_into_view_if_needed()
+    xy = page.evaluate("""() => { const el = document.querySelector('#sv-tree-1 .js-plotly-plot');
+        const traces = el.querySelectorAll('.scatterlayer .trace');
+        for (let t = 0; t < el.data.length; t++) if (['accepted', 'rejected'].includes(el.data[t].meta)) {
+          const r = traces[t].querySelector('.points path').getBoundingClientRect();
+          return [r.x + r.width / 2, r.y + r.height / 2]; }
+        return null; }""")
+    assert xy is not None
+    page.mouse.click(*xy)
+    page.wait_for_function("""() => { const el = document.querySelector('#sv-dist-1 .js-plotly-plot');
+        return !!(el && el.data && el.data.some(t => t.type === 'bar')); }""", timeout=60_000)
+    # p's bars and its rest (drawn where the recorded tokens leave more than a trace of mass) hold all of p
+    p, rest, ticks = page.evaluate("""() => { const el = document.querySelector('#sv-dist-1 .js-plotly-plot');
+        const sum = (meta) => el.data.filter(t => t.meta === meta).flatMap(t => t.y).reduce((a, b) => a + b, 0);
+        return [sum('p'), sum('p_rest'), el.layout.xaxis.ticktext]; }""")
+    assert p + rest == pytest.approx(1.0, abs=2e-4)
+    assert (ticks[-1] == "the rest") == (rest > 0)
+    assert not page.locator(".sv-plotnote").count()  # no figure said it could not be drawn
+    assert not page.errors, page.errors
+    page.locator("#sv-dist-1").scroll_into_view_if_needed()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "e2e-live-plotbox.png"))
+    page.close()
