@@ -15,7 +15,7 @@ from specviz.cli_params import ALGORITHM_NAMES
 from specviz.errors import SpecvizError
 from specviz.trace import RunTrace
 from specviz.pair_options import add_pair_args, chat_on, load_pair_from_args
-from specviz.validation import whole
+from specviz.validation import real, true_or_false, whole, whole_text
 
 COLORS = {"draft": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "rejected": "\033[31;9m"}
 RESET = "\033[0m"
@@ -55,15 +55,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def true_or_false(text: str) -> bool:
-    """A boolean option's value: true/false, yes/no, on/off, 1/0; anything else is refused, not read as false."""
-    value = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
-             "off": False}.get(text.strip().lower())
-    if value is None:
-        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-    return value
-
-
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
     """The decoding options (their defaults: ``specviz.defaults``, as ``decode``'s and the app's) and one
     flag per algorithm parameter, from ``cli_params`` (plain data: no algorithm, no torch imported)."""
@@ -71,18 +62,18 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     from specviz.cli_params import PARAMS
 
     p.add_argument("--prompt", required=True)
-    p.add_argument("--max-new-tokens", type=int, default=defaults.MAX_NEW_TOKENS, help="(default: %(default)s)")
-    p.add_argument("--temperature", type=float, default=defaults.TEMPERATURE,
+    p.add_argument("--max-new-tokens", type=whole(), default=defaults.MAX_NEW_TOKENS, help="(default: %(default)s)")
+    p.add_argument("--temperature", type=real(), default=defaults.TEMPERATURE,
                    help="0 means greedy (default: %(default)s)")
-    p.add_argument("--top-p", type=float, default=defaults.TOP_P, help="1 disables it (default: %(default)s)")
-    p.add_argument("--top-k", type=int, default=defaults.TOP_K, help="0 disables it (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=defaults.SEED, help="(default: %(default)s)")
+    p.add_argument("--top-p", type=real(), default=defaults.TOP_P, help="1 disables it (default: %(default)s)")
+    p.add_argument("--top-k", type=whole(), default=defaults.TOP_K, help="0 disables it (default: %(default)s)")
+    p.add_argument("--seed", type=whole(), default=defaults.SEED, help="(default: %(default)s)")
     for name, kind, help_ in PARAMS:
         flag = "--" + name.replace("_", "-")
         if kind == "bool":
             p.add_argument(flag, type=true_or_false, default=None, help=f"{help_} (true/false)")
         else:
-            conv = {"int": int, "float": float}.get(kind, str)
+            conv = {"int": whole(), "float": real()}.get(kind, str)
             p.add_argument(flag, type=conv, default=None, help=help_)
 
 
@@ -188,7 +179,7 @@ def check_pair_limits(args: argparse.Namespace, max_new_tokens: int | None) -> N
 
     check_pair_args(args)
     early_exit = getattr(args, "early_exit", None)
-    if isinstance(early_exit, str) and not early_exit.isdigit() and not os.path.isdir(early_exit):
+    if isinstance(early_exit, str) and whole_text(early_exit) is None and not os.path.isdir(early_exit):
         raise SpecvizError(f"--early-exit {early_exit}: not a head directory (none is there) nor an exit layer "
                            "number N.")
     prompt = getattr(args, "prompt", None)
@@ -443,7 +434,7 @@ def _build_algorithms(p: argparse.ArgumentParser) -> None:
 
 
 def _build_bench(bench: argparse.ArgumentParser) -> None:
-    from specviz.bench.run import add_arguments
+    from specviz.bench.args import add_arguments
 
     add_arguments(bench)
     bench.set_defaults(fn=cmd_bench, flags=option_names(bench, algorithm="--algos"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from specviz.errors import SpecvizError
+from specviz.validation import whole_text
 
 
 def add_pair_args(p: argparse.ArgumentParser) -> None:
@@ -48,8 +49,8 @@ def load_pair_from_args(args: argparse.Namespace):
 
     check_pair_args(args)
     early_exit = getattr(args, "early_exit", None)
-    if isinstance(early_exit, str) and early_exit.isdigit():
-        early_exit = int(early_exit)
+    if isinstance(early_exit, str) and whole_text(early_exit) is not None:  # a layer number, in ASCII digits
+        early_exit = whole_text(early_exit)
     if not args.target:
         from specviz.presets import default_preset
 

@@ -216,14 +216,44 @@ def whole_text(value: str) -> int | None:
     return int(value) if isinstance(value, str) and _WHOLE.fullmatch(value) else None
 
 
-def whole(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    """An argparse ``type``: the option's text as an integer in [lo, hi]; anything else is argparse's
-    one-line refusal with the range (``--repeat 0``: "expected an integer >= 1, got '0'")."""
+def whole(lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: the option's text as an integer in [lo, hi], in ``whole_text``'s grammar;
+    anything else is argparse's one-line refusal naming the option with the range (``--repeat 0``:
+    "argument --repeat: expected an integer >= 1, got '0'")."""
     def parse(raw: str) -> int:
+        value = whole_text(raw)
+        how = "" if value is not None else ", written in ASCII digits"
         try:
-            return integer("value", whole_text(raw), lo, hi)
+            return integer("value", value, lo, hi)
         except InvalidParameterError:
-            raise argparse.ArgumentTypeError(f"expected an integer{_span(lo, hi)}, got {shown(raw)}") from None
+            raise argparse.ArgumentTypeError(f"expected an integer{_span(lo, hi)}{how}, got {shown(raw)}") from None
 
     parse.__name__ = "int"
     return parse
+
+
+_REAL = re.compile(r"-?" + _DECIMAL.pattern)  # ASCII only: ``float`` also reads "1_0", " 5", "٠.٥", "inf"
+
+
+def real() -> Callable[[str], float]:
+    """An argparse ``type``: the option's text as a finite float written in ASCII digits (a leading minus,
+    a decimal point and a lowercase e exponent allowed; nothing around it), else argparse's one-line
+    refusal naming the option."""
+    def parse(raw: str) -> float:
+        x = float(raw) if isinstance(raw, str) and _REAL.fullmatch(raw) else math.nan
+        if not math.isfinite(x):
+            raise argparse.ArgumentTypeError(f"expected a finite number in ASCII digits, like 0.7, got {shown(raw)}")
+        return x
+
+    parse.__name__ = "float"
+    return parse
+
+
+def true_or_false(text: str) -> bool:
+    """An argparse ``type``: a boolean option's value, true/false, yes/no, on/off or 1/0; anything else is
+    refused, not read as false."""
+    value = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+             "off": False}.get(text.strip().lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return value

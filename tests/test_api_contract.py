@@ -341,13 +341,13 @@ def cli(argv: list[str], capsys) -> tuple[int, str]:
 
 @pytest.mark.parametrize("argv, match", [
     (["compare", "--algos", "ar", "nonexistent"], "--algos must be the name of a registered algorithm, got 'nonexistent'"),
-    (["run", "--temperature", "nan"], "--temperature must be 0 .* got nan"),
-    (["run", "--temperature", "inf"], "--temperature must be 0 .* got inf"),
+    (["run", "--temperature", "nan"], "--temperature: expected a finite number .* got 'nan'"),
+    (["run", "--temperature", "inf"], "--temperature: expected a finite number .* got 'inf'"),
     (["run", "--temperature", "-1"], "--temperature"),
     (["run", "--top-p", "0"], "--top-p"),
     (["run", "--seed", "-1"], "--seed must be an integer"),
-    (["run", "--seed", "1.5"], "--seed: invalid int value: '1.5'"),
-    (["run", "--max-new-tokens", "2.5"], "--max-new-tokens: invalid int value"),
+    (["run", "--seed", "1.5"], "--seed: expected an integer, written in ASCII digits, got '1.5'"),
+    (["run", "--max-new-tokens", "2.5"], "--max-new-tokens: expected an integer, written in ASCII digits"),
     (["run", "--max-new-tokens", "0"], "--max-new-tokens must be an integer >= 1"),
     (["run", "--algo", "nonexistent"], "--algo must be the name of a registered algorithm"),
     (["run", "--algo", "mcsd", "--k-config", "0" * 226 + "4"], "--k-config must be text of at most 100"),

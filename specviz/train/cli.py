@@ -21,7 +21,10 @@ import argparse
 import dataclasses
 import sys
 
-from .pipeline import STAGES, TrainConfig, run
+from specviz.validation import real, true_or_false, whole
+
+from .recipe_cli import RECIPES, recipe_main
+from .recipes import STAGES, TrainConfig
 
 PRESETS: dict[str, dict] = {
     "cpu": {},  # the TrainConfig defaults: the shipped assets
@@ -48,11 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + f.name.replace("_", "-")
         typ = f.type if isinstance(f.type, type) else str(f.type)
         if typ in (bool, "bool"):
-            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), help="true/false")
+            p.add_argument(flag, type=true_or_false, help="true/false")
         elif typ in (int, "int", "int | None"):
-            p.add_argument(flag, type=int)
+            p.add_argument(flag, type=whole())
         elif typ in (float, "float"):
-            p.add_argument(flag, type=float)
+            p.add_argument(flag, type=real())
         else:
             p.add_argument(flag, type=str)
     return p
@@ -72,20 +75,16 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    if argv[:1] == ["chat"]:  # the default pair's draft and head: python -m specviz train chat --out assets/smollm2
-        from .chat_pair import main as chat_main
-
-        return chat_main(argv[1:])
-    if argv[:1] == ["feature"]:  # the default pair's feature drafter: python -m specviz train feature
-        from .feature_pair import main as feature_main
-
-        return feature_main(argv[1:])
+    if argv[:1] and argv[0] in RECIPES:  # train chat (the default pair's draft and head), train feature
+        return recipe_main(argv[0], argv[1:])
     if argv[:1] == ["early-exit"]:  # one head for any target: python -m specviz train early-exit --target DIR ...
         from .early_exit import main as early_exit_main
 
         return early_exit_main(argv[1:])
     args = build_parser().parse_args(argv)
     cfg = config_from_args(args)
+    from .pipeline import run  # torch from here on
+
     try:
         run(cfg, log=lambda s: print(s, flush=True))
     except (ValueError, FileNotFoundError) as exc:

@@ -5,59 +5,12 @@ configuration, the device, loading a trained stage, the encoded corpus; and what
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from .recipes import STAGES, TrainConfig  # noqa: F401 - plain data (no torch)
 from .tokenizer import encode_stream
-
-STAGES = ("tokenizer", "target", "draft", "early_exit", "eval")
-
-
-@dataclass
-class TrainConfig:
-    out: str = "assets"
-    seed: int = 0
-    device: str = "auto"
-    threads: int = 2
-    stages: tuple[str, ...] = STAGES
-    # corpus / tokenizer
-    vocab_size: int = 4096
-    max_files: int | None = None
-    heldout_percent: float = 4.0
-    include_tests: bool = True
-    # shared training shape
-    seq_len: int = 256
-    batch_size: int = 8
-    # target
-    target_size: str = "target"
-    target_steps: int = 3000
-    target_lr: float = 2e-3
-    # draft
-    draft_size: str = "draft"
-    draft_steps: int = 2500
-    draft_lr: float = 3e-3
-    draft_ce_weight: float = 0.1
-    gen_sequences: int = 1536
-    gen_prompt_len: int = 32
-    gen_new_tokens: int = 225
-    gen_greedy_fraction: float = 0.5
-    gen_temperature: float = 0.8
-    generated_fraction: float = 0.5
-    # early-exit head
-    exit_layer: int = 2
-    ee_steps: int = 500
-    ee_lr: float = 1e-3
-    calibration_steps: int = 200  # Cali-TS's theta_M head, trained after the early-exit head (0: none)
-    calibration_sequences: int = 64
-    # evaluation
-    eval_windows: int = 48
-    eval_new_tokens: int = 64
-    log_every: int = 25
-    measure_decode: bool = True  # run specviz.decode (sd vs ar) on code prompts in the eval stage
-    cache_dir: str | None = None  # where to keep the encoded corpus between runs (None: no cache)
-    extra: dict = field(default_factory=dict)
 
 
 def pick_device(name: str) -> torch.device:

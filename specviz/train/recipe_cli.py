@@ -1,20 +1,44 @@
 """The command line of a staged recipe (``train chat``, ``train feature``): one flag per field of its
 dataclass (``--stages`` comma-separated, tuple fields of ints comma-separated), parsed into the recipe,
-run, and a bad setting reported in one line."""
+run, and a bad setting reported in one line. The parser and ``--help`` read only plain data (the
+dataclasses in ``recipes``, the recipe module's docstring from its source): no torch until a run."""
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import importlib
+import importlib.util
 import sys
-from typing import Any, Callable
 
 from specviz.errors import SpecvizError
+from specviz.validation import real, whole, whole_text
 
-KINDS = {"int": int, "float": float, "int | None": int, "str | None": str}
+from .recipes import CHAT_STAGES, FEATURE_STAGES, ChatRecipe, FeatureRecipe
+
+KINDS = {"int": whole(), "float": real(), "int | None": whole(), "str | None": str}
+
+# name -> (settings, stages, the module that runs it, its run function)
+RECIPES: dict[str, tuple[type, tuple[str, ...], str, str]] = {
+    "chat": (ChatRecipe, CHAT_STAGES, "specviz.train.chat_pair", "run_chat"),
+    "feature": (FeatureRecipe, FEATURE_STAGES, "specviz.train.feature_pair", "run_feature"),
+}
 
 
-def recipe_parser(recipe: type, stages: tuple[str, ...], prog: str, doc: str | None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+def module_doc(module: str) -> str | None:
+    """``module``'s docstring, read from its source without importing it (nor torch with it)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        return None
+    with open(spec.origin, encoding="utf-8") as fh:
+        return ast.get_docstring(ast.parse(fh.read()))
+
+
+def recipe_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of ``python -m specviz train NAME``, built from the recipe's dataclass."""
+    recipe, stages, module, _ = RECIPES[name]
+    p = argparse.ArgumentParser(prog=f"python -m specviz train {name}", description=module_doc(module),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stages", help=f"comma-separated subset of {','.join(stages)} (default: all)")
     for f in dataclasses.fields(recipe):
         if f.name in ("stages", "extra"):
@@ -27,21 +51,22 @@ def recipe_parser(recipe: type, stages: tuple[str, ...], prog: str, doc: str | N
     return p
 
 
-def recipe_main(recipe: type, stages: tuple[str, ...], run: Callable[..., Any], prog: str, doc: str | None,
-                argv: list[str] | None) -> int:
-    """Parse ``argv`` into ``recipe`` and ``run`` it; 2 with one line on a bad setting."""
-    args = recipe_parser(recipe, stages, prog, doc).parse_args(argv)
+def recipe_main(name: str, argv: list[str] | None) -> int:
+    """Parse ``argv`` into recipe ``name``'s settings and run it; 2 with one line on a bad setting."""
+    recipe, _, module, run_name = RECIPES[name]
+    args = recipe_parser(name).parse_args(argv)
     listed = {f.name for f in dataclasses.fields(recipe) if str(f.type).startswith("tuple")} - {"stages"}
     values = {k: v for k, v in vars(args).items() if v is not None and k != "stages"}
     try:
-        for name in listed & set(values):
-            text = values[name]
-            try:
-                values[name] = tuple(int(s) for s in text.split(",") if s.strip())
-            except ValueError:
-                raise ValueError(f"--{name.replace('_', '-')} {text!r}: comma-separated integers, e.g. 2,15,27") from None
+        for key in listed & set(values):
+            text = values[key]
+            items = [whole_text(s) for s in text.split(",")]
+            if None in items:
+                raise ValueError(f"--{key.replace('_', '-')} {text!r}: comma-separated integers, e.g. 2,15,27")
+            values[key] = tuple(items)
         if args.stages:
             values["stages"] = tuple(s.strip() for s in args.stages.split(",") if s.strip())
+        run = getattr(importlib.import_module(module), run_name)  # torch from here on
         run(recipe(**values), log=lambda s: print(s, flush=True))
     except (ValueError, FileNotFoundError, SpecvizError) as exc:
         print(f"error: {exc}", file=sys.stderr)
