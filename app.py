@@ -17,6 +17,8 @@ UNSAFE_FLAG = "--unsafe-no-public-limits"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from specviz.validation import whole  # plain Python: --help stays fast
+
     p = argparse.ArgumentParser(
         prog="python app.py",
         description="Serve the specviz explorer: run speculative decoding algorithms side by side, step by step.",
@@ -26,7 +28,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                "(SPECVIZ_MAX_NEW_TOKENS, SPECVIZ_MAX_COLUMNS, ...): see docs/app.md.")
     p.add_argument("--host", help="address to serve on (default: GRADIO_SERVER_NAME or 127.0.0.1); anything but "
                                   "loopback turns public mode on")
-    p.add_argument("--port", type=int, help="port (default: GRADIO_SERVER_PORT or 7860)")
+    p.add_argument("--port", type=whole(1, 65535), help="port (default: GRADIO_SERVER_PORT or 7860)")
     p.add_argument("--target", help="target model to load at start: hub id or local directory "
                                     "(default: the first preset, smollm2-135m-offline)")
     p.add_argument("--draft", help="draft model for --target")

@@ -354,3 +354,16 @@ def test_the_training_commands_number_flags_take_ascii_digits_only(capsys, flag,
             train_cli.main([*argv[1:], f"{flag}={raw}"])
         err = capsys.readouterr().err
         assert info.value.code == 2 and f"argument {flag}: expected " in err and "ASCII digits" in err, (raw, err)
+
+
+def test_the_apps_port_takes_ascii_digits_only(capsys):
+    """``python app.py --port``: the same grammar, refused naming the flag (``int`` read ``٨٠`` as 80)."""
+    import runpy
+
+    parse_args = runpy.run_path("app.py", run_name="not_main")["parse_args"]
+    assert parse_args(["--port", "7861"]).port == 7861
+    for raw in other_readings("78"):
+        with pytest.raises(SystemExit) as info:
+            parse_args([f"--port={raw}"])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and "argument --port: expected an integer in [1, 65535]" in err, (raw, err)
