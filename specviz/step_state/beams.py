@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from specviz import trace_values as check
 from specviz.step_state.codec import ControllerState, Record, flat, key
 
 @dataclass(frozen=True)
@@ -35,6 +36,18 @@ class BeamList(Record):
 class BeamStepState(ControllerState):
     """A state that lists the step's beams (``beam_list``, its keys inline, declared by each subclass
     where its keys come in the object)."""
+
+    def check_values(self, path: str, nodes: int | None = None) -> None:
+        """What ``viz.beams`` draws: parents, texts, a log-likelihood that is no NaN, lengths >= 0."""
+        listed = self.beam_list
+        for i, b in enumerate(listed.beams):
+            at = f"{path}.beams[{i}]"
+            check.whole(f"{at}.parent", b.parent, 0)
+            check.text(f"{at}.text", b.text)
+            if b.loglik != b.loglik:  # NaN; -inf is a beam of probability 0
+                raise check._refuse(f"{at}.loglik", "a number", b.loglik)
+            check.whole(f"{at}.length", b.length, 0)
+        check.whole(f"{path}.length", listed.length, 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,3 +117,15 @@ class DsbdState(BeamStepState):
     def verified(self) -> tuple[VerifiedLayer, ...]:
         """The verified layers, in order (the bonus layer left out)."""
         return tuple(lv for lv in self.levels if isinstance(lv, VerifiedLayer))
+
+    def check_values(self, path: str, nodes: int | None = None) -> None:
+        """The beams, then each layer's kept count and a verified layer's width and laws."""
+        super().check_values(path, nodes)
+        for i, lv in enumerate(self.levels):
+            at = f"{path}.levels[{i}]"
+            check.whole(f"{at}.kept", lv.kept, 0)
+            if isinstance(lv, VerifiedLayer):
+                check.whole(f"{at}.width", lv.width, 0)
+                check.probs(f"{at}.p_accept", list(lv.p_accept), optional=False)
+                check.probs(f"{at}.survival", list(lv.survival), optional=False)
+                check.prob(f"{at}.threshold", lv.threshold, optional=False)

@@ -3,9 +3,9 @@
 Each controller kind has one frozen dataclass (a ``ControllerState``, in this package's module of its
 family), each row inside it a small frozen ``Record``: the views read typed fields, never a dict. A
 state writes itself as the same JSON object the dict-based controllers wrote (``to_json``:
-``{"kind": ..., fields in declaration order}``, so traces and ``tests/data/golden`` are unchanged) and reads itself back once, checking every field's
-type (``read_state``: a ``TraceFormatError`` sentence names the bad field). The codec is declarative:
-a field's annotation is its schema (``int``, ``float``, ``bool``, ``str``, ``X | None``,
+``{"kind": ..., fields in declaration order}``, so traces and ``tests/data/golden`` are unchanged)
+and reads itself back once, checking every field's type (``read_state``: a ``TraceFormatError``
+sentence names the bad field). The codec is declarative: a field's annotation is its schema (``int``, ``float``, ``bool``, ``str``, ``X | None``,
 ``tuple[T, ...]`` from a JSON list, a nested ``Record``, ``dict[str, Any]`` free-form); ``field``
 metadata: ``key`` (a JSON key that is no identifier, ``"continue"``), ``flat`` (a nested record whose
 keys sit in the parent object), ``omit_none`` (written only when set; absent reads as ``None``). A
@@ -259,6 +259,11 @@ class ControllerState(Record):
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, **super().to_json()}
+
+    def check_values(self, path: str, nodes: int | None = None) -> None:
+        """Raise ``TraceFormatError`` (the field's path) unless the values the views draw are in their
+        ranges (``trace_check.check_controller``; the types were checked when the state was read).
+        ``nodes``: the step's drafted nodes. None to check here; a kind with such values overrides it."""
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
+from specviz import trace_values as check
 from specviz.step_state.codec import ControllerState, Record, _reader
 
 @dataclass(frozen=True)
@@ -44,3 +45,13 @@ class TheoryState(ControllerState):
 
     kind: ClassVar[str] = "theory"
     positions: tuple[TradeoffProbe | RejectionProbe, ...]
+
+    def check_values(self, path: str, nodes: int | None = None) -> None:
+        """What ``metrics.drafted_positions`` reads: probabilities; the biases finite."""
+        for i, probe in enumerate(self.positions):
+            at = f"{path}.positions[{i}]"
+            check.prob(f"{at}.tv", probe.tv, optional=False)
+            check.prob(f"{at}.reject", probe.reject, optional=False)
+            if isinstance(probe, TradeoffProbe):
+                for key in ("bias_opt", "bias_uno", "reject_b"):
+                    check.finite(f"{at}.{key}", getattr(probe, key), None)

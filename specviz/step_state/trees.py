@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from specviz import trace_values as check
 from specviz.step_state.codec import ControllerState, Record, flat
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,6 +18,12 @@ class DynTreeState(ControllerState):
     accepted: int
     expected_accepted: float = 0.0
     cum_q: tuple[float, ...]
+
+    def check_values(self, path: str, nodes: int | None = None) -> None:
+        """The cumulative draft probabilities: probabilities, at most one per drafted node."""
+        check.probs(f"{path}.cum_q", list(self.cum_q), optional=False)
+        if nodes is not None and len(self.cum_q) > nodes:
+            raise check._refuse(f"{path}.cum_q", f"at most one entry per node of the step ({nodes})", list(self.cum_q))
 
 
 @dataclass(frozen=True)
@@ -92,3 +99,8 @@ class SequoiaState(ControllerState):
     predicted_tokens: float
     measured_tokens: int
     accepted_ranks: tuple[int, ...]
+
+    def check_values(self, path: str, nodes: int | None = None) -> None:
+        """The predicted and measured tokens."""
+        check.finite(f"{path}.predicted_tokens", self.predicted_tokens)
+        check.whole(f"{path}.measured_tokens", self.measured_tokens, 0)
