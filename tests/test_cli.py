@@ -246,7 +246,7 @@ def test_compare_says_when_its_figures_are_one_cold_run(counted, capsys):
 # ---------------------------------------------------------------- issue 35, points 6 and 7
 
 HELP_COMMANDS = (["run"], ["compare"], ["algorithms"], ["theory"], ["bench"], ["train"], ["train", "chat"],
-                 ["train", "feature"], [])
+                 ["train", "feature"], ["train", "early-exit"], [])
 
 
 @pytest.mark.parametrize("command", HELP_COMMANDS, ids=lambda c: " ".join(c) or "top")
@@ -320,7 +320,7 @@ INT_FLAGS = {
 }
 REAL_FLAGS = {"--temperature": (["run"], "0.7"), "--top-p": (["compare"], "0.9")}
 TRAIN_FLAGS = {"--seed": ["train"], "--draft-steps": ["train", "chat"], "--steps": ["train", "feature"],
-               "--lr": ["train", "feature"]}
+               "--lr": ["train", "feature"], "--exit-layer": ["train", "early-exit", "--target", "t"]}
 
 
 @pytest.mark.parametrize("flag", [*INT_FLAGS, *REAL_FLAGS])
@@ -345,6 +345,7 @@ def test_the_training_commands_number_flags_take_ascii_digits_only(capsys, flag,
     def train(*args, **kwargs):
         raise AssertionError("a bad number reached the recipe")
 
+    monkeypatch.setattr("specviz.train.early_exit.run", train)  # before import_module is patched: it imports
     monkeypatch.setattr("specviz.train.cli.config_from_args", train)
     monkeypatch.setattr("importlib.import_module", train)
     argv = TRAIN_FLAGS[flag]

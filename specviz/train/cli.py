@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] and argv[0] in RECIPES:  # train chat (the default pair's draft and head), train feature
         return recipe_main(argv[0], argv[1:])
     if argv[:1] == ["early-exit"]:  # one head for any target: python -m specviz train early-exit --target DIR ...
-        from .early_exit import main as early_exit_main
+        from .early_exit_cli import main as early_exit_main
 
         return early_exit_main(argv[1:])
     args = build_parser().parse_args(argv)
