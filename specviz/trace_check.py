@@ -179,6 +179,24 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
     """One step's forest, committed tokens, positions, calls, timings and controller."""
     for name, limit in (("forest", MAX_ITEMS), ("committed", MAX_ITEMS), ("positions", MAX_ITEMS)):
         _count(f"{at}.{name}", getattr(step, name), limit, name if name != "forest" else "nodes")
+    nodes = _check_forest(step, at, vocab, max_depth)
+    _check_committed(step, at, vocab, nodes)
+    _check_positions(step, at, vocab, nodes)
+    probs(f"{at}.tv", step.tv)
+    _check_calls(step, at)
+    if step.controller is not None:
+        _check_state(at, step)
+    if step.lens is not None:
+        check_lens(f"{at}.lens", step.lens, len(step.committed), vocab)
+    if step.rule is not None:
+        plain_json(f"{at}.rule", step.rule)
+        why = rule_words.check_record(step.rule, f"{at}.rule")
+        if why:
+            raise TraceFormatError(f"Malformed trace: {why}.")
+
+
+def _check_forest(step: StepRecord, at: str, vocab: int | None, max_depth: int | None) -> dict[int, int]:
+    """The step's nodes: unique ids, parents in the step, depths from the root; returns id -> index."""
     nodes: dict[int, int] = {}  # id -> index in the forest
     for j, n in enumerate(step.forest):
         where = f"{at}.forest[{j}]"
@@ -207,6 +225,11 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
         if n.status not in NODE_STATUSES:
             raise _refuse(f"{where}.status", f"one of {', '.join(NODE_STATUSES)}", n.status)
         whole(f"{where}.root", n.root, 0, MAX_ROOT)
+    return nodes
+
+
+def _check_committed(step: StepRecord, at: str, vocab: int | None, nodes: dict[int, int]) -> None:
+    """The committed tokens: ids, texts, kinds, and the node each names (same token)."""
     for j, c in enumerate(step.committed):
         where = f"{at}.committed[{j}]"
         whole(f"{where}.token_id", c.token_id, 0, vocab)
@@ -219,6 +242,10 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
             node = step.forest[nodes[c.node_id]]
             if node.token_id != c.token_id:
                 raise _refuse(f"{where}.token_id", f"the token of node {c.node_id} ({node.token_id})", c.token_id)
+
+
+def _check_positions(step: StepRecord, at: str, vocab: int | None, nodes: dict[int, int]) -> None:
+    """The position records: parents in the step, one p (q, residual, text) per id."""
     for j, r in enumerate(step.positions):
         where = f"{at}.positions[{j}]"
         if r.parent is not None and (not _is_whole(r.parent) or r.parent not in nodes):
@@ -237,7 +264,10 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
                 raise _refuse(f"{where}.texts", f"a list of {n} strings (one per id) or null", r.texts)
             for i, t in enumerate(r.texts):
                 text(f"{where}.texts[{i}]", t)
-    probs(f"{at}.tv", step.tv)
+
+
+def _check_calls(step: StepRecord, at: str) -> None:
+    """The timings, the call counts and the tokens each call fed (one entry per call when recorded)."""
     for key, v in step.timings.items():
         text(f"{at}.timings (a key)", key)
         finite(f"{at}.timings.{key}", v, 0.0, MAX_MS)
@@ -252,15 +282,6 @@ def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | No
             calls, fed = getattr(step, f"{name}_calls"), getattr(step, f"{name}_fed")
             if calls != len(fed):
                 raise _refuse(f"{at}.{name}_calls", f"the number of entries of {at}.{name}_fed ({len(fed)})", calls)
-    if step.controller is not None:
-        _check_state(at, step)
-    if step.lens is not None:
-        check_lens(f"{at}.lens", step.lens, len(step.committed), vocab)
-    if step.rule is not None:
-        plain_json(f"{at}.rule", step.rule)
-        why = rule_words.check_record(step.rule, f"{at}.rule")
-        if why:
-            raise TraceFormatError(f"Malformed trace: {why}.")
 
 
 def check_trace(trace: RunTrace) -> None:
