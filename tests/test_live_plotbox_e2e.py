@@ -37,6 +37,10 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
     for i in (0, 1):
         assert tree_step(page, i) == n[i], (i, n)
     assert first != [tree_step(page, i) for i in (0, 1)] or max(n) > 1  # it did move on the one element
+    # the comparison figures are PlotBoxes too: drawn at the end of the run, each with its traces
+    page.wait_for_function("""() => ['sv-per-step', 'sv-cumulative', 'sv-hist', 'sv-latency'].every(id => {
+        const el = document.querySelector('#' + id + ' .js-plotly-plot'); return !!(el && el.data && el.data.length); })""",
+                           timeout=60_000)
     # a scrub: the same elements, at the chosen step
     box = page.locator("#sv-step input[type=number]")
     box.fill("2")

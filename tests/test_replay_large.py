@@ -8,7 +8,6 @@ import gc
 import re
 import weakref
 
-import gradio as gr
 import pytest
 
 from tiny import tiny_pair
@@ -21,6 +20,7 @@ from specviz.trace_check import check_trace
 from specviz.ui import AppConfig, Explorer, Session, render, stepcache
 from specviz.ui.layout import FIGURES
 from specviz.ui.pairs import PairChoice, PairRegistry
+from specviz.ui.plotbox import PlotBox
 from specviz.ui.replay import LATER_STEPS
 from specviz.ui.runner import columns_from_traces
 from specviz.viz.theory import theory_panel
@@ -72,7 +72,7 @@ def test_a_long_replay_shows_its_columns_first_then_the_comparison_and_theory(tm
     for f in FIGURES:
         assert rest[f.name].to_plotly_json() == drawn[f.name].to_plotly_json()
     want = theory_panel(session.columns[0].trace, session.columns[0].step_shown(session.view_step()))
-    assert rest["theory", 0].visible is True and rest["theory", 0].value == gr.Plot(value=want).value
+    assert rest["theory", 0].visible is True and rest["theory", 0].value == PlotBox(value=want).value
     assert list(ex.replay_rest(session)) == [{}]  # once
     # a second event that comes after the page moved on (another replay) draws nothing
     ex.upload([path], session)

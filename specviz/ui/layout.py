@@ -74,17 +74,17 @@ PANELS: tuple[Panel, ...] = (
           update=_shown_text(gr.Markdown)),
     Panel("distribution", lambda i: PlotBox(visible=False, elem_id=f"sv-dist-{i}"),
           update=_shown_value(PlotBox)),
-    Panel("controller", lambda i: gr.Plot(show_label=False, visible=False, elem_id=f"sv-ctrl-{i}"),
-          update=_shown_value(gr.Plot)),
+    Panel("controller", lambda i: PlotBox(visible=False, elem_id=f"sv-ctrl-{i}"),
+          update=_shown_value(PlotBox)),
     # a Thompson-sampling controller: drafted vs accepted per round
-    Panel("lengths", lambda i: gr.Plot(show_label=False, visible=False, elem_id=f"sv-lengths-{i}"),
-          update=_shown_value(gr.Plot)),
+    Panel("lengths", lambda i: PlotBox(visible=False, elem_id=f"sv-lengths-{i}"),
+          update=_shown_value(PlotBox)),
     # a state listing beams (beam / dsbd): the beams' texts and scores (HTML)
     Panel("beams", lambda i: gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
           update=_shown_text(gr.HTML)),
     # the theory paper's quantities next to the measured ones
-    Panel("theory", lambda i: gr.Plot(show_label=False, visible=False, elem_id=f"sv-theory-{i}"),
-          update=_shown_value(gr.Plot)),
+    Panel("theory", lambda i: PlotBox(visible=False, elem_id=f"sv-theory-{i}"),
+          update=_shown_value(PlotBox)),
     Panel("download", lambda i: gr.DownloadButton("⬇ trace", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
           sent="full", update=_shown_value(gr.DownloadButton)),
     # the tokens' provenance as CSV, beside the JSON download
@@ -149,17 +149,18 @@ FIGURES: tuple[Figure, ...] = (
 )
 
 
-def declare_figures() -> dict[str, gr.Plot]:
-    """The comparison figures' components (``FIGURES``), by name, in their rows."""
-    out: dict[str, gr.Plot] = {}
+def declare_figures() -> dict[str, PlotBox]:
+    """The comparison figures' components (``FIGURES``), by name, in their rows; each a ``PlotBox``
+    (``ui.plotbox``: drawn on an element that stays)."""
+    out: dict[str, PlotBox] = {}
     for row, group in itertools.groupby(FIGURES, key=lambda f: f.row):
         if row is None:
             for f in group:
-                out[f.name] = gr.Plot(show_label=False, elem_id=f.elem_id)
+                out[f.name] = PlotBox(elem_id=f.elem_id)
             continue
         with gr.Row(elem_classes=["sv-figrow"]):
             for f in group:
-                out[f.name] = gr.Plot(show_label=False, elem_id=f.elem_id)
+                out[f.name] = PlotBox(elem_id=f.elem_id)
     return out
 
 
@@ -177,7 +178,7 @@ class Page:
     slider: gr.Slider
     step_label: gr.Markdown
     table: gr.HTML
-    figures: dict[str, gr.Plot]  # FIGURES, by name
+    figures: dict[str, PlotBox]  # FIGURES, by name
     measurements: gr.HTML
     max_new: gr.Number
     seed: gr.Textbox  # SeedBox, text: carried exactly up to 2^63 − 1 (ui.validate.check_seed)
