@@ -419,7 +419,11 @@ def _block_pass(steps: list[StepRecord], start: int, produced: int, vocab: int |
     if not (set(map(type, nodes)) <= {TreeNode} and set(map(type, tokens)) <= {CommittedToken}
             and set(map(type, records)) <= {PositionRecord}):
         return False
-    # nodes
+    return (_nodes_pass(nodes, vocab, max_depth) and _tokens_pass(tokens, vocab) and _records_pass(records, vocab)
+            and _step_fields_pass(steps) and _references_pass(forests, committed, positions, nodes, tokens, records))
+
+
+def _nodes_pass(nodes: list[TreeNode], vocab: int | None, max_depth: int | None) -> bool:
     ids, parents, depths, token_ids_ = (_column(nodes, k) for k in ("id", "parent", "depth", "token_id"))
     if not (_ints_in(ids, 0, MAX_INT + 1) and _ints_in(depths, 0, None) and _ints_in(token_ids_, 0, vocab)
             and set(map(type, parents)) <= {int, _NONE} and _ints_in(_column(nodes, "root"), 0, MAX_ROOT)
@@ -433,13 +437,17 @@ def _block_pass(steps: list[StepRecord], start: int, produced: int, vocab: int |
     for key in ("q", "p", "accept_prob", "draw", "p_residual", "q_draft"):
         if not _numbers_in(_column(nodes, key), 0.0, 1.0 + PROB_SLACK, optional=True):
             return False
-    # committed tokens
+    return True
+
+
+def _tokens_pass(tokens: list[CommittedToken], vocab: int | None) -> bool:
     node_ids, committed_ids = _column(tokens, "node_id"), _column(tokens, "token_id")
-    if not (_ints_in(committed_ids, 0, vocab) and set(map(type, node_ids)) <= {int, _NONE}
+    return (_ints_in(committed_ids, 0, vocab) and set(map(type, node_ids)) <= {int, _NONE}
             and _texts_ok(_column(tokens, "text")) and set(map(type, kinds := _column(tokens, "kind"))) <= {str}
-            and set(kinds) <= set(TOKEN_KINDS)):
-        return False
-    # positions
+            and set(kinds) <= set(TOKEN_KINDS))
+
+
+def _records_pass(records: list[PositionRecord], vocab: int | None) -> bool:
     record_parents = _column(records, "parent")
     ids_lists, p_lists = _column(records, "ids"), _column(records, "p")
     optional = {k: _column(records, k) for k in ("q", "final_residual", "residual", "texts")}
@@ -454,12 +462,14 @@ def _block_pass(steps: list[StepRecord], start: int, produced: int, vocab: int |
         if any(v is not None and len(v) != n for v, n in zip(values, sizes)):
             return False
     hi = vocab if vocab is not None else MAX_INT + 1
-    if not (_ints_in(_items(ids_lists), 0, hi) and _texts_ok(_items(optional["texts"]))
+    return (_ints_in(_items(ids_lists), 0, hi) and _texts_ok(_items(optional["texts"]))
             and _numbers_in(_items(p_lists) + _items(optional["q"]) + _items(optional["final_residual"]), 0.0,
                             1.0 + PROB_SLACK)
-            and _numbers_in(_items(optional["residual"]), 0.0, 2.0 + PROB_SLACK)):
-        return False
-    # the step's own fields
+            and _numbers_in(_items(optional["residual"]), 0.0, 2.0 + PROB_SLACK))
+
+
+def _step_fields_pass(steps: list[StepRecord]) -> bool:
+    """The step's own fields: TV, timings, call counts and the tokens each call fed."""
     tvs, timings = _column(steps, "tv"), _column(steps, "timings")
     if not (_lists(tvs, True) and _numbers_in(_items(tvs), 0.0, 1.0 + PROB_SLACK)
             and set(map(type, timings)) == {dict} and _texts_ok(list(chain.from_iterable(timings)))
@@ -473,8 +483,16 @@ def _block_pass(steps: list[StepRecord], start: int, produced: int, vocab: int |
     for target_calls, draft_calls, target_fed, draft_fed in zip(*calls.values(), *fed.values()):
         if target_fed and (target_calls != len(target_fed) or draft_calls != len(draft_fed)):
             return False
-    # what refers to a node of the same step: parents (a root at depth 0, a child one below its parent),
-    # committed tokens' nodes and their tokens, positions' parents
+    return True
+
+
+def _references_pass(forests: list[Any], committed: list[Any], positions: list[Any], nodes: list[TreeNode],
+                     tokens: list[CommittedToken], records: list[PositionRecord]) -> bool:
+    """What refers to a node of the same step: parents (a root at depth 0, a child one below its parent),
+    committed tokens' nodes and their tokens, positions' parents."""
+    ids, parents, depths, token_ids_ = (_column(nodes, k) for k in ("id", "parent", "depth", "token_id"))
+    node_ids, committed_ids = _column(tokens, "node_id"), _column(tokens, "token_id")
+    record_parents = _column(records, "parent")
     at_node = at_token = at_record = 0
     for forest, tokens_, records_ in zip(forests, committed, positions):
         k, m, r = len(forest), len(tokens_), len(records_)
