@@ -75,3 +75,11 @@ def test_every_module_imports():
     assert "specviz.bench.eesd" in names
     for name in names:
         importlib.import_module(name)
+
+
+def test_presets_sit_below_the_models():
+    """``models.loading`` reads the presets, so the presets import nothing of ``specviz.models`` (a packaged
+    target is named and found by ``specviz.package_files``), nor the package facade."""
+    source = (VIZ.parent / "presets.py").read_text(encoding="utf-8")
+    assert violations(imported_modules(source)) == []
+    assert not any(m.startswith("specviz.models") for m in imported_modules(source))
