@@ -48,6 +48,10 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
     page.wait_for_function("() => [0, 1].every(i => { const el = document.querySelector('#sv-tree-' + i + "
                            "' .js-plotly-plot'); return el && el.layout.title.text === 'step 2'; })", timeout=60_000)
     assert all(page.evaluate(KEPT_JS, i) for i in (0, 1))
+    # the page's own step script (STEP_JS) moves the comparison's step marker on its element
+    page.wait_for_function("""() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
+        return !!(el && el.layout.shapes && el.layout.shapes.length && el.layout.shapes[0].x0 === 2); }""",
+                           timeout=60_000)
     # a click on a drafted node opens its distribution, with one bar for the rest of the mass
     page.locator("#sv-tree-1").scroll_into_view_if_needed()
     xy = page.evaluate("""() => { const el = document.querySelector('#sv-tree-1 .js-plotly-plot');
