@@ -1,20 +1,9 @@
 """Typed step state: what a controller (or a probe) records per step, as ``StepRecord.controller``.
 
 Each controller kind has one frozen dataclass (a ``ControllerState``), each row inside it a small
-frozen ``Record``: the views read typed fields, never a dict. A state writes itself as the same JSON
-object the dict-based controllers wrote (``to_json``: ``{"kind": ..., fields in declaration order}``,
-so traces and ``tests/data/golden`` are unchanged) and reads itself back once, checking every field's
-type (``read_state``: a ``TraceFormatError`` sentence names the bad field). The codec is declarative:
-a field's annotation is its schema (``int``, ``float``, ``bool``, ``str``, ``X | None``,
-``tuple[T, ...]`` from a JSON list, a nested ``Record``, ``dict[str, Any]`` free-form); ``field``
-metadata: ``key`` (a JSON key that is no identifier, ``"continue"``), ``flat`` (a nested record whose
-keys sit in the parent object), ``omit_none`` (written only when set; absent reads as ``None``). A
-field with a default may be absent (keys an older trace did not write).
-
-``STATE_TYPES`` maps each ``kind`` to its type (filled by subclassing); an unknown kind reads as
-``UnknownState`` (the raw object kept, drawn by the generic view with a note), as does a state of a
-known kind in a trace older than schema 6 whose layout this version cannot type (the migration: an
-old trace still replays). ``STATE_VERSION`` is the version of this layout (trace schema 6).
+frozen ``Record``: the views read typed fields, never a dict. Each writes itself as the JSON object its
+kind always had and reads itself back once, every field's type checked; an unknown kind, or an older
+trace's layout, reads as ``UnknownState`` (``codec`` says how, field by field).
 
 The package, one module per family of controllers, each mirroring where its controller lives:
 
@@ -25,7 +14,7 @@ The package, one module per family of controllers, each mirroring where its cont
 * ``theory``: the theory probes (``algorithms.theory_probe``).
 
 Every name is imported here (``from specviz.step_state import BetaTSState``), and importing the package
-registers every kind. No torch here (nor in ``trace_check``'s checks of the states' values): a trace is
+registers every kind. No torch here (nor in ``trace_values``, whose checks ``check_values`` uses): a trace is
 read and drawn without the model stack; the controllers' maths, which needs torch, stays in
 ``specviz.algorithms`` and ``specviz.core``.
 """
