@@ -45,6 +45,8 @@ APP_CSS = VIZ_CSS + """
 #sv-scrub { align-items: center; }
 #sv-legend { margin: 0; }
 .sv-hidden { display: none !important; }
+/* a PlotBox (ui.plotbox) takes its block's whole width, as a gr.Plot did: gr.HTML's container pads 10px 12px */
+.html-container:has(> div > .sv-plotbox), .html-container:has(.sv-plotbox) { padding: 0 !important; }
 .sv-stopped { color: #b91c1c; font-weight: 700; }
 .sv-story, .sv-story p, .sv-story li { font-size: 12.5px !important; line-height: 1.45; }
 .sv-measure-note { font-size: 12px; color: #4b5563; margin-bottom: 4px; }
