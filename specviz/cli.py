@@ -3,6 +3,7 @@
 Only the command given is built: its module and the model stack (torch, transformers, the algorithms)
 are imported when a command needs them, so ``python -m specviz --help`` and a mistyped command answer
 at once (issue #22 point 6)."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,8 @@ from typing import Any, Iterable, NoReturn
 
 from specviz.cli_params import ALGORITHM_NAMES
 from specviz.errors import SpecvizError
-from specviz.trace import RunTrace
 from specviz.pair_options import add_pair_args, chat_on, load_pair_from_args
+from specviz.trace import RunTrace
 from specviz.validation import real, true_or_false, whole, whole_text
 
 COLORS = {"draft": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "rejected": "\033[31;9m"}
@@ -25,6 +26,7 @@ PLAIN = {"draft": "{}", "resampled": "[{}]", "bonus": "{{{}}}", "rejected": "~~{
 def render_text(trace: RunTrace, color: bool = True) -> str:
     """The generated text with every token marked by how it was produced; rejected drafts shown
     (struck through) where they were tried. Plain markers: ``[resampled]``, ``{bonus}``, ``~~rejected~~``."""
+
     def mark(text: str, kind: str) -> str:
         return f"{COLORS[kind]}{text}{RESET}" if color else PLAIN[kind].format(text)
 
@@ -43,9 +45,11 @@ def summary_line(trace: RunTrace) -> str:
     rate = "n/a" if m.get("acceptance_rate") is None else f"{m['acceptance_rate']:.1%}"
     kind = (trace.drafter or {}).get("kind")
     by = {"feature": " (feature head)", "draft_model": " (draft model)"}.get(kind, "") if kind else ""
-    return (f"{trace.algorithm}{by}: {m['new_tokens']} tokens, {m['target_calls']} target calls, "
-            f"{m['draft_calls']} draft calls, tau {m['tau']:.2f}, acceptance rate {rate}, "
-            f"{m['wall_time_s']:.2f} s, {m['tokens_per_s']:.1f} tokens/s ({trace.finish_reason})")
+    return (
+        f"{trace.algorithm}{by}: {m['new_tokens']} tokens, {m['target_calls']} target calls, "
+        f"{m['draft_calls']} draft calls, tau {m['tau']:.2f}, acceptance rate {rate}, "
+        f"{m['wall_time_s']:.2f} s, {m['tokens_per_s']:.1f} tokens/s ({trace.finish_reason})"
+    )
 
 
 class Parser(argparse.ArgumentParser):
@@ -63,8 +67,9 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--prompt", required=True)
     p.add_argument("--max-new-tokens", type=whole(), default=defaults.MAX_NEW_TOKENS, help="(default: %(default)s)")
-    p.add_argument("--temperature", type=real(), default=defaults.TEMPERATURE,
-                   help="0 means greedy (default: %(default)s)")
+    p.add_argument(
+        "--temperature", type=real(), default=defaults.TEMPERATURE, help="0 means greedy (default: %(default)s)"
+    )
     p.add_argument("--top-p", type=real(), default=defaults.TOP_P, help="1 disables it (default: %(default)s)")
     p.add_argument("--top-k", type=whole(), default=defaults.TOP_K, help="0 disables it (default: %(default)s)")
     p.add_argument("--seed", type=whole(), default=defaults.SEED, help="(default: %(default)s)")
@@ -85,8 +90,14 @@ def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:
 
 
 def _decode_kwargs(args: argparse.Namespace, pair) -> dict[str, Any]:
-    return dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-                top_k=args.top_k, seed=args.seed, chat=chat_on(args, pair))
+    return dict(
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        seed=args.seed,
+        chat=chat_on(args, pair),
+    )
 
 
 def check_decode_args(args: argparse.Namespace, algorithms: list[str]) -> None:
@@ -95,14 +106,23 @@ def check_decode_args(args: argparse.Namespace, algorithms: list[str]) -> None:
     from specviz.algorithms import ALGORITHMS, get_algorithm
     from specviz.decoding import check_request
 
-    given = {prm.name for spec in ALGORITHMS.values() for prm in spec.params if getattr(args, prm.name, None) is not None}
+    given = {
+        prm.name for spec in ALGORITHMS.values() for prm in spec.params if getattr(args, prm.name, None) is not None
+    }
     taken = {prm.name for algo in algorithms for prm in get_algorithm(algo).params}
     if given - taken:
         flags = ", ".join("--" + n.replace("_", "-") for n in sorted(given - taken))
         raise SpecvizError(f"{flags}: not a parameter of {', '.join(algorithms)} (see python -m specviz algorithms).")
     for algo in algorithms:
-        check_request(algo, max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-                      top_k=args.top_k, seed=args.seed, **_algo_params(args, algo))
+        check_request(
+            algo,
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            top_k=args.top_k,
+            seed=args.seed,
+            **_algo_params(args, algo),
+        )
     check_pair_limits(args, args.max_new_tokens)
     for dest, flag, what in (("out", "--out", "the trace"), ("tokens_csv", "--tokens-csv", "the tokens")):
         out = getattr(args, dest, None)
@@ -180,8 +200,9 @@ def check_pair_limits(args: argparse.Namespace, max_new_tokens: int | None) -> N
     check_pair_args(args)
     early_exit = getattr(args, "early_exit", None)
     if isinstance(early_exit, str) and whole_text(early_exit) is None and not os.path.isdir(early_exit):
-        raise SpecvizError(f"--early-exit {early_exit}: not a head directory (none is there) nor an exit layer "
-                           "number N.")
+        raise SpecvizError(
+            f"--early-exit {early_exit}: not a head directory (none is there) nor an exit layer number N."
+        )
     prompt = getattr(args, "prompt", None)
     if isinstance(prompt, str) and not prompt.strip():
         raise SpecvizError("--prompt is empty: give some text to continue.")
@@ -191,8 +212,10 @@ def check_pair_limits(args: argparse.Namespace, max_new_tokens: int | None) -> N
     if known:
         context, ref = min(known)
         if max_new_tokens >= context:
-            raise SpecvizError(f"--max-new-tokens {max_new_tokens}: the models' context is {context} tokens ({ref}'s "
-                               f"config) and the prompt takes at least one, so at most {context - 1} new tokens fit.")
+            raise SpecvizError(
+                f"--max-new-tokens {max_new_tokens}: the models' context is {context} tokens ({ref}'s "
+                f"config) and the prompt takes at least one, so at most {context - 1} new tokens fit."
+            )
 
 
 def check_out_dir(out: str, flag: str = "--out", what: str = "the report") -> None:
@@ -245,8 +268,9 @@ def _timed(args: argparse.Namespace, pair, calls: dict[int, Any], repeats: int, 
     ``--threads``: their ``Timing``s and the ``Conditions``."""
     from specviz.bench import timing
 
-    timings, conditions, _ = timing.time_calls(calls, repeats, warmup=warmup, threads=args.threads,
-                                               device=str(pair.device), dtype=str(pair.dtype))
+    timings, conditions, _ = timing.time_calls(
+        calls, repeats, warmup=warmup, threads=args.threads, device=str(pair.device), dtype=str(pair.dtype)
+    )
     return timings, conditions
 
 
@@ -255,8 +279,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     check_decode_args(args, [args.algo])
     pair = load_pair_from_args(args)
-    call = {0: lambda: specviz.decode(pair, args.algo, args.prompt, **_decode_kwargs(args, pair),
-                                      record_lens=args.record_lens, **_algo_params(args, args.algo))}
+    call = {
+        0: lambda: specviz.decode(
+            pair,
+            args.algo,
+            args.prompt,
+            **_decode_kwargs(args, pair),
+            record_lens=args.record_lens,
+            **_algo_params(args, args.algo),
+        )
+    }
     timings, conditions = _timed(args, pair, call, 1, 0)
     trace = timings[0].result
     print(render_text(trace, color=not args.no_color and sys.stdout.isatty() or args.color))
@@ -277,8 +309,7 @@ def _spread(up, fmt: str, unit: str = "", ranged: bool = True) -> str:
     return f"{mid} ({format(up.lo, fmt)}-{format(up.hi, fmt)})" if ranged else mid
 
 
-def compare_verdict(pair, algos: list[str], traces: list[RunTrace], rates: list, ups: list, threads: int | None
-                    ) -> str:
+def compare_verdict(pair, algos: list[str], traces: list[RunTrace], rates: list, ups: list, threads: int | None) -> str:
     """The verdict (``bench.verdict``) on ``compare``'s rows, with the cost model's predictions of each
     run (``bench.costs.predictions``, timed under ``threads``)."""
     from specviz.bench import costs
@@ -291,15 +322,21 @@ def compare_verdict(pair, algos: list[str], traces: list[RunTrace], rates: list,
     rows = []
     for i, (algo, t, rate, up) in enumerate(zip(algos, traces, rates, ups)):
         p = found.get(i)
-        rows.append(VerdictRow(algo, algo, rate.median, *((up.median, up.lo, up.hi) if up else (None, None, None)),
-                               *((p.here, p.gpu, p.tau, p.gpu_draft_cost, p.target_ms, p.draft_ms) if p else ())))
+        rows.append(
+            VerdictRow(
+                algo,
+                algo,
+                rate.median,
+                *((up.median, up.lo, up.hi) if up else (None, None, None)),
+                *((p.here, p.gpu, p.tau, p.gpu_draft_cost, p.target_ms, p.draft_ms) if p else ()),
+            )
+        )
     return verdict(rows) + why
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from specviz.bench import timing
-
     import specviz
+    from specviz.bench import timing
 
     check_decode_args(args, args.algos)
     pair = load_pair_from_args(args)
@@ -309,8 +346,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     # one untimed round first when timing (the first calls pay for allocation and lazy setup), then
     # --repeats rounds, the algorithms interleaved so that drift hits all alike
-    timings, conditions = _timed(args, pair, {i: once(a) for i, a in enumerate(args.algos)}, args.repeats,
-                                 1 if args.repeats > 1 else 0)
+    timings, conditions = _timed(
+        args, pair, {i: once(a) for i, a in enumerate(args.algos)}, args.repeats, 1 if args.repeats > 1 else 0
+    )
     traces = [timings[i].result for i in range(len(args.algos))]
     base_at = next((i for i, a in enumerate(args.algos) if a == "ar"), None)
     base = None if base_at is None else traces[base_at]
@@ -320,24 +358,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rate = "-" if m["acceptance_rate"] is None else f"{m['acceptance_rate']:.1%}"
         tokens = len(t.output_ids)
         per_s = timing.rate(timings[i], tokens)
-        up = None if base_at is None else timing.speedup(timings[i], timings[base_at], tokens,
-                                                         len(base.output_ids))
+        up = None if base_at is None else timing.speedup(timings[i], timings[base_at], tokens, len(base.output_ids))
         rates.append(per_s)
         ups.append(up)
-        rows.append((t.algorithm, str(m["new_tokens"]), str(m["target_calls"]), f"{m['tau']:.2f}", rate,
-                     _spread(per_s, ".1f", ranged=ranged) if per_s else "-",
-                     _spread(up, ".2f", "x", ranged) if up else "-"))
+        rows.append(
+            (
+                t.algorithm,
+                str(m["new_tokens"]),
+                str(m["target_calls"]),
+                f"{m['tau']:.2f}",
+                rate,
+                _spread(per_s, ".1f", ranged=ranged) if per_s else "-",
+                _spread(up, ".2f", "x", ranged) if up else "-",
+            )
+        )
     heads = ("algorithm", "tokens", "calls", "tau", "accept", "tok/s", "speedup")
     widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(heads)]
     for row in (heads, *rows):
         print(" ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
     if args.repeats > 1:
-        print(f"tok/s and speedup: median (min-max) over {args.repeats} timed runs of each algorithm, after one "
-              "warm-up run of each; runs interleaved (bench.timing, as the app's Measure and bench), speedup: the "
-              "ratio of the median rates, its range round by round against ar's run of the same round.")
+        print(
+            f"tok/s and speedup: median (min-max) over {args.repeats} timed runs of each algorithm, after one "
+            "warm-up run of each; runs interleaved (bench.timing, as the app's Measure and bench), speedup: the "
+            "ratio of the median rates, its range round by round against ar's run of the same round."
+        )
     else:
-        print("tok/s and speedup come from one cold run each (--repeats 1, no warm-up): the first run also pays "
-              "for warming up, so they say little about speed; see --repeats, or python -m specviz bench.")
+        print(
+            "tok/s and speedup come from one cold run each (--repeats 1, no warm-up): the first run also pays "
+            "for warming up, so they say little about speed; see --repeats, or python -m specviz bench."
+        )
     print(f"timed on {conditions.sentence()}")
     if all(r is not None for r in rates):
         print("verdict: " + compare_verdict(pair, args.algos, traces, rates, ups, args.threads or conditions.threads))
@@ -370,7 +419,8 @@ def cmd_algorithms(_: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from specviz.bench.run import check_args, main as bench_main
+    from specviz.bench.run import check_args
+    from specviz.bench.run import main as bench_main
 
     check_args(args)  # bench's own options (--out, --categories, --algos, --sd-controllers)
     if not args.random_pair:  # a random pair is built, not loaded: no pair options to check
@@ -392,22 +442,36 @@ def cmd_theory(args: argparse.Namespace) -> int:
 def _add_threads_arg(p: argparse.ArgumentParser) -> None:
     from specviz.bench.timing import cpu_count, threads_arg
 
-    p.add_argument("--threads", type=threads_arg, default=None,
-                   help=f"torch intra-op threads, 1 to {cpu_count()} (default: torch's own choice, usually one per "
-                        "core; the app gives each run cores // concurrent runs); the result states the number")
+    p.add_argument(
+        "--threads",
+        type=threads_arg,
+        default=None,
+        help=f"torch intra-op threads, 1 to {cpu_count()} (default: torch's own choice, usually one per "
+        "core; the app gives each run cores // concurrent runs); the result states the number",
+    )
 
 
 def _build_run(run: argparse.ArgumentParser) -> None:
     add_pair_args(run)
     _add_decode_args(run)
     run.add_argument("--algo", default="sd", help="one of %s (default: %%(default)s)" % ", ".join(ALGORITHM_NAMES))
-    run.add_argument("--out", help="write the trace JSON here; gzip-compressed when the name ends in .gz "
-                     "(x.json.gz: what the app's replay also reads, for long runs)")
-    run.add_argument("--tokens-csv", metavar="PATH", help="write every generated token with how it was produced "
-                     "(kind, drafter, p, q, acceptance probability, draw) as CSV here")
-    run.add_argument("--record-lens", action="store_true",
-                     help="record each step's logit lens in the trace (what every target layer predicts through the "
-                          "target's own head, from the verify call; the app's Layers view draws it on replay)")
+    run.add_argument(
+        "--out",
+        help="write the trace JSON here; gzip-compressed when the name ends in .gz "
+        "(x.json.gz: what the app's replay also reads, for long runs)",
+    )
+    run.add_argument(
+        "--tokens-csv",
+        metavar="PATH",
+        help="write every generated token with how it was produced "
+        "(kind, drafter, p, q, acceptance probability, draw) as CSV here",
+    )
+    run.add_argument(
+        "--record-lens",
+        action="store_true",
+        help="record each step's logit lens in the trace (what every target layer predicts through the "
+        "target's own head, from the verify call; the app's Layers view draws it on replay)",
+    )
     run.add_argument("--no-color", action="store_true", help="plain markers instead of ANSI colours")
     run.add_argument("--color", action="store_true", help="force ANSI colours")
     _add_threads_arg(run)
@@ -417,14 +481,26 @@ def _build_run(run: argparse.ArgumentParser) -> None:
 def _build_compare(cmp_: argparse.ArgumentParser) -> None:
     add_pair_args(cmp_)
     _add_decode_args(cmp_)
-    cmp_.add_argument("--algos", nargs="+", default=["ar", "sd"],
-                      help="any of %s (default: %%(default)s)" % ", ".join(ALGORITHM_NAMES))
-    cmp_.add_argument("--repeats", type=whole(1, 100), default=3,
-                      help="timed runs of each algorithm, after one warm-up run of each; tok/s and speedup are "
-                           "reported as median (min-max). 1: a single cold run, no warm-up")
-    cmp_.add_argument("--tokens-csv", metavar="PATH", help="write every generated token with how it was produced "
-                      "(kind, drafter, p, q, acceptance probability, draw) as CSV here: the last timed round, "
-                      "one run per --algos entry")
+    cmp_.add_argument(
+        "--algos",
+        nargs="+",
+        default=["ar", "sd"],
+        help="any of %s (default: %%(default)s)" % ", ".join(ALGORITHM_NAMES),
+    )
+    cmp_.add_argument(
+        "--repeats",
+        type=whole(1, 100),
+        default=3,
+        help="timed runs of each algorithm, after one warm-up run of each; tok/s and speedup are "
+        "reported as median (min-max). 1: a single cold run, no warm-up",
+    )
+    cmp_.add_argument(
+        "--tokens-csv",
+        metavar="PATH",
+        help="write every generated token with how it was produced "
+        "(kind, drafter, p, q, acceptance probability, draw) as CSV here: the last timed round, "
+        "one run per --algos entry",
+    )
     _add_threads_arg(cmp_)
     cmp_.set_defaults(fn=cmd_compare, flags=option_names(cmp_, algorithm="--algos"))
 
@@ -511,7 +587,7 @@ def error_line(exc: SpecvizError, flags: dict[str, str]) -> str:
     head = ""
     if param in flags and subject and text.startswith(subject):
         named = re.compile(rf"'{re.escape(param)}'|(?<![\w-]){re.escape(param)}(?![\w-])")
-        head, text = named.sub(flags[param], subject, count=1), text[len(subject):]
+        head, text = named.sub(flags[param], subject, count=1), text[len(subject) :]
     parts = _QUOTED.split(text)  # odd entries: quoted values ('max_new_tokens' as a value stays as it is)
     for i in range(0, len(parts), 2):
         parts[i] = _PY_NAME.sub(lambda m: flags.get(m.group(), m.group()), parts[i])

@@ -2,6 +2,7 @@
 
 ``RunTrace.lossless`` is the algorithm's declared flag and the run's acceptance rule's (an
 over-accepting rule is lossy except at temperature 0, where every rule is exact match)."""
+
 from __future__ import annotations
 
 import time
@@ -38,21 +39,34 @@ class Request:
     record_lens: bool = False
 
 
-def check_request(algorithm: str, max_new_tokens: int = defaults.MAX_NEW_TOKENS,
-                  temperature: float = defaults.TEMPERATURE, top_p: float = defaults.TOP_P,
-                  top_k: int = defaults.TOP_K, seed: int = defaults.SEED, record_top_k: int = 8, chat: bool = False,
-                  record_lens: bool = False, **params: Any) -> Request:
+def check_request(
+    algorithm: str,
+    max_new_tokens: int = defaults.MAX_NEW_TOKENS,
+    temperature: float = defaults.TEMPERATURE,
+    top_p: float = defaults.TOP_P,
+    top_k: int = defaults.TOP_K,
+    seed: int = defaults.SEED,
+    record_top_k: int = 8,
+    chat: bool = False,
+    record_lens: bool = False,
+    **params: Any,
+) -> Request:
     """Every argument of ``decode`` except the pair and the prompt, checked by ``specviz.validation``
     (the CLI calls it before loading a pair); a bad one raises a ``SpecvizError`` naming it. The
     defaults are ``specviz.defaults``' (the command line's and the app's too)."""
     spec = get_algorithm(algorithm)
     return Request(
-        spec=spec, params=spec.resolve(params), sampling=SamplingConfig(temperature, top_k, top_p),
+        spec=spec,
+        params=spec.resolve(params),
+        sampling=SamplingConfig(temperature, top_k, top_p),
         max_new_tokens=validation.integer("max_new_tokens", max_new_tokens, 1),
         seed=validation.integer("seed", seed, 0, MAX_SEED, hi_text="2**63 - 1"),
-        record_top_k=validation.integer("record_top_k (0 records no per-position distributions)", record_top_k, 0,
-                                        validation.MAX_RECORD_TOP_K),
-        chat=validation.flag("chat", chat), record_lens=validation.flag("record_lens", record_lens))
+        record_top_k=validation.integer(
+            "record_top_k (0 records no per-position distributions)", record_top_k, 0, validation.MAX_RECORD_TOP_K
+        ),
+        chat=validation.flag("chat", chat),
+        record_lens=validation.flag("record_lens", record_lens),
+    )
 
 
 def check_pair(pair: Any, spec: AlgorithmSpec, drafter: str = "model") -> ModelPair:
@@ -65,7 +79,8 @@ def check_pair(pair: Any, spec: AlgorithmSpec, drafter: str = "model") -> ModelP
     if spec.drafter == "early_exit" and pair.early_exit is None:
         raise InvalidParameterError(
             f"{spec.name} needs an early-exit head on the target: load_pair(target, early_exit=DIR) for a trained "
-            "head (the bundled pair's is assets/early_exit) or early_exit=N for a fresh head after layer N.")
+            "head (the bundled pair's is assets/early_exit) or early_exit=N for a fresh head after layer N."
+        )
     return pair
 
 
@@ -80,18 +95,30 @@ class LiveRun:
         check_pair(pair, req.spec, drafter)
         prompt_ids, prompt_text = encode_prompt(pair, prompt, req.chat)
         if len(prompt_ids) + req.max_new_tokens > pair.context_length:
-            raise validation.about(PromptError(
-                f"The prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({req.max_new_tokens}) exceeds the "
-                f"models' context of {pair.context_length} tokens: shorten the prompt or ask for fewer tokens."
-            ), "max_new_tokens")
+            raise validation.about(
+                PromptError(
+                    f"The prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({req.max_new_tokens}) exceeds the "
+                    f"models' context of {pair.context_length} tokens: shorten the prompt or ask for fewer tokens."
+                ),
+                "max_new_tokens",
+            )
         self.spec = req.spec
         self.params = req.params  # as given ("auto" too); RunTrace.drafter says which drafter ran
-        self.decoder = Decoder(pair, prompt_ids, req.max_new_tokens, req.sampling, req.seed, req.record_top_k,
-                               drafter, req.record_lens)
-        self.trace = RunTrace(algorithm=req.spec.name, params=self.params, pair=pair.describe(),
-                              sampling=req.sampling.as_dict(), seed=req.seed, prompt_ids=prompt_ids,
-                              prompt_text=prompt_text, lossless=req.spec.lossless, chat=req.chat,
-                              user_text=prompt if req.chat else None)
+        self.decoder = Decoder(
+            pair, prompt_ids, req.max_new_tokens, req.sampling, req.seed, req.record_top_k, drafter, req.record_lens
+        )
+        self.trace = RunTrace(
+            algorithm=req.spec.name,
+            params=self.params,
+            pair=pair.describe(),
+            sampling=req.sampling.as_dict(),
+            seed=req.seed,
+            prompt_ids=prompt_ids,
+            prompt_text=prompt_text,
+            lossless=req.spec.lossless,
+            chat=req.chat,
+            user_text=prompt if req.chat else None,
+        )
         self.trace.drafter = describe_drafter(req.spec, self.trace.pair, drafter)  # what drafts (RunTrace.drafter)
 
     def __iter__(self) -> Iterator[StepRecord]:

@@ -1,4 +1,5 @@
 """Exception types a user can act on. Every message names what was wrong and what to do."""
+
 from __future__ import annotations
 
 

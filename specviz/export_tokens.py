@@ -9,6 +9,7 @@ and, where the trace records the token's node, its draft position (``depth`` + 1
 ``accept_prob`` and ``draw`` (empty where unknown: a bonus token has no ``q``, a certain outcome no
 draw, a beam forest's committed tokens no node).
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,8 +18,22 @@ from typing import Any
 
 from specviz.trace import RunTrace
 
-TOKEN_COLUMNS: tuple[str, ...] = ("run", "algorithm", "step", "position", "token_id", "text", "kind", "drafter",
-                                  "draft_position", "node_id", "p", "q", "accept_prob", "draw")
+TOKEN_COLUMNS: tuple[str, ...] = (
+    "run",
+    "algorithm",
+    "step",
+    "position",
+    "token_id",
+    "text",
+    "kind",
+    "drafter",
+    "draft_position",
+    "node_id",
+    "p",
+    "q",
+    "accept_prob",
+    "draw",
+)
 
 
 def drafter_name(trace: RunTrace) -> str:
@@ -35,14 +50,24 @@ def token_rows(trace: RunTrace, run: int = 0) -> list[dict[str, Any]]:
         nodes = {n.id: n for n in step.forest}
         for j, tok in enumerate(step.committed):
             node = nodes.get(tok.node_id) if tok.node_id is not None else None
-            rows.append({
-                "run": run, "algorithm": trace.algorithm, "step": step.index, "position": step.n_before + j,
-                "token_id": tok.token_id, "text": tok.text, "kind": tok.kind,
-                "drafter": name if tok.kind == "draft" and name else None,
-                "draft_position": None if node is None else node.depth + 1, "node_id": tok.node_id,
-                "p": None if node is None else node.p, "q": None if node is None else node.q,
-                "accept_prob": None if node is None else node.accept_prob, "draw": None if node is None else node.draw,
-            })
+            rows.append(
+                {
+                    "run": run,
+                    "algorithm": trace.algorithm,
+                    "step": step.index,
+                    "position": step.n_before + j,
+                    "token_id": tok.token_id,
+                    "text": tok.text,
+                    "kind": tok.kind,
+                    "drafter": name if tok.kind == "draft" and name else None,
+                    "draft_position": None if node is None else node.depth + 1,
+                    "node_id": tok.node_id,
+                    "p": None if node is None else node.p,
+                    "q": None if node is None else node.q,
+                    "accept_prob": None if node is None else node.accept_prob,
+                    "draw": None if node is None else node.draw,
+                }
+            )
     return rows
 
 

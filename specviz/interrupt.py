@@ -7,6 +7,7 @@ steps and raises ``RunInterrupted`` when the caller says stop. The flag is threa
 for the duration of one step, so a worker thread that goes on to serve another visitor never sees
 it. Without a caller that sets it (the Python API, the CLI), ``check()`` does nothing.
 """
+
 from __future__ import annotations
 
 import threading

@@ -6,6 +6,7 @@ A trace's schema types every field; the free-form ones (a run's ``params`` and `
 depth that depends on the caller's stack and on whoever last raised ``sys.setrecursionlimit``. These
 helpers never recurse, so a reader can refuse such a value in words whatever the limit is.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,14 +33,20 @@ def nests_within(value: Any, depth: int = FREE_DEPTH) -> bool:
 def require_shallow(value: Any, path: str) -> None:
     """Refuse, naming ``path``, a free-form value nested deeper than ``FREE_DEPTH`` (``nests_within``)."""
     if not nests_within(value):
-        raise TraceFormatError(f"Malformed trace: {path} nests lists and objects more than {FREE_DEPTH} "
-                               "levels deep.")
+        raise TraceFormatError(f"Malformed trace: {path} nests lists and objects more than {FREE_DEPTH} levels deep.")
 
 
 def kind_words(value: Any) -> str:
     """A JSON value's kind in words: "a list", "a whole number", ..."""
-    return {bool: "true/false", int: "a whole number", float: "a number", str: "a string", list: "a list",
-            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        bool: "true/false",
+        int: "a whole number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 def describe(value: Any) -> str:

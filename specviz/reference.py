@@ -16,6 +16,7 @@ the warp, the inverse-CDF draw, the uniform, the residual), and the seeded gener
 the engine's order, so ``speculative_sampling(...)`` returns the same tokens, p, q, coins and
 decisions as ``specviz.decode(pair, "sd", ...)`` on the same seed (``tests/test_reference.py``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -49,9 +50,17 @@ def laws(model, ids: list[int], last: int, cfg: SamplingConfig, vocab: int | Non
 
 
 @torch.inference_mode()
-def speculative_sampling(target, draft, prompt: list[int], gamma: int, cfg: SamplingConfig, seed: int,
-                         max_new_tokens: int, eos: Collection[int] = (),
-                         vocab: int | None = None) -> tuple[list[int], list[Step]]:
+def speculative_sampling(
+    target,
+    draft,
+    prompt: list[int],
+    gamma: int,
+    cfg: SamplingConfig,
+    seed: int,
+    max_new_tokens: int,
+    eos: Collection[int] = (),
+    vocab: int | None = None,
+) -> tuple[list[int], list[Step]]:
     """The generated tokens and the steps that made them (``vocab``: the logit columns that are tokens)."""
     gen = torch.Generator().manual_seed(seed)
     # at temperature 0 every law is a one-hot: its draw is its argmax, and the generator is not used

@@ -3,6 +3,7 @@
 A trace is plain data. It can be written to JSON and read back with no model loaded, and every
 figure and metric in specviz is computed from it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -234,7 +235,8 @@ class RunTrace:
         if "schema_version" not in data:
             raise TraceFormatError(
                 "The trace has no schema_version field, which every trace specviz writes has (this specviz "
-                f"reads versions {', '.join(map(str, READABLE_VERSIONS))}).")
+                f"reads versions {', '.join(map(str, READABLE_VERSIONS))})."
+            )
         version = data.get("schema_version")
         if version not in READABLE_VERSIONS:
             raise TraceFormatError(
@@ -245,8 +247,9 @@ class RunTrace:
         steps = kwargs.pop("steps", [])
         legacy = version < TYPED_STATE_SINCE
         built = _steps_in_bulk(steps, own, legacy)
-        kwargs["steps"] = built if built is not None else \
-            [_step_from_dict(s, f"steps[{i}]", legacy) for i, s in enumerate(steps)]
+        kwargs["steps"] = (
+            built if built is not None else [_step_from_dict(s, f"steps[{i}]", legacy) for i, s in enumerate(steps)]
+        )
         return cls(**kwargs)
 
     @classmethod
@@ -255,7 +258,9 @@ class RunTrace:
             raise TraceFormatError(f"A trace is JSON text, not {type(text).__name__}.")
         if len(text) > MAX_TRACE_BYTES:
             raise TraceFormatError(f"Trace is {len(text)} bytes; the limit is {MAX_TRACE_BYTES}.")
-        with gc_paused():  # a 37 MB trace is some 400,000 objects: collecting while they are made is a third of the time
+        with (
+            gc_paused()
+        ):  # a 37 MB trace is some 400,000 objects: collecting while they are made is a third of the time
             try:
                 data = loads(text)
             except RecursionError as exc:
@@ -355,11 +360,20 @@ def describe_drafter(spec: Any, pair: dict[str, Any], drafter: str = "model") ->
     kind = getattr(spec, "drafter", "draft")
     if drafter == "feature" or kind == "feature":
         head = pair.get("feature") or {}
-        return {"kind": "feature", "name": f"feature head {head.get('source')}", "layers": head.get("layers"),
-                "draft_vocab": head.get("draft_vocab"), "params": head.get("params")}
+        return {
+            "kind": "feature",
+            "name": f"feature head {head.get('source')}",
+            "layers": head.get("layers"),
+            "draft_vocab": head.get("draft_vocab"),
+            "params": head.get("params"),
+        }
     if drafter == "model_cut":
-        return {"kind": "draft_model", "name": str(pair.get("draft")), "params": pair.get("draft_params"),
-                "draft_vocab": (pair.get("feature") or {}).get("draft_vocab")}
+        return {
+            "kind": "draft_model",
+            "name": str(pair.get("draft")),
+            "params": pair.get("draft_params"),
+            "draft_vocab": (pair.get("feature") or {}).get("draft_vocab"),
+        }
     if kind == "draft":
         return {"kind": "draft_model", "name": str(pair.get("draft")), "params": pair.get("draft_params")}
     if kind == "early_exit":
@@ -400,8 +414,11 @@ def _read_state(step: StepRecord, where: str, legacy: bool) -> StepRecord:
     return step
 
 
-_NESTED: tuple[tuple[str, type], ...] = (("forest", TreeNode), ("committed", CommittedToken),
-                                         ("positions", PositionRecord))
+_NESTED: tuple[tuple[str, type], ...] = (
+    ("forest", TreeNode),
+    ("committed", CommittedToken),
+    ("positions", PositionRecord),
+)
 
 
 def _steps_in_bulk(rows: Any, own: bool, legacy: bool = False) -> list[StepRecord] | None:
@@ -416,8 +433,10 @@ def _steps_in_bulk(rows: Any, own: bool, legacy: bool = False) -> list[StepRecor
     if step_keys is None:
         return None
     try:  # before a row is changed: the per-object path may still need them as they were
-        states = [read_state(c, f"steps[{i}].controller", legacy) if type(c) is dict else c
-                  for i, c in enumerate(map(dict.get, rows, repeat("controller")))]
+        states = [
+            read_state(c, f"steps[{i}].controller", legacy) if type(c) is dict else c
+            for i, c in enumerate(map(dict.get, rows, repeat("controller")))
+        ]
     except TraceFormatError:
         return None
     parts = []
@@ -471,8 +490,9 @@ def _all_well_formed(cls: type, rows: list[Any]) -> set[tuple[str, ...]] | None:
     names, required, simple, items, _, objects = _schema(cls)
     for name in objects:  # free-form objects: most hold no container at all, and those are checked at once
         found = [v for v in map(dict.get, rows, repeat(name)) if type(v) is dict]
-        if {list, dict} & set(map(type, chain.from_iterable(map(dict.values, found)))) \
-                and not all(map(nests_within, found)):
+        if {list, dict} & set(map(type, chain.from_iterable(map(dict.values, found)))) and not all(
+            map(nests_within, found)
+        ):
             return None
     shapes = set(zip(map(tuple, rows), map(tuple, map(map, repeat(type), map(dict.values, rows)))))
     orders = set()
@@ -502,9 +522,17 @@ def _step_from_dict(d: dict[str, Any], where: str = "a step", legacy: bool = Fal
     return _read_state(StepRecord(**kwargs), where, legacy)
 
 
-_TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "true or false",
-               "list": "a list", "dict": "an object", "None": "null", "ControllerState": "an object",
-               "LayerLens": "an object"}
+_TYPE_WORDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "str": "a string",
+    "bool": "true or false",
+    "list": "a list",
+    "dict": "an object",
+    "None": "null",
+    "ControllerState": "an object",
+    "LayerLens": "an object",
+}
 
 
 def _matches(value: Any, alternative: str) -> bool:
@@ -529,13 +557,28 @@ def _matches(value: Any, alternative: str) -> bool:
     return True
 
 
-_EXACT = {"None": type(None), "bool": bool, "int": int, "str": str, "dict": dict, "ControllerState": dict,
-          "LayerLens": dict}
+_EXACT = {
+    "None": type(None),
+    "bool": bool,
+    "int": int,
+    "str": str,
+    "dict": dict,
+    "ControllerState": dict,
+    "LayerLens": dict,
+}
 
 
 @functools.lru_cache(maxsize=None)
-def _schema(cls: type) -> tuple[frozenset[str], frozenset[str], dict[str, frozenset[type]],
-                                 dict[str, frozenset[type] | None], tuple[str, ...], frozenset[str]]:
+def _schema(
+    cls: type,
+) -> tuple[
+    frozenset[str],
+    frozenset[str],
+    dict[str, frozenset[type]],
+    dict[str, frozenset[type] | None],
+    tuple[str, ...],
+    frozenset[str],
+]:
     """``cls``'s declared field names, required names and, per field, the exact types ``_matches``
     accepts (``float``: int or float; never ``bool`` for a number) and, for a list field, the exact
     types its items may have (``None``: any); the names in declaration order; and the object fields,
@@ -599,13 +642,20 @@ def _explained_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
     declared = {f.name: f for f in fields(cls)}
     unknown = [k for k in data if k not in declared]
     if unknown:
-        raise TraceFormatError(f"Malformed trace: unknown field {', '.join(map(repr, unknown))}{at} "
-                               f"(the fields are: {', '.join(declared)}).")
-    missing = [f.name for f in declared.values()
-               if f.name not in data and f.default is MISSING and f.default_factory is MISSING]
+        raise TraceFormatError(
+            f"Malformed trace: unknown field {', '.join(map(repr, unknown))}{at} "
+            f"(the fields are: {', '.join(declared)})."
+        )
+    missing = [
+        f.name
+        for f in declared.values()
+        if f.name not in data and f.default is MISSING and f.default_factory is MISSING
+    ]
     if missing:
-        raise TraceFormatError(f"Malformed trace: the required field{'s' if len(missing) > 1 else ''} "
-                               f"{', '.join(map(repr, missing))}{at} {'are' if len(missing) > 1 else 'is'} missing.")
+        raise TraceFormatError(
+            f"Malformed trace: the required field{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(map(repr, missing))}{at} {'are' if len(missing) > 1 else 'is'} missing."
+        )
     objects = _schema(cls)[5]
     for name, value in data.items():
         path = f"{where}.{name}" if where else name

@@ -36,6 +36,7 @@ The work is linear in the trace's size, and bounded: at most ``MAX_STEPS`` steps
 ``MAX_ITEMS`` nodes, committed tokens or positions a step. An algorithm name this specviz does not
 register is allowed (the replayed column says so): a trace is data, and a newer specviz may write one.
 """
+
 from __future__ import annotations
 
 from itertools import accumulate, chain
@@ -46,24 +47,49 @@ from specviz import validation
 from specviz.core import rule_words
 from specviz.errors import SpecvizError, TraceFormatError
 from specviz.step_state import BeamStepState, ControllerState
-from specviz.trace import (NODE_STATUSES, TOKEN_KINDS, CommittedToken, LayerLens, PositionRecord, RunTrace, StepRecord,
-                           TreeNode, gc_paused)
-from specviz.trace_values import (MAX_INT, PROB_SLACK, _count, _finite_ok, _is_real, _is_whole, _refuse, finite,
-                                  plain_json, prob, probs, residual_values, text, token_ids, whole)
+from specviz.trace import (
+    NODE_STATUSES,
+    TOKEN_KINDS,
+    CommittedToken,
+    LayerLens,
+    PositionRecord,
+    RunTrace,
+    StepRecord,
+    TreeNode,
+    gc_paused,
+)
+from specviz.trace_values import (
+    MAX_INT,
+    PROB_SLACK,
+    _count,
+    _finite_ok,
+    _is_real,
+    _is_whole,
+    _refuse,
+    finite,
+    plain_json,
+    prob,
+    probs,
+    residual_values,
+    text,
+    token_ids,
+    whole,
+)
 
-MAX_STEPS = 100_000       # a 64 MB trace of 1-token steps has about this many
-MAX_ITEMS = 20_000        # nodes / committed tokens / positions a step (mcsd drafts at most 1024 + 1)
+MAX_STEPS = 100_000  # a 64 MB trace of 1-token steps has about this many
+MAX_ITEMS = 20_000  # nodes / committed tokens / positions a step (mcsd drafts at most 1024 + 1)
 MAX_POSITION_IDS = 8_192  # ids a position records (top-k of p and q <= 2 x 256, plus the candidates)
-MAX_ROOT = 4_096          # tree / beam index (beam width <= 32, dsbd <= 16, batch_sd <= 16 drafts)
-MAX_BEAM_DEPTH = 64       # a beam / dsbd forest's depth (dsbd gamma <= 16); viz.beams lays it out recursively
-MAX_MS = 1e12             # a step time (ms; about 30 years): sums over MAX_STEPS steps stay finite
-MAX_LENS_LAYERS = 256     # rows of a step's logit lens (models.logit_lens shows at most 48)
-MAX_LENS_POSITIONS = 64   # columns of a step's logit lens (models.logit_lens records at most 16)
-MAX_LAYER = 10_000        # a target's depth
-MAX_NAME = 1_000          # characters of a drafter's kind or name (a draft model's name may be a long path)
+MAX_ROOT = 4_096  # tree / beam index (beam width <= 32, dsbd <= 16, batch_sd <= 16 drafts)
+MAX_BEAM_DEPTH = 64  # a beam / dsbd forest's depth (dsbd gamma <= 16); viz.beams lays it out recursively
+MAX_MS = 1e12  # a step time (ms; about 30 years): sums over MAX_STEPS steps stay finite
+MAX_LENS_LAYERS = 256  # rows of a step's logit lens (models.logit_lens shows at most 48)
+MAX_LENS_POSITIONS = 64  # columns of a step's logit lens (models.logit_lens records at most 16)
+MAX_LAYER = 10_000  # a target's depth
+MAX_NAME = 1_000  # characters of a drafter's kind or name (a draft model's name may be a long path)
 
 
 # ---- run-level settings ------------------------------------------------------------------------------
+
 
 def check_drafter(drafter: Any) -> None:
     """``RunTrace.drafter`` (v5): null, or an object naming its ``kind`` and ``name`` in text (the token
@@ -87,8 +113,11 @@ def check_sampling(sampling: dict[str, Any]) -> None:
     if "temperature" in sampling:
         t = sampling["temperature"]
         if not (_is_real(t) and (t == 0 or validation.MIN_TEMPERATURE <= t <= validation.MAX_TEMPERATURE)):
-            raise _refuse("sampling.temperature", f"0 (greedy) or a number in [{validation.MIN_TEMPERATURE:g}, "
-                                                  f"{validation.MAX_TEMPERATURE:g}]", t)
+            raise _refuse(
+                "sampling.temperature",
+                f"0 (greedy) or a number in [{validation.MIN_TEMPERATURE:g}, {validation.MAX_TEMPERATURE:g}]",
+                t,
+            )
     if "top_k" in sampling:
         whole("sampling.top_k", sampling["top_k"], 0, MAX_INT + 1)
     if "top_p" in sampling:
@@ -128,6 +157,7 @@ def check_params(algorithm: str, params: dict[str, Any]) -> None:
 
 # ---- controller state: its values (its types were checked when it was read, ``step_state``) ---------------
 
+
 def check_controller(path: str, c: ControllerState, nodes: int | None = None) -> None:
     """The values of a step's typed state that views draw, checked by the state's own
     ``check_values`` next to its type (``step_state``: beams, theory probes, Sequoia, ``dyntree``);
@@ -139,27 +169,39 @@ def check_lens(path: str, lens: LayerLens, committed: int, vocab: int | None) ->
     """A step's logit lens (module docstring); ``committed``: the step's committed tokens."""
     whole(f"{path}.n_layers", lens.n_layers, 1, MAX_LAYER + 1)
     layers = lens.layers
-    if not isinstance(layers, list) or not 0 < len(layers) <= MAX_LENS_LAYERS \
-            or not all(_is_whole(x) and 1 <= x <= lens.n_layers for x in layers) \
-            or any(a >= b for a, b in zip(layers, layers[1:])) or layers[-1] != lens.n_layers:
-        raise _refuse(f"{path}.layers", f"1 to {MAX_LENS_LAYERS} increasing layers in [1, n_layers], the last "
-                      f"n_layers ({lens.n_layers})", layers)
+    if (
+        not isinstance(layers, list)
+        or not 0 < len(layers) <= MAX_LENS_LAYERS
+        or not all(_is_whole(x) and 1 <= x <= lens.n_layers for x in layers)
+        or any(a >= b for a, b in zip(layers, layers[1:]))
+        or layers[-1] != lens.n_layers
+    ):
+        raise _refuse(
+            f"{path}.layers",
+            f"1 to {MAX_LENS_LAYERS} increasing layers in [1, n_layers], the last n_layers ({lens.n_layers})",
+            layers,
+        )
     if lens.exit_layer is not None:
         whole(f"{path}.exit_layer", lens.exit_layer, 1, lens.n_layers + 1)
     reads = lens.reads
     most = min(MAX_LENS_POSITIONS, committed)
     if not isinstance(reads, list) or not 0 < len(reads) <= most:
-        raise _refuse(f"{path}.reads", f"1 to {most} texts (a position per committed token, at most "
-                      f"{MAX_LENS_POSITIONS})", reads)
+        raise _refuse(
+            f"{path}.reads", f"1 to {most} texts (a position per committed token, at most {MAX_LENS_POSITIONS})", reads
+        )
     for i, t in enumerate(reads):
         text(f"{path}.reads[{i}]", t)
     n = len(reads)
     for name in ("ids", "texts", "probs"):
         rows = getattr(lens, name)
-        if not isinstance(rows, list) or len(rows) != len(layers) \
-                or not all(isinstance(r, list) and len(r) == n for r in rows):
-            raise _refuse(f"{path}.{name}", f"{len(layers)} lists (one per layer) of {n} entries (one per position)",
-                          rows)
+        if (
+            not isinstance(rows, list)
+            or len(rows) != len(layers)
+            or not all(isinstance(r, list) and len(r) == n for r in rows)
+        ):
+            raise _refuse(
+                f"{path}.{name}", f"{len(layers)} lists (one per layer) of {n} entries (one per position)", rows
+            )
     for j, (ids, texts, ps) in enumerate(zip(lens.ids, lens.texts, lens.probs)):
         token_ids(f"{path}.ids[{j}]", ids, vocab)
         probs(f"{path}.probs[{j}]", ps, n, optional=False)
@@ -174,6 +216,7 @@ def _check_state(at: str, step: StepRecord) -> None:
 
 
 # ---- steps ---------------------------------------------------------------------------------------------
+
 
 def check_step(step: StepRecord, at: str, vocab: int | None, max_depth: int | None) -> None:
     """One step's forest, committed tokens, positions, calls, timings and controller."""
@@ -202,8 +245,10 @@ def _check_forest(step: StepRecord, at: str, vocab: int | None, max_depth: int |
         where = f"{at}.forest[{j}]"
         whole(f"{where}.id", n.id, 0, MAX_INT + 1)
         if n.id in nodes:
-            raise TraceFormatError(f"Malformed trace: {where}.id is {n.id}, the id of {at}.forest[{nodes[n.id]}] "
-                                   "too; node ids must be unique within a step.")
+            raise TraceFormatError(
+                f"Malformed trace: {where}.id is {n.id}, the id of {at}.forest[{nodes[n.id]}] "
+                "too; node ids must be unique within a step."
+            )
         nodes[n.id] = j
     for j, n in enumerate(step.forest):
         where = f"{at}.forest[{j}]"
@@ -392,7 +437,7 @@ def _steps_pass(steps: list[StepRecord], vocab: int | None, max_depth: int | Non
     produced = 0
     try:
         for start in range(0, len(steps), BLOCK):
-            block = steps[start:start + BLOCK]
+            block = steps[start : start + BLOCK]
             if not _block_pass(block, start, produced, vocab, max_depth):
                 return False
             produced += sum(map(len, _column(block, "committed")))
@@ -416,18 +461,31 @@ def _block_pass(steps: list[StepRecord], start: int, produced: int, vocab: int |
     if max(max(map(len, forests)), max(counts), max(map(len, positions))) > MAX_ITEMS:
         return False
     nodes, tokens, records = _items(forests), _items(committed), _items(positions)
-    if not (set(map(type, nodes)) <= {TreeNode} and set(map(type, tokens)) <= {CommittedToken}
-            and set(map(type, records)) <= {PositionRecord}):
+    if not (
+        set(map(type, nodes)) <= {TreeNode}
+        and set(map(type, tokens)) <= {CommittedToken}
+        and set(map(type, records)) <= {PositionRecord}
+    ):
         return False
-    return (_nodes_pass(nodes, vocab, max_depth) and _tokens_pass(tokens, vocab) and _records_pass(records, vocab)
-            and _step_fields_pass(steps) and _references_pass(forests, committed, positions, nodes, tokens, records))
+    return (
+        _nodes_pass(nodes, vocab, max_depth)
+        and _tokens_pass(tokens, vocab)
+        and _records_pass(records, vocab)
+        and _step_fields_pass(steps)
+        and _references_pass(forests, committed, positions, nodes, tokens, records)
+    )
 
 
 def _nodes_pass(nodes: list[TreeNode], vocab: int | None, max_depth: int | None) -> bool:
     ids, parents, depths, token_ids_ = (_column(nodes, k) for k in ("id", "parent", "depth", "token_id"))
-    if not (_ints_in(ids, 0, MAX_INT + 1) and _ints_in(depths, 0, None) and _ints_in(token_ids_, 0, vocab)
-            and set(map(type, parents)) <= {int, _NONE} and _ints_in(_column(nodes, "root"), 0, MAX_ROOT)
-            and _texts_ok(_column(nodes, "token_text"))):
+    if not (
+        _ints_in(ids, 0, MAX_INT + 1)
+        and _ints_in(depths, 0, None)
+        and _ints_in(token_ids_, 0, vocab)
+        and set(map(type, parents)) <= {int, _NONE}
+        and _ints_in(_column(nodes, "root"), 0, MAX_ROOT)
+        and _texts_ok(_column(nodes, "token_text"))
+    ):
         return False
     if max_depth is not None and nodes and max(depths) > max_depth:
         return False
@@ -442,18 +500,27 @@ def _nodes_pass(nodes: list[TreeNode], vocab: int | None, max_depth: int | None)
 
 def _tokens_pass(tokens: list[CommittedToken], vocab: int | None) -> bool:
     node_ids, committed_ids = _column(tokens, "node_id"), _column(tokens, "token_id")
-    return (_ints_in(committed_ids, 0, vocab) and set(map(type, node_ids)) <= {int, _NONE}
-            and _texts_ok(_column(tokens, "text")) and set(map(type, kinds := _column(tokens, "kind"))) <= {str}
-            and set(kinds) <= set(TOKEN_KINDS))
+    return (
+        _ints_in(committed_ids, 0, vocab)
+        and set(map(type, node_ids)) <= {int, _NONE}
+        and _texts_ok(_column(tokens, "text"))
+        and set(map(type, kinds := _column(tokens, "kind"))) <= {str}
+        and set(kinds) <= set(TOKEN_KINDS)
+    )
 
 
 def _records_pass(records: list[PositionRecord], vocab: int | None) -> bool:
     record_parents = _column(records, "parent")
     ids_lists, p_lists = _column(records, "ids"), _column(records, "p")
     optional = {k: _column(records, k) for k in ("q", "final_residual", "residual", "texts")}
-    if not (set(map(type, record_parents)) <= {int, _NONE} and _ints_in(_column(records, "root"), 0, MAX_ROOT)
-            and _lists(ids_lists, False) and _lists(p_lists, False) and all(_lists(v, True) for v in optional.values())
-            and _numbers_in(_column(records, "residual_mass"), 0.0, 1.0 + PROB_SLACK, optional=True)):
+    if not (
+        set(map(type, record_parents)) <= {int, _NONE}
+        and _ints_in(_column(records, "root"), 0, MAX_ROOT)
+        and _lists(ids_lists, False)
+        and _lists(p_lists, False)
+        and all(_lists(v, True) for v in optional.values())
+        and _numbers_in(_column(records, "residual_mass"), 0.0, 1.0 + PROB_SLACK, optional=True)
+    ):
         return False
     sizes = list(map(len, ids_lists))
     if sizes and max(sizes) > MAX_POSITION_IDS or list(map(len, p_lists)) != sizes:
@@ -462,23 +529,34 @@ def _records_pass(records: list[PositionRecord], vocab: int | None) -> bool:
         if any(v is not None and len(v) != n for v, n in zip(values, sizes)):
             return False
     hi = vocab if vocab is not None else MAX_INT + 1
-    return (_ints_in(_items(ids_lists), 0, hi) and _texts_ok(_items(optional["texts"]))
-            and _numbers_in(_items(p_lists) + _items(optional["q"]) + _items(optional["final_residual"]), 0.0,
-                            1.0 + PROB_SLACK)
-            and _numbers_in(_items(optional["residual"]), 0.0, 2.0 + PROB_SLACK))
+    return (
+        _ints_in(_items(ids_lists), 0, hi)
+        and _texts_ok(_items(optional["texts"]))
+        and _numbers_in(
+            _items(p_lists) + _items(optional["q"]) + _items(optional["final_residual"]), 0.0, 1.0 + PROB_SLACK
+        )
+        and _numbers_in(_items(optional["residual"]), 0.0, 2.0 + PROB_SLACK)
+    )
 
 
 def _step_fields_pass(steps: list[StepRecord]) -> bool:
     """The step's own fields: TV, timings, call counts and the tokens each call fed."""
     tvs, timings = _column(steps, "tv"), _column(steps, "timings")
-    if not (_lists(tvs, True) and _numbers_in(_items(tvs), 0.0, 1.0 + PROB_SLACK)
-            and set(map(type, timings)) == {dict} and _texts_ok(list(chain.from_iterable(timings)))
-            and _numbers_in(list(chain.from_iterable(map(dict.values, timings))), 0.0, MAX_MS)):
+    if not (
+        _lists(tvs, True)
+        and _numbers_in(_items(tvs), 0.0, 1.0 + PROB_SLACK)
+        and set(map(type, timings)) == {dict}
+        and _texts_ok(list(chain.from_iterable(timings)))
+        and _numbers_in(list(chain.from_iterable(map(dict.values, timings))), 0.0, MAX_MS)
+    ):
         return False
     calls = {k: _column(steps, k) for k in ("target_calls", "draft_calls")}
     fed = {k: _column(steps, k) for k in ("target_fed", "draft_fed")}
-    if not (all(_ints_in(v, 0, MAX_INT + 1) for v in calls.values()) and all(_lists(v, False) for v in fed.values())
-            and all(_ints_in(_items(v), 0, MAX_INT + 1) for v in fed.values())):
+    if not (
+        all(_ints_in(v, 0, MAX_INT + 1) for v in calls.values())
+        and all(_lists(v, False) for v in fed.values())
+        and all(_ints_in(_items(v), 0, MAX_INT + 1) for v in fed.values())
+    ):
         return False
     for target_calls, draft_calls, target_fed, draft_fed in zip(*calls.values(), *fed.values()):
         if target_fed and (target_calls != len(target_fed) or draft_calls != len(draft_fed)):
@@ -486,8 +564,14 @@ def _step_fields_pass(steps: list[StepRecord]) -> bool:
     return True
 
 
-def _references_pass(forests: list[Any], committed: list[Any], positions: list[Any], nodes: list[TreeNode],
-                     tokens: list[CommittedToken], records: list[PositionRecord]) -> bool:
+def _references_pass(
+    forests: list[Any],
+    committed: list[Any],
+    positions: list[Any],
+    nodes: list[TreeNode],
+    tokens: list[CommittedToken],
+    records: list[PositionRecord],
+) -> bool:
     """What refers to a node of the same step: parents (a root at depth 0, a child one below its parent),
     committed tokens' nodes and their tokens, positions' parents."""
     ids, parents, depths, token_ids_ = (_column(nodes, k) for k in ("id", "parent", "depth", "token_id"))
@@ -496,19 +580,19 @@ def _references_pass(forests: list[Any], committed: list[Any], positions: list[A
     at_node = at_token = at_record = 0
     for forest, tokens_, records_ in zip(forests, committed, positions):
         k, m, r = len(forest), len(tokens_), len(records_)
-        step_ids = ids[at_node:at_node + k]
-        depth_of = dict(zip(step_ids, depths[at_node:at_node + k]))
+        step_ids = ids[at_node : at_node + k]
+        depth_of = dict(zip(step_ids, depths[at_node : at_node + k]))
         if len(depth_of) != k:
             return False
-        for parent, depth in zip(parents[at_node:at_node + k], depths[at_node:at_node + k]):
+        for parent, depth in zip(parents[at_node : at_node + k], depths[at_node : at_node + k]):
             if depth != (0 if parent is None else depth_of.get(parent, -2) + 1):
                 return False
         if m:
-            token_of = dict(zip(step_ids, token_ids_[at_node:at_node + k]))
-            for node_id, token in zip(node_ids[at_token:at_token + m], committed_ids[at_token:at_token + m]):
+            token_of = dict(zip(step_ids, token_ids_[at_node : at_node + k]))
+            for node_id, token in zip(node_ids[at_token : at_token + m], committed_ids[at_token : at_token + m]):
                 if node_id is not None and token_of.get(node_id, -1) != token:
                     return False
-        if r and not all(p is None or p in depth_of for p in record_parents[at_record:at_record + r]):
+        if r and not all(p is None or p in depth_of for p in record_parents[at_record : at_record + r]):
             return False
         at_node, at_token, at_record = at_node + k, at_token + m, at_record + r
     return True
@@ -552,8 +636,10 @@ def _rule_key(rule: Any) -> tuple[Any, ...] | None:
 
 def _check_output(output: list[int], committed: Iterable[int], n: int) -> None:
     if len(output) != n:
-        raise TraceFormatError(f"Malformed trace: output_ids has {len(output)} tokens but the steps committed {n}; "
-                               "it must be their committed tokens end to end.")
+        raise TraceFormatError(
+            f"Malformed trace: output_ids has {len(output)} tokens but the steps committed {n}; "
+            "it must be their committed tokens end to end."
+        )
     for k, (a, b) in enumerate(zip(output, committed)):
         if a != b:
             raise _refuse(f"output_ids[{k}]", f"committed token number {k + 1} of the steps ({b})", a)

@@ -14,6 +14,7 @@ it, with the buffer's growth) and the time to inflate that much, and is refused 
 the limit. A truncated or damaged gzip file (bad header, bad data, CRC or length mismatch) is refused
 with a sentence, never a traceback.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -27,9 +28,9 @@ from specviz.trace import MAX_TRACE_BYTES, READ_CHECKS, RunTrace
 from specviz.trace_check import check_trace
 
 GZIP_MAGIC = b"\x1f\x8b"
-COMPRESS_OVER = 1024 * 1024    # the app's download of a trace is gzip-compressed above this many bytes of JSON
-COMPRESS_LEVEL = 6             # zlib's default: a trace's JSON to about a fifth (level 9: 2% smaller, 3x slower)
-CHUNK = 1024 * 1024            # most bytes one read inflates (the last asks for one byte past the limit)
+COMPRESS_OVER = 1024 * 1024  # the app's download of a trace is gzip-compressed above this many bytes of JSON
+COMPRESS_LEVEL = 6  # zlib's default: a trace's JSON to about a fifth (level 9: 2% smaller, 3x slower)
+CHUNK = 1024 * 1024  # most bytes one read inflates (the last asks for one byte past the limit)
 MAX_JSON_BYTES = MAX_TRACE_BYTES  # RunTrace.from_json's own limit
 
 
@@ -67,8 +68,12 @@ def save_trace(trace: RunTrace, path: str | os.PathLike[str], compress: bool | N
     return path
 
 
-def read_trace_text(path: str | os.PathLike[str], max_bytes: int | None = None,
-                    max_json_bytes: int = MAX_JSON_BYTES, json_limit_says: str | None = None) -> str:
+def read_trace_text(
+    path: str | os.PathLike[str],
+    max_bytes: int | None = None,
+    max_json_bytes: int = MAX_JSON_BYTES,
+    json_limit_says: str | None = None,
+) -> str:
     """The JSON text of the trace file at ``path`` (plain or gzip, by its content). Refuses, with a
     ``TraceFormatError`` naming the file and the limit: a file over ``max_bytes`` (None: no limit; a
     gzip file counts compressed), JSON over ``max_json_bytes`` (a gzip file counts decompressed, read
@@ -81,7 +86,8 @@ def read_trace_text(path: str | os.PathLike[str], max_bytes: int | None = None,
     if max_bytes is not None and size > max_bytes:
         raise TraceFormatError(
             f"{name} is {mb(size)} MB; this app accepts traces up to {mb(max_bytes)} MB a file, a .json.gz "
-            "counted compressed (gzip makes a trace's JSON about a fifth of its size).")
+            "counted compressed (gzip makes a trace's JSON about a fifth of its size)."
+        )
     says = json_limit_says or f"the limit is {mb(max_json_bytes)} MB"
     with open(path, "rb") as fh:
         compressed = fh.read(2) == GZIP_MAGIC
@@ -115,13 +121,15 @@ def _inflate(fh: Any, name: str, limit: int, says: str) -> bytearray:
                 if len(out) > limit:
                     raise TraceFormatError(
                         f"{name} holds more than {mb(limit)} MB of JSON once decompressed, so it was not "
-                        f"read further; {says}.")
+                        f"read further; {says}."
+                    )
     except EOFError as exc:  # the stream ends before its end-of-stream marker
-        raise TraceFormatError(f"{name} is a truncated gzip file (it ends before its compressed data "
-                               "does); export or compress the trace again.") from exc
+        raise TraceFormatError(
+            f"{name} is a truncated gzip file (it ends before its compressed data "
+            "does); export or compress the trace again."
+        ) from exc
     except (zlib.error, gzip.BadGzipFile) as exc:
-        raise TraceFormatError(f"{name} is a damaged gzip file ({exc}); export or compress the trace "
-                               "again.") from exc
+        raise TraceFormatError(f"{name} is a damaged gzip file ({exc}); export or compress the trace again.") from exc
     except OSError as exc:
         raise TraceFormatError(f"{name} could not be read ({exc.strerror or exc}).") from exc
 
@@ -131,9 +139,13 @@ class ReadBudget:
     stored (a gzip file counted compressed), and ``json_bytes`` of JSON in all, decompressed; each read
     gets what is left (``left``) and uses it up (``charge``). ``says``: the sentence naming the limit."""
 
-    def __init__(self, file_bytes: int | None, json_bytes: int,
-                 what: str = "this app reads at most {cap} MB of trace JSON in one replay (all its files "
-                             "together, decompressed)"):
+    def __init__(
+        self,
+        file_bytes: int | None,
+        json_bytes: int,
+        what: str = "this app reads at most {cap} MB of trace JSON in one replay (all its files "
+        "together, decompressed)",
+    ):
         self.file_bytes, self.json_bytes, self.what, self.used = file_bytes, json_bytes, what, 0
 
     @property
@@ -148,8 +160,9 @@ class ReadBudget:
         return said + (f", and the files before it hold {mb(self.used)} MB" if self.used else "")
 
 
-def load_trace(path: str | os.PathLike[str], max_bytes: int | None = None,
-               max_json_bytes: int = MAX_JSON_BYTES) -> RunTrace:
+def load_trace(
+    path: str | os.PathLike[str], max_bytes: int | None = None, max_json_bytes: int = MAX_JSON_BYTES
+) -> RunTrace:
     """The ``RunTrace`` in the ``.json`` or ``.json.gz`` file at ``path`` (``read_trace_text``'s limits,
     then ``RunTrace.from_json``'s reading: the schema, ``trace_check.check_trace`` and the metrics
     recomputed, as the app's replay reads it)."""

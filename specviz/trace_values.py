@@ -3,6 +3,7 @@ with a sentence naming the field's path and what is allowed there. ``trace_check
 with them; each typed step state checks its own values with them (``ControllerState.check_values``,
 ``specviz.step_state``). No torch here: part of the light face.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,9 +13,9 @@ from typing import Any
 from specviz import validation
 from specviz.errors import TraceFormatError
 
-PROB_SLACK = 1e-3         # float32 sums over a vocabulary may land just above 1
-MAX_INT = 2**31 - 1       # node ids, call counts, token ids of an unknown vocabulary: sums stay in 64 bits
-MAX_JSON_INT = 2**53      # a whole number in a settings / controller object: what the page's JavaScript holds
+PROB_SLACK = 1e-3  # float32 sums over a vocabulary may land just above 1
+MAX_INT = 2**31 - 1  # node ids, call counts, token ids of an unknown vocabulary: sums stay in 64 bits
+MAX_JSON_INT = 2**53  # a whole number in a settings / controller object: what the page's JavaScript holds
 
 
 def _refuse(path: str, allowed: str, value: Any) -> TraceFormatError:
@@ -58,8 +59,15 @@ def finite(path: str, x: Any, lo: float | None = 0.0, hi: float | None = None) -
     """``x`` if it is a finite number in [lo, hi] (None: no bound that side)."""
     ok = _finite_ok(x) and (lo is None or x >= lo) and (hi is None or x <= hi)
     if not ok:
-        span = f" in [{lo:g}, {hi:g}]" if lo is not None and hi is not None else \
-            f" >= {lo:g}" if lo is not None else f" <= {hi:g}" if hi is not None else ""
+        span = (
+            f" in [{lo:g}, {hi:g}]"
+            if lo is not None and hi is not None
+            else f" >= {lo:g}"
+            if lo is not None
+            else f" <= {hi:g}"
+            if hi is not None
+            else ""
+        )
         raise _refuse(path, f"a finite number{span}", x)
     return float(x)
 
@@ -128,8 +136,9 @@ def text(path: str, s: Any, optional: bool = False) -> None:
         try:
             s.encode("utf-8")
         except UnicodeEncodeError:
-            raise TraceFormatError(f"Malformed trace: {path} holds an unpaired surrogate (\\ud800-\\udfff), "
-                                   "which is no character.") from None
+            raise TraceFormatError(
+                f"Malformed trace: {path} holds an unpaired surrogate (\\ud800-\\udfff), which is no character."
+            ) from None
 
 
 def plain_json(path: str, value: Any) -> None:

@@ -6,6 +6,7 @@ a number, NaN and infinity are no number's value, bytes are not token ids, a str
 length. ``decode``/``stream`` (``decoding.check_request``), the algorithm registry
 (``Param.validate``), ``load_pair`` and the CLI all check through these functions.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,11 +17,11 @@ from typing import Any, Callable, Sequence
 
 from specviz.errors import InvalidParameterError, ModelLoadError, PromptError, SpecvizError
 
-MAX_SEED = 2**63 - 1           # torch.Generator.manual_seed takes a signed 64-bit integer
-MIN_TEMPERATURE = 1e-3         # below it logits / T overflows float32 (1e-45 gave inf, then NaN laws)
-MAX_TEMPERATURE = 100.0        # above it every law is uniform noise to float32 precision
-MAX_RECORD_TOP_K = 256         # tokens of p and q kept per verified position
-MAX_TEXT = 100                 # characters in a text parameter unless its Param says otherwise
+MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed takes a signed 64-bit integer
+MIN_TEMPERATURE = 1e-3  # below it logits / T overflows float32 (1e-45 gave inf, then NaN laws)
+MAX_TEMPERATURE = 100.0  # above it every law is uniform noise to float32 precision
+MAX_RECORD_TOP_K = 256  # tokens of p and q kept per verified position
+MAX_TEXT = 100  # characters in a text parameter unless its Param says otherwise
 DEVICES = "auto, cpu, cuda or cuda:N"
 _DEVICE = re.compile(r"(auto|cpu|cuda(:\d{1,3})?)")
 
@@ -75,8 +76,16 @@ def _span(lo: float | None, hi: float | None, hi_text: str | None = None) -> str
     return f" <= {hi_text or _num(hi)}" if hi is not None else ""
 
 
-def integer(name: str, value: Any, lo: int | None = None, hi: int | None = None, *, hi_text: str | None = None,
-            error: type[SpecvizError] = InvalidParameterError, param: str | None = None) -> int:
+def integer(
+    name: str,
+    value: Any,
+    lo: int | None = None,
+    hi: int | None = None,
+    *,
+    hi_text: str | None = None,
+    error: type[SpecvizError] = InvalidParameterError,
+    param: str | None = None,
+) -> int:
     """``value`` if it is an integer (a Python or NumPy int, never a bool or a float) in [lo, hi]."""
     allowed = "an integer" + _span(lo, hi, hi_text)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -87,8 +96,16 @@ def integer(name: str, value: Any, lo: int | None = None, hi: int | None = None,
     return value
 
 
-def number(name: str, value: Any, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
-           error: type[SpecvizError] = InvalidParameterError, param: str | None = None) -> float:
+def number(
+    name: str,
+    value: Any,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    error: type[SpecvizError] = InvalidParameterError,
+    param: str | None = None,
+) -> float:
     """``value`` as a float if it is a finite real number (not a bool) in [lo, hi] (``(lo, hi]`` with ``lo_open``)."""
     if lo_open and lo is not None:
         allowed = f"a number in ({_num(lo)}, {_num(hi)}]" if hi is not None else f"a number > {_num(lo)}"
@@ -112,20 +129,35 @@ def flag(name: str, value: Any, *, error: type[SpecvizError] = InvalidParameterE
     return value
 
 
-def text(name: str, value: Any, max_len: int = MAX_TEXT, *, error: type[SpecvizError] = InvalidParameterError,
-         param: str | None = None) -> str:
+def text(
+    name: str,
+    value: Any,
+    max_len: int = MAX_TEXT,
+    *,
+    error: type[SpecvizError] = InvalidParameterError,
+    param: str | None = None,
+) -> str:
     """``value`` if it is a string of at most ``max_len`` characters."""
     allowed = f"text of at most {max_len} characters"
     if not isinstance(value, str):
         raise _refuse(error, name, allowed, value, param)
     if len(value) > max_len:
-        raise about(error(f"{name} must be {allowed}, got {len(value)} characters ({shown(value, 30)})."),
-                    _param(name, param), name)
+        raise about(
+            error(f"{name} must be {allowed}, got {len(value)} characters ({shown(value, 30)})."),
+            _param(name, param),
+            name,
+        )
     return value
 
 
-def choice(name: str, value: Any, choices: Sequence[Any], *, error: type[SpecvizError] = InvalidParameterError,
-           param: str | None = None) -> Any:
+def choice(
+    name: str,
+    value: Any,
+    choices: Sequence[Any],
+    *,
+    error: type[SpecvizError] = InvalidParameterError,
+    param: str | None = None,
+) -> Any:
     """``value`` if it is one of ``choices``, of the same type (``True`` is not ``1``)."""
     if not any(type(value) is type(c) and value == c for c in choices):
         raise _refuse(error, name, f"one of {', '.join(map(str, choices))}", value, param)
@@ -152,31 +184,51 @@ def prompt(value: Any) -> str | list[int]:
     if isinstance(value, str):
         bad = _SURROGATE.search(value)
         if bad:
-            raise about(PromptError(
-                f"prompt must be text a tokenizer can read; it holds a lone surrogate ({ascii(bad.group())}) at "
-                f"character {bad.start()}, half of a UTF-16 pair and no character."), "prompt")
+            raise about(
+                PromptError(
+                    f"prompt must be text a tokenizer can read; it holds a lone surrogate ({ascii(bad.group())}) at "
+                    f"character {bad.start()}, half of a UTF-16 pair and no character."
+                ),
+                "prompt",
+            )
         return value
     if isinstance(value, tuple):
-        raise about(PromptError(f"prompt must be text or a list of token ids (integers), got a tuple "
-                                f"{shown(value)}: pass list(prompt)."), "prompt")
+        raise about(
+            PromptError(
+                f"prompt must be text or a list of token ids (integers), got a tuple {shown(value)}: pass list(prompt)."
+            ),
+            "prompt",
+        )
     if isinstance(value, list):
         bad = [i for i in value if isinstance(i, bool) or not isinstance(i, numbers.Integral)]
         if not bad:
             return [int(i) for i in value]
-        raise about(PromptError(f"prompt must be text or a list of token ids (integers); the list holds "
-                                f"{shown(bad[0])}."), "prompt")
+        raise about(
+            PromptError(f"prompt must be text or a list of token ids (integers); the list holds {shown(bad[0])}."),
+            "prompt",
+        )
     hint = " (decode bytes to text first)" if isinstance(value, (bytes, bytearray)) else ""
-    raise about(PromptError(f"prompt must be text or a list of token ids (integers), got {shown(value)}{hint}."),
-                "prompt")
+    raise about(
+        PromptError(f"prompt must be text or a list of token ids (integers), got {shown(value)}{hint}."), "prompt"
+    )
 
 
-DECIMALS = ("numbers >= 0 in ASCII digits separated by commas, like 0.5,0.2,0.1 (a decimal point and a lowercase "
-            "e exponent allowed; no spaces, signs, underscores, empty entries or other scripts' digits)")
+DECIMALS = (
+    "numbers >= 0 in ASCII digits separated by commas, like 0.5,0.2,0.1 (a decimal point and a lowercase "
+    "e exponent allowed; no spaces, signs, underscores, empty entries or other scripts' digits)"
+)
 _DECIMAL = re.compile(r"(?:[0-9]*\.)?[0-9]+(?:e[+-]?[0-9]+)?")  # ASCII only: ``float`` also reads "٠.٥", "1_0", " 5"
 
 
-def decimal_list(name: str, value: Any, max_items: int, *, also: str = "",
-                 error: type[SpecvizError] = InvalidParameterError, param: str | None = None) -> tuple[float, ...]:
+def decimal_list(
+    name: str,
+    value: Any,
+    max_items: int,
+    *,
+    also: str = "",
+    error: type[SpecvizError] = InvalidParameterError,
+    param: str | None = None,
+) -> tuple[float, ...]:
     """``value``, text of ``DECIMALS``, as its finite floats; an entry that overflows to infinity or
     underflows to 0 (``1e-400``: not the number written) is refused, as are more than ``max_items``.
     ``also``: the other values the parameter takes, as its refusals name them (``"'auto' or "``)."""
@@ -194,8 +246,11 @@ def decimal_list(name: str, value: Any, max_items: int, *, also: str = "",
         mantissa = part.split("e")[0]
         if not math.isfinite(x) or x == 0 and mantissa.strip("0.") != "":
             why = "overflows to infinity" if not math.isfinite(x) else "underflows to 0 in a float"
-            raise about(error(f"{name} entry {i} ({shown(part, 30)}) {why}: write a number a float holds."),
-                        _param(name, param), name)
+            raise about(
+                error(f"{name} entry {i} ({shown(part, 30)}) {why}: write a number a float holds."),
+                _param(name, param),
+                name,
+            )
         out.append(x)
     return tuple(out)
 
@@ -220,6 +275,7 @@ def whole(lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
     """An argparse ``type``: the option's text as an integer in [lo, hi], in ``whole_text``'s grammar;
     anything else is argparse's one-line refusal naming the option with the range (``--repeat 0``:
     "argument --repeat: expected an integer >= 1, got '0'")."""
+
     def parse(raw: str) -> int:
         value = whole_text(raw)
         how = "" if value is not None else ", written in ASCII digits"
@@ -239,6 +295,7 @@ def real() -> Callable[[str], float]:
     """An argparse ``type``: the option's text as a finite float written in ASCII digits (a leading minus,
     a decimal point and a lowercase e exponent allowed; nothing around it), else argparse's one-line
     refusal naming the option."""
+
     def parse(raw: str) -> float:
         x = float(raw) if isinstance(raw, str) and _REAL.fullmatch(raw) else math.nan
         if not math.isfinite(x):
@@ -252,8 +309,16 @@ def real() -> Callable[[str], float]:
 def true_or_false(text: str) -> bool:
     """An argparse ``type``: a boolean option's value, true/false, yes/no, on/off or 1/0; anything else is
     refused, not read as false."""
-    value = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
-             "off": False}.get(text.strip().lower())
+    value = {
+        "1": True,
+        "true": True,
+        "yes": True,
+        "on": True,
+        "0": False,
+        "false": False,
+        "no": False,
+        "off": False,
+    }.get(text.strip().lower())
     if value is None:
         raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
     return value

@@ -8,7 +8,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 torch.set_num_threads(1)
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # subprocesses (the GPU check, papers, app servers) too: 2 workers on 2 cores
+os.environ.setdefault(
+    "OMP_NUM_THREADS", "1"
+)  # subprocesses (the GPU check, papers, app servers) too: 2 workers on 2 cores
 
 
 RECURSION_LIMIT = sys.getrecursionlimit()
@@ -49,8 +51,9 @@ def pytest_collection_modifyitems(config, items):
     units: dict = {}  # a file's tests stay together when they share a costly setup made once per worker:
     for item in items:  # a browser test file's server, or a file that says ONE_WORKER (a loaded model)
         if together(item):  # every browser test on the shared app (``app_server``): one unit, one app start
-            units.setdefault("app_server" if "app_server" in getattr(item, "fixturenames", ()) else item.path,
-                             []).append(item)
+            units.setdefault(
+                "app_server" if "app_server" in getattr(item, "fixturenames", ()) else item.path, []
+            ).append(item)
         elif weight(item):
             units.setdefault(item, []).append(item)
     heavy = sorted(units.values(), key=lambda unit: sum(map(weight, unit)), reverse=True)  # stable: file order

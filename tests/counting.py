@@ -1,4 +1,5 @@
 """Counting a model's forward passes at the bottom of every wrapper in specviz."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ def count_forwards(**models) -> Iterator[Counts]:
             counts[name] += 1
             counts.fed[name].append(hidden.shape[-2])
             return forward(hidden, *args, **kwargs)
+
         return wrapped
 
     for name, head in heads.items():

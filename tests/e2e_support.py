@@ -2,6 +2,7 @@
 checks of what the page shows (Plotly figures whose text is cut off or overlaps, titles, status).
 The fixtures (conftest.py) start one app per test process for every browser test (``app_server``) and
 one chromium per test file (``browser``). Nothing here asserts a speed: waits have generous limits."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,15 @@ import specviz
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 REQUIRED = bool(os.environ.get("CI") or os.environ.get("SPECVIZ_REQUIRE_E2E"))
 
 
@@ -34,12 +42,21 @@ def start_app(tmp: Path, **env_extra: str) -> tuple[subprocess.Popen, str, Path]
     """`python app.py` on a free port; on the bundled code pair (fast) unless ``env_extra`` says otherwise
     (``SPECVIZ_PRESETS``, ``SPECVIZ_TARGET``)."""
     port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "HF_HUB_OFFLINE": "1",
-           "GRADIO_ANALYTICS_ENABLED": "False", "SPECVIZ_TORCH_THREADS": "1", "PYTHONUNBUFFERED": "1",
-           "SPECVIZ_PRESETS": "bundled-stdlib-pair", **env_extra}
+    env = {
+        **os.environ,
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+        "GRADIO_SERVER_PORT": str(port),
+        "HF_HUB_OFFLINE": "1",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "SPECVIZ_TORCH_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+        "SPECVIZ_PRESETS": "bundled-stdlib-pair",
+        **env_extra,
+    }
     log = tmp / f"app-{port}.log"
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=open(log, "w"),
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -72,7 +89,9 @@ def plot_info(page, elem_id: str) -> dict:
         """id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
                    if (!el || !el.data) return null;
                    return {traces: el.data.length, title: (el.layout.title || {}).text || '',
-                           metas: el.data.map(t => t.meta || null)}; }""", elem_id)
+                           metas: el.data.map(t => t.meta || null)}; }""",
+        elem_id,
+    )
 
 
 # Text and plot boxes of a Plotly figure that must not cover one another: the title with its subtitle,
@@ -156,8 +175,11 @@ def unreadable(page, *elem_ids: str) -> dict[str, list[str]]:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        page.wait_for_function(f"ids => ids.every(id => ({CLIPPED_JS})(id).length + ({OVERLAPS_JS})(id).length === 0)",
-                               arg=list(elem_ids), timeout=60_000)
+        page.wait_for_function(
+            f"ids => ids.every(id => ({CLIPPED_JS})(id).length + ({OVERLAPS_JS})(id).length === 0)",
+            arg=list(elem_ids),
+            timeout=60_000,
+        )
     except PlaywrightTimeout:
         pass  # reported below, with what is wrong
     found = {i: plot_clipped(page, i) + plot_overlaps(page, i) for i in elem_ids}
@@ -227,8 +249,9 @@ def at_width(page, width: int) -> None:
     if page.locator("#sv-sidebar.open").count() == phone:
         page.click("#sv-sidebar .toggle-button")
     edge = "<= 1" if phone else ">= 300"
-    page.wait_for_function(f"document.querySelector('#sv-sidebar').getBoundingClientRect().right {edge}",
-                           timeout=15_000)
+    page.wait_for_function(
+        f"document.querySelector('#sv-sidebar').getBoundingClientRect().right {edge}", timeout=15_000
+    )
 
 
 def to_phone_width(page, *elem_ids: str) -> None:
@@ -237,11 +260,14 @@ def to_phone_width(page, *elem_ids: str) -> None:
     page.set_viewport_size({"width": 400, "height": 850})
     if page.locator("#sv-sidebar.open").count():
         page.click("#sv-sidebar.open .toggle-button")
-    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right <= 1",
-                           timeout=15_000)
-    page.wait_for_function("""ids => ids.every(id => {
+    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right <= 1", timeout=15_000)
+    page.wait_for_function(
+        """ids => ids.every(id => {
         const svg = document.querySelector('#' + id + ' svg.main-svg');
-        return svg && svg.getBoundingClientRect().width < 380; })""", arg=list(elem_ids), timeout=15_000)
+        return svg && svg.getBoundingClientRect().width < 380; })""",
+        arg=list(elem_ids),
+        timeout=15_000,
+    )
 
 
 def wait_plot_title(page, elem_id: str, prefix: str, exact: bool = False) -> None:
@@ -250,7 +276,9 @@ def wait_plot_title(page, elem_id: str, prefix: str, exact: bool = False) -> Non
         """([id, prefix, exact]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
                                      const text = (el && el.layout && el.layout.title && el.layout.title.text) || '';
                                      return exact ? text === prefix : text.startsWith(prefix); }""",
-        arg=[elem_id, prefix, exact], timeout=30_000)
+        arg=[elem_id, prefix, exact],
+        timeout=30_000,
+    )
 
 
 HANG_GUARD_MS = 600_000  # a page or browser that loads at all loads within this, however loaded the machine
@@ -286,8 +314,7 @@ def set_number(page, elem_id, value):
 
 
 def wait_status(page, text, timeout=180_000):
-    page.wait_for_function("t => document.querySelector('#sv-status').innerText.includes(t)", arg=text,
-                           timeout=timeout)
+    page.wait_for_function("t => document.querySelector('#sv-status').innerText.includes(t)", arg=text, timeout=timeout)
 
 
 def tree_step(page, i):

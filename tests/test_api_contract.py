@@ -4,6 +4,7 @@ message names the parameter; a good one runs and is kept as given (nothing round
 read as something else). Hypothesis draws hostile values (NaN, infinities, huge and tiny floats,
 bools, negative numbers, None, strings, long strings, lists, bytes); the reproductions of the issue
 are checked one by one. Every model is a tiny random one and every run asks for at most 2 tokens."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,8 @@ import math
 import re
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 from tiny import save_checkpoint, tiny_model, tiny_pair, tiny_tokenizer
 
 import specviz
@@ -21,15 +23,70 @@ from specviz.errors import InvalidParameterError, ModelLoadError, PromptError, S
 from specviz.models.loading import ModelPair, attach_early_exit
 from specviz.validation import MAX_SEED
 
-FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 NAN, INF = float("nan"), float("inf")
-SPECIAL = [NAN, INF, -INF, 1e308, -1e308, 1e-45, 5e-324, -0.0, 0.0, 0.5, 1.5, 2.0, -1, 0, 1, 2, 4, 2**63 - 1, 2**63,
-           -2**63, 10**30, True, False, None, "", " ", "nan", "inf", "4", "1.5", "auto", "4x2", "0.5,0.2", "x" * 300,
-           "0" * 226 + "4", b"def f():", bytearray(b"\x01"), [], [1, 2], ["a"], (3,), {}, {"a": 1}, {1}, object()]
-HOSTILE = st.one_of(st.sampled_from(SPECIAL), st.floats(allow_nan=True, allow_infinity=True),
-                    st.integers(-10**20, 10**20), st.text(max_size=40), st.booleans(),
-                    st.lists(st.integers(-3, 20), max_size=3), st.binary(max_size=6))
+SPECIAL = [
+    NAN,
+    INF,
+    -INF,
+    1e308,
+    -1e308,
+    1e-45,
+    5e-324,
+    -0.0,
+    0.0,
+    0.5,
+    1.5,
+    2.0,
+    -1,
+    0,
+    1,
+    2,
+    4,
+    2**63 - 1,
+    2**63,
+    -(2**63),
+    10**30,
+    True,
+    False,
+    None,
+    "",
+    " ",
+    "nan",
+    "inf",
+    "4",
+    "1.5",
+    "auto",
+    "4x2",
+    "0.5,0.2",
+    "x" * 300,
+    "0" * 226 + "4",
+    b"def f():",
+    bytearray(b"\x01"),
+    [],
+    [1, 2],
+    ["a"],
+    (3,),
+    {},
+    {"a": 1},
+    {1},
+    object(),
+]
+HOSTILE = st.one_of(
+    st.sampled_from(SPECIAL),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**20), 10**20),
+    st.text(max_size=40),
+    st.booleans(),
+    st.lists(st.integers(-3, 20), max_size=3),
+    st.binary(max_size=6),
+)
 BASE = {"sequoia": {"acceptance": "0.6,0.2"}}  # a given vector: no calibration unless a fuzzed value asks for it
 
 
@@ -43,10 +100,16 @@ def pair() -> ModelPair:
 def text_pair() -> ModelPair:
     """A tiny pair with a tokenizer and a chat template, for text prompts."""
     tok = tiny_tokenizer()
-    tok.chat_template = ("{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
-                         "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}")
-    return ModelPair(tiny_model("llama", vocab=len(tok), hidden=16), tiny_model("llama", vocab=len(tok), seed=1, hidden=8),
-                     tok, len(tok))
+    tok.chat_template = (
+        "{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
+    )
+    return ModelPair(
+        tiny_model("llama", vocab=len(tok), hidden=16),
+        tiny_model("llama", vocab=len(tok), seed=1, hidden=8),
+        tok,
+        len(tok),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +119,7 @@ def checkpoint(tmp_path_factory) -> str:
 
 def names(message: str, name: str) -> bool:
     """Whether ``message`` names the parameter ``name`` (``early-exit`` names ``early_exit``)."""
+
     def norm(text: str) -> str:
         return text.lower().replace("-", "_").replace(" ", "_")
 
@@ -107,9 +171,15 @@ def test_every_algorithm_parameter_is_kept_exactly_or_refused_by_name(pair, draw
     assert len(trace.output_ids) <= 2
 
 
-EDGES = {"max_new_tokens": [1, 2, 0, 3.0], "temperature": [0, 0.0, 1e-3, 0.5, 1, 100, 9.99e-4, 100.001],
-         "top_p": [1e-9, 0.5, 1, 0, 1.0000001], "top_k": [0, 1, 8, 9, -1, 10**30], "seed": [0, 7, MAX_SEED, MAX_SEED + 1],
-         "record_top_k": [0, 1, 256, 257], "chat": [False, True, 0]}
+EDGES = {
+    "max_new_tokens": [1, 2, 0, 3.0],
+    "temperature": [0, 0.0, 1e-3, 0.5, 1, 100, 9.99e-4, 100.001],
+    "top_p": [1e-9, 0.5, 1, 0, 1.0000001],
+    "top_k": [0, 1, 8, 9, -1, 10**30],
+    "seed": [0, 7, MAX_SEED, MAX_SEED + 1],
+    "record_top_k": [0, 1, 256, 257],
+    "chat": [False, True, 0],
+}
 DECODE_ARGS = tuple(EDGES)
 
 
@@ -156,8 +226,10 @@ def test_every_decode_argument_is_kept_exactly_or_refused_by_name(pair, drawn, u
 
 
 @settings(FUZZ, max_examples=60)
-@given(st.one_of(HOSTILE, st.lists(st.one_of(st.integers(-2, 400), st.floats(), st.booleans(), st.none()),
-                                   max_size=3)), st.booleans())
+@given(
+    st.one_of(HOSTILE, st.lists(st.one_of(st.integers(-2, 400), st.floats(), st.booleans(), st.none()), max_size=3)),
+    st.booleans(),
+)
 def test_every_prompt_is_read_as_given_or_refused_by_name(text_pair, prompt, chat):
     try:
         trace = specviz.decode(text_pair, "sd", prompt, max_new_tokens=2, chat=chat, temperature=1.0)
@@ -197,9 +269,15 @@ def test_several_bad_arguments_at_once_name_one_of_them(pair, kwargs):
         _decode_checked(pair, name, value, use_stream=False, refusal_allowed=False)
 
 
-LOAD_EDGES = {"target": [" ", "/", "."], "draft": [None, " "], "device": ["cpu", "auto", "cuda:0", "CPU", "cuda:x"],
-              "dtype": ["auto", "float32", "bfloat16", "int8", "FLOAT32"], "trust_remote_code": [False, True, 0],
-              "early_exit": [1, 0, 2, -1, ".", "/"], "preset": ["", "no-such-preset"]}
+LOAD_EDGES = {
+    "target": [" ", "/", "."],
+    "draft": [None, " "],
+    "device": ["cpu", "auto", "cuda:0", "CPU", "cuda:x"],
+    "dtype": ["auto", "float32", "bfloat16", "int8", "FLOAT32"],
+    "trust_remote_code": [False, True, 0],
+    "early_exit": [1, 0, 2, -1, ".", "/"],
+    "preset": ["", "no-such-preset"],
+}
 
 
 @st.composite
@@ -232,25 +310,32 @@ def test_every_load_pair_argument_is_refused_by_name_or_loads(checkpoint, drawn)
 # ---------------------------------------------------------------- the issue's reproductions
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"temperature": NAN}, InvalidParameterError, r"temperature must be 0 \(greedy\) or a number in \[0\.001, 100\]"),
-    ({"temperature": 1e-45}, InvalidParameterError, r"temperature must be 0 \(greedy\) or a number in"),
-    ({"temperature": -1}, InvalidParameterError, r"temperature .*got -1\."),
-    ({"temperature": INF}, InvalidParameterError, r"temperature .*got inf\."),
-    ({"temperature": True}, InvalidParameterError, "temperature"),
-    ({"top_k": True}, InvalidParameterError, r"top_k .*an integer >= 0, got True"),
-    ({"top_k": 2.5}, InvalidParameterError, "top_k"),
-    ({"top_p": NAN}, InvalidParameterError, r"top_p .*in \(0, 1\]"),
-    ({"seed": 1.5}, InvalidParameterError, r"seed must be an integer in \[0, 2\*\*63 - 1\], got 1\.5"),
-    ({"seed": 2.0}, InvalidParameterError, "seed"),
-    ({"seed": True}, InvalidParameterError, "seed"),
-    ({"seed": 2**63}, InvalidParameterError, "seed"),
-    ({"seed": -1}, InvalidParameterError, "seed"),
-    ({"max_new_tokens": 2.5}, InvalidParameterError, r"max_new_tokens must be an integer >= 1, got 2\.5"),
-    ({"max_new_tokens": 2.0}, InvalidParameterError, "max_new_tokens"),
-    ({"record_top_k": 10**6}, InvalidParameterError, r"record_top_k .*\[0, 256\]"),
-    ({"chat": 1}, InvalidParameterError, "chat must be true or false"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (
+            {"temperature": NAN},
+            InvalidParameterError,
+            r"temperature must be 0 \(greedy\) or a number in \[0\.001, 100\]",
+        ),
+        ({"temperature": 1e-45}, InvalidParameterError, r"temperature must be 0 \(greedy\) or a number in"),
+        ({"temperature": -1}, InvalidParameterError, r"temperature .*got -1\."),
+        ({"temperature": INF}, InvalidParameterError, r"temperature .*got inf\."),
+        ({"temperature": True}, InvalidParameterError, "temperature"),
+        ({"top_k": True}, InvalidParameterError, r"top_k .*an integer >= 0, got True"),
+        ({"top_k": 2.5}, InvalidParameterError, "top_k"),
+        ({"top_p": NAN}, InvalidParameterError, r"top_p .*in \(0, 1\]"),
+        ({"seed": 1.5}, InvalidParameterError, r"seed must be an integer in \[0, 2\*\*63 - 1\], got 1\.5"),
+        ({"seed": 2.0}, InvalidParameterError, "seed"),
+        ({"seed": True}, InvalidParameterError, "seed"),
+        ({"seed": 2**63}, InvalidParameterError, "seed"),
+        ({"seed": -1}, InvalidParameterError, "seed"),
+        ({"max_new_tokens": 2.5}, InvalidParameterError, r"max_new_tokens must be an integer >= 1, got 2\.5"),
+        ({"max_new_tokens": 2.0}, InvalidParameterError, "max_new_tokens"),
+        ({"record_top_k": 10**6}, InvalidParameterError, r"record_top_k .*\[0, 256\]"),
+        ({"chat": 1}, InvalidParameterError, "chat must be true or false"),
+    ],
+)
 def test_bad_sampling_values_are_refused_with_their_range(pair, kwargs, error, match):
     with pytest.raises(error, match=match):
         specviz.decode(pair, "sd", [1, 2], **{"max_new_tokens": 2, **kwargs})
@@ -258,32 +343,45 @@ def test_bad_sampling_values_are_refused_with_their_range(pair, kwargs, error, m
         specviz.stream(pair, "sd", [1, 2], **{"max_new_tokens": 2, **kwargs})
 
 
-@pytest.mark.parametrize("algorithm, params, match", [
-    ("eesd", {"alpha0": NAN}, r"eesd: parameter 'alpha0' must be a finite number in \[0\.001, 1000\], got nan"),
-    ("eesd", {"beta0": NAN}, "beta0"),
-    ("eesd", {"controller": "cali_ts", "theta_hat0": NAN}, "theta_hat0"),
-    ("mcsd", {"k_config": "0" * 226 + "4"}, r"k_config' must be text of at most 100 characters, got 227"),
-    ("specinfer", {"k_config": "4xtwo"}, "k_config"),
-    ("sequoia", {"acceptance": "nan"}, "acceptance must be 'auto' or numbers >= 0 in ASCII digits"),
-    ("sequoia", {"acceptance": "0.5,inf"}, "acceptance"),
-    ("sequoia", {"acceptance": "-inf"}, "acceptance"),
-    ("sequoia", {"acceptance": ",".join(["0.01"] * 65)}, "acceptance has 65 entries; at most 64"),
-    ("sd", {"gamma": 4.0}, r"sd: parameter 'gamma' must be an integer in \[1, 32\], got 4\.0"),
-    ("sd", {"gamma": True}, "gamma"),
-    ("mcsd", {"replacement": 1}, "replacement' must be true or false"),
-    ("biased_sd", {"residual": ["opt"]}, "residual' must be one of opt, target"),
-    ("dsbd", {"width": 2, "min_width": 3}, r"min_width' must be in \[1, width = 2\], got 3"),
-    ("sd", {"nonsense": 1}, "unknown parameter.*nonsense"),
-])
+@pytest.mark.parametrize(
+    "algorithm, params, match",
+    [
+        ("eesd", {"alpha0": NAN}, r"eesd: parameter 'alpha0' must be a finite number in \[0\.001, 1000\], got nan"),
+        ("eesd", {"beta0": NAN}, "beta0"),
+        ("eesd", {"controller": "cali_ts", "theta_hat0": NAN}, "theta_hat0"),
+        ("mcsd", {"k_config": "0" * 226 + "4"}, r"k_config' must be text of at most 100 characters, got 227"),
+        ("specinfer", {"k_config": "4xtwo"}, "k_config"),
+        ("sequoia", {"acceptance": "nan"}, "acceptance must be 'auto' or numbers >= 0 in ASCII digits"),
+        ("sequoia", {"acceptance": "0.5,inf"}, "acceptance"),
+        ("sequoia", {"acceptance": "-inf"}, "acceptance"),
+        ("sequoia", {"acceptance": ",".join(["0.01"] * 65)}, "acceptance has 65 entries; at most 64"),
+        ("sd", {"gamma": 4.0}, r"sd: parameter 'gamma' must be an integer in \[1, 32\], got 4\.0"),
+        ("sd", {"gamma": True}, "gamma"),
+        ("mcsd", {"replacement": 1}, "replacement' must be true or false"),
+        ("biased_sd", {"residual": ["opt"]}, "residual' must be one of opt, target"),
+        ("dsbd", {"width": 2, "min_width": 3}, r"min_width' must be in \[1, width = 2\], got 3"),
+        ("sd", {"nonsense": 1}, "unknown parameter.*nonsense"),
+    ],
+)
 def test_bad_algorithm_parameters_are_refused_by_name(pair, algorithm, params, match):
     with pytest.raises(InvalidParameterError, match=match):
         specviz.stream(pair, algorithm, [1, 2], max_new_tokens=2, **params)
 
 
-@pytest.mark.parametrize("prompt, match", [
-    (None, "got None"), (123, "got 123"), (["a"], "holds 'a'"), ([1.0, 2.0], "holds 1.0"), ([True], "holds True"),
-    (b"def f():", "decode bytes to text first"), ("   ", "empty"), ([], "empty"), ([1, 99], r"\[0, 7\], got 99"),
-])
+@pytest.mark.parametrize(
+    "prompt, match",
+    [
+        (None, "got None"),
+        (123, "got 123"),
+        (["a"], "holds 'a'"),
+        ([1.0, 2.0], "holds 1.0"),
+        ([True], "holds True"),
+        (b"def f():", "decode bytes to text first"),
+        ("   ", "empty"),
+        ([], "empty"),
+        ([1, 99], r"\[0, 7\], got 99"),
+    ],
+)
 def test_bad_prompts_are_refused_not_read_as_ids(pair, prompt, match):
     with pytest.raises(PromptError, match=match):
         specviz.decode(pair, "sd", prompt, max_new_tokens=2, temperature=1.0)
@@ -305,15 +403,18 @@ def test_the_pair_argument_is_checked(pair):
         specviz.stream(alone, "eesd", [1, 2], max_new_tokens=2, temperature=1.0)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"draft": 123}, "draft must be a model .* got 123"),
-    ({"device": "tpu"}, "device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
-    ({"device": None}, "device must be .* got None"),
-    ({"dtype": ["float32"]}, "dtype must be one of auto, float32"),
-    ({"trust_remote_code": "yes"}, "trust_remote_code must be true or false"),
-    ({"target": 123}, "target must be a model"),
-    ({"early_exit": True}, "early_exit must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"draft": 123}, "draft must be a model .* got 123"),
+        ({"device": "tpu"}, "device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+        ({"device": None}, "device must be .* got None"),
+        ({"dtype": ["float32"]}, "dtype must be one of auto, float32"),
+        ({"trust_remote_code": "yes"}, "trust_remote_code must be true or false"),
+        ({"target": 123}, "target must be a model"),
+        ({"early_exit": True}, "early_exit must be"),
+    ],
+)
 def test_bad_load_pair_arguments_are_refused_before_loading(checkpoint, kwargs, match):
     with pytest.raises(ModelLoadError, match=match):
         specviz.load_pair(**{"target": checkpoint, **kwargs})
@@ -324,8 +425,12 @@ def test_the_extremes_of_each_range_run(pair):
     assert trace.seed == MAX_SEED and trace.sampling == {"temperature": 1e-3, "top_k": 1, "top_p": 1e-9}
     assert specviz.decode(pair, "sd", [1, 2], max_new_tokens=2, temperature=100).sampling["temperature"] == 100.0
     long_vector = ",".join(["0.015"] * 64)  # 64 entries, 383 characters: within acceptance's own cap
-    assert specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=2, acceptance=long_vector, temperature=1.0).params["acceptance"] \
+    assert (
+        specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=2, acceptance=long_vector, temperature=1.0).params[
+            "acceptance"
+        ]
         == long_vector
+    )
 
 
 # ---------------------------------------------------------------- the CLI
@@ -339,25 +444,31 @@ def cli(argv: list[str], capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["compare", "--algos", "ar", "nonexistent"], "--algos must be the name of a registered algorithm, got 'nonexistent'"),
-    (["run", "--temperature", "nan"], "--temperature: expected a finite number .* got 'nan'"),
-    (["run", "--temperature", "inf"], "--temperature: expected a finite number .* got 'inf'"),
-    (["run", "--temperature", "-1"], "--temperature"),
-    (["run", "--top-p", "0"], "--top-p"),
-    (["run", "--seed", "-1"], "--seed must be an integer"),
-    (["run", "--seed", "1.5"], "--seed: expected an integer, written in ASCII digits, got '1.5'"),
-    (["run", "--max-new-tokens", "2.5"], "--max-new-tokens: expected an integer, written in ASCII digits"),
-    (["run", "--max-new-tokens", "0"], "--max-new-tokens must be an integer >= 1"),
-    (["run", "--algo", "nonexistent"], "--algo must be the name of a registered algorithm"),
-    (["run", "--algo", "mcsd", "--k-config", "0" * 226 + "4"], "--k-config must be text of at most 100"),
-    (["run", "--algo", "mcsd", "--replacement", "maybe"], "--replacement: expected true or false, got 'maybe'"),
-    (["run", "--algo", "ar", "--gamma", "5"], "--gamma: not a parameter of ar"),
-    (["run", "--algo", "sequoia", "--acceptance", "nan"], "--acceptance"),
-    (["run", "--algo", "eesd", "--alpha0", "nan"], "--alpha0"),
-    (["run", "--out", "/nonexistent-specviz-dir/t.json"], "--out .* does not exist"),
-    (["run", "--device", "tpu"], "--device must be auto, cpu, cuda or cuda:N"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (
+            ["compare", "--algos", "ar", "nonexistent"],
+            "--algos must be the name of a registered algorithm, got 'nonexistent'",
+        ),
+        (["run", "--temperature", "nan"], "--temperature: expected a finite number .* got 'nan'"),
+        (["run", "--temperature", "inf"], "--temperature: expected a finite number .* got 'inf'"),
+        (["run", "--temperature", "-1"], "--temperature"),
+        (["run", "--top-p", "0"], "--top-p"),
+        (["run", "--seed", "-1"], "--seed must be an integer"),
+        (["run", "--seed", "1.5"], "--seed: expected an integer, written in ASCII digits, got '1.5'"),
+        (["run", "--max-new-tokens", "2.5"], "--max-new-tokens: expected an integer, written in ASCII digits"),
+        (["run", "--max-new-tokens", "0"], "--max-new-tokens must be an integer >= 1"),
+        (["run", "--algo", "nonexistent"], "--algo must be the name of a registered algorithm"),
+        (["run", "--algo", "mcsd", "--k-config", "0" * 226 + "4"], "--k-config must be text of at most 100"),
+        (["run", "--algo", "mcsd", "--replacement", "maybe"], "--replacement: expected true or false, got 'maybe'"),
+        (["run", "--algo", "ar", "--gamma", "5"], "--gamma: not a parameter of ar"),
+        (["run", "--algo", "sequoia", "--acceptance", "nan"], "--acceptance"),
+        (["run", "--algo", "eesd", "--alpha0", "nan"], "--alpha0"),
+        (["run", "--out", "/nonexistent-specviz-dir/t.json"], "--out .* does not exist"),
+        (["run", "--device", "tpu"], "--device must be auto, cpu, cuda or cuda:N"),
+    ],
+)
 def test_every_bad_cli_value_is_one_line_and_exit_code_2(checkpoint, capsys, argv, match):
     code, err = cli([*argv, "--prompt", "def f():", "--target", checkpoint], capsys)
     assert code == 2 and "Traceback" not in err
@@ -367,19 +478,41 @@ def test_every_bad_cli_value_is_one_line_and_exit_code_2(checkpoint, capsys, arg
 
 def test_a_good_cli_run_writes_its_trace(checkpoint, capsys, tmp_path):
     out = tmp_path / "t.json"
-    code, _ = cli(["run", "--target", checkpoint, "--prompt", "def f():", "--max-new-tokens", "2", "--temperature",
-                   "0", "--algo", "ar", "--out", str(out)], capsys)
+    code, _ = cli(
+        [
+            "run",
+            "--target",
+            checkpoint,
+            "--prompt",
+            "def f():",
+            "--max-new-tokens",
+            "2",
+            "--temperature",
+            "0",
+            "--algo",
+            "ar",
+            "--out",
+            str(out),
+        ],
+        capsys,
+    )
     assert code == 0 and specviz.RunTrace.from_json(out.read_text()).params == {}
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["bench", "--algos", "ar", "nonexistent"], "--algos must be the name of a registered algorithm, got 'nonexistent'"),
-    (["bench", "--repeat", "0"], r"--repeat/--repeats: expected an integer >= 1, got '0'"),
-    (["bench", "--max-new-tokens", "nan"], "--max-new-tokens: expected an integer >= 1"),
-    (["bench", "--beam-width", "9"], r"--beam-width: expected an integer in \[1, 8\]"),
-    (["theory", "--figures", "x", "--runs", "-5"], "--runs: expected an integer >= 1"),
-    (["theory", "--figures", "x", "--seed", str(2**32)], r"--seed: expected an integer in \[0, 4294967295\]"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (
+            ["bench", "--algos", "ar", "nonexistent"],
+            "--algos must be the name of a registered algorithm, got 'nonexistent'",
+        ),
+        (["bench", "--repeat", "0"], r"--repeat/--repeats: expected an integer >= 1, got '0'"),
+        (["bench", "--max-new-tokens", "nan"], "--max-new-tokens: expected an integer >= 1"),
+        (["bench", "--beam-width", "9"], r"--beam-width: expected an integer in \[1, 8\]"),
+        (["theory", "--figures", "x", "--runs", "-5"], "--runs: expected an integer >= 1"),
+        (["theory", "--figures", "x", "--seed", str(2**32)], r"--seed: expected an integer in \[0, 4294967295\]"),
+    ],
+)
 def test_bench_and_theory_refuse_bad_numbers_in_one_line(checkpoint, capsys, argv, match):
     code, err = cli([*argv, "--target", checkpoint] if argv[0] == "bench" else argv, capsys)
     assert code == 2 and err.count("\n") == 1 and re.search(match, err), err
@@ -404,8 +537,24 @@ def misread(draw, valid: list[str], sep: str):
     """A valid value of a text parameter, mutated (or not) the ways a text gets read as something else."""
     text = draw(st.sampled_from(valid))
     i = draw(st.integers(0, len(text)))
-    how = draw(st.sampled_from(["as is", "underscore", "sign", "space", "case", "digits", "empty field",
-                                "underflow", "overflow", "leading zero", "surround", "other separator"]))
+    how = draw(
+        st.sampled_from(
+            [
+                "as is",
+                "underscore",
+                "sign",
+                "space",
+                "case",
+                "digits",
+                "empty field",
+                "underflow",
+                "overflow",
+                "leading zero",
+                "surround",
+                "other separator",
+            ]
+        )
+    )
     if how == "underscore":
         text = text[:i] + "_" + text[i:]
     elif how == "sign":
@@ -432,14 +581,17 @@ def misread(draw, valid: list[str], sep: str):
     return text
 
 
-K_CONFIG = re.compile(r"[1-9][0-9]*(x[1-9][0-9]*)*")             # docs/algorithms.md, mcsd
-DECIMAL = re.compile(r"([0-9]*\.)?[0-9]+(e[+-]?[0-9]+)?")        # docs/algorithms.md, sequoia
+K_CONFIG = re.compile(r"[1-9][0-9]*(x[1-9][0-9]*)*")  # docs/algorithms.md, mcsd
+DECIMAL = re.compile(r"([0-9]*\.)?[0-9]+(e[+-]?[0-9]+)?")  # docs/algorithms.md, sequoia
 TEXT_PARAMS = [(algo, p) for algo, p in PARAMS if p.kind == "str"]
 
 
 def test_the_text_parameters_are_the_ones_with_a_grammar():
-    assert {(a, p.name) for a, p in TEXT_PARAMS} == {("mcsd", "k_config"), ("specinfer", "k_config"),
-                                                      ("sequoia", "acceptance")}
+    assert {(a, p.name) for a, p in TEXT_PARAMS} == {
+        ("mcsd", "k_config"),
+        ("specinfer", "k_config"),
+        ("sequoia", "acceptance"),
+    }
 
 
 @settings(FUZZ, max_examples=250)
@@ -463,12 +615,32 @@ def test_every_text_parameter_runs_only_in_its_grammar(pair, param, data):
         assert K_CONFIG.fullmatch(value), f"k_config {value!r} ran"
     else:
         entries = value.split(",")
-        assert value == "auto" or all(DECIMAL.fullmatch(e) and (float(e) > 0 or not e.strip("0.e+-"))
-                                      and math.isfinite(float(e)) for e in entries), f"acceptance {value!r} ran"
+        assert value == "auto" or all(
+            DECIMAL.fullmatch(e) and (float(e) > 0 or not e.strip("0.e+-")) and math.isfinite(float(e)) for e in entries
+        ), f"acceptance {value!r} ran"
 
 
-@pytest.mark.parametrize("value", ["4_0x2", "\u0664x2", "\uff14x2", "+4x2", "4 x 2", "4X2", "4×2", "4*2", "4,2",
-                                   " 4x2", "4x2\n", "04x2", "4x", "x4", "4xx2", ""])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "4_0x2",
+        "\u0664x2",
+        "\uff14x2",
+        "+4x2",
+        "4 x 2",
+        "4X2",
+        "4×2",
+        "4*2",
+        "4,2",
+        " 4x2",
+        "4x2\n",
+        "04x2",
+        "4x",
+        "x4",
+        "4xx2",
+        "",
+    ],
+)
 @pytest.mark.parametrize("algorithm", ["mcsd", "specinfer"])
 def test_a_tree_shape_outside_the_grammar_is_refused(pair, algorithm, value):
     """Point 12: ``"4_0x2"`` ran as 40 x 2 (120 nodes a step), other scripts' digits, signs, spaces and
@@ -478,11 +650,23 @@ def test_a_tree_shape_outside_the_grammar_is_refused(pair, algorithm, value):
     assert info.value.param == "k_config"
 
 
-@pytest.mark.parametrize("value, match", [
-    ("\uff10.\uff15", "entry 1 is '０.５'"), ("0.5,,0.2", "entry 2 is ''"), ("1e-400", "underflows to 0"),
-    ("1e400", "overflows to infinity"), ("0.5, 0.2", "entry 2"), ("AUTO", "entry 1"), (" auto", "entry 1"),
-    ("+0.5", "entry 1"), ("0.5;0.2", "entry 1"), ("1_0", "entry 1"), ("\u0660.5", "entry 1"), ("0.5,", "entry 2"),
-])
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        ("\uff10.\uff15", "entry 1 is '０.５'"),
+        ("0.5,,0.2", "entry 2 is ''"),
+        ("1e-400", "underflows to 0"),
+        ("1e400", "overflows to infinity"),
+        ("0.5, 0.2", "entry 2"),
+        ("AUTO", "entry 1"),
+        (" auto", "entry 1"),
+        ("+0.5", "entry 1"),
+        ("0.5;0.2", "entry 1"),
+        ("1_0", "entry 1"),
+        ("\u0660.5", "entry 1"),
+        ("0.5,", "entry 2"),
+    ],
+)
 def test_an_acceptance_vector_outside_the_grammar_is_refused(pair, value, match):
     """Point 13: ``"０.５"``, ``"0.5,,0.2"`` and ``"1e-400"`` (read as 0) ran."""
     with pytest.raises(InvalidParameterError, match=re.escape(match)) as info:
@@ -492,22 +676,35 @@ def test_an_acceptance_vector_outside_the_grammar_is_refused(pair, value, match)
 
 def test_the_grammars_own_values_run(pair):
     for algorithm in ("mcsd", "specinfer"):
-        assert specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, k_config="2x1x1", temperature=1.0).params["k_config"] \
+        assert (
+            specviz.decode(pair, algorithm, [1, 2], max_new_tokens=1, k_config="2x1x1", temperature=1.0).params[
+                "k_config"
+            ]
             == "2x1x1"
+        )
     for vec in ("0.5,0.2", ".5,1e-3", "0.5e-1,0", "5e-324"):
-        assert specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=1, acceptance=vec, temperature=1.0).params["acceptance"] == vec
+        assert (
+            specviz.decode(pair, "sequoia", [1, 2], max_new_tokens=1, acceptance=vec, temperature=1.0).params[
+                "acceptance"
+            ]
+            == vec
+        )
 
 
 @pytest.mark.parametrize("use_stream", [False, True])
 def test_a_lone_surrogate_in_the_prompt_is_refused_by_name(text_pair, use_stream):
     """Point 11: the tokenizer's raw TypeError came out of ``decode`` and ``stream``."""
     for prompt in ("\ud800abc", "abc\udfff", "ok \udc80"):
-        with pytest.raises(PromptError, match="prompt must be text a tokenizer can read; it holds a lone "
-                                              "surrogate") as info:
+        with pytest.raises(
+            PromptError, match="prompt must be text a tokenizer can read; it holds a lone surrogate"
+        ) as info:
             run = (specviz.stream if use_stream else specviz.decode)(text_pair, "sd", prompt, max_new_tokens=2)
             list(run)
         assert info.value.param == "prompt"
-    assert specviz.decode(text_pair, "sd", "ok \U0001f600", max_new_tokens=1, temperature=1.0).prompt_text == "ok \U0001f600"
+    assert (
+        specviz.decode(text_pair, "sd", "ok \U0001f600", max_new_tokens=1, temperature=1.0).prompt_text
+        == "ok \U0001f600"
+    )
 
 
 def test_a_tuple_prompt_is_refused_not_read_as_a_list(pair):
@@ -517,12 +714,15 @@ def test_a_tuple_prompt_is_refused_not_read_as_a_list(pair):
     assert info.value.param == "prompt"
 
 
-@pytest.mark.parametrize("algorithm, params, ignored", [
-    ("sd", {"gamma": 7, "controller": "beta_ts"}, "gamma"),
-    ("sd", {"alpha0": 2.0}, "alpha0"),
-    ("sd", {"controller": "fixed", "num_assistant_tokens": 9}, "num_assistant_tokens"),
-    ("eesd", {"controller": "beta_ts", "sigma_s": 0.5}, "sigma_s"),
-])
+@pytest.mark.parametrize(
+    "algorithm, params, ignored",
+    [
+        ("sd", {"gamma": 7, "controller": "beta_ts"}, "gamma"),
+        ("sd", {"alpha0": 2.0}, "alpha0"),
+        ("sd", {"controller": "fixed", "num_assistant_tokens": 9}, "num_assistant_tokens"),
+        ("eesd", {"controller": "beta_ts", "sigma_s": 0.5}, "sigma_s"),
+    ],
+)
 def test_a_setting_that_would_be_ignored_is_refused_by_name(pair, algorithm, params, ignored):
     """Point 14: ``gamma=7`` with ``controller="beta_ts"`` ran and drafted Beta-TS's lengths, not 7."""
     with pytest.raises(InvalidParameterError, match=rf"parameter '{ignored}' has no effect with controller=") as info:
@@ -544,8 +744,11 @@ def test_reading_a_trace_checks_it_and_recomputes_its_metrics_as_replay_does(pai
     data["metrics"] = {**data["metrics"], "tau": "NaN", "new_tokens": -5, "wall_time_s": -1.0, "junk": [1]}
     path = tmp_path / "lying.json"
     path.write_text(json.dumps(data))
-    for read in (specviz.RunTrace.from_json(path.read_text()), specviz.RunTrace.from_dict(json.loads(path.read_text())),
-                 load_trace_file(str(path), 10**7)):
+    for read in (
+        specviz.RunTrace.from_json(path.read_text()),
+        specviz.RunTrace.from_dict(json.loads(path.read_text())),
+        load_trace_file(str(path), 10**7),
+    ):
         assert read.metrics["new_tokens"] == len(trace.output_ids) == 4 and read.metrics["tau"] == trace.metrics["tau"]
         assert "junk" not in read.metrics and read.metrics["wall_time_s"] >= 0
     data = json.loads(trace.to_json())
@@ -560,15 +763,21 @@ def load_pair_cases(root, checkpoint: str) -> list[tuple[dict, str]]:
     """Point 16's thirteen cases: (load_pair's arguments, the parameter the refusal must name)."""
     (root / "a-file").write_text("x")
     (root / "empty").mkdir(exist_ok=True)
-    return [({"target": str(root / "missing")}, "target"), ({"target": str(root / "a-file")}, "target"),
-            ({"target": str(root / "empty")}, "target"), ({"target": "package:"}, "target"),
-            ({"target": "package:no-such-dist/x.gguf"}, "target"), ({"target": "package:specviz/none.gguf"}, "target"),
-            ({"target": "no-such-owner/no-such-model"}, "target"), ({"target": "a" * 5000}, "target"),
-            ({"target": checkpoint, "early_exit": -1}, "early_exit"),
-            ({"target": checkpoint, "early_exit": 10**9}, "early_exit"),
-            ({"target": checkpoint, "early_exit": str(root / "missing")}, "early_exit"),
-            ({"target": checkpoint, "draft": str(root / "missing")}, "draft"),
-            ({"preset": "no-such-preset"}, "preset")]
+    return [
+        ({"target": str(root / "missing")}, "target"),
+        ({"target": str(root / "a-file")}, "target"),
+        ({"target": str(root / "empty")}, "target"),
+        ({"target": "package:"}, "target"),
+        ({"target": "package:no-such-dist/x.gguf"}, "target"),
+        ({"target": "package:specviz/none.gguf"}, "target"),
+        ({"target": "no-such-owner/no-such-model"}, "target"),
+        ({"target": "a" * 5000}, "target"),
+        ({"target": checkpoint, "early_exit": -1}, "early_exit"),
+        ({"target": checkpoint, "early_exit": 10**9}, "early_exit"),
+        ({"target": checkpoint, "early_exit": str(root / "missing")}, "early_exit"),
+        ({"target": checkpoint, "draft": str(root / "missing")}, "draft"),
+        ({"preset": "no-such-preset"}, "preset"),
+    ]
 
 
 def test_load_pair_refusals_name_their_parameter(checkpoint, tmp_path, monkeypatch):

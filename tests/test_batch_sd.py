@@ -13,6 +13,7 @@ variation (exactly, ``core.theory.batch_root_law``), and the same test flags it
 smaller bias (under 0.015), which no affordable sample would see; that is why the fallback law itself
 is also checked exactly by enumeration in ``tests/test_theory.py``.
 """
+
 import pytest
 import torch
 from tiny import FAMILIES, exact_distribution, goodness_of_fit, sample_counts, tiny_pair
@@ -69,8 +70,9 @@ def test_batch_sd_greedy_equals_ar(family):
     for prompt in ([1, 2, 3], [5], [7, 7, 7, 9, 30]):
         ref = specviz.decode(pair, "ar", prompt, max_new_tokens=30, temperature=0).output_ids
         for m, gamma in ((1, 1), (3, 4), (4, 2)):
-            trace = specviz.decode(pair, "batch_sd", prompt, max_new_tokens=30, temperature=0,
-                                   num_drafts=m, gamma=gamma)
+            trace = specviz.decode(
+                pair, "batch_sd", prompt, max_new_tokens=30, temperature=0, num_drafts=m, gamma=gamma
+            )
             assert trace.output_ids == ref, (prompt, m, gamma)
             assert trace.lossless
             accepted += trace.metrics["accepted"]
@@ -90,14 +92,17 @@ def test_one_draft_is_sd(pair, sampling):
 
 def test_a_step_is_m_branches_and_records_thm3(pair):
     m, gamma = 3, 3
-    trace = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=30, seed=2, num_drafts=m, gamma=gamma, temperature=1.0)
+    trace = specviz.decode(
+        pair, "batch_sd", PROMPT, max_new_tokens=30, seed=2, num_drafts=m, gamma=gamma, temperature=1.0
+    )
     step = trace.steps[0]
     roots = [n for n in step.forest if n.parent is None and n.status in ("accepted", "rejected", "not_reached")]
     assert len(roots) == m
     for r in roots:  # each root carries a chain (a duplicate root none: it can never be accepted)
         depth, node = 0, r
-        while (kids := [n for n in step.forest if n.parent == node.id and n.status != "bonus"
-                        and n.status != "resampled"]):
+        while kids := [
+            n for n in step.forest if n.parent == node.id and n.status != "bonus" and n.status != "resampled"
+        ]:
             assert len(kids) == 1
             node, depth = kids[0], depth + 1
         dup = any(o.token_id == r.token_id and o.id < r.id for o in roots)

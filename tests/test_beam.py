@@ -9,6 +9,7 @@ law from plain sampling's (``ar``) with probability > 0.99 (computed: 1.0), and 
 probability moved from the likeliest output to the second with probability 0.94 (4%: > 0.999).
 The same law and test serve ``dsbd`` (``test_dsbd.py``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,8 +20,7 @@ from collections import Counter
 import pytest
 import torch
 from test_beams_law import chi_square_power, exact_beam_law, next_logprobs
-from tiny import (FAMILIES, chi_square_pvalue, exact_distribution, goodness_of_fit, sample_counts, tiny_pair,
-                  with_eos)
+from tiny import FAMILIES, chi_square_pvalue, exact_distribution, goodness_of_fit, sample_counts, tiny_pair, with_eos
 
 import specviz
 from specviz.core import beams as B
@@ -92,8 +92,12 @@ def exact_output_law(pair, prompt: list[int], width: int, steps: int, sampling: 
         support = [i for i in range(len(p)) if p[i] > 0]
         for pick in itertools.product(support, repeat=width):
             new = [(live[i // vocab][0] + (i % vocab,), float(joint[i])) for i in pick]
-            walk([b for b in new if b[0][-1] not in eos], finished + [b for b in new if b[0][-1] in eos],
-                 mass * math.prod(float(p[i]) for i in pick), left - 1)
+            walk(
+                [b for b in new if b[0][-1] not in eos],
+                finished + [b for b in new if b[0][-1] in eos],
+                mass * math.prod(float(p[i]) for i in pick),
+                left - 1,
+            )
 
     walk([((), 0.0)], [], 1.0, steps)
     return dict(law)
@@ -127,8 +131,10 @@ def cache_free_beam_search(pair, prompt: list[int], width: int | list[int], step
         ll = torch.tensor([b[1] for b in live], dtype=torch.float64)
         scores = B.candidate_scores(ll, next_logprobs(pair.target, prompt, [b[0] for b in live], pair.vocab_size))
         flat = scores.reshape(-1)
-        new = [(live[c // pair.vocab_size][0] + (c % pair.vocab_size,), float(flat[c]))
-               for c in B.beam_search_select(scores, w)]
+        new = [
+            (live[c // pair.vocab_size][0] + (c % pair.vocab_size,), float(flat[c]))
+            for c in B.beam_search_select(scores, w)
+        ]
         finished += [b for b in new if b[0][-1] in pair.eos_token_ids]
         live = [b for b in new if b[0][-1] not in pair.eos_token_ids]
     return list(first_best(finished + live))
@@ -164,7 +170,7 @@ def test_output_law_is_beam_sampling(small_pair):
 def test_the_law_test_has_power(small_pair):
     law = exact_output_law(small_pair, PROMPT, 2, 3, T1)
     plain = exact_distribution(small_pair, PROMPT, 3, T1)
-    assert chi_square_power(law, plain, LAW_RUNS) > 0.99          # beam sampling is not plain sampling
+    assert chi_square_power(law, plain, LAW_RUNS) > 0.99  # beam sampling is not plain sampling
     top = sorted(law, key=law.get, reverse=True)
     shifted = dict(law)
     shifted[top[0]] -= 0.03
@@ -191,8 +197,9 @@ def test_trace_keeps_every_beam(close_pair):
 def test_positions_one_per_beam(close_pair):
     """Trace v2 positions: each step records one position per beam it extended (``root`` = the
     beam), with p_beam on that beam's row (the scale of the nodes' ``p``) and every kept token."""
-    trace = specviz.decode(close_pair, "beam", [1, 2, 3], max_new_tokens=10, temperature=1, width=3, seed=4,
-                           record_top_k=4)
+    trace = specviz.decode(
+        close_pair, "beam", [1, 2, 3], max_new_tokens=10, temperature=1, width=3, seed=4, record_top_k=4
+    )
     for step in trace.steps:
         beams = len(trace.steps[step.index - 1].controller.to_json()["carried"]) if step.index else 1
         assert sorted(r.root for r in step.positions) == list(range(beams))
@@ -200,8 +207,9 @@ def test_positions_one_per_beam(close_pair):
         for n in step.forest:
             pos = position_of(step, n)
             assert pos.root == n.root and pos.p[pos.ids.index(n.token_id)] == pytest.approx(n.p, rel=1e-4)
-    quiet = specviz.decode(close_pair, "beam", [1, 2, 3], max_new_tokens=10, temperature=1, width=3, seed=4,
-                           record_top_k=0)
+    quiet = specviz.decode(
+        close_pair, "beam", [1, 2, 3], max_new_tokens=10, temperature=1, width=3, seed=4, record_top_k=0
+    )
     assert quiet.output_ids == trace.output_ids and all(not s.positions for s in quiet.steps)
 
 
@@ -222,7 +230,7 @@ def test_finished_beams_greedy_match_a_cache_free_reference(eos_pair):
                 assert r["mean_logprob"] == pytest.approx(r["loglik"] / len(r["tokens"]))
             finished = any(r["finished"] and r["tokens"] for s in trace.steps for r in s.controller.to_json()["beams"])
             outcomes.add((trace.finish_reason, finished))
-    assert {("eos", True), ("length", True)} <= outcomes    # a finished beam won; one lost to a live beam
+    assert {("eos", True), ("length", True)} <= outcomes  # a finished beam won; one lost to a live beam
 
 
 @pytest.mark.slow

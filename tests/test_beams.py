@@ -5,6 +5,7 @@ with its probability under q_beam, and every accept / reject branch of the verif
 its probability, so the law of the loop (and of the kept beams) is exact up to float64 rounding.
 Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560): Eqs 1-7, Algorithm 1, Theorem 3.1.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -32,11 +33,17 @@ def dirichlet(n: int, seed: int, zeros: int = 0) -> torch.Tensor:
     return x / x.sum()
 
 
-CASES = [(P6, Q6, 3), (dirichlet(5, 1), dirichlet(5, 2), 4), (dirichlet(6, 3, zeros=2), dirichlet(6, 4), 3),
-         (dirichlet(4, 5), dirichlet(4, 6, zeros=1), 2), (Q6, Q6, 3)]
+CASES = [
+    (P6, Q6, 3),
+    (dirichlet(5, 1), dirichlet(5, 2), 4),
+    (dirichlet(6, 3, zeros=2), dirichlet(6, 4), 3),
+    (dirichlet(4, 5), dirichlet(4, 6, zeros=1), 2),
+    (Q6, Q6, 3),
+]
 
 
 # --- brute-force oracles -----------------------------------------------------------------------
+
 
 def draft_sequences(q: torch.Tensor, m: int):
     """Every ordered m-tuple of i.i.d. drafts from q with its probability."""
@@ -69,8 +76,16 @@ def enumerate_accepted_count(p: torch.Tensor, q: torch.Tensor, m: int, updates: 
     return law
 
 
-def enumerate_layer(p: torch.Tensor, q: torch.Tensor, m: int, width: int, fill_to: int | None = None,
-                    inverted: bool = False, reset: bool = True, fill_from_residual: bool = False) -> dict:
+def enumerate_layer(
+    p: torch.Tensor,
+    q: torch.Tensor,
+    m: int,
+    width: int,
+    fill_to: int | None = None,
+    inverted: bool = False,
+    reset: bool = True,
+    fill_from_residual: bool = False,
+) -> dict:
     """Exact law of the ordered tuple of kept beams of one layer (Algorithm 1, corrected by default).
 
     Switches for the wrong variants: ``inverted`` (Algorithm 1 line 17 as printed, min(1, q/p')),
@@ -126,12 +141,12 @@ def law_distance(a: dict, b: dict) -> float:
 
 # --- the accepted-count law (Eqs 2-4) ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("p,q,m", CASES)
 def test_accepted_count_law_matches_enumeration(p, q, m):
     law = beams.accepted_count_law(p, q, m)
     assert law.shape == (m + 1,) and law.dtype == torch.float64
-    assert torch.allclose(law, torch.tensor(enumerate_accepted_count(p, q, m), dtype=torch.float64),
-                          atol=1e-12, rtol=0)
+    assert torch.allclose(law, torch.tensor(enumerate_accepted_count(p, q, m), dtype=torch.float64), atol=1e-12, rtol=0)
     assert abs(float(law.sum()) - 1.0) < 1e-12
 
 
@@ -145,7 +160,7 @@ def test_double_residual_is_visibly_a_different_law():
     assert torch.allclose(single, loop, atol=1e-12, rtol=0)
     gap = float((double - loop).abs().max())
     assert gap > 0.05, gap
-    assert abs(gap - 0.07) < 1e-9                       # P(2 accepted): 0.322 (loop) vs 0.252 (double)
+    assert abs(gap - 0.07) < 1e-9  # P(2 accepted): 0.322 (loop) vs 0.252 (double)
     assert torch.allclose(double, torch.tensor([0.16875, 0.23625, 0.252, 0.343], dtype=torch.float64), atol=1e-12)
     # ... and it picks another width: P(>= 2) is 0.665 for the loop, 0.595 for the double residual.
     assert beams.dynamic_width(single, 0.6, 1) == 2 and beams.dynamic_width(double, 0.6, 1) == 1
@@ -155,37 +170,41 @@ def test_double_residual_is_visibly_a_different_law():
 
 def test_accepted_count_law_edges():
     assert beams.accepted_count_law(P6, Q6, 0).tolist() == [1.0]
-    same = beams.accepted_count_law(Q6, Q6, 4)          # p == q: every draft is accepted
+    same = beams.accepted_count_law(Q6, Q6, 4)  # p == q: every draft is accepted
     assert torch.allclose(same, torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0], dtype=torch.float64), atol=1e-12)
     disjoint = beams.accepted_count_law(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]), 3)
-    assert disjoint.tolist() == [1.0, 0.0, 0.0, 0.0]   # q never proposes what p wants
+    assert disjoint.tolist() == [1.0, 0.0, 0.0, 0.0]  # q never proposes what p wants
     alpha = beams.acceptance_rates(P6, Q6, 3)
-    assert abs(float(alpha[0]) - (1 - 0.5 * float((P6 - Q6).abs().sum()))) < 1e-12   # alpha_1 = 1 - TV
+    assert abs(float(alpha[0]) - (1 - 0.5 * float((P6 - Q6).abs().sum()))) < 1e-12  # alpha_1 = 1 - TV
     with pytest.raises(ValueError):
         beams.accepted_count_law(P6, Q6[:5], 2)
 
 
 # --- the width rule (Eqs 5-7) ------------------------------------------------------------------
 
+
 def test_survival_sums_from_zero_and_the_literal_form_does_not():
     law = beams.accepted_count_law(P6, Q6, 3)
     surv = beams.survival(law)
     for k in range(4):
         assert abs(float(surv[k]) - (1 - float(law[:k].sum()))) < 1e-12
-    literal = beams.survival(law, paper_literal=True)   # Eq 5 as printed adds P(m, 0) for K >= 1
+    literal = beams.survival(law, paper_literal=True)  # Eq 5 as printed adds P(m, 0) for K >= 1
     assert abs(float(literal[1] - surv[1]) - float(law[0])) < 1e-12
     assert float(literal[1]) == 1.0
 
 
-@pytest.mark.parametrize("threshold,min_width,expected", [
-    (0.95, 1, 1),   # P(>=1) = 0.869 < 0.95: W~ = 0, floored at 1
-    (0.95, 2, 2),
-    (0.8, 1, 1),    # P(>=1) = 0.869, P(>=2) = 0.665
-    (0.6, 1, 2),
-    (0.3, 1, 3),    # P(>=3) = 0.343
-    (0.0, 1, 3),
-    (1.0, 3, 3),
-])
+@pytest.mark.parametrize(
+    "threshold,min_width,expected",
+    [
+        (0.95, 1, 1),  # P(>=1) = 0.869 < 0.95: W~ = 0, floored at 1
+        (0.95, 2, 2),
+        (0.8, 1, 1),  # P(>=1) = 0.869, P(>=2) = 0.665
+        (0.6, 1, 2),
+        (0.3, 1, 3),  # P(>=3) = 0.343
+        (0.0, 1, 3),
+        (1.0, 3, 3),
+    ],
+)
 def test_dynamic_width_is_the_largest_k_reaching_the_threshold(threshold, min_width, expected):
     law = beams.accepted_count_law(P6, Q6, 3)
     assert beams.dynamic_width(law, threshold, min_width) == expected
@@ -203,9 +222,8 @@ def test_width_rule_fixed_mode_and_bounds():
     fixed = beams.width_rule(P6, Q6, 3, 0.0, 2, dynamic=False)
     assert fixed.width == 2 and fixed.unfloored == 3
     law = beams.accepted_count_law(P6, Q6, 3)
-    assert beams.dynamic_width(law, 0.0, 1, max_width=2) == 2          # capped at W_S
-    for bad in [dict(threshold=1.5, min_width=1), dict(threshold=0.5, min_width=0),
-                dict(threshold=0.5, min_width=4)]:
+    assert beams.dynamic_width(law, 0.0, 1, max_width=2) == 2  # capped at W_S
+    for bad in [dict(threshold=1.5, min_width=1), dict(threshold=0.5, min_width=0), dict(threshold=0.5, min_width=4)]:
         with pytest.raises(InvalidParameterError):
             beams.width_rule(P6, Q6, 3, **bad)
 
@@ -218,21 +236,24 @@ def test_width_never_decreases_as_the_threshold_falls():
 
 # --- p_beam (Eq 1), scores, beam search ----------------------------------------------------------
 
+
 def test_beam_distribution_is_eq1():
     """p_beam(i, v) = p(beam_i) p(v | beam_i) / sum over all beams and tokens."""
     gen = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 5, generator=gen)
     logprobs = torch.log_softmax(logits.double(), -1)
-    prefix = torch.tensor([0.5, 0.2, 0.05], dtype=torch.float64)        # p(beam_i | input)
+    prefix = torch.tensor([0.5, 0.2, 0.05], dtype=torch.float64)  # p(beam_i | input)
     direct = (prefix[:, None] * logprobs.exp()).flatten()
     direct = direct / direct.sum()
     scores = beams.candidate_scores(prefix.log(), logprobs)
     got = beams.beam_distribution(scores, SamplingConfig(1.0))
     assert torch.allclose(got.double(), direct, atol=1e-6)
     shifted = beams.beam_distribution(beams.candidate_scores(prefix.log() - 40.0, logprobs), SamplingConfig(1.0))
-    assert torch.allclose(shifted, got, atol=1e-7)                      # a common constant cancels
-    assert torch.allclose(beams.child_logliks(scores, [7, 0]),
-                          torch.stack([prefix.log()[1] + logprobs[1, 2], prefix.log()[0] + logprobs[0, 0]]))
+    assert torch.allclose(shifted, got, atol=1e-7)  # a common constant cancels
+    assert torch.allclose(
+        beams.child_logliks(scores, [7, 0]),
+        torch.stack([prefix.log()[1] + logprobs[1, 2], prefix.log()[0] + logprobs[0, 0]]),
+    )
 
 
 def test_beam_distribution_warps_the_joint_and_drops_rejected_beams():
@@ -241,10 +262,10 @@ def test_beam_distribution_warps_the_joint_and_drops_rejected_beams():
     logl = torch.tensor([-1.0, -0.2, -3.0], dtype=torch.float64)
     scores = beams.candidate_scores(logl, logprobs, valid=torch.tensor([True, False, True]))
     p = beams.beam_distribution(scores, SamplingConfig(1.0, top_k=4))
-    assert int((p > 0).sum()) == 4                                    # top-k over all beams, not per beam
-    assert float(p.view(3, 6)[1].sum()) == 0.0                        # the rejected beam's row
+    assert int((p > 0).sum()) == 4  # top-k over all beams, not per beam
+    assert float(p.view(3, 6)[1].sum()) == 0.0  # the rejected beam's row
     assert set(torch.nonzero(p).flatten().tolist()) == set(torch.topk(scores.flatten(), 4).indices.tolist())
-    hot = beams.beam_distribution(scores, SamplingConfig(0.5))        # temperature on the joint
+    hot = beams.beam_distribution(scores, SamplingConfig(0.5))  # temperature on the joint
     ref = torch.softmax(scores.flatten() / 0.5, 0)
     assert torch.allclose(hot.double(), ref, atol=1e-6)
     with pytest.raises(ValueError):
@@ -253,9 +274,9 @@ def test_beam_distribution_warps_the_joint_and_drops_rejected_beams():
 
 def test_beam_search_selects_the_top_w_with_first_index_ties():
     scores = torch.tensor([[-1.0, -0.5, float("-inf")], [-0.5, -2.0, -0.1]], dtype=torch.float64)
-    assert beams.beam_search_select(scores, 3) == [5, 1, 3]           # -0.1, then the tie -0.5: index 1 first
+    assert beams.beam_search_select(scores, 3) == [5, 1, 3]  # -0.1, then the tie -0.5: index 1 first
     assert beams.beam_search_select(scores, 1) == [int(scores.flatten().argmax())]
-    assert beams.beam_search_select(scores, 10) == [5, 1, 3, 0, 4]    # never a -inf candidate
+    assert beams.beam_search_select(scores, 10) == [5, 1, 3, 0, 4]  # never a -inf candidate
     assert beams.split_candidate(5, 3) == (1, 2)
 
 
@@ -266,14 +287,18 @@ def test_sample_beams_draws_with_replacement():
 
 def test_best_beam_is_the_highest_mean_log_likelihood():
     assert beams.best_beam([-3.0, -2.0, -2.0], [3, 3, 3]) == 1
-    assert beams.best_beam([-3.0, -2.5], [4, 2]) == 0                  # -0.75 per token beats -1.25
+    assert beams.best_beam([-3.0, -2.5], [4, 2]) == 0  # -0.75 per token beats -1.25
 
 
 # --- one verified layer (Algorithm 1, Theorem 3.1) -----------------------------------------------
 
 LAYER_CASES = [
-    (P6, Q6, 3, 1, None), (P6, Q6, 3, 2, None), (P6, Q6, 3, 3, None), (P6, Q6, 3, 2, 3),
-    (dirichlet(5, 11), dirichlet(5, 12), 3, 2, None), (dirichlet(6, 13, zeros=3), dirichlet(6, 14), 3, 2, None),
+    (P6, Q6, 3, 1, None),
+    (P6, Q6, 3, 2, None),
+    (P6, Q6, 3, 3, None),
+    (P6, Q6, 3, 2, 3),
+    (dirichlet(5, 11), dirichlet(5, 12), 3, 2, None),
+    (dirichlet(6, 13, zeros=3), dirichlet(6, 14), 3, 2, None),
 ]
 
 
@@ -315,8 +340,9 @@ def test_verify_layer_with_certain_outcomes():
     assert out.p_residual[:4] == [0.0, 0.5, 0.0, 0.5]
     assert out.rejection_mass[0] == pytest.approx(0.5)
     assert torch.equal(gen.get_state(), state)
-    fail = beams.verify_layer(torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.2, 0.4, 0.4]), [1, 2], width=1,
-                              generator=gen, fill_to=3)
+    fail = beams.verify_layer(
+        torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.2, 0.4, 0.4]), [1, 2], width=1, generator=gen, fill_to=3
+    )
     assert not fail.passed and fail.status == ["rejected", "rejected"]
     assert fail.kept == [0, 0, 0] and fail.sources == ["residual", "fresh", "fresh"]
     assert fail.final_residual is not None and float(fail.final_residual[0]) == 1.0
@@ -334,7 +360,7 @@ def test_greedy_layer_passes_iff_the_target_top_w_was_drafted():
     scores = torch.tensor([[-0.1, -3.0, -0.7], [-0.4, -5.0, -2.0]], dtype=torch.float64)  # top 2: 0, 3
     ok = beams.verify_layer_greedy(scores, [3, 1, 0, 0], 2)
     assert ok.passed and ok.kept == [0, 3] and ok.kept_draft == [2, 0]
-    assert ok.status == ["accepted", "rejected", "accepted", "rejected"]    # a repeated draft is not reused
+    assert ok.status == ["accepted", "rejected", "accepted", "rejected"]  # a repeated draft is not reused
     miss = beams.verify_layer_greedy(scores, [3, 1, 2], 2)
     assert not miss.passed and miss.kept == [0, 3] and miss.sources == ["target", "accepted"]
     assert miss.kept_draft == [None, 0]

@@ -19,6 +19,7 @@ probability from the likeliest ordered pair of kept beams to the second is caugh
 excluded exactly (no sampling) by ``test_beams.py``; this file adds the real pair's distributions,
 the draws and the function as the algorithms call it. About 5 s per 20000 layers on a 2-core CPU.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -40,7 +41,7 @@ RUNS = 20000
 DRAFTS = 3
 WIDTH = 2
 T1 = SamplingConfig(1.0)
-WARPED = SamplingConfig(0.8, top_k=5)          # global top-k over the 8 (beam, token) candidates
+WARPED = SamplingConfig(0.8, top_k=5)  # global top-k over the 8 (beam, token) candidates
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +56,15 @@ def next_logprobs(model, prompt: list[int], seqs: list[tuple[int, ...]], vocab: 
     return torch.log_softmax(torch.stack(rows).double(), -1)
 
 
-def exact_beam_law(pair, prompt: list[int], roots: list[tuple[int, ...]], logliks: list[float], width: int,
-                   sampling: SamplingConfig, steps: int = 1) -> dict[tuple, float]:
+def exact_beam_law(
+    pair,
+    prompt: list[int],
+    roots: list[tuple[int, ...]],
+    logliks: list[float],
+    width: int,
+    sampling: SamplingConfig,
+    steps: int = 1,
+) -> dict[tuple, float]:
     """Exact law of beam sampling (Eq 1, with replacement) from the given beams for ``steps`` steps:
     {ordered tuple of the kept beams' token sequences: probability}. Enumerates every ordered W-tuple
     of candidates per step; p_beam is the product law normalised (T = 1, no warp) or the warp applied
@@ -77,8 +85,12 @@ def exact_beam_law(pair, prompt: list[int], roots: list[tuple[int, ...]], loglik
         support = [i for i in range(len(p)) if p[i] > 0]
         for pick in itertools.product(support, repeat=width):
             rows = [divmod(i, pair.vocab_size) for i in pick]
-            step([beams_now[r] + (t,) for r, t in rows], [float(joint[r, t]) for r, t in rows],
-                 mass * math.prod(float(p[i]) for i in pick), left - 1)
+            step(
+                [beams_now[r] + (t,) for r, t in rows],
+                [float(joint[r, t]) for r, t in rows],
+                mass * math.prod(float(p[i]) for i in pick),
+                left - 1,
+            )
 
     step(list(roots), list(logliks), 1.0, steps)
     return law
@@ -89,10 +101,12 @@ def layer_inputs(pair, sampling: SamplingConfig):
     first = next_logprobs(pair.target, PROMPT, [()], pair.vocab_size)[0]
     logl = torch.stack([first[r[0]] for r in ROOTS])
     p_beam = beams.beam_distribution(
-        beams.candidate_scores(logl, next_logprobs(pair.target, PROMPT, ROOTS, pair.vocab_size)), sampling)
+        beams.candidate_scores(logl, next_logprobs(pair.target, PROMPT, ROOTS, pair.vocab_size)), sampling
+    )
     q_beam = beams.beam_distribution(
         beams.candidate_scores(torch.zeros(len(ROOTS)), next_logprobs(pair.draft, PROMPT, ROOTS, pair.vocab_size)),
-        sampling)
+        sampling,
+    )
     return p_beam, q_beam, logl.tolist()
 
 
@@ -116,7 +130,7 @@ def run_layer(p_beam, q_beam, vocab: int, seed: int, **kw) -> tuple[Counter, Cou
 @pytest.mark.parametrize("sampling", [T1, WARPED], ids=["t1", "t08-global-topk"])
 def test_kept_beams_of_one_layer_follow_beam_sampling(pair, sampling):
     p_beam, q_beam, logl = layer_inputs(pair, sampling)
-    assert 0.05 < 1 - float(torch.minimum(p_beam, q_beam).sum()) < 0.9   # draft and target really differ
+    assert 0.05 < 1 - float(torch.minimum(p_beam, q_beam).sum()) < 0.9  # draft and target really differ
     law = exact_beam_law(pair, PROMPT, ROOTS, logl, WIDTH, sampling)
     kept, accepted = run_layer(p_beam, q_beam, pair.vocab_size, seed=1)
     assert chi_square_pvalue(kept, law) > 1e-3

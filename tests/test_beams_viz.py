@@ -1,16 +1,17 @@
 """Beam views (``specviz.viz.beams``) on real ``beam`` and ``dsbd`` traces of a tiny pair."""
+
 from __future__ import annotations
 
 from collections import Counter
 
 import plotly.graph_objects as go
 import pytest
+from test_viz_controller import cut_title_lines, legend_problems
 from tiny import tiny_pair
 
 import specviz
 from specviz.viz import beams as V
 from specviz.viz.style import STATUS_LABELS, fmt_prob
-from test_viz_controller import cut_title_lines, legend_problems
 
 
 @pytest.fixture(scope="module")
@@ -20,8 +21,9 @@ def pair():
 
 @pytest.fixture(scope="module")
 def dsbd_trace(pair):
-    return specviz.decode(pair, "dsbd", [1, 2, 3], max_new_tokens=24, temperature=1, width=4, min_width=1,
-                          threshold=0.6, gamma=3, seed=2)
+    return specviz.decode(
+        pair, "dsbd", [1, 2, 3], max_new_tokens=24, temperature=1, width=4, min_width=1, threshold=0.6, gamma=3, seed=2
+    )
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +32,18 @@ def beam_trace(pair):
 
 
 def validated(fig: go.Figure) -> go.Figure:
-    return go.Figure(fig.to_dict())          # plotly validates every property here
+    return go.Figure(fig.to_dict())  # plotly validates every property here
 
 
 def stars(fig: go.Figure) -> list[int]:
     """The ids of the forest's nodes drawn as stars (kept)."""
-    return sorted(i for t in fig.data if t.customdata is not None
-                  for i, symbol in zip(t.customdata, t.marker.symbol) if symbol == "star")
+    return sorted(
+        i
+        for t in fig.data
+        if t.customdata is not None
+        for i, symbol in zip(t.customdata, t.marker.symbol)
+        if symbol == "star"
+    )
 
 
 def test_best_beam_rows_rebuild_the_output(dsbd_trace, beam_trace):
@@ -67,7 +74,8 @@ def test_forest_has_one_tree_per_beam_and_marks_kept(dsbd_trace):
     # with the nodes of that status counted (at most six entries, however many beams)
     counts = Counter(n.status for n in step.forest)
     assert [t.name for t in fig.data if t.showlegend is not False] == ["kept beams"] + [
-        f"{label} ({counts[status]})" for status, label in STATUS_LABELS.items() if counts[status]]
+        f"{label} ({counts[status]})" for status, label in STATUS_LABELS.items() if counts[status]
+    ]
     assert all(t.text[0] == t.name for t in fig.data if t.meta == "beam")
 
 
@@ -90,7 +98,8 @@ def test_the_width_chosen_for_each_layer_is_under_the_title(dsbd_trace):
     sub = fig.layout.title.subtitle.text.replace("<br>", " · ")
     assert sub == " · ".join(f"L{lv['layer']}: W_L = {lv['width']}" for lv in levels)
     assert [t.name for t in fig.data if t.showlegend is not False] == [
-        n for lv in levels for n in (f"L{lv['layer']} P(m = k)", f"L{lv['layer']} P(m ≥ K)")]
+        n for lv in levels for n in (f"L{lv['layer']} P(m = k)", f"L{lv['layer']} P(m ≥ K)")
+    ]
 
 
 def test_width_view_shows_widths_law_and_threshold(dsbd_trace):
@@ -140,6 +149,7 @@ def _statuses_the_page_clicks() -> list[str]:
     import re
 
     from specviz.ui.style import PAGE_JS
+
     return re.findall(r'"(\w+)"', re.search(r"const STATUSES = \[(.*?)\]", PAGE_JS).group(1))
 
 
@@ -278,8 +288,9 @@ def test_a_dsbd_node_never_tested_says_why_by_its_layer(dsbd_trace):
                 continue
             why = node_decision(n, idx)
             if n.depth < len(levels) and levels[n.depth]["passed"]:
-                assert why.startswith(f"never tested: layer {n.depth + 1} had already accepted the W_L = "
-                                      f"{levels[n.depth]['width']}"), why
+                assert why.startswith(
+                    f"never tested: layer {n.depth + 1} had already accepted the W_L = {levels[n.depth]['width']}"
+                ), why
                 seen.add("skipped")
             else:
                 assert n.depth >= len(levels) and f"the step ended at layer {len(levels)}, which failed" in why, why

@@ -1,5 +1,6 @@
 """``bench``: the report's structure on a tiny real pair with a tokenizer; lossless methods reproduce
 ``ar``'s greedy text; the cost model's arithmetic. No speed is asserted."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,16 @@ from specviz.trace import RunTrace, StepRecord, TreeNode
 from tests.tiny import tiny_model, tiny_tokenizer
 
 ONE_WORKER = True  # the report fixture (every method on a tiny pair) is built once (tests/conftest.py)
-ROW_FIELDS = {"method", "category", "tokens_per_s", "speedup_vs_ar", "tau", "target_calls", "greedy_equal",
-              "predicted_speedup"}
+ROW_FIELDS = {
+    "method",
+    "category",
+    "tokens_per_s",
+    "speedup_vs_ar",
+    "tau",
+    "target_calls",
+    "greedy_equal",
+    "predicted_speedup",
+}
 
 
 EXTRA_SD = sd_rows(controllers=("beta_ts",))  # a controller's row, checked like any other
@@ -37,16 +46,27 @@ def report():
 
 def test_extra_sd_rows_are_named_by_what_they_change():
     assert algorithm_variants(["ar", "sd"], 4, sd_rows((2,), ("beta_ts",))) == [
-        ("ar", "ar", {}), ("sd_g2", "sd", {"gamma": 2}), ("sd_beta_ts", "sd", {"controller": "beta_ts"}), ("sd", "sd", {})]
+        ("ar", "ar", {}),
+        ("sd_g2", "sd", {"gamma": 2}),
+        ("sd_beta_ts", "sd", {"controller": "beta_ts"}),
+        ("sd", "sd", {}),
+    ]
 
 
 def test_report_structure(report, tmp_path):
     variants = {name for name, _, _ in algorithm_variants(list(specviz.ALGORITHMS), 4, EXTRA_SD)}  # dsbd twice
     assert "sd_beta_ts" in variants
     assert variants | {"hf_generate", "hf_assisted", "hf_prompt_lookup"} == (
-        {r["method"] for r in report["rows"]} | set(report["skipped"]))
-    for key in ("trace_overhead", "target_call_ms", "draft_call_ms", "bare_matmul_ms", "stock_target_call_ms",
-                "stock_draft_call_ms"):
+        {r["method"] for r in report["rows"]} | set(report["skipped"])
+    )
+    for key in (
+        "trace_overhead",
+        "target_call_ms",
+        "draft_call_ms",
+        "bare_matmul_ms",
+        "stock_target_call_ms",
+        "stock_draft_call_ms",
+    ):
         assert isinstance(report[key], float), key
     assert report["target_call_ms"] > 0 and report["bare_matmul_ms"] > 0
     over = report["trace_overhead_detail"]  # 9 pairs of runs of the first category's one prompt
@@ -114,9 +134,33 @@ def test_cli_quick_on_the_tiny_random_pair(tmp_path):
     """``bench --quick --random-pair tiny``: the command the GPU runs use, end to end on a CPU."""
     from specviz.cli import main
 
-    assert main(["bench", "--quick", "--random-pair", "tiny", "--device", "cpu", "--algos", "ar", "sd",
-                 "--prompts-per-category", "1", "--max-new-tokens", "6", "--sizes", "8", "1", "3", "3",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--quick",
+                "--random-pair",
+                "tiny",
+                "--device",
+                "cpu",
+                "--algos",
+                "ar",
+                "sd",
+                "--prompts-per-category",
+                "1",
+                "--max-new-tokens",
+                "6",
+                "--sizes",
+                "8",
+                "1",
+                "3",
+                "3",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     data = json.loads((tmp_path / "bench.json").read_text())
     assert {r["method"] for r in data["rows"]} == {"ar", "sd", "hf_generate", "hf_assisted", "hf_prompt_lookup"}
     assert all(r["greedy_equal"] for r in data["rows"] if r["method"] in ("ar", "sd"))
@@ -126,18 +170,36 @@ def test_cli_quick_on_the_tiny_random_pair(tmp_path):
 
 
 def _row(category, method, tokens_per_s, tau=1.0, efficiency=None, kind="specviz", greedy_equal=True):
-    return {"category": category, "method": method, "tokens_per_s": tokens_per_s, "tau": tau, "kind": kind,
-            "lossless": True, "efficiency": efficiency, "greedy_equal": greedy_equal}
+    return {
+        "category": category,
+        "method": method,
+        "tokens_per_s": tokens_per_s,
+        "tau": tau,
+        "kind": kind,
+        "lossless": True,
+        "efficiency": efficiency,
+        "greedy_equal": greedy_equal,
+    }
 
 
 def test_goals_report_each_target_per_category():
-    report = {"target_call_over_bare": 1.4, "draft_call_over_target": 0.3, "trace_overhead": 0.01, "rows": [
-        _row("code", "ar", 100, efficiency=1.0), _row("code", "sd", 160, 3.0, 0.95),
-        _row("code", "sequoia", 120, 4.0, 0.8), _row("code", "hf_assisted", 100, kind="peer"),
-        _row("code", "hf_generate", 90, kind="peer"),
-        _row("prose", "ar", 100, efficiency=1.0), _row("prose", "sd", 125, 3.0, 0.92),
-        _row("prose", "sequoia", 130, 2.5, 0.91), _row("prose", "hf_assisted", 100, kind="peer"),
-        _row("prose", "hf_generate", 110, kind="peer")]}
+    report = {
+        "target_call_over_bare": 1.4,
+        "draft_call_over_target": 0.3,
+        "trace_overhead": 0.01,
+        "rows": [
+            _row("code", "ar", 100, efficiency=1.0),
+            _row("code", "sd", 160, 3.0, 0.95),
+            _row("code", "sequoia", 120, 4.0, 0.8),
+            _row("code", "hf_assisted", 100, kind="peer"),
+            _row("code", "hf_generate", 90, kind="peer"),
+            _row("prose", "ar", 100, efficiency=1.0),
+            _row("prose", "sd", 125, 3.0, 0.92),
+            _row("prose", "sequoia", 130, 2.5, 0.91),
+            _row("prose", "hf_assisted", 100, kind="peer"),
+            _row("prose", "hf_generate", 110, kind="peer"),
+        ],
+    }
 
     def by_name():
         return {g["goal"].split(" (")[0]: g for g in goals(report)}
@@ -170,8 +232,9 @@ def test_predicted_speedup_prices_each_recorded_call_at_the_tokens_it_fed():
     # the prefill's 3 extra prompt tokens are left out of each model's first call
     trace.steps.append(StepRecord(0, 0, target_fed=[7], draft_fed=[5, 1, 1], target_calls=1, draft_calls=3))
     # step 1: a beam-like step: two target calls of 2 tokens, no draft; the recorded sizes win over n_drafted
-    trace.steps.append(StepRecord(1, 4, forest=[TreeNode(0, None, 0, 1, "", status="rejected")],
-                                  target_fed=[2, 2], target_calls=2))
+    trace.steps.append(
+        StepRecord(1, 4, forest=[TreeNode(0, None, 0, 1, "", status="rejected")], target_fed=[2, 2], target_calls=2)
+    )
     trace.output_ids = [1] * 6
     cost = (2.0 + 0.3 + 0.25 + 0.25) + (1.5 + 1.5)
     assert costs.step_cost(trace.steps[1], t_target, t_draft) == pytest.approx(3.0)
@@ -193,8 +256,12 @@ def test_round_robin_times_each_call_after_its_untimed_predecessor():
     right after the other's."""
     log: list[str] = []
     call = {name: (lambda name=name: log.append(name)) for name in ("t", "d")}
-    ms = costs.round_robin_ms({"tt": call["t"], "dt": call["t"], "td": call["d"]}, torch.device("cpu"), 2,
-                              before={"dt": call["d"], "td": call["t"]})
+    ms = costs.round_robin_ms(
+        {"tt": call["t"], "dt": call["t"], "td": call["d"]},
+        torch.device("cpu"),
+        2,
+        before={"dt": call["d"], "td": call["t"]},
+    )
     assert set(ms) == {"tt", "dt", "td"} and all(v >= 0 for v in ms.values())
     assert log == ["t", "t", "d", "t", "t", "d"] * 3  # a warm-up round, then two timed rounds
 
@@ -220,8 +287,16 @@ def test_a_pair_with_a_feature_head_gets_rows_per_drafter_and_the_heads_own_cost
     for m in (target, draft):
         m.generation_config.eos_token_id = None
     pair = with_feature_head(ModelPair(target, draft, tok, len(tok), target_name="t", draft_name="d"), keep=200)
-    rep = run_all(pair, {"code": ["def add(a, b):\n"]}, algos=["ar", "sd"], max_new_tokens=6, repeat=1,
-                  sizes=(1, 2, 4), with_peers=False, drafters=("model",))
+    rep = run_all(
+        pair,
+        {"code": ["def add(a, b):\n"]},
+        algos=["ar", "sd"],
+        max_new_tokens=6,
+        repeat=1,
+        sizes=(1, 2, 4),
+        with_peers=False,
+        drafters=("model",),
+    )
     rows = {r["method"]: r for r in rep["rows"]}
     assert set(rows) == {"ar", "sd", "sd@model"}
     assert rows["sd"]["greedy_equal"] and rows["sd@model"]["greedy_equal"]

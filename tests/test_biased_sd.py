@@ -13,6 +13,7 @@ for eps = 0.1 sit 0.09 (OPT) and 0.15 (UNO) in total variation from the target (
 ``test_power_of_the_one_token_test``); the chi-square test rejects p from such samples with p-values
 far below 1e-6, so a law off by a few hundredths is seen.
 """
+
 from collections import Counter
 
 import pytest
@@ -55,8 +56,9 @@ def test_eps_zero_opt_is_sd(pair, sampling):
     kw = dict(temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p)
     for seed in range(6):
         a = specviz.decode(pair, "sd", PROMPT, max_new_tokens=25, seed=seed, gamma=3, **kw)
-        b = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=25, seed=seed, gamma=3, eps=0.0,
-                           residual="opt", **kw)
+        b = specviz.decode(
+            pair, "biased_sd", PROMPT, max_new_tokens=25, seed=seed, gamma=3, eps=0.0, residual="opt", **kw
+        )
         assert b.output_ids == a.output_ids
         assert not b.lossless and a.lossless
 
@@ -123,7 +125,9 @@ def test_lossy_at_t_positive_and_not_flagged_at_t0():
 def test_linear_knob_walks_theorem_5s_line(pair, lam):
     """``lam`` (eps = 0): at every tested position the recorded rejection is (1 - lam) TV and the OPT
     bias lam TV; lam = 1 accepts every draft."""
-    trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=20, seed=2, eps=0.0, lam=lam, gamma=3, temperature=1.0)
+    trace = specviz.decode(
+        pair, "biased_sd", PROMPT, max_new_tokens=20, seed=2, eps=0.0, lam=lam, gamma=3, temperature=1.0
+    )
     assert not trace.lossless
     for step in trace.steps:
         for pos in step.controller.to_json()["positions"]:

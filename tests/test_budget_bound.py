@@ -12,6 +12,7 @@ under a public cap.
 
 Fast: vocabulary 16, a few new tokens, an explicit acceptance vector for Sequoia (its calibration is
 priced by ``run_cost`` but runs before the steps)."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,8 +26,11 @@ PROMPT = [1, 2, 3]
 TOKENS = (11,)
 #: settings that are slow and change nothing the bound depends on (Sequoia's calibration and timing
 #: run before the first step; its DP is priced as a one-off by run_cost), or a text that has no maximum
-FAST = {"sequoia": {"acceptance": "0.6,0.2,0.1", "hardware_aware": False},
-        "mcsd": {"k_config": "6x3x2"}, "specinfer": {"k_config": "8x1x1x1"}}
+FAST = {
+    "sequoia": {"acceptance": "0.6,0.2,0.1", "hardware_aware": False},
+    "mcsd": {"k_config": "6x3x2"},
+    "specinfer": {"k_config": "8x1x1x1"},
+}
 #: adversarial settings per algorithm, on top of its defaults (each controller's own are below)
 ADVERSARIAL = {
     "sd": [{"gamma": 1}, {"gamma": 2}],
@@ -82,10 +86,14 @@ def cases():
             extra = {} if controller is None else {"controller": controller}
             yield pytest.param(name, {**FAST.get(name, {}), **extra}, id=f"{name}-{controller or 'none'}-defaults")
             # only the settings that apply: one its controller ignores is refused (AlgorithmSpec.resolve)
-            yield pytest.param(name, spec.effective({**largest(spec), **extra}),
-                               id=f"{name}-{controller or 'none'}-largest")
-            settings = CONTROLLER_SETTINGS.get(controller, []) if controller not in (None, "static") else \
-                ADVERSARIAL.get(name, [])
+            yield pytest.param(
+                name, spec.effective({**largest(spec), **extra}), id=f"{name}-{controller or 'none'}-largest"
+            )
+            settings = (
+                CONTROLLER_SETTINGS.get(controller, [])
+                if controller not in (None, "static")
+                else ADVERSARIAL.get(name, [])
+            )
             for i, setting in enumerate(settings):
                 yield pytest.param(name, {**setting, **extra}, id=f"{name}-{controller or 'none'}-{i}")
 
@@ -104,8 +112,9 @@ def test_no_run_reads_more_than_its_estimate(pairs, algorithm, params):
     for which, pair in pairs.items():
         for temperature in (0.0, 1.0):
             for tokens in TOKENS:
-                trace = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=tokens, temperature=temperature,
-                                       seed=tokens, **params)
+                trace = specviz.decode(
+                    pair, algorithm, PROMPT, max_new_tokens=tokens, temperature=temperature, seed=tokens, **params
+                )
                 assert all(step.target_fed for step in trace.steps)  # recorded, so the sum is the real one
                 read = read_positions(trace, len(PROMPT))
                 cost = run_cost(algorithm, params, tokens)
@@ -127,10 +136,13 @@ def test_controllers_without_a_cap_are_priced_at_the_tokens_left():
         model = {"drafter": "model"} if algorithm == "sd" else {}  # a feature drafter re-reads: see below
         for controller in ("beta_ts", "cali_ts"):
             assert run_cost(algorithm, {"controller": controller, **model}, 128).positions == 128 * 128
-            assert run_cost(algorithm, {"controller": controller, "k_max": 4, **model}, 128).positions == \
-                chain_positions(4, 128)
-        assert run_cost(algorithm, {"controller": "heuristic", "num_assistant_tokens": 1}, 64).positions > \
-            run_cost(algorithm, {"controller": "confidence", "num_assistant_tokens": 1}, 64).positions
+            assert run_cost(
+                algorithm, {"controller": controller, "k_max": 4, **model}, 128
+            ).positions == chain_positions(4, 128)
+        assert (
+            run_cost(algorithm, {"controller": "heuristic", "num_assistant_tokens": 1}, 64).positions
+            > run_cost(algorithm, {"controller": "confidence", "num_assistant_tokens": 1}, 64).positions
+        )
     assert run_cost("sd", {"controller": "unknown_future_one", "drafter": "model"}, 32).positions == 32 * 32
     for drafter in ("feature", "auto"):  # each committed token read once more by the feature head
         assert run_cost("sd", {"gamma": 4, "drafter": drafter}, 32).positions == chain_positions(4, 32) + 32

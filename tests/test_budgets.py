@@ -4,6 +4,7 @@ that stops with its client, bounded session state and export / upload quotas.
 
 In-process and fast: time is driven by the Explorer's injected ``clock`` and ``pause``, never by the
 machine's speed."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,11 +19,10 @@ from tiny import tiny_pair
 
 import specviz
 from specviz.algorithms.sequoia_tune import CACHE_CAPS, PairCache, pair_cache
-from specviz.ui import AppConfig, Explorer, Session
+from specviz.ui import AppConfig, Explorer, Session, runner
 from specviz.ui import app as app_module
-from specviz.ui import replay as replay_module
 from specviz.ui import measure as measure_module
-from specviz.ui import runner
+from specviz.ui import replay as replay_module
 from specviz.ui.budget import cost_refusal, run_cost
 from specviz.ui.pairs import PairChoice
 
@@ -91,8 +91,7 @@ def shared_registry(pair_dirs):
 def make(pair_dirs, shared_registry, config=PUBLIC, time=None, **changes):
     time = time or FakeTime()
     cfg = dataclasses.replace(config, **changes)
-    return Explorer(cfg, shared_registry, presets=[PairChoice("tiny", *pair_dirs)], clock=time,
-                    pause=time.pause)
+    return Explorer(cfg, shared_registry, presets=[PairChoice("tiny", *pair_dirs)], clock=time, pause=time.pause)
 
 
 def run(ex, session, algos, max_new=16, pace=0.0, **overrides):
@@ -110,14 +109,17 @@ def test_every_algorithm_fits_the_public_cap_at_its_defaults():
         assert cost.positions <= PUBLIC.max_run_cost, (name, cost)
 
 
-@pytest.mark.parametrize("algorithm,params,named", [
-    ("mcsd", {"k_config": "16x16"}, "k_config"),
-    ("specinfer", {"k_config": "1024"}, "k_config"),
-    ("sequoia", {"size": 512, "depth": 32}, "size"),
-    ("sequoia", {"calibration_steps": 4096, "width": 64}, "calibration_steps"),
-    ("dsbd", {"width": 16, "gamma": 16}, "width x gamma"),
-    ("batch_sd", {"num_drafts": 16, "gamma": 32}, "num_drafts x gamma"),
-])
+@pytest.mark.parametrize(
+    "algorithm,params,named",
+    [
+        ("mcsd", {"k_config": "16x16"}, "k_config"),
+        ("specinfer", {"k_config": "1024"}, "k_config"),
+        ("sequoia", {"size": 512, "depth": 32}, "size"),
+        ("sequoia", {"calibration_steps": 4096, "width": 64}, "calibration_steps"),
+        ("dsbd", {"width": 16, "gamma": 16}, "width x gamma"),
+        ("batch_sd", {"num_drafts": 16, "gamma": 32}, "num_drafts x gamma"),
+    ],
+)
 def test_costly_parameters_are_named_with_the_cap(algorithm, params, named):
     message = cost_refusal(algorithm, params, 128, PUBLIC.max_run_cost)
     assert message is not None and named in message and f"{PUBLIC.max_run_cost:,}" in message
@@ -181,8 +183,9 @@ def test_without_a_wait_budget_the_same_run_waits_much_longer(pair_dirs, shared_
     assert time.now > 3 * PUBLIC.max_wait_s
 
 
-@pytest.mark.parametrize("report", ["-1:x", "-5", "x:1", "", "²:x", "1" * 70, None, 3, ["1:x"], "1e3:x",
-                                    " -1:x", "１:x"])
+@pytest.mark.parametrize(
+    "report", ["-1:x", "-5", "x:1", "", "²:x", "1" * 70, None, 3, ["1:x"], "1e3:x", " -1:x", "１:x"]
+)
 def test_the_page_report_ignores_anything_but_a_step_number(pair_dirs, shared_registry, report):
     ex = make(pair_dirs, shared_registry)
     session = Session(pair_key=ex.default_key)
@@ -220,14 +223,16 @@ def test_measure_stops_at_the_deadline(pair_dirs, shared_registry):
 
 def test_measure_without_ticks_still_measures_medians(pair_dirs, shared_registry):
     pair = shared_registry.get(make(pair_dirs, shared_registry).default_key)
-    *_, (note, rows) = measure_module.measure(pair, "def f(x):\n", [("ar", {})], repeats=2, max_new_tokens=4,
-                                              temperature=0.0, seed=0)
+    *_, (note, rows) = measure_module.measure(
+        pair, "def f(x):\n", [("ar", {})], repeats=2, max_new_tokens=4, temperature=0.0, seed=0
+    )
     assert "measured 1 algorithm" in note and rows[0].new_tokens == 4 and rows[0].wall_s > 0
 
 
 # ---- (e) bounded state, exports and replay --------------------------------------------------------------
 def test_session_state_expires_and_a_dropped_state_stops_its_run(pair_dirs, shared_registry):
     import gradio as gr
+
     ex = make(pair_dirs, shared_registry)
     demo = ex.build()
     states = [b for b in demo.blocks.values() if isinstance(b, gr.State)]
@@ -295,12 +300,14 @@ def test_an_oversized_trace_is_refused_before_it_is_read(tmp_path, monkeypatch):
 
 def test_the_deadline_reaches_inside_sequoias_calibration(pair_dirs, shared_registry):
     from specviz import interrupt
+
     time = FakeTime(tick=1.0)
     ex = make(pair_dirs, shared_registry, config=AppConfig(), time=time, run_deadline_s=30)
     session = Session(pair_key=ex.default_key)
     # 512 calibration steps; each reads the clock once (a second) between two of them
-    outs = list(run(ex, session, ["sequoia"], max_new=8, **{"sequoia.calibration_steps": 512,
-                                                              "sequoia.calibration": "prompt"}))
+    outs = list(
+        run(ex, session, ["sequoia"], max_new=8, **{"sequoia.calibration_steps": 512, "sequoia.calibration": "prompt"})
+    )
     col = session.columns[0]
     assert col.error and "Stopped during Sequoia's calibration" in col.error
     assert time.now < 100 and ex.runs.get(id(session)) is None and outs[-1]["run_btn"].interactive
@@ -434,7 +441,9 @@ def test_upload_limiter_counts_each_addresss_uploads_and_bytes_over_a_sliding_mi
     assert limiter.allow("10.0.0.1", 4 * MB) is None
     now[0] = 20.0
     assert limiter.allow("10.0.0.1", 4 * MB) == (
-        "This app takes at most 3 uploads and 10 MB a minute from one address; try again in 40 s.", 40)
+        "This app takes at most 3 uploads and 10 MB a minute from one address; try again in 40 s.",
+        40,
+    )
     assert limiter.allow("10.0.0.2", 4 * MB) is None  # another address has its own minute
     assert limiter.allow("10.0.0.1", 1000) is None  # the third upload, 8 MB and a bit
     assert limiter.allow("10.0.0.1", 1000)[1] == 40  # the fourth: over the count

@@ -1,4 +1,5 @@
 """The bundled pair in assets/ loads with the network disabled and decodes losslessly."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -52,8 +53,10 @@ def test_bundled_target_is_clearly_better_and_the_draft_several_times_cheaper(bu
     ids = torch.tensor(bundled_pair.tokenizer(text.replace("\t", "    ")).input_ids)
     windows = sequential_windows(ids.numpy(), 128, 24)
     assert len(windows) == 24
-    ppl = {name: perplexity(hf_logits(m), windows)["ppl"] for name, m in (("target", bundled_pair.target),
-                                                                           ("draft", bundled_pair.draft))}
+    ppl = {
+        name: perplexity(hf_logits(m), windows)["ppl"]
+        for name, m in (("target", bundled_pair.target), ("draft", bundled_pair.draft))
+    }
     assert ppl["target"] < 0.8 * ppl["draft"], ppl
     vocab = bundled_pair.target.config.vocab_size
     assert macs_per_token(_size(bundled_pair.target), vocab) >= 4 * macs_per_token(_size(bundled_pair.draft), vocab)

@@ -2,9 +2,8 @@
 through the pair's chat template exactly once, with no special token added twice, the trace keeps
 both texts, and every way of asking for chat on a pair without a template, or with a bad value, is a
 sentence."""
-from __future__ import annotations
 
-import sys
+from __future__ import annotations
 
 import pytest
 from tiny import tiny_model, tiny_tokenizer
@@ -14,8 +13,10 @@ from specviz.errors import InvalidParameterError, PromptError
 from specviz.models.chat import format_chat
 from specviz.models.loading import ModelPair
 
-TEMPLATE = ("{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
-            "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}")
+TEMPLATE = (
+    "{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
+)
 
 
 def pair(template: str | None = TEMPLATE) -> ModelPair:
@@ -69,8 +70,9 @@ def test_the_cli_refuses_chat_on_the_code_pair_in_one_line(capsys):
             code = exc.code
         return code, capsys.readouterr().err
 
-    code, err = cli(["run", "--preset", "bundled-stdlib-pair", "--prompt", "def f():", "--max-new-tokens", "2",
-                     "--chat"])
+    code, err = cli(
+        ["run", "--preset", "bundled-stdlib-pair", "--prompt", "def f():", "--max-new-tokens", "2", "--chat"]
+    )
     assert code == 2 and "no chat template" in err and "Traceback" not in err
     code, err = cli(["run", "--preset", "bundled-stdlib-pair", "--target", "x", "--prompt", "a"])
     assert code == 2 and "not both" in err and "Traceback" not in err

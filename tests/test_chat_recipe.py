@@ -3,6 +3,7 @@ target saved with a chat template: the target's answers with their top-k laws, t
 (a model directory ``load_pair`` takes, in bfloat16, with the target's tokenizer), the early-exit head
 on the target's shared output embedding, Cali-TS's calibration head reported against the constant
 predictor, the decode check, and the same weights again for the same seed."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,10 @@ from specviz.train.chat_distill import AnswerBatches, collate, topk_cross_entrop
 from specviz.train.chat_pair import REPORT, ChatRecipe, run_chat
 from specviz.train.chat_prompts import EVAL_PROMPTS, is_heldout, prompt_set, split
 
-TEMPLATE = ("{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
-            "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}")
+TEMPLATE = (
+    "{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +38,29 @@ def target_dir(tmp_path_factory):
 
 
 def recipe(out, target_dir, **kw) -> ChatRecipe:
-    settings = dict(out=str(out), target=str(target_dir), threads=1, cache_dir=str(out / "cache"), prompts=24,
-                    max_new_tokens=10, answer_batch=8, top_k=8, draft_layers=1, draft_hidden=16, draft_heads=2,
-                    draft_kv_heads=1, draft_intermediate=32, draft_steps=6, draft_batch=4, exit_layer=1, ee_steps=4,
-                    calibration_steps=5, eval_new_tokens=6, log_every=3, extra={"calibration_answers": 6})
+    settings = dict(
+        out=str(out),
+        target=str(target_dir),
+        threads=1,
+        cache_dir=str(out / "cache"),
+        prompts=24,
+        max_new_tokens=10,
+        answer_batch=8,
+        top_k=8,
+        draft_layers=1,
+        draft_hidden=16,
+        draft_heads=2,
+        draft_kv_heads=1,
+        draft_intermediate=32,
+        draft_steps=6,
+        draft_batch=4,
+        exit_layer=1,
+        ee_steps=4,
+        calibration_steps=5,
+        eval_new_tokens=6,
+        log_every=3,
+        extra={"calibration_answers": 6},
+    )
     return ChatRecipe(**{**settings, **kw})
 
 
@@ -59,8 +81,9 @@ def test_answers_record_the_targets_topk_law_and_end_at_eos(target_dir):
 
     tok = AutoTokenizer.from_pretrained(target_dir)
     model = AutoModelForCausalLM.from_pretrained(target_dir).eval()
-    answers = answer_prompts(model, tok, ["def f", "import os please"], 0.0, 8, seed=0, batch_size=2, top_k=5,
-                             log=lambda s: None)
+    answers = answer_prompts(
+        model, tok, ["def f", "import os please"], 0.0, 8, seed=0, batch_size=2, top_k=5, log=lambda s: None
+    )
     for a in answers:
         assert a.top_ids.shape == (len(a.answer), 5) and a.top_logp.shape == (len(a.answer), 5)
         assert a.answer[:-1].count(tok.eos_token_id) == 0
@@ -87,8 +110,9 @@ def test_the_recipe_end_to_end_and_again_for_the_same_seed(target_dir, tmp_path)
     assert json.loads((tmp_path / "a" / REPORT).read_text())["draft"]["parameters"] == report["draft"]["parameters"]
     weights = load_file(str(tmp_path / "a" / "draft" / "model.safetensors"))
     assert {t.dtype for t in weights.values()} == {torch.bfloat16}
-    pair = specviz.load_pair(str(target_dir), str(tmp_path / "a" / "draft"), early_exit=str(tmp_path / "a" / "early_exit"),
-                             device="cpu")
+    pair = specviz.load_pair(
+        str(target_dir), str(tmp_path / "a" / "draft"), early_exit=str(tmp_path / "a" / "early_exit"), device="cpu"
+    )
     assert pair.has_chat_template and pair.early_exit.shared_head and pair.heads.calibration is not None
     head_weights = load_file(str(tmp_path / "a" / "early_exit" / "early_exit.safetensors"))
     assert not any("lm_head" in k for k in head_weights)  # the target's own head, not a copy
@@ -99,8 +123,10 @@ def test_the_recipe_end_to_end_and_again_for_the_same_seed(target_dir, tmp_path)
         a = specviz.decode(pair, "ar", "def f", max_new_tokens=8, temperature=0, chat=True)
         b = specviz.decode(pair, algo, "def f", max_new_tokens=8, temperature=0, chat=True)
         assert a.output_ids == b.output_ids
-    again = run_chat(recipe(tmp_path / "b", target_dir, cache_dir=str(tmp_path / "a" / "cache"),
-                            stages=("draft",)), log=lambda s: None)
+    again = run_chat(
+        recipe(tmp_path / "b", target_dir, cache_dir=str(tmp_path / "a" / "cache"), stages=("draft",)),
+        log=lambda s: None,
+    )
     assert again["answers"]["seconds"] is None  # read from the cache
     second = load_file(str(tmp_path / "b" / "draft" / "model.safetensors"))
     assert all(torch.equal(weights[k], second[k]) for k in weights)  # deterministic for a seed
@@ -113,9 +139,24 @@ def test_the_feature_recipe_end_to_end_resumes_and_loads(target_dir, tmp_path):
     position; a second run reads every chunk from the cache and trains to the same weights."""
     from specviz.train.feature_pair import FeatureRecipe, run_feature
 
-    settings = dict(target=str(target_dir), threads=1, cache_dir=str(tmp_path / "cache"), prompts=24,
-                    max_new_tokens=10, answer_batch=8, top_k=8, layers=(0, 1, 2), draft_vocab=64, intermediate=32,
-                    ttt_steps=2, steps=4, batch=4, seq=64, save_every=2, log_every=2)
+    settings = dict(
+        target=str(target_dir),
+        threads=1,
+        cache_dir=str(tmp_path / "cache"),
+        prompts=24,
+        max_new_tokens=10,
+        answer_batch=8,
+        top_k=8,
+        layers=(0, 1, 2),
+        draft_vocab=64,
+        intermediate=32,
+        ttt_steps=2,
+        steps=4,
+        batch=4,
+        seq=64,
+        save_every=2,
+        log_every=2,
+    )
     first = run_feature(FeatureRecipe(out=str(tmp_path / "a"), **settings), log=lambda s: None)
     assert first["answers"]["answers"] > 0 and first["answers"]["seconds_this_run"] > 0
     assert first["vocab"]["size"] == 64 and 0 < first["vocab"]["coverage"] <= 1

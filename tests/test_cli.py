@@ -2,6 +2,7 @@
 typed (``--temperature``, not the Python parameter ``temperature``), exit code 2, no traceback, and
 none of them loads a model or decodes first. ``compare`` warms up and reports median (min-max) over
 ``--repeats`` runs, or says its figures are one cold run."""
+
 from __future__ import annotations
 
 import re
@@ -21,6 +22,7 @@ PAIR = ["--preset", "bundled-stdlib-pair"]  # every refusal below comes before t
 @pytest.fixture
 def no_loading(monkeypatch):
     """Loading a pair fails the test: the refusals must come before it."""
+
     def load(*args, **kwargs):
         raise AssertionError("a pair was loaded before the bad option was refused")
 
@@ -42,46 +44,72 @@ def refused_in_one_line(code: int, err: str) -> str:
     return err
 
 
-@pytest.mark.parametrize("argv, flag, match", [
-    (["compare", "--algos", "ar", "nonexistent"], "--algos", r"--algos must be the name of a registered algorithm, "
-                                                             r"got 'nonexistent'; registered: ar, sd"),
-    (["run", "--algo", "nonexistent"], "--algo", "--algo must be the name of a registered algorithm"),
-    (["run", "--temperature", "nan"], "--temperature", r"argument --temperature: expected a finite number in ASCII "
-                                                       r"digits, like 0\.7, got 'nan'"),
-    (["run", "--temperature", "inf"], "--temperature", r"--temperature: expected a finite number.*got 'inf'"),
-    (["run", "--temperature=-inf"], "--temperature", r"--temperature: expected a finite number.*got '-inf'"),
-    (["run", "--temperature", "1e999"], "--temperature", r"--temperature: expected a finite number.*got '1e999'"),
-    (["run", "--temperature", "200"], "--temperature", r"--temperature must be 0 \(greedy\) or a number in "
-                                                       r"\[0\.001, 100\], got 200\.0\."),
-    (["compare", "--temperature", "nan"], "--temperature", "--temperature: expected a finite number"),
-    (["run", "--top-p", "nan"], "--top-p", r"--top-p: expected a finite number"),
-    (["run", "--top-p", "1.5"], "--top-p", r"--top-p \(1 disables it\) must be a number in \(0, 1\], got 1\.5"),
-    (["run", "--top-k", "-1"], "--top-k", r"--top-k \(0 disables it\) must be an integer >= 0, got -1"),
-    (["run", "--max-new-tokens", "0"], "--max-new-tokens", "--max-new-tokens must be an integer >= 1, got 0"),
-    (["run", "--seed", str(2**63)], "--seed", r"--seed must be an integer in \[0, 2\*\*63 - 1\]"),
-    (["run", "--gamma", "0"], "--gamma", r"sd: parameter --gamma must be an integer in \[1, 32\], got 0"),
-    (["run", "--algo", "mcsd", "--k-config", "4xtwo"], "--k-config", "--k-config '4xtwo' is not a tree shape"),
-    (["run", "--algo", "dsbd", "--width", "2", "--min-width", "3"], "--min-width",
-     r"dsbd: parameter --min-width must be in \[1, width = 2\], got 3"),
-    (["run", "--algo", "sequoia", "--acceptance", "nan"], "--acceptance", "--acceptance must be 'auto' or numbers"),
-    (["run", "--out", "/nonexistent-specviz-dir/t.json"], "--out", "--out .* does not exist or is not writable"),
-    (["run", "--target", "x"], "--target", "--preset bundled-stdlib-pair names its own target and draft, so "
-                                           "--target x would be ignored: give --preset, or --target/--draft, not both"),
-    (["run", "--draft", "x"], "--draft", "not both"),
-    (["run", "--device", "tpu"], "--device", "--device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
-    (["bench", "--device", "tpu"], "--device", "--device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
-    (["run", "--dtype", "int8"], "--dtype", "--dtype must be one of auto, float32"),
-    (["compare", "--repeats", "0"], "--repeats", r"--repeats: expected an integer in \[1, 100\], got '0'"),
-    # the pair's context, read from its config files before any model loads (the bundled pair: 1024)
-    (["run", "--max-new-tokens", "5000"], "--max-new-tokens", r"--max-new-tokens 5000: the models' context is 1024 "
-                                                               r"tokens .* at most 1023 new tokens fit"),
-    (["run", "--max-new-tokens", "1024"], "--max-new-tokens", "at most 1023 new tokens fit"),
-    (["compare", "--max-new-tokens", "5000"], "--max-new-tokens", "the models' context is 1024 tokens"),
-    (["bench", "--max-new-tokens", "5000"], "--max-new-tokens", "the models' context is 1024 tokens"),
-    (["run", "--early-exit", "/nonexistent-specviz-head"], "--early-exit", "not a head directory"),
-    (["bench", "--categories", "code", "nope"], "--categories", r"unknown prompt categories 'nope'; known: code"),
-    (["bench", "--algos", "nope"], "--algos", "--algos must be the name of a registered algorithm"),
-])
+@pytest.mark.parametrize(
+    "argv, flag, match",
+    [
+        (
+            ["compare", "--algos", "ar", "nonexistent"],
+            "--algos",
+            r"--algos must be the name of a registered algorithm, "
+            r"got 'nonexistent'; registered: ar, sd",
+        ),
+        (["run", "--algo", "nonexistent"], "--algo", "--algo must be the name of a registered algorithm"),
+        (
+            ["run", "--temperature", "nan"],
+            "--temperature",
+            r"argument --temperature: expected a finite number in ASCII "
+            r"digits, like 0\.7, got 'nan'",
+        ),
+        (["run", "--temperature", "inf"], "--temperature", r"--temperature: expected a finite number.*got 'inf'"),
+        (["run", "--temperature=-inf"], "--temperature", r"--temperature: expected a finite number.*got '-inf'"),
+        (["run", "--temperature", "1e999"], "--temperature", r"--temperature: expected a finite number.*got '1e999'"),
+        (
+            ["run", "--temperature", "200"],
+            "--temperature",
+            r"--temperature must be 0 \(greedy\) or a number in "
+            r"\[0\.001, 100\], got 200\.0\.",
+        ),
+        (["compare", "--temperature", "nan"], "--temperature", "--temperature: expected a finite number"),
+        (["run", "--top-p", "nan"], "--top-p", r"--top-p: expected a finite number"),
+        (["run", "--top-p", "1.5"], "--top-p", r"--top-p \(1 disables it\) must be a number in \(0, 1\], got 1\.5"),
+        (["run", "--top-k", "-1"], "--top-k", r"--top-k \(0 disables it\) must be an integer >= 0, got -1"),
+        (["run", "--max-new-tokens", "0"], "--max-new-tokens", "--max-new-tokens must be an integer >= 1, got 0"),
+        (["run", "--seed", str(2**63)], "--seed", r"--seed must be an integer in \[0, 2\*\*63 - 1\]"),
+        (["run", "--gamma", "0"], "--gamma", r"sd: parameter --gamma must be an integer in \[1, 32\], got 0"),
+        (["run", "--algo", "mcsd", "--k-config", "4xtwo"], "--k-config", "--k-config '4xtwo' is not a tree shape"),
+        (
+            ["run", "--algo", "dsbd", "--width", "2", "--min-width", "3"],
+            "--min-width",
+            r"dsbd: parameter --min-width must be in \[1, width = 2\], got 3",
+        ),
+        (["run", "--algo", "sequoia", "--acceptance", "nan"], "--acceptance", "--acceptance must be 'auto' or numbers"),
+        (["run", "--out", "/nonexistent-specviz-dir/t.json"], "--out", "--out .* does not exist or is not writable"),
+        (
+            ["run", "--target", "x"],
+            "--target",
+            "--preset bundled-stdlib-pair names its own target and draft, so "
+            "--target x would be ignored: give --preset, or --target/--draft, not both",
+        ),
+        (["run", "--draft", "x"], "--draft", "not both"),
+        (["run", "--device", "tpu"], "--device", "--device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+        (["bench", "--device", "tpu"], "--device", "--device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+        (["run", "--dtype", "int8"], "--dtype", "--dtype must be one of auto, float32"),
+        (["compare", "--repeats", "0"], "--repeats", r"--repeats: expected an integer in \[1, 100\], got '0'"),
+        # the pair's context, read from its config files before any model loads (the bundled pair: 1024)
+        (
+            ["run", "--max-new-tokens", "5000"],
+            "--max-new-tokens",
+            r"--max-new-tokens 5000: the models' context is 1024 "
+            r"tokens .* at most 1023 new tokens fit",
+        ),
+        (["run", "--max-new-tokens", "1024"], "--max-new-tokens", "at most 1023 new tokens fit"),
+        (["compare", "--max-new-tokens", "5000"], "--max-new-tokens", "the models' context is 1024 tokens"),
+        (["bench", "--max-new-tokens", "5000"], "--max-new-tokens", "the models' context is 1024 tokens"),
+        (["run", "--early-exit", "/nonexistent-specviz-head"], "--early-exit", "not a head directory"),
+        (["bench", "--categories", "code", "nope"], "--categories", r"unknown prompt categories 'nope'; known: code"),
+        (["bench", "--algos", "nope"], "--algos", "--algos must be the name of a registered algorithm"),
+    ],
+)
 def test_each_bad_option_is_one_line_naming_its_flag(no_loading, capsys, argv, flag, match):
     prompt = [] if argv[0] == "bench" else ["--prompt", "def f():"]
     code, out, err = cli([*argv, *prompt, *PAIR], capsys)
@@ -222,8 +250,23 @@ def rows(out: str) -> dict[str, str]:
 
 
 def test_compare_warms_up_and_reports_median_and_range(counted, capsys):
-    code, out, err = cli(["compare", "--algos", "ar", "sd", "--repeats", "3", "--prompt", "def f():",
-                          "--max-new-tokens", "4", "--temperature", "0"], capsys)
+    code, out, err = cli(
+        [
+            "compare",
+            "--algos",
+            "ar",
+            "sd",
+            "--repeats",
+            "3",
+            "--prompt",
+            "def f():",
+            "--max-new-tokens",
+            "4",
+            "--temperature",
+            "0",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert counted == ["ar", "sd"] + ["ar", "sd"] * 3  # one warm-up of each, then 3 interleaved rounds
     assert "median (min-max) over 3 timed runs" in out and "after one warm-up run of each" in out
@@ -235,8 +278,9 @@ def test_compare_warms_up_and_reports_median_and_range(counted, capsys):
 
 
 def test_compare_says_when_its_figures_are_one_cold_run(counted, capsys):
-    code, out, err = cli(["compare", "--algos", "ar", "sd", "--repeats", "1", "--prompt", "def f():",
-                          "--max-new-tokens", "4"], capsys)
+    code, out, err = cli(
+        ["compare", "--algos", "ar", "sd", "--repeats", "1", "--prompt", "def f():", "--max-new-tokens", "4"], capsys
+    )
     assert code == 0, err
     assert counted == ["ar", "sd"]  # no warm-up
     assert "one cold run each (--repeats 1, no warm-up)" in out
@@ -245,8 +289,18 @@ def test_compare_says_when_its_figures_are_one_cold_run(counted, capsys):
 
 # ---------------------------------------------------------------- issue 35, points 6 and 7
 
-HELP_COMMANDS = (["run"], ["compare"], ["algorithms"], ["theory"], ["bench"], ["train"], ["train", "chat"],
-                 ["train", "feature"], ["train", "early-exit"], [])
+HELP_COMMANDS = (
+    ["run"],
+    ["compare"],
+    ["algorithms"],
+    ["theory"],
+    ["bench"],
+    ["train"],
+    ["train", "chat"],
+    ["train", "feature"],
+    ["train", "early-exit"],
+    [],
+)
 
 
 @pytest.mark.parametrize("command", HELP_COMMANDS, ids=lambda c: " ".join(c) or "top")
@@ -257,12 +311,14 @@ def test_a_commands_parser_and_help_import_no_model_library(command):
     import subprocess
     import sys
 
-    code = ("import sys, contextlib, io\nfrom specviz.cli import main\nout = io.StringIO()\n"
-            "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
-            f"    main({command!r} + ['--help'])\n"
-            "assert out.getvalue().startswith('usage: python -m specviz'), out.getvalue()[:200]\n"
-            "heavy = [m for m in ('torch', 'transformers', 'gradio') if m in sys.modules]\n"
-            "assert not heavy, heavy\n")
+    code = (
+        "import sys, contextlib, io\nfrom specviz.cli import main\nout = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        f"    main({command!r} + ['--help'])\n"
+        "assert out.getvalue().startswith('usage: python -m specviz'), out.getvalue()[:200]\n"
+        "heavy = [m for m in ('torch', 'transformers', 'gradio') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -271,8 +327,9 @@ def test_the_cli_parameter_catalogue_is_the_registrys():
     changing an algorithm's parameters: ``python -m specviz.cli_params > specviz/cli_params_data.py``."""
     from specviz.cli_params import ALGORITHM_NAMES, PARAMS, catalogue
 
-    assert (ALGORITHM_NAMES, PARAMS) == catalogue(specviz.ALGORITHMS.values()), \
+    assert (ALGORITHM_NAMES, PARAMS) == catalogue(specviz.ALGORITHMS.values()), (
         "regenerate: python -m specviz.cli_params > specviz/cli_params_data.py"
+    )
 
 
 def test_one_set_of_defaults_for_decode_and_the_command_line(capsys):
@@ -284,8 +341,13 @@ def test_one_set_of_defaults_for_decode_and_the_command_line(capsys):
     from specviz.cli import build_parser
     from specviz.decoding import check_request
 
-    want = {"max_new_tokens": defaults.MAX_NEW_TOKENS, "temperature": defaults.TEMPERATURE, "top_p": defaults.TOP_P,
-            "top_k": defaults.TOP_K, "seed": defaults.SEED}
+    want = {
+        "max_new_tokens": defaults.MAX_NEW_TOKENS,
+        "temperature": defaults.TEMPERATURE,
+        "top_p": defaults.TOP_P,
+        "top_k": defaults.TOP_K,
+        "seed": defaults.SEED,
+    }
     assert defaults.TEMPERATURE == 0.0
     signature = inspect.signature(check_request).parameters
     assert {k: signature[k].default for k in want} == want
@@ -300,6 +362,7 @@ def test_one_set_of_defaults_for_decode_and_the_command_line(capsys):
 
 # ---------------------------------------------------------------- issue 35, point 12's grammar on the command line
 
+
 def other_readings(valid: str) -> list[str]:
     """Texts Python's ``int``/``float`` read as ``valid`` (or as some number) that the one grammar
     (``validation.whole_text``, ``validation.real``) refuses: underscores, signs, spaces around it,
@@ -309,18 +372,37 @@ def other_readings(valid: str) -> list[str]:
     digit = valid[0]
     foreign = [c for c in map(chr, range(0x80, 0x110000)) if unicodedata.decimal(c, None) == int(digit)]
     assert len(foreign) > 50  # Arabic-Indic, Devanagari, full-width, mathematical, ...
-    return [valid[0] + "_" + valid[0], "+" + valid, " " + valid, valid + " ", "\t" + valid, "", "0x1", "1E1",
-            *(c + valid[1:] for c in foreign), valid + foreign[0]]
+    return [
+        valid[0] + "_" + valid[0],
+        "+" + valid,
+        " " + valid,
+        valid + " ",
+        "\t" + valid,
+        "",
+        "0x1",
+        "1E1",
+        *(c + valid[1:] for c in foreign),
+        valid + foreign[0],
+    ]
 
 
 # flag -> (argv that reaches its parser, a value it accepts)
 INT_FLAGS = {
-    "--seed": (["run"], "7"), "--top-k": (["run"], "7"), "--max-new-tokens": (["compare"], "7"),
-    "--gamma": (["run"], "3"), "--repeats": (["compare"], "3"), "--repeat": (["bench"], "3"),
+    "--seed": (["run"], "7"),
+    "--top-k": (["run"], "7"),
+    "--max-new-tokens": (["compare"], "7"),
+    "--gamma": (["run"], "3"),
+    "--repeats": (["compare"], "3"),
+    "--repeat": (["bench"], "3"),
 }
 REAL_FLAGS = {"--temperature": (["run"], "0.7"), "--top-p": (["compare"], "0.9")}
-TRAIN_FLAGS = {"--seed": ["train"], "--draft-steps": ["train", "chat"], "--steps": ["train", "feature"],
-               "--lr": ["train", "feature"], "--exit-layer": ["train", "early-exit", "--target", "t"]}
+TRAIN_FLAGS = {
+    "--seed": ["train"],
+    "--draft-steps": ["train", "chat"],
+    "--steps": ["train", "feature"],
+    "--lr": ["train", "feature"],
+    "--exit-layer": ["train", "early-exit", "--target", "t"],
+}
 
 
 @pytest.mark.parametrize("flag", [*INT_FLAGS, *REAL_FLAGS])

@@ -1,6 +1,7 @@
 """Columns are configurations (issue #22 point 5): one algorithm in several columns with other settings,
 each labelled by what differs and drawn in its own colour; the table, the figures, Measure, export and
 replay all per column. In-process, on the tiny real pair of test_ui."""
+
 from __future__ import annotations
 
 import csv
@@ -9,14 +10,14 @@ import re
 
 import gradio as gr
 import pytest
+from test_ui import screen
+from test_ui_support import run_inputs, save_tiny_pair
 
 import specviz
 from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui import columns as cfg
 from specviz.ui.pairs import PairChoice
-from test_ui import screen
 from specviz.viz import algorithm_color
-from test_ui_support import run_inputs, save_tiny_pair
 
 SD2, SD8 = {"algorithm": "sd", "params": {"gamma": 2}}, {"algorithm": "sd", "params": {"gamma": 8}}
 
@@ -24,8 +25,11 @@ SD2, SD8 = {"algorithm": "sd", "params": {"gamma": 2}}, {"algorithm": "sd", "par
 @pytest.fixture(scope="module")
 def explorer(tmp_path_factory):
     target, draft = save_tiny_pair(tmp_path_factory.mktemp("pair"))
-    ex = Explorer(AppConfig(max_columns=6, measure_repeats=1), presets=[PairChoice("tiny", target, draft)],
-                  pause=lambda control, seconds: control.stopped())
+    ex = Explorer(
+        AppConfig(max_columns=6, measure_repeats=1),
+        presets=[PairChoice("tiny", target, draft)],
+        pause=lambda control, seconds: control.stopped(),
+    )
     ex.demo = ex.build()
     return ex
 
@@ -38,9 +42,13 @@ def test_columns_are_checked_whoever_sends_them():
     assert chosen[0][1] == {**algos["sd"].defaults, "gamma": 2} and chosen[2][1] == {}
     assert cfg.check_columns([{"algorithm": "sd", "params": {"gamma": 3.0}}], algos, 6)[0][0][1]["gamma"] == 3
     refusals = {
-        "Select at least one": [], "must be a list": "sd", "At most 6 columns": ["ar"] * 7,
-        "unknown algorithm": [{"algorithm": "nope"}], "has no setting 'gama'": [{"algorithm": "sd", "params": {"gama": 2}}],
-        "must be an algorithm's name": [{"algorithm": "sd", "extra": 1}], "its params must be": [{"algorithm": "sd", "params": [1]}],
+        "Select at least one": [],
+        "must be a list": "sd",
+        "At most 6 columns": ["ar"] * 7,
+        "unknown algorithm": [{"algorithm": "nope"}],
+        "has no setting 'gama'": [{"algorithm": "sd", "params": {"gama": 2}}],
+        "must be an algorithm's name": [{"algorithm": "sd", "extra": 1}],
+        "its params must be": [{"algorithm": "sd", "params": [1]}],
     }
     for words, raw in refusals.items():
         got, problem = cfg.check_columns(raw, algos, 6)
@@ -51,8 +59,10 @@ def test_columns_are_checked_whoever_sends_them():
 def test_labels_show_only_what_differs_and_colours_follow_the_column():
     labels = cfg.column_labels([("sd", {"gamma": 2}), ("sd", {"gamma": 8}), ("ar", {}), ("mcsd", {})])
     assert labels == ["sd · gamma 2", "sd · gamma 8", "ar", "mcsd"]  # nothing extra for a lone algorithm
-    assert cfg.column_labels([("dsbd", {"threshold": 0.5}), ("dsbd", {"threshold": 0.9})]) == \
-        ["dsbd · threshold 0.5", "dsbd · threshold 0.9"]
+    assert cfg.column_labels([("dsbd", {"threshold": 0.5}), ("dsbd", {"threshold": 0.9})]) == [
+        "dsbd · threshold 0.5",
+        "dsbd · threshold 0.9",
+    ]
     assert cfg.column_labels([("sd", {}), ("sd", {})]) == ["sd #1", "sd #2"]  # the same settings: numbered
     ts, fixed = cfg.column_labels([("sd", {"controller": "beta_ts"}), ("sd", {})])
     assert ts.startswith("sd · controller beta_ts") and fixed.startswith("sd · controller static")
@@ -61,21 +71,29 @@ def test_labels_show_only_what_differs_and_colours_follow_the_column():
     assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in colors)
 
 
-
 def test_a_label_names_every_setting_that_differs_and_nothing_else():
     """Issue 35 point 3: same-algorithm columns are told apart by what differs, every differing setting
     shown (the confidence threshold too), each where it has an effect; a lone column is its name."""
-    ts, conf = cfg.column_labels([("sd", {"controller": "beta_ts"}),
-                                  ("sd", {"controller": "confidence", "confidence_threshold": 0.3})])
+    ts, conf = cfg.column_labels(
+        [("sd", {"controller": "beta_ts"}), ("sd", {"controller": "confidence", "confidence_threshold": 0.3})]
+    )
     assert (ts, conf) == ("sd · controller beta_ts", "sd · controller confidence, confidence_threshold 0.3")
-    assert cfg.column_labels([("sd", {"controller": "beta_ts"}), ("sd", {"controller": "confidence"})]) == \
-        ["sd · controller beta_ts", "sd · controller confidence"]  # each controller's defaults: not named
+    assert cfg.column_labels([("sd", {"controller": "beta_ts"}), ("sd", {"controller": "confidence"})]) == [
+        "sd · controller beta_ts",
+        "sd · controller confidence",
+    ]  # each controller's defaults: not named
     many = {"gamma": 2, "fixed_length": 3, "drafter": "model", "controller": "static"}
-    assert cfg.column_labels([("sd", many), ("sd", {}), ("ar", {})]) == \
-        ["sd · gamma 2, drafter model", f"sd · gamma {specviz.ALGORITHMS['sd'].defaults['gamma']}, drafter auto", "ar"]  # fixed_length: no effect
+    assert cfg.column_labels([("sd", many), ("sd", {}), ("ar", {})]) == [
+        "sd · gamma 2, drafter model",
+        f"sd · gamma {specviz.ALGORITHMS['sd'].defaults['gamma']}, drafter auto",
+        "ar",
+    ]  # fixed_length: no effect
     assert cfg.column_labels([("sd", {"alpha0": 2.0}), ("sd", {})]) == ["sd #1", "sd #2"]  # no effect: same
-    assert cfg.differing_settings([({"a": 1, "b": 2}, {"a": 1}), ({"a": 1, "b": 2}, {"a": 1, "b": 3})]) == \
-        [[], ["b"]]  # b has no effect in the first column: its default 2 there, 3 in the second
+    assert cfg.differing_settings([({"a": 1, "b": 2}, {"a": 1}), ({"a": 1, "b": 2}, {"a": 1, "b": 3})]) == [
+        [],
+        ["b"],
+    ]  # b has no effect in the first column: its default 2 there, 3 in the second
+
 
 # ---- a run, its table and figures, Measure, export and replay ------------------------------------------------
 def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tmp_path):
@@ -93,7 +111,9 @@ def test_two_sd_columns_run_export_and_replay_as_two_configurations(explorer, tm
     table = out["table"]
     assert table.count("<tr") - table.count("<thead") >= 2 and "sd · gamma 2" in table and "sd · gamma 8" in table
     for fig in ("per_step", "cumulative", "race"):  # the race: one drafted-length line per column
-        lines = {t.name: t.line.color for t in out[fig].data if str(t.name).startswith("sd") and t.showlegend is not False}
+        lines = {
+            t.name: t.line.color for t in out[fig].data if str(t.name).startswith("sd") and t.showlegend is not False
+        }
         assert lines == {"sd · gamma 2": a.color, "sd · gamma 8": b.color}, fig
     # export: two files, each its own configuration
     assert a.path and b.path and a.path != b.path
@@ -176,7 +196,6 @@ def test_duplicate_a_column_then_change_its_gamma(explorer):
     assert ed.on_algorithms(full, 0, ["ar"])[ed.value] == [cfg.default_column(specviz.ALGORITHMS["ar"])]
 
 
-
 def test_the_algorithm_boxes_are_written_back_only_when_the_columns_disagree(explorer):
     """A box the user clicks is theirs: echoing the boxes back from an earlier click's event would
     re-check one unchecked meanwhile (seen in a browser under load); only a refusal is written back."""
@@ -188,12 +207,27 @@ def test_the_algorithm_boxes_are_written_back_only_when_the_columns_disagree(exp
     assert len(v[ed.value]) == explorer.n_slots and v[ed.algos] == many[: explorer.n_slots]
 
 
-@pytest.mark.parametrize("bad", [None, "sd", 3, [None, 1, "x"], [{"algorithm": 5}], {"algorithm": "sd"},
-                                 [{"algorithm": "sd", "params": {"gamma": 10**30, "controller": float("nan")}}]])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        "sd",
+        3,
+        [None, 1, "x"],
+        [{"algorithm": 5}],
+        {"algorithm": "sd"},
+        [{"algorithm": "sd", "params": {"gamma": 10**30, "controller": float("nan")}}],
+    ],
+)
 def test_editor_handlers_take_anything(explorer, bad):
     ed = explorer.editor
-    for v in (ed.on_pick(bad, bad), ed.on_duplicate(bad, 99), ed.on_remove(bad, -1), ed.on_algorithms(bad, 0, bad),
-              ed.on_setting("sd", "gamma", bad, 0, bad)):
+    for v in (
+        ed.on_pick(bad, bad),
+        ed.on_duplicate(bad, 99),
+        ed.on_remove(bad, -1),
+        ed.on_algorithms(bad, 0, bad),
+        ed.on_setting("sd", "gamma", bad, 0, bad),
+    ):
         cols = v[ed.value]
         assert isinstance(cols, list) and len(cols) <= explorer.n_slots
         json.dumps(cols, allow_nan=False)  # the page can hold it

@@ -1,15 +1,27 @@
 """Columns are configurations, in a browser (issue #22 point 5): duplicate a column, change the copy's gamma,
 run, and see two labelled sd columns, each in its own colour, in the headers, the table and the figures;
 then at a phone's width. Screenshots go to a temporary directory (and test-artifacts/)."""
+
 from __future__ import annotations
 
 import shutil
 
 import pytest
+from e2e_support import (
+    ARTIFACTS,
+    at_width,
+    choose,
+    misplaced,
+    open_page,
+    plot_info,
+    set_number,
+    to_phone_width,
+    unreadable,
+    wait_plot_title,
+    wait_status,
+)
 
 import specviz
-from e2e_support import (ARTIFACTS, at_width, choose, misplaced, open_page, plot_info, set_number, to_phone_width,
-                         unreadable, wait_plot_title, wait_status)
 
 pytestmark = pytest.mark.e2e
 
@@ -34,16 +46,20 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     page.get_by_text("sd settings", exact=True).click()
     page.locator("#sv-param-sd-gamma").wait_for(state="visible", timeout=120_000)
     set_number(page, "sv-param-sd-gamma", 2)
-    page.wait_for_function("id => document.querySelector(id).innerText.includes('sd · gamma 2')", arg=PICK,
-                           timeout=120_000)
+    page.wait_for_function(
+        "id => document.querySelector(id).innerText.includes('sd · gamma 2')", arg=PICK, timeout=120_000
+    )
     assert [t.strip() for t in pick_labels(page)] == [f"1 · sd · gamma {G}", "2 · sd · gamma 2"]
     # picking the first column shows its own gamma in the shared controls
     page.locator(f"{PICK} label").nth(0).click()
-    page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '" + str(G) + "'",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '" + str(G) + "'",
+        timeout=120_000,
+    )
     page.locator(f"{PICK} label").nth(1).click()
-    page.wait_for_function("() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '2'",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => document.querySelector('#sv-param-sd-gamma input[type=number]').value === '2'", timeout=120_000
+    )
 
     page.locator("#sv-prompt textarea").fill("def add(a, b):\n")
     set_number(page, "sv-max-new", 8)  # a few steps of each sd column: every figure below has its two entries
@@ -54,8 +70,9 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     assert f"sd · gamma {G}" in heads[0] and f"gamma={G}" in heads[0], heads
     assert "sd · gamma 2" in heads[1] and "gamma=2" in heads[1], heads
     assert not page.locator("#sv-col-2").is_visible()
-    chips = page.evaluate("() => [0, 1].map(i => getComputedStyle(document.querySelector("
-                          "'#sv-head-' + i + ' .sv-chip')).backgroundColor)")
+    chips = page.evaluate(
+        "() => [0, 1].map(i => getComputedStyle(document.querySelector('#sv-head-' + i + ' .sv-chip')).backgroundColor)"
+    )
     assert chips[0] != chips[1], chips
     rows = page.locator("#sv-table table.sv-table tbody tr")
     assert rows.count() == 2
@@ -89,8 +106,7 @@ def test_duplicate_a_column_change_its_gamma_and_run_both(app_server, browser, t
     page.locator("#sv-positions").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "columns-400-serving.png"), full_page=False)
     page.click("#sv-sidebar .toggle-button")  # the sidebar over the page, its column editor in view
-    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right >= 300",
-                           timeout=15_000)
+    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right >= 300", timeout=15_000)
     page.locator("#sv-col-dup").scroll_into_view_if_needed()
     # the sidebar has finished sliding in (its CSS transition), instead of a fixed half-second sleep
     page.wait_for_function("document.getAnimations().every(a => a.playState !== 'running')", timeout=15_000)
@@ -108,16 +124,20 @@ def test_replaying_two_sd_traces_gives_two_columns_and_sets_the_editor(app_serve
     files = []
     for gamma in (2, 8):
         path = tmp_path / f"sd-{gamma}.json"
-        path.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=8, seed=1,
-                                       gamma=gamma, temperature=1.0).to_json())
+        path.write_text(
+            specviz.decode(
+                pair, "sd", prompt="for i in range(", max_new_tokens=8, seed=1, gamma=gamma, temperature=1.0
+            ).to_json()
+        )
         files.append(str(path))
     page = open_page(browser, url, width=1600)
     page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)
     page.set_input_files("#sv-upload input[type=file]", files)
     wait_status(page, "Replaying 2", 60_000)
     assert "sd · gamma 2" in page.inner_text("#sv-head-0") and "sd · gamma 8" in page.inner_text("#sv-head-1")
-    page.wait_for_function("id => document.querySelector(id).innerText.includes('sd · gamma 8')", arg=PICK,
-                           timeout=120_000)
+    page.wait_for_function(
+        "id => document.querySelector(id).innerText.includes('sd · gamma 8')", arg=PICK, timeout=120_000
+    )
     assert [t.strip() for t in pick_labels(page)] == ["1 · sd · gamma 2", "2 · sd · gamma 8"]
     assert page.locator("#sv-table table.sv-table tbody tr").count() == 2
     assert not page.errors, page.errors

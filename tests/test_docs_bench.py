@@ -2,6 +2,7 @@
 (speed-up, predicted, efficiency) are the extremes of that method's rows in docs/bench.md's per-category
 table of the run, and the README's `model_cut` sentence quotes the second run's table there. A figure
 edited in one place and not the other fails here."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,12 +11,18 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = "## The feature head (issue 33)"
 # the README's row label -> the method's name in docs/bench.md's per-category table
 ROWS = {
-    "`sd` gamma 4, feature head": "sd", "`sd` gamma 2, feature head": "sd_g2",
-    "`sd` gamma 3 (the default), feature head": "sd_g3", "`sd` gamma 6, feature head": "sd_g6",
-    "`sd`, `confidence` stop, feature head": "sd_confidence", "`dyntree` (31 nodes), feature head": "dyntree",
-    "`sequoia`, feature head": "sequoia", "`sd` gamma 4, draft model": "sd@model",
-    "`dyntree`, draft model": "dyntree@model", "`sequoia`, draft model": "sequoia@model",
-    "HF assisted generation (draft model, 4 a step)": "hf_assisted", "HF `generate`": "hf_generate",
+    "`sd` gamma 4, feature head": "sd",
+    "`sd` gamma 2, feature head": "sd_g2",
+    "`sd` gamma 3 (the default), feature head": "sd_g3",
+    "`sd` gamma 6, feature head": "sd_g6",
+    "`sd`, `confidence` stop, feature head": "sd_confidence",
+    "`dyntree` (31 nodes), feature head": "dyntree",
+    "`sequoia`, feature head": "sequoia",
+    "`sd` gamma 4, draft model": "sd@model",
+    "`dyntree`, draft model": "dyntree@model",
+    "`sequoia`, draft model": "sequoia@model",
+    "HF assisted generation (draft model, 4 a step)": "hf_assisted",
+    "HF `generate`": "hf_generate",
     "HF prompt lookup": "hf_prompt_lookup",
 }
 
@@ -27,7 +34,7 @@ def cells(line: str) -> list[str]:
 def section(text: str, heading: str) -> str:
     start = text.index(heading)
     end = text.find("\n## ", start + len(heading))
-    return text[start:end if end >= 0 else None]
+    return text[start : end if end >= 0 else None]
 
 
 def readme_rows() -> dict[str, list[str]]:
@@ -67,12 +74,13 @@ def test_the_readme_model_cut_sentence_quotes_the_second_run():
     table = {cells(line)[0]: cells(line) for line in run.splitlines() if line.startswith("| draft model")}
     cut = next(v for k, v in table.items() if "model_cut" in k)
     full = next(v for k, v in table.items() if "(`model`)" in k)
+
     def up(row: list[str]) -> str:  # the bold speed-up
         return row[3].strip("*")
 
     def spread(row: list[str]) -> str:
         return row[4].replace(" – ", "-")
 
-    sentence = " ".join(readme[readme.index('(`drafter="model_cut"`)'):].split()[:40])
+    sentence = " ".join(readme[readme.index('(`drafter="model_cut"`)') :].split()[:40])
     assert f"{up(cut)}x `ar` ({spread(cut)} per category) against {up(full)}x ({spread(full)})" in sentence, sentence
     assert f"tau {cut[1]} both ways" in sentence and cut[1] == full[1], sentence

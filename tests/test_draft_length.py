@@ -1,4 +1,5 @@
 """The serving engines' draft-length rules (``core.draft_length``), against transformers' definitions."""
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ def test_confidence_stop_goes_on_at_the_threshold_and_stops_below_it():
 
 def test_verified_samples_keep_the_accepted_tokens_and_the_first_rejection():
     assert dl.verified_samples([0.9, 0.5, 0.2, 0.1], 2) == ([0.9, 0.5, 0.2], [1, 1, 0])
-    assert dl.verified_samples([0.9, 0.5], 2) == ([0.9, 0.5], [1, 1])      # all accepted: no rejection
+    assert dl.verified_samples([0.9, 0.5], 2) == ([0.9, 0.5], [1, 1])  # all accepted: no rejection
     assert dl.verified_samples([0.3, 0.2], 0) == ([0.3], [0])
     assert dl.verified_samples([], 0) == ([], [])
 
@@ -50,8 +51,8 @@ def test_roc_threshold_by_hand():
     # P = N = 3. Costs: inf 3, 0.9 2, 0.8 1, 0.7 4/3, 0.3 1/3, 0.2 2/3, 0.1 1: the cheapest is 0.3
     probs, matches = [0.9, 0.8, 0.7, 0.3, 0.2, 0.1], [1, 1, 0, 1, 0, 0]
     assert dl.roc_threshold(probs, matches, 0.4) == 0.3
-    assert dl.roc_threshold(probs[:5], matches[:5], 0.4) == 0.4          # too few samples: unchanged
-    assert dl.roc_threshold([0.5] * 8, [1] * 8, 0.4) == 0.4              # one outcome only: unchanged
+    assert dl.roc_threshold(probs[:5], matches[:5], 0.4) == 0.4  # too few samples: unchanged
+    assert dl.roc_threshold([0.5] * 8, [1] * 8, 0.4) == 0.4  # one outcome only: unchanged
 
 
 def test_roc_threshold_equals_the_definition_on_random_samples():

@@ -11,6 +11,7 @@ passed draft layers, failed (repaired) layers and bonus layers over several tree
 checks. With the dynamic rule on, only the trace's consistency is checked: the whole is not
 fixed-width beam sampling.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -18,11 +19,18 @@ from math import comb
 
 import pytest
 import torch
-from test_beam import (LAW_RUNS, PROMPT, T1, cache_free_beam_search, eos_pair, eos_small_pair,  # noqa: F401
-                       exact_output_law, sequence_loglik)
-from test_beams_law import chi_square_power
 from counting import count_forwards
-from tiny import FAMILIES, chi_square_pvalue, exact_distribution, memoised_forwards, tiny_pair, with_eos
+from test_beam import (
+    LAW_RUNS,
+    PROMPT,
+    T1,
+    cache_free_beam_search,
+    eos_small_pair,  # noqa: F401
+    exact_output_law,
+    sequence_loglik,
+)
+from test_beams_law import chi_square_power
+from tiny import FAMILIES, chi_square_pvalue, exact_distribution, memoised_forwards, tiny_pair
 
 import specviz
 from specviz.core import beams as B
@@ -52,17 +60,27 @@ def test_fixed_width_greedy_equals_beam(close_pair, prompt):
     accepted = 0
     for width, min_width, gamma in ((1, 1, 3), (3, 2, 2), (4, 3, 4)):
         ref = specviz.decode(close_pair, "beam", prompt, max_new_tokens=24, temperature=0, width=min_width)
-        trace = specviz.decode(close_pair, "dsbd", prompt, max_new_tokens=24, temperature=0, width=width,
-                               min_width=min_width, gamma=gamma, dynamic=False)
+        trace = specviz.decode(
+            close_pair,
+            "dsbd",
+            prompt,
+            max_new_tokens=24,
+            temperature=0,
+            width=width,
+            min_width=min_width,
+            gamma=gamma,
+            dynamic=False,
+        )
         assert trace.output_ids == ref.output_ids, (width, min_width, gamma)
         accepted += sum(s.controller.to_json()["l_last"] > 1 for s in trace.steps)
-    assert accepted > 0        # some iterations passed a drafted layer: not only the target's own choices
+    assert accepted > 0  # some iterations passed a drafted layer: not only the target's own choices
 
 
 def test_width_one_greedy_is_ar(close_pair):
     ref = specviz.decode(close_pair, "ar", [1, 2, 3], max_new_tokens=20, temperature=0).output_ids
-    out = specviz.decode(close_pair, "dsbd", [1, 2, 3], max_new_tokens=20, temperature=0, width=2, min_width=1,
-                         dynamic=False).output_ids
+    out = specviz.decode(
+        close_pair, "dsbd", [1, 2, 3], max_new_tokens=20, temperature=0, width=2, min_width=1, dynamic=False
+    ).output_ids
     assert out == ref
 
 
@@ -107,7 +125,7 @@ def test_greedy_width_law_is_binomial_in_the_drafts_confidence():
     q = torch.tensor([0.2, 0.5878, 0.1, 0.1122], dtype=torch.float64)
     p = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64)
     choice = B.width_rule(p, q, 4, 0.7, 1)
-    binomial = [comb(4, k) * 0.5878 ** k * 0.4122 ** (4 - k) for k in range(5)]
+    binomial = [comb(4, k) * 0.5878**k * 0.4122 ** (4 - k) for k in range(5)]
     assert choice.law == pytest.approx(binomial, abs=1e-12)
     assert choice.survival[2] == pytest.approx(0.8065, abs=1e-4) and choice.survival[3] < 0.7
     assert choice.width == 2
@@ -117,8 +135,18 @@ def run_counts(pair, runs: int, sampling: SamplingConfig = T1, **params) -> tupl
     counts, ends = Counter(), Counter()
     with memoised_forwards():  # the same numbers, each distinct model call computed once (tiny.py)
         for seed in range(runs):
-            trace = specviz.decode(pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, temperature=sampling.temperature,
-                                   top_k=sampling.top_k, top_p=sampling.top_p, record_top_k=0, **params)
+            trace = specviz.decode(
+                pair,
+                "dsbd",
+                PROMPT,
+                max_new_tokens=3,
+                seed=seed,
+                temperature=sampling.temperature,
+                top_k=sampling.top_k,
+                top_p=sampling.top_p,
+                record_top_k=0,
+                **params,
+            )
             counts[tuple(trace.output_ids)] += 1
             for step in trace.steps:
                 c = step.controller.to_json()
@@ -131,10 +159,10 @@ def test_fixed_width_output_law_is_beam_sampling(small_pair):
     law = exact_output_law(small_pair, PROMPT, 2, 3, T1)
     counts, ends = run_counts(small_pair, LAW_RUNS, width=3, min_width=2, gamma=2, dynamic=False)
     assert chi_square_pvalue(counts, law) > 1e-3
-    assert any(bonus for (_, _, bonus) in ends)                 # all drafted layers passed (bonus layer)
-    assert any(not bonus and last == 2 for (_, last, bonus) in ends)   # the second layer failed
-    assert any(trees > 1 for (trees, _, _) in ends)                     # forests of two trees were verified
-    assert any(not bonus and last == 1 for (_, last, bonus) in ends)   # the first layer failed
+    assert any(bonus for (_, _, bonus) in ends)  # all drafted layers passed (bonus layer)
+    assert any(not bonus and last == 2 for (_, last, bonus) in ends)  # the second layer failed
+    assert any(trees > 1 for (trees, _, _) in ends)  # forests of two trees were verified
+    assert any(not bonus and last == 1 for (_, last, bonus) in ends)  # the first layer failed
 
 
 @pytest.mark.slow
@@ -164,8 +192,17 @@ def test_fixed_width_greedy_equals_beam_with_finished_beams(eos_pair):
     for prompt in ([1, 2, 3], [5], [4, 5, 6]):
         for width, min_width, gamma in ((3, 2, 3), (4, 3, 2)):
             ref = specviz.decode(eos_pair, "beam", prompt, max_new_tokens=24, temperature=0, width=min_width)
-            trace = specviz.decode(eos_pair, "dsbd", prompt, max_new_tokens=24, temperature=0, width=width,
-                                   min_width=min_width, gamma=gamma, dynamic=False)
+            trace = specviz.decode(
+                eos_pair,
+                "dsbd",
+                prompt,
+                max_new_tokens=24,
+                temperature=0,
+                width=width,
+                min_width=min_width,
+                gamma=gamma,
+                dynamic=False,
+            )
             assert trace.output_ids == ref.output_ids and trace.finish_reason == ref.finish_reason
             ended_inside |= any(finished_inside(s) for s in trace.steps)
     assert ended_inside
@@ -174,7 +211,7 @@ def test_fixed_width_greedy_equals_beam_with_finished_beams(eos_pair):
 def finished_inside(step) -> bool:
     """A beam finished at a layer before the one the iteration ended in (an accepted EOS draft)."""
     c = step.controller.to_json()
-    return any(b["finished"] and len(b["tokens"]) < c["l_last"] for b in c["beams"][:len(c["kept"])])
+    return any(b["finished"] and len(b["tokens"]) < c["l_last"] for b in c["beams"][: len(c["kept"])])
 
 
 @pytest.mark.slow
@@ -186,8 +223,19 @@ def test_fixed_width_output_law_with_finished_beams(eos_small_pair):
     counts, inside, all_done = Counter(), 0, 0
     with memoised_forwards():
         for seed in range(LAW_RUNS):
-            trace = specviz.decode(eos_small_pair, "dsbd", PROMPT, max_new_tokens=3, seed=seed, width=3, min_width=2,
-                                   gamma=2, dynamic=False, record_top_k=0, temperature=1.0)
+            trace = specviz.decode(
+                eos_small_pair,
+                "dsbd",
+                PROMPT,
+                max_new_tokens=3,
+                seed=seed,
+                width=3,
+                min_width=2,
+                gamma=2,
+                dynamic=False,
+                record_top_k=0,
+                temperature=1.0,
+            )
             counts[tuple(trace.output_ids)] += 1
             inside += any(finished_inside(s) for s in trace.steps)
             states = [s.controller.to_json() for s in trace.steps]
@@ -208,9 +256,19 @@ def test_one_target_call_per_iteration(close_pair):
 
 
 def test_dynamic_trace_is_consistent(close_pair):
-    trace = specviz.decode(close_pair, "dsbd", [1, 2, 3], max_new_tokens=30, temperature=1, width=4, min_width=1,
-                           threshold=0.7, gamma=3, seed=3)
-    assert len(trace.output_ids) == 30 and not trace.lossless     # its reference is beam, not ar
+    trace = specviz.decode(
+        close_pair,
+        "dsbd",
+        [1, 2, 3],
+        max_new_tokens=30,
+        temperature=1,
+        width=4,
+        min_width=1,
+        threshold=0.7,
+        gamma=3,
+        seed=3,
+    )
+    assert len(trace.output_ids) == 30 and not trace.lossless  # its reference is beam, not ar
     for step in trace.steps:
         c = step.controller.to_json()
         assert c["kind"] == "dsbd" and c["l_last"] == len(c["levels"])
@@ -227,7 +285,7 @@ def test_dynamic_trace_is_consistent(close_pair):
         assert roots <= set(range(len(trace.steps[step.index - 1].controller.beam_list.carried) if step.index else 1))
         for node_id in c["kept"]:
             assert step.forest[node_id].status in ("accepted", "resampled", "bonus")
-    assert any(len({n.root for n in s.forest}) > 1 for s in trace.steps)     # forests of several trees
+    assert any(len({n.root for n in s.forest}) > 1 for s in trace.steps)  # forests of several trees
     again = RunTrace.from_json(trace.to_json())
     assert again.steps[-1].controller == trace.steps[-1].controller
 
@@ -264,22 +322,24 @@ def test_positions_for_the_distribution_view(close_pair):
                 assert bars["q"].y[col] == pytest.approx(node.q, rel=1e-4, abs=1e-12)
                 views += 1
         assert drafted_positions(trace) == []
-    assert roots > 1 and views > 0 and resampled > 0       # several trees, the view, repaired layers
+    assert roots > 1 and views > 0 and resampled > 0  # several trees, the view, repaired layers
     quiet = specviz.decode(close_pair, "dsbd", [1, 2, 3], temperature=1.0, record_top_k=0, **kw)
     assert all(not s.positions for s in quiet.steps)
     assert quiet.output_ids == specviz.decode(close_pair, "dsbd", [1, 2, 3], temperature=1.0, **kw).output_ids
 
 
 def test_single_beam_mode_carries_one_beam(close_pair):
-    trace = specviz.decode(close_pair, "dsbd", [1, 2, 3], max_new_tokens=25, temperature=1, width=3, gamma=3,
-                           single_beam=True, seed=1)
+    trace = specviz.decode(
+        close_pair, "dsbd", [1, 2, 3], max_new_tokens=25, temperature=1, width=3, gamma=3, single_beam=True, seed=1
+    )
     assert len(trace.output_ids) == 25
     for step in trace.steps:
         assert len(step.controller.to_json()["carried"]) == 1
         assert {n.root for n in step.forest} == {0}
         # every step commits the whole carried beam's new tokens
-        assert step.controller.to_json()["beams"][step.controller.to_json()["carried"][0]]["tokens"] == \
-            [c.token_id for c in step.committed]
+        assert step.controller.to_json()["beams"][step.controller.to_json()["carried"][0]]["tokens"] == [
+            c.token_id for c in step.committed
+        ]
 
 
 def test_parameters_are_checked(close_pair):

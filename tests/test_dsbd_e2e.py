@@ -4,12 +4,22 @@ beams' texts, each column's story and a clicked forest node's view; the forest a
 their whole title and legend, clear of each other, in one column, in two (``beam`` next to ``dsbd``)
 and at phone width. Skipped without chromium (failed
 under CI / SPECVIZ_REQUIRE_E2E)."""
+
 from __future__ import annotations
 
 import pytest
-from e2e_support import (ARTIFACTS, at_width, choose, misplaced, open_page, run_unpaced, to_phone_width, unreadable,
-                         wait_plot_title, wait_status)
-
+from e2e_support import (
+    ARTIFACTS,
+    at_width,
+    choose,
+    misplaced,
+    open_page,
+    run_unpaced,
+    to_phone_width,
+    unreadable,
+    wait_plot_title,
+    wait_status,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -50,9 +60,11 @@ def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):
     # two columns, beam next to dsbd, on the same step: each forest and widths figure half as wide
     choose(page, ["beam", "dsbd"])
     page.click("#sv-run")
-    page.wait_for_function("""() => [0, 1].every(i => / tokens in \\d+ calls/.test(
+    page.wait_for_function(
+        """() => [0, 1].every(i => / tokens in \\d+ calls/.test(
                                   (document.querySelector('#sv-head-' + i) || {}).innerText || ''))""",
-                           timeout=180_000)  # both columns finished (the first run had one)
+        timeout=180_000,
+    )  # both columns finished (the first run had one)
     wait_status(page, "Done")
     heads = [page.inner_text(f"#sv-head-{i}").splitlines() for i in range(2)]
     dsbd = next((i for i in range(2) if "dsbd" in heads[i]), None)
@@ -71,8 +83,9 @@ def test_dsbd_forest_and_widths_in_the_browser(app_server, browser):
         assert "Bought +" in page.inner_text(f"#sv-story-{i}")
     page.evaluate(CLICK_JS, f"sv-tree-{dsbd}")
     page.wait_for_selector(f"#sv-dist-{dsbd} .js-plotly-plot", timeout=60_000)
-    page.wait_for_function("i => document.querySelector('#sv-story-' + i).innerText.startsWith('Selected: node')",
-                           arg=dsbd, timeout=60_000)
+    page.wait_for_function(
+        "i => document.querySelector('#sv-story-' + i).innerText.startsWith('Selected: node')", arg=dsbd, timeout=60_000
+    )
     page.locator(f"#sv-story-{dsbd}").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-dsbd-node-story.png"))
     for name in ("tree", "ctrl"):

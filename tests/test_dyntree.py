@@ -17,6 +17,7 @@
 * **The tree**: each step's tree is EAGLE-2's expand-and-rerank, recomputed here from plain full-sequence
   forwards of the draft (no cache, no tree attention), with each node's cumulative probability.
 """
+
 import json
 
 import pytest
@@ -25,15 +26,15 @@ from test_ui_support import read_hover
 from tiny import FAMILIES, exact_distribution, goodness_of_fit, sample_counts, tiny_pair
 
 import specviz
+from specviz import metrics
 from specviz.core import rules
 from specviz.core.acceptance import SiblingSchedule
 from specviz.core.sampling import SamplingConfig, warp
 from specviz.trace import RunTrace
 from specviz.trace_check import check_trace
-from specviz import metrics
 from specviz.viz import controller_figure, tree_figure
-from specviz.viz.theory import theory_panel
 from specviz.viz.style import fmt_prob
+from specviz.viz.theory import theory_panel
 
 RUNS = 2000
 PROMPT = [1, 2, 3]
@@ -88,6 +89,7 @@ def test_greedy_equals_ar(family):
 
 def reference_tree(pair, context, sampling, nodes, depth, topk):
     """EAGLE-2's expand and rerank from full-sequence draft forwards: {token path: cumulative q}."""
+
     def q_after(path):
         logits = pair.draft(torch.tensor([context + list(path)])).logits[0, -1, : pair.vocab_size]
         return torch.softmax(logits.float(), -1) if sampling.greedy else warp(logits, sampling)
@@ -122,8 +124,14 @@ def test_each_step_is_eagle2s_tree_with_its_cumulative_probabilities(temperature
         for n in drafted:
             paths[n.id] = (paths[n.parent] if n.parent is not None else ()) + (n.token_id,)
         left = 14 - step.n_before
-        want = reference_tree(pair, PROMPT + out[: step.n_before], sampling, params["nodes"],
-                              min(params["depth"], left - 1), params["topk"])
+        want = reference_tree(
+            pair,
+            PROMPT + out[: step.n_before],
+            sampling,
+            params["nodes"],
+            min(params["depth"], left - 1),
+            params["topk"],
+        )
         assert set(paths.values()) == set(want)
         cum = step.controller.to_json()["cum_q"]
         assert cum == pytest.approx([want[paths[n.id]] for n in drafted], rel=1e-4)
@@ -141,11 +149,17 @@ def test_the_tree_view_shows_each_nodes_cumulative_probability():
     labels = next(t for t in fig.data if t.meta == "cum_q")
     cum = step.controller.to_json()["cum_q"]
     assert list(labels.text) == [fmt_prob(c) for c in cum] and list(labels.customdata) == list(range(len(cum)))
-    hovers = {i: read_hover(h) for t in fig.data if t.meta in ("accepted", "rejected", "not_reached")
-              for i, h in zip(t.customdata, t.hovertext)}
+    hovers = {
+        i: read_hover(h)
+        for t in fig.data
+        if t.meta in ("accepted", "rejected", "not_reached")
+        for i, h in zip(t.customdata, t.hovertext)
+    }
     assert all(f"cumulative draft probability = {fmt_prob(cum[i])}" in hovers[i] for i in range(len(cum)))
     assert controller_figure(trace, 0) is not None
-    wide = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=8, seed=0, nodes=40, depth=3, topk=8, temperature=1.0).steps[0]
+    wide = specviz.decode(
+        pair, "dyntree", PROMPT, max_new_tokens=8, seed=0, nodes=40, depth=3, topk=8, temperature=1.0
+    ).steps[0]
     fig = tree_figure(wide)  # 20+ leaves: no room under the nodes, the hover keeps c
     assert len([n for n in wide.forest if not any(m.parent == n.id for m in wide.forest)]) > 18
     assert not any(t.meta == "cum_q" for t in fig.data)
@@ -160,14 +174,19 @@ def test_the_theory_panel_expects_the_rules_own_rejections():
     """A chosen tree's position is all rejected with 1 - sum p(children) (not TV(p, q)), which the trace
     records exactly: the rejection panel's expectation is that, beside chain SD's sum of TVs."""
     pair = tiny_pair("llama", vocab=16, draft="noisy", noise=0.5)
-    trace = specviz.decode(pair, "dyntree", PROMPT, max_new_tokens=12, seed=1, nodes=6, depth=2, topk=3, temperature=1.0)
+    trace = specviz.decode(
+        pair, "dyntree", PROMPT, max_new_tokens=12, seed=1, nodes=6, depth=2, topk=3, temperature=1.0
+    )
     positions = metrics.drafted_positions(trace)
     expected = []
     for step in trace.steps:
         for pos in step.positions:
             if pos.q is not None:
-                kids = [n for n in step.forest if n.parent == pos.parent and n.status in ("accepted", "rejected",
-                                                                                          "not_reached")]
+                kids = [
+                    n
+                    for n in step.forest
+                    if n.parent == pos.parent and n.status in ("accepted", "rejected", "not_reached")
+                ]
                 expected.append(1 - sum(n.p for n in kids))
     assert [d.reject_prob for d in positions] == pytest.approx(expected, abs=1e-9) and len(expected) > 3
     assert any(d.candidates > 1 for d in positions)

@@ -10,6 +10,7 @@ Needs: the `playwright` Python package (no browser download: it drives the syste
 unless CI or SPECVIZ_REQUIRE_E2E is set, where it fails. Screenshots go to test-artifacts/. The app
 is the test process's, the browser the file's (``app_server`` and ``browser`` in conftest.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,23 @@ import re
 import urllib.request
 
 import pytest
-from e2e_support import (ARTIFACTS, HAVE_BUNDLED, choose, open_page, plot_clipped, plot_info, plot_overlaps,
-                         set_number, to_phone_width, tree_step, unreadable, wait_plot_title, wait_status)
-from e2e_support import start_app, stop  # noqa: F401  (other test files imported them from here)
+from e2e_support import (  # noqa: F401  (other test files imported them from here)
+    ARTIFACTS,
+    HAVE_BUNDLED,
+    choose,
+    open_page,
+    plot_clipped,
+    plot_info,
+    plot_overlaps,
+    set_number,
+    start_app,
+    stop,
+    to_phone_width,
+    tree_step,
+    unreadable,
+    wait_plot_title,
+    wait_status,
+)
 
 import specviz
 
@@ -54,7 +69,7 @@ def test_clicking_a_tree_node_opens_its_distribution(app_server, browser):
     # a drafted node's marker, clicked as a person would (plotly finds the point under the mouse)
     box = page.evaluate("""() => {
         const el = document.querySelector('#sv-tree-0 .js-plotly-plot');
-        const metas = ['rejected', 'accepted', 'not_reached'];  // a rejection shows the residual best  // a rejection shows the residual best
+        const metas = ['rejected', 'accepted', 'not_reached'];  // a rejection shows the residual best
         const traces = el.querySelectorAll('.scatterlayer .trace');
         for (const meta of metas) for (let t = 0; t < el.data.length; t++) {
           if (el.data[t].meta !== meta) continue;
@@ -64,15 +79,20 @@ def test_clicking_a_tree_node_opens_its_distribution(app_server, browser):
         return null; }""")
     assert box is not None, "no drafted node in the tree of the step shown"
     page.mouse.click(box["x"], box["y"])
-    page.wait_for_function("""() => { const el = document.querySelector('#sv-dist-0 .js-plotly-plot');
+    page.wait_for_function(
+        """() => { const el = document.querySelector('#sv-dist-0 .js-plotly-plot');
                                       return !!(el && el.data && el.data.some(t => t.type === 'bar')); }""",
-                           timeout=30_000)
+        timeout=30_000,
+    )
     info = page.evaluate("""() => document.querySelector('#sv-dist-0 .js-plotly-plot').data
                                  .filter(t => t.type === 'bar').map(t => t.name || '')""")
     assert len(info) >= 2, info  # p and q bars at least
     # sampled: the theory panel is shown, its stacked panels clear of one another at one column's width
-    page.wait_for_function("""() => { const el = document.querySelector('#sv-theory-0 .js-plotly-plot');
-                                      return !!(el && el.data && el.data.length); }""", timeout=30_000)
+    page.wait_for_function(
+        """() => { const el = document.querySelector('#sv-theory-0 .js-plotly-plot');
+                                      return !!(el && el.data && el.data.length); }""",
+        timeout=30_000,
+    )
     assert plot_overlaps(page, "sv-theory-0") == []
     page.locator("#sv-dist-0").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-distribution.png"), full_page=True)
@@ -120,11 +140,17 @@ def side_by_side(url, browser):
     wait_plot_title(page, "sv-tree-1", "step 1", exact=True)
     assert "step 1 of" in page.inner_text("#sv-step-label")
     # moved in the browser: the comparison markers and the highlighted step of each text
-    page.wait_for_function("""() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
-                                      return el && el.layout.shapes[0].x0 == 1; }""", timeout=10_000)
+    page.wait_for_function(
+        """() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
+                                      return el && el.layout.shapes[0].x0 == 1; }""",
+        timeout=10_000,
+    )
     for i in range(2):
         assert page.locator(f"#sv-text-{i} .sv-step.sv-cur").get_attribute("data-step") == "1"
-        assert page.locator(f"#sv-text-{i} .sv-step.sv-future").count() == page.locator(f"#sv-text-{i} .sv-step").count() - 1
+        assert (
+            page.locator(f"#sv-text-{i} .sv-step.sv-future").count()
+            == page.locator(f"#sv-text-{i} .sv-step").count() - 1
+        )
     page.click("#sv-next")
     page.wait_for_function("document.querySelector('#sv-head-1').innerText.includes('step 2/')", timeout=30_000)
     page.click("#sv-prev")
@@ -133,8 +159,7 @@ def side_by_side(url, browser):
 
     # Measure: interleaved rounds, medians, what it ran under and the verdict in words (issue 34)
     page.click("#sv-measure-btn")
-    page.wait_for_function("document.querySelector('#sv-measure').innerText.includes('Verdict.')",
-                           timeout=180_000)
+    page.wait_for_function("document.querySelector('#sv-measure').innerText.includes('Verdict.')", timeout=180_000)
     assert page.locator("#sv-measure table.sv-table tbody tr").count() == 2
     measured = page.inner_text("#sv-measure")
     assert re.search(r"Timed on \d+ torch threads?, cpu, float32; load average", measured), measured
@@ -145,8 +170,10 @@ def side_by_side(url, browser):
     assert unreadable(page, "sv-tree-0", "sv-tree-1") == {}
     # Measure's speed-up column in view at a phone's width (issue 35 point 8), not beyond the screen's edge
     page.locator("#sv-measure").scroll_into_view_if_needed()
-    speedup = page.evaluate("() => [...document.querySelectorAll('#sv-measure thead th')]"
-                            ".find(t => t.textContent.startsWith('speed-up')).getBoundingClientRect()")
+    speedup = page.evaluate(
+        "() => [...document.querySelectorAll('#sv-measure thead th')]"
+        ".find(t => t.textContent.startsWith('speed-up')).getBoundingClientRect()"
+    )
     assert 0 <= speedup["left"] and speedup["right"] <= 400, speedup
     page.locator("#sv-measure").screenshot(path=str(ARTIFACTS / "e2e-measure-phone.png"))
     page.locator("#sv-tree-1").scroll_into_view_if_needed()
@@ -197,9 +224,11 @@ def paced_live_run_and_stop(url, browser):
         k = tree_step(page, 0)
         if k is not None and "Running" in page.inner_text("#sv-status"):
             seen.add(k)
-            followed.append(page.evaluate("""() => { const box = [...document.querySelectorAll('#sv-text-0 *')]
+            followed.append(
+                page.evaluate("""() => { const box = [...document.querySelectorAll('#sv-text-0 *')]
                 .find(e => e.scrollHeight > e.clientHeight + 4 && getComputedStyle(e).overflowY !== 'visible');
-                return box ? box.scrollHeight - box.scrollTop - box.clientHeight : 0; }"""))
+                return box ? box.scrollHeight - box.scrollTop - box.clientHeight : 0; }""")
+            )
         if len(seen) >= 3:
             break
         page.wait_for_timeout(100)
@@ -217,9 +246,12 @@ def paced_live_run_and_stop(url, browser):
         head = page.inner_text(f"#sv-head-{i}")
         shown, calls = re.search(r"step (\d+)", head), re.search(r"in (\d+) calls", head)
         assert shown and calls and shown.group(1) == calls.group(1) and "(stopped)" in head, head
-        page.wait_for_function("([i, k]) => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');"
-                               " return !!(el && el.layout && el.layout.title.text === 'step ' + k); }",
-                               arg=[i, shown.group(1)], timeout=30_000)
+        page.wait_for_function(
+            "([i, k]) => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');"
+            " return !!(el && el.layout && el.layout.title.text === 'step ' + k); }",
+            arg=[i, shown.group(1)],
+            timeout=30_000,
+        )
     page.screenshot(path=str(ARTIFACTS / "e2e-stopped.png"), full_page=True)
     assert not page.errors, page.errors
     page.close()
@@ -230,17 +262,17 @@ def bad_inputs(url, browser):
     itself is a valid seed (the page sends the seed box's text: a number box sent 9223372036854776000)."""
     page = open_page(browser, url)
     set_number(page, "sv-seed", "1e30")
-    page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('seed must be')",
-                           timeout=30_000)
+    page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('seed must be')", timeout=30_000)
     set_number(page, "sv-seed", "9223372036854775807")
-    page.wait_for_function("!document.querySelector('#sv-input-msg').innerText.includes('seed must be')",
-                           timeout=30_000)
+    page.wait_for_function(
+        "!document.querySelector('#sv-input-msg').innerText.includes('seed must be')", timeout=30_000
+    )
     set_number(page, "sv-seed", "9223372036854775808")
-    page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('seed must be')",
-                           timeout=30_000)
+    page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('seed must be')", timeout=30_000)
     set_number(page, "sv-top-k", -1)
-    page.wait_for_function("document.querySelector('#sv-input-msg').innerText.includes('top-k must be')",
-                           timeout=30_000)
+    page.wait_for_function(
+        "document.querySelector('#sv-input-msg').innerText.includes('top-k must be')", timeout=30_000
+    )
     page.click("#sv-run")
     wait_status(page, "seed must be", 30_000)
     status = page.inner_text("#sv-status")
@@ -254,8 +286,7 @@ def phone_width(url, browser):
     page = open_page(browser, url, width=400, height=850)
     page.wait_for_function("!document.querySelector('#sv-sidebar.open')", timeout=15_000)
     # nothing covers the page once the sidebar has slid away: it ends wholly left of the screen
-    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right <= 1",
-                           timeout=15_000)
+    page.wait_for_function("document.querySelector('#sv-sidebar').getBoundingClientRect().right <= 1", timeout=15_000)
     assert page.locator("#sv-run").is_visible()
     a = page.locator("#sv-per-step").bounding_box()
     b = page.locator("#sv-cumulative").bounding_box()
@@ -267,14 +298,17 @@ def phone_width(url, browser):
 def replay(url, browser, target, draft, tmp_path):
     pair = specviz.load_pair(target, draft)
     good = tmp_path / "sd-trace.json"
-    good.write_text(specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=12, seed=1, temperature=1.0).to_json())
+    good.write_text(
+        specviz.decode(pair, "sd", prompt="for i in range(", max_new_tokens=12, seed=1, temperature=1.0).to_json()
+    )
     bad = tmp_path / "broken.json"
     bad.write_text('{"schema_version": 1, "steps": [')
     page = open_page(browser, url)
     page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)
     page.set_input_files("#sv-upload input[type=file]", str(bad))
-    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Could not replay')",
-                           timeout=30_000)
+    page.wait_for_function(
+        "document.querySelector('#sv-status').innerText.includes('Could not replay')", timeout=30_000
+    )
     assert "Not valid JSON" in page.inner_text("#sv-status")
     page.reload()
     page.wait_for_selector("#sv-upload input[type=file]", state="attached", timeout=60_000)
@@ -290,7 +324,8 @@ def replay(url, browser, target, draft, tmp_path):
     trace = specviz.RunTrace.from_json(good.read_text())
     for i, s in enumerate(trace.steps):
         s.controller = specviz.step_state.UnknownState(
-            {"kind": "notes", "step": f"step {i + 1}", "note": " ".join(["a note the controller left"] * 8)})
+            {"kind": "notes", "step": f"step {i + 1}", "note": " ".join(["a note the controller left"] * 8)}
+        )
     notes = tmp_path / "notes-trace.json"
     notes.write_text(trace.to_json())
     page.reload()

@@ -1,6 +1,7 @@
 """The EESD early-exit draft (arXiv 2406.03853, Eq. 1) on four architecture families: the exit model is
 the trunk plus the head, drafting through ``EarlyExitLM`` gives its logits under the prefix + tree
 conventions, reading the target's trunk KV changes nothing, and ``load_pair`` attaches heads."""
+
 from __future__ import annotations
 
 import copy
@@ -12,8 +13,15 @@ from tiny import FAMILIES, save_checkpoint, tiny_model, tiny_tokenizer
 
 import specviz
 from specviz.errors import ModelLoadError
-from specviz.models.early_exit import (CalibrationHead, EarlyExitHead, EarlyExitLM, first_n, layout, load_early_exit,
-                                       save_early_exit)
+from specviz.models.early_exit import (
+    CalibrationHead,
+    EarlyExitHead,
+    EarlyExitLM,
+    first_n,
+    layout,
+    load_early_exit,
+    save_early_exit,
+)
 from specviz.models.tree_forward import ROOT, CachedLM
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
@@ -66,7 +74,8 @@ def test_exit_model_is_trunk_plus_head(family):
     # trainable = one decoder layer + the final norm + V x d (EESD section 3.1's parameter count)
     assert n_params(head) == n_params(getattr(backbone, layers)[-1]) + n_params(getattr(backbone, norm)) + VOCAB * 16
     assert set(head.state_dict()) == {f"layer.{k}" for k in head.layer.state_dict()} | {
-        f"norm.{k}" for k in head.norm.state_dict()} | {f"lm_head.{k}" for k in head.lm_head.state_dict()}
+        f"norm.{k}" for k in head.norm.state_dict()
+    } | {f"lm_head.{k}" for k in head.lm_head.state_dict()}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -109,7 +118,7 @@ def _greedy_rounds(family: str, share: bool, rounds: int = 6, k: int = 3):
         nxt = int(t_logits[a].argmax())
         target.commit(list(range(a)))
         drafter.commit(list(range(min(a, k - 1))))  # the last draft was never fed to the drafter
-        d_pending = drafts[k - 1:k] + [nxt] if a == k else [nxt]
+        d_pending = drafts[k - 1 : k] + [nxt] if a == k else [nxt]
         seq = seq + drafts[:a] + [nxt]
         pending = [nxt]
     return head, drafter, rows
@@ -160,8 +169,11 @@ def test_tree_of_drafts_matches_each_path(family):
 def dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("ee")
     tok = tiny_tokenizer()
-    return {"target": save_checkpoint(root / "target", "qwen2", tok, seed=0, hidden=32, layers=3),
-            "draft": save_checkpoint(root / "draft", "qwen2", tok, seed=1), "root": root}
+    return {
+        "target": save_checkpoint(root / "target", "qwen2", tok, seed=0, hidden=32, layers=3),
+        "draft": save_checkpoint(root / "draft", "qwen2", tok, seed=1),
+        "root": root,
+    }
 
 
 def test_load_pair_attaches_fresh_and_saved_heads(dirs):
@@ -184,8 +196,9 @@ def test_load_pair_attaches_fresh_and_saved_heads(dirs):
 
 
 def test_bundled_head_loads_through_load_pair():
-    pair = specviz.load_pair(str(ROOT_DIR / "assets" / "target"), early_exit=str(ROOT_DIR / "assets" / "early_exit"),
-                             device="cpu")
+    pair = specviz.load_pair(
+        str(ROOT_DIR / "assets" / "target"), early_exit=str(ROOT_DIR / "assets" / "early_exit"), device="cpu"
+    )
     head = pair.early_exit
     direct = load_early_exit(ROOT_DIR / "assets" / "early_exit", pair.target)
     ids = torch.tensor([pair.encode("def read_config(path):\n    with open(path) as f:\n")])

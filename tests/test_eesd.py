@@ -12,6 +12,7 @@ over-acceptance is at the edge of what 4000 runs see (p = 0.0012 against the 0.0
 these seeds); 8000 runs are needed for it. The rule itself is exact by enumeration in
 ``test_acceptance.py``.
 """
+
 import json
 import os
 from dataclasses import replace
@@ -54,8 +55,9 @@ def test_eesd_greedy_equals_ar(family, controller):
     pair = ee_pair(family)
     ar = specviz.decode(pair, "ar", [5, 9, 2, 7], max_new_tokens=40, temperature=0)
     fixed = {"fixed_length": 4} if controller == "fixed" else {}  # a setting its controller ignores is refused
-    tr = specviz.decode(pair, "eesd", [5, 9, 2, 7], max_new_tokens=40, temperature=0, controller=controller,
-                        seed=3, **fixed)
+    tr = specviz.decode(
+        pair, "eesd", [5, 9, 2, 7], max_new_tokens=40, temperature=0, controller=controller, seed=3, **fixed
+    )
     assert out(tr) == out(ar) and len(out(tr)) == 40
     kinds = [c.kind for s in tr.steps for c in s.committed]
     assert "draft" in kinds and "resampled" in kinds  # the head agrees sometimes, not always
@@ -96,8 +98,9 @@ def test_eesd_needs_an_early_exit_head():
 def test_calls_are_counted_where_they_happen():
     pair = ee_pair("llama")
     with count_forwards(target=pair.target, draft=pair.early_exit.exit_model) as counts:
-        tr = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=30, temperature=1.0, seed=2, controller="fixed",
-                            fixed_length=3)
+        tr = specviz.decode(
+            pair, "eesd", PROMPT, max_new_tokens=30, temperature=1.0, seed=2, controller="fixed", fixed_length=3
+        )
     assert sum(s.target_calls for s in tr.steps) == counts["target"] == len(tr.steps)
     assert sum(s.draft_calls for s in tr.steps) == counts["draft"] > 0
     # a chain of k drafts costs k draft forwards (the last draft is never fed to the draft)
@@ -137,8 +140,9 @@ def test_fixed_length_and_the_safety_cap_are_logged():
         room = 30 - s.n_before - 1
         assert s.controller.to_json()["drafted"] == min(4, room)
         assert s.controller.to_json()["stop_reason"] == ("fixed_length" if room > 4 else "max_len")
-    capped = specviz.decode(pair, "eesd", PROMPT, max_new_tokens=30, temperature=0, controller="fixed",
-                            fixed_length=10, k_max=3)
+    capped = specviz.decode(
+        pair, "eesd", PROMPT, max_new_tokens=30, temperature=0, controller="fixed", fixed_length=10, k_max=3
+    )
     assert out(capped) == out(tr)
     for s in capped.steps:
         st, room = s.controller.to_json(), 30 - s.n_before - 1
@@ -211,8 +215,12 @@ def test_the_printed_beta_update_breaks_and_the_default_does_not():
     pair = ee_pair("llama", init_range=0.2)  # a poor head: a first round that accepts nothing is common
     kw = dict(max_new_tokens=60, temperature=1.0, controller="beta_ts")
     # round 1 runs on the prior under either rule: pick a seed whose first round accepts nothing
-    kw["seed"] = next(s for s in range(50) if specviz.decode(pair, "eesd", PROMPT, **{**kw, "seed": s,
-                                                             "max_new_tokens": 6}).steps[0].controller.accepted == 0)
+    kw["seed"] = next(
+        s
+        for s in range(50)
+        if specviz.decode(pair, "eesd", PROMPT, **{**kw, "seed": s, "max_new_tokens": 6}).steps[0].controller.accepted
+        == 0
+    )
     steps = []
     with pytest.raises(ValueError, match="not a distribution"):
         for step in specviz.stream(pair, "eesd", PROMPT, beta_rule="paper_literal", **kw):

@@ -3,14 +3,28 @@ posterior and the drafted-vs-accepted panel follow the selected step; greedy it 
 sampled next to ``sd`` both columns have one whose titles, legends and axes do not overlap. The
 Thompson-sampling figures show their whole title and legend, clear of each other, in one column, in
 two and at phone width."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
-from e2e_support import (ARTIFACTS, HAVE_BUNDLED, REQUIRED, choose, misplaced, open_page, plot_info, plot_overlaps,
-                         run_unpaced, set_number, to_phone_width, unreadable, wait_plot_title, wait_status)
-
+from e2e_support import (
+    ARTIFACTS,
+    HAVE_BUNDLED,
+    REQUIRED,
+    choose,
+    misplaced,
+    open_page,
+    plot_info,
+    plot_overlaps,
+    run_unpaced,
+    set_number,
+    to_phone_width,
+    unreadable,
+    wait_plot_title,
+    wait_status,
+)
 
 pytestmark = pytest.mark.e2e
 SUBTITLE_JS = """id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
@@ -23,7 +37,9 @@ def assert_thompson_figures_readable(page, i: int) -> None:
     assert unreadable(page, f"sv-ctrl-{i}", f"sv-lengths-{i}") == {}
 
 
-@pytest.mark.skipif(not HAVE_BUNDLED and not REQUIRED, reason="needs the bundled pair's early-exit head (required in CI)")
+@pytest.mark.skipif(
+    not HAVE_BUNDLED and not REQUIRED, reason="needs the bundled pair's early-exit head (required in CI)"
+)
 def test_eesd_posterior_updates_between_steps_in_the_browser(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url, width=1400)
@@ -53,9 +69,12 @@ def test_eesd_posterior_updates_between_steps_in_the_browser(app_server, browser
     page.click("#sv-run")
     wait_status(page, "Done")
     for i in range(2):
-        page.wait_for_function("""id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
+        page.wait_for_function(
+            """id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
                                           return !!(el && el.data && el.data.length); }""",
-                               arg=f"sv-theory-{i}", timeout=30_000)
+            arg=f"sv-theory-{i}",
+            timeout=30_000,
+        )
         assert plot_overlaps(page, f"sv-theory-{i}") == [], i
     page.locator("#sv-theory-1").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-eesd-sampled.png"), full_page=True)

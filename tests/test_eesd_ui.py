@@ -1,5 +1,6 @@
 """``eesd`` in the app: the bundled preset loads with its early-exit head, and a column's controller
 panel is the Thompson-sampling view of the step it shows, moving with the step."""
+
 import specviz
 from specviz.presets import bundled_preset
 from specviz.ui import render
@@ -24,7 +25,9 @@ def test_a_thompson_column_also_shows_drafted_vs_accepted():
     p = bundled_preset()
     pair = specviz.load_pair(p.target, p.draft, early_exit=p.early_exit)
     for controller, shown in (("beta_ts", True), ("fixed", False)):  # fixed: its controller view already is it
-        trace = specviz.decode(pair, "eesd", "def add(a, b):\n", max_new_tokens=16, temperature=0, controller=controller)
+        trace = specviz.decode(
+            pair, "eesd", "def add(a, b):\n", max_new_tokens=16, temperature=0, controller=controller
+        )
         v = render.slot_view(Column(label="eesd", algorithm="eesd", trace=trace, done=True), 0, 1)
         assert (v.lengths is not None) == shown
         if shown:

@@ -1,5 +1,6 @@
 """The engine's contracts: calls counted where they happen, controller hooks, trace v2 positions,
 the lossless flag, input validation, and old (v1) traces still loading."""
+
 import dataclasses
 import json
 
@@ -10,9 +11,9 @@ from tiny import memoised_forwards, tiny_pair, with_eos, with_feature_head
 
 import specviz
 import specviz.metrics
-from specviz.algorithms.tree_engine import StaticShape, run_engine
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import ModelDrafter
+from specviz.algorithms.tree_engine import StaticShape, run_engine
 from specviz.core.rules import MultiCandidate, OverAcceptance
 from specviz.core.sampling import SamplingConfig
 from specviz.core.trees import chain_shape, k_config_shape
@@ -41,8 +42,9 @@ def pair():
 @pytest.mark.parametrize("algorithm,params", CASES, ids=[f"{a}-{i}" for i, (a, _) in enumerate(CASES)])
 def test_calls_are_counted_where_they_happen(pair, algorithm, params, temperature):
     with count_forwards(target=pair.target, draft=pair.draft) as n:
-        run = specviz.stream(pair, algorithm, [1, 2, 3, 1, 2, 3, 1], max_new_tokens=20, temperature=temperature,
-                             seed=2, **params)
+        run = specviz.stream(
+            pair, algorithm, [1, 2, 3, 1, 2, 3, 1], max_new_tokens=20, temperature=temperature, seed=2, **params
+        )
         seen_t = seen_d = 0
         for step in run:
             assert step.target_calls == n["target"] - seen_t
@@ -119,18 +121,22 @@ def test_the_walk_copies_only_the_rows_it_visits(pair, monkeypatch, temperature)
         return row(self, i)
 
     monkeypatch.setattr(D.VerifyRows, "row", spying_row)
-    trace = specviz.decode(pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=temperature, seed=1,
-                           k_config="3x2x2")
+    trace = specviz.decode(
+        pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=temperature, seed=1, k_config="3x2x2"
+    )
     assert len(copied) == len(trace.steps)
     for step, rows in zip(trace.steps, copied):
         path = [n.id for n in step.forest if n.status == "accepted"]
         assert rows == {0} | {i + 1 for i in path}
-    assert sum(len(s.forest) - 1 for s in trace.steps) > 3 * sum(len(r) for r in copied)  # nodes verified vs rows copied
+    assert sum(len(s.forest) - 1 for s in trace.steps) > 3 * sum(
+        len(r) for r in copied
+    )  # nodes verified vs rows copied
 
 
 def test_positions_explain_every_decision(pair):
-    trace = specviz.decode(pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=0.9, top_k=10, seed=1,
-                           k_config="3x2", record_top_k=4)
+    trace = specviz.decode(
+        pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=0.9, top_k=10, seed=1, k_config="3x2", record_top_k=4
+    )
     for step in trace.steps:
         path = [n for n in step.forest if n.status == "accepted"]
         parents = [None] + [n.id for n in path]
@@ -157,8 +163,9 @@ def test_positions_explain_every_decision(pair):
         else:
             assert last.q is None and last.final_residual is None
     assert any(s.forest[-1].status == "resampled" for s in trace.steps)
-    quiet = specviz.decode(pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=0.9, top_k=10, seed=1,
-                           k_config="3x2", record_top_k=0)
+    quiet = specviz.decode(
+        pair, "mcsd", [1, 2, 3], max_new_tokens=30, temperature=0.9, top_k=10, seed=1, k_config="3x2", record_top_k=0
+    )
     assert all(not s.positions for s in quiet.steps) and quiet.output_ids == trace.output_ids
 
 
@@ -187,7 +194,9 @@ def test_a_position_record_is_its_definition_on_the_shown_ids():
         tested, produced = [int(t) for t in torch.randperm(vocab, generator=gen)[:2]], case % vocab
         sites.append(Site(7, p, q, tested, produced, final, root=2))
         [rec] = position_records(sites[-1:], 4, text=lambda t: f"<{t}>")
-        shown = set(tested) | {produced} | set(torch.topk(p, 4).indices.tolist()) | set(torch.topk(q, 4).indices.tolist())
+        shown = (
+            set(tested) | {produced} | set(torch.topk(p, 4).indices.tolist()) | set(torch.topk(q, 4).indices.tolist())
+        )
         ids = sorted(shown, key=lambda t: (-float(p[t]), t))
         gap = torch.clamp(p - q, min=0.0)
         mass = float(gap.sum())
@@ -211,8 +220,12 @@ def test_recording_never_changes_the_output(algorithm):
 
     pair = attach_early_exit(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), 1)
     for seed in range(3):
-        runs = [specviz.decode(pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed,
-                               record_top_k=k) for k in (8, 0)]
+        runs = [
+            specviz.decode(
+                pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed, record_top_k=k
+            )
+            for k in (8, 0)
+        ]
         assert runs[0].output_ids == runs[1].output_ids
         assert not any(s.positions for s in runs[1].steps)
     assert algorithm == "ar" or any(s.positions for s in runs[0].steps)
@@ -228,9 +241,11 @@ def untimed(step):
 
 def assert_memo_changes_nothing(pair, algorithm: str, **params) -> None:
     """Seeded runs are identical plainly and twice under the memo, the second time only replayed."""
+
     def steps(seed: int) -> tuple:
-        trace = specviz.decode(pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed,
-                               **params)
+        trace = specviz.decode(
+            pair, algorithm, [1, 2, 3], max_new_tokens=12, temperature=0.9, top_k=10, seed=seed, **params
+        )
         return trace.output_ids, [untimed(s) for s in trace.steps]
 
     steps(0)  # per-pair caches filled first (Sequoia's tuned tree: its state says whether it was cached)
@@ -243,8 +258,9 @@ def assert_memo_changes_nothing(pair, algorithm: str, **params) -> None:
     assert calls > 0 and len(memo) == calls  # the first runs filled it; the repeats only replayed
 
 
-@pytest.mark.parametrize("algorithm,eos", [(name, False) for name in specviz.ALGORITHMS]
-                         + [(name, True) for name in ("sd", "beam", "dsbd")])
+@pytest.mark.parametrize(
+    "algorithm,eos", [(name, False) for name in specviz.ALGORITHMS] + [(name, True) for name in ("sd", "beam", "dsbd")]
+)
 def test_memoised_forwards_change_nothing(algorithm, eos):
     """The exactness tests' memo (``tiny.memoised_forwards``) replays a model call only with the numbers
     it would compute: every algorithm's steps (trees, p and q, coins, committed tokens, controller
@@ -256,14 +272,16 @@ def test_memoised_forwards_change_nothing(algorithm, eos):
     assert_memo_changes_nothing(with_eos(pair, 0, 2.0) if eos else pair, algorithm)
 
 
-@pytest.mark.parametrize("algorithm,drafter", [("sd", "feature"), ("dyntree", "feature"), ("sd", "model_cut"),
-                                               ("sequoia", "model_cut")])
+@pytest.mark.parametrize(
+    "algorithm,drafter", [("sd", "feature"), ("dyntree", "feature"), ("sd", "model_cut"), ("sequoia", "model_cut")]
+)
 def test_memoised_forwards_change_nothing_with_a_feature_head_or_a_cut_vocabulary(algorithm, drafter):
     """The memo replays a feature-keeping target call with its feature rows and a feature head's call keyed
     by the features it reads, and keys a cut head by its rows: the runs are identical, and replayed."""
     pair = with_feature_head(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5, layers=2), keep=11)
-    assert_memo_changes_nothing(pair, algorithm, drafter=drafter,
-                                **({"acceptance": "0.6,0.3"} if algorithm == "sequoia" else {}))
+    assert_memo_changes_nothing(
+        pair, algorithm, drafter=drafter, **({"acceptance": "0.6,0.3"} if algorithm == "sequoia" else {})
+    )
 
 
 def test_a_watched_model_is_never_replayed(pair):
@@ -272,8 +290,10 @@ def test_a_watched_model_is_never_replayed(pair):
     handle = pair.target.model.norm.register_forward_hook(lambda *_: seen.append(1))
     try:
         with memoised_forwards():
-            traces = [specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=6, temperature=1.0, seed=0, gamma=2)
-                      for _ in range(2)]
+            traces = [
+                specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=6, temperature=1.0, seed=0, gamma=2)
+                for _ in range(2)
+            ]
     finally:
         handle.remove()
     calls = [specviz.metrics.target_calls(trace.steps) for trace in traces]
@@ -311,21 +331,71 @@ def test_largest_seed_and_bad_record_top_k(pair):
 
 
 V1_TRACE = {
-    "algorithm": "sd", "params": {"gamma": 2}, "pair": {"target": "t", "draft": "d"},
-    "sampling": {"temperature": 1.0, "top_k": 0, "top_p": 1.0}, "seed": 0, "prompt_ids": [1, 2],
-    "prompt_text": "<1> <2>", "output_ids": [5, 6], "output_text": "<5> <6>", "finish_reason": "length",
-    "metrics": {"new_tokens": 2, "target_calls": 1, "tau": 2.0}, "schema_version": 1,
-    "steps": [{"index": 0, "n_before": 0, "controller": None, "tv": [0.2, 0.1],
-               "timings": {"draft_ms": 1.0, "verify_ms": 2.0, "total_ms": 3.5},
-               "target_calls": 1, "draft_calls": 2,
-               "forest": [{"id": 0, "parent": None, "depth": 0, "token_id": 5, "token_text": "<5>", "q": 0.5,
-                           "p": 0.4, "accept_prob": 0.8, "draw": 0.3, "status": "accepted"},
-                          {"id": 1, "parent": 0, "depth": 1, "token_id": 7, "token_text": "<7>", "q": 0.5,
-                           "p": 0.1, "accept_prob": 0.2, "draw": 0.9, "status": "rejected"},
-                          {"id": 2, "parent": 0, "depth": 1, "token_id": 6, "token_text": "<6>", "q": None,
-                           "p": 0.3, "accept_prob": None, "draw": None, "status": "resampled"}],
-               "committed": [{"token_id": 5, "text": "<5>", "kind": "draft", "node_id": 0},
-                             {"token_id": 6, "text": "<6>", "kind": "resampled", "node_id": 2}]}],
+    "algorithm": "sd",
+    "params": {"gamma": 2},
+    "pair": {"target": "t", "draft": "d"},
+    "sampling": {"temperature": 1.0, "top_k": 0, "top_p": 1.0},
+    "seed": 0,
+    "prompt_ids": [1, 2],
+    "prompt_text": "<1> <2>",
+    "output_ids": [5, 6],
+    "output_text": "<5> <6>",
+    "finish_reason": "length",
+    "metrics": {"new_tokens": 2, "target_calls": 1, "tau": 2.0},
+    "schema_version": 1,
+    "steps": [
+        {
+            "index": 0,
+            "n_before": 0,
+            "controller": None,
+            "tv": [0.2, 0.1],
+            "timings": {"draft_ms": 1.0, "verify_ms": 2.0, "total_ms": 3.5},
+            "target_calls": 1,
+            "draft_calls": 2,
+            "forest": [
+                {
+                    "id": 0,
+                    "parent": None,
+                    "depth": 0,
+                    "token_id": 5,
+                    "token_text": "<5>",
+                    "q": 0.5,
+                    "p": 0.4,
+                    "accept_prob": 0.8,
+                    "draw": 0.3,
+                    "status": "accepted",
+                },
+                {
+                    "id": 1,
+                    "parent": 0,
+                    "depth": 1,
+                    "token_id": 7,
+                    "token_text": "<7>",
+                    "q": 0.5,
+                    "p": 0.1,
+                    "accept_prob": 0.2,
+                    "draw": 0.9,
+                    "status": "rejected",
+                },
+                {
+                    "id": 2,
+                    "parent": 0,
+                    "depth": 1,
+                    "token_id": 6,
+                    "token_text": "<6>",
+                    "q": None,
+                    "p": 0.3,
+                    "accept_prob": None,
+                    "draw": None,
+                    "status": "resampled",
+                },
+            ],
+            "committed": [
+                {"token_id": 5, "text": "<5>", "kind": "draft", "node_id": 0},
+                {"token_id": 6, "text": "<6>", "kind": "resampled", "node_id": 2},
+            ],
+        }
+    ],
 }
 
 

@@ -8,6 +8,7 @@ pair; checked below). A 0.02 bias of that shape (``1.06 p/q``) needs about 20000
 ``SPECVIZ_EXACTNESS_RUNS=20000`` makes every exactness test that strong (about 4x the time).
 The acceptance rule itself (``sd`` is the one-branch case of the tree engine) is checked exactly,
 with no sampling, in ``test_acceptance.py``; this test checks the chain around it end to end."""
+
 import os
 
 import pytest

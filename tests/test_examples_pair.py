@@ -2,6 +2,7 @@
 loads the code pair (and chat goes off); a chat question picked on the code pair loads the chat pair
 back; where the session's pair already serves the example, nothing is loaded; anything but the index of
 an example changes nothing."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,8 +13,10 @@ from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui.examples import CHAT_PROMPTS, CODE_PROMPTS
 from specviz.ui.pairs import PairChoice
 
-TEMPLATE = ("{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
-            "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}")
+TEMPLATE = (
+    "{% for m in messages %}<|endoftext|>{{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|endoftext|>assistant\n{% endif %}"
+)
 
 
 @pytest.fixture(scope="module")

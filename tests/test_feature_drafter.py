@@ -9,14 +9,22 @@ produce them). Power: the same runs reject a 10 % over-acceptance of the head's 
 (``test_the_feature_exactness_test_sees_a_small_bias``), as ``test_exactness`` states for ``sd``. Greedy: every algorithm that drafts with a draft model equals
 ``ar`` token for token on four families with the feature drafter.
 """
+
 import os
 from collections import Counter
 
 import pytest
 import torch
 from test_ui_support import read_hover
-from tiny import (FAMILIES, chi_square_pvalue, exact_distribution, over_accept, sample_counts, tiny_model,
-                  with_feature_head)
+from tiny import (
+    FAMILIES,
+    chi_square_pvalue,
+    exact_distribution,
+    over_accept,
+    sample_counts,
+    tiny_model,
+    with_feature_head,
+)
 
 import specviz
 from specviz.core.sampling import SamplingConfig
@@ -28,16 +36,27 @@ from specviz.trace import DRAFTED
 
 RUNS = int(os.environ.get("SPECVIZ_EXACTNESS_RUNS", 8000))
 PROMPT = [1, 2, 3]
-FEATURE_ALGORITHMS = {"sd": {}, "dyntree": {"nodes": 6, "depth": 3, "topk": 2}, "mcsd": {"k_config": "2x2"},
-                      "specinfer": {"k_config": "2x1x1"}, "sequoia": {"acceptance": "0.5,0.2", "size": 6}}
+FEATURE_ALGORITHMS = {
+    "sd": {},
+    "dyntree": {"nodes": 6, "depth": 3, "topk": 2},
+    "mcsd": {"k_config": "2x2"},
+    "specinfer": {"k_config": "2x1x1"},
+    "sequoia": {"acceptance": "0.5,0.2", "size": 6},
+}
 
 
-def feature_pair(family: str = "llama", vocab: int = 8, keep: int = 5, seed: int = 0, scale: float = 0.5,
-                 draft: bool = False) -> ModelPair:
+def feature_pair(
+    family: str = "llama", vocab: int = 8, keep: int = 5, seed: int = 0, scale: float = 0.5, draft: bool = False
+) -> ModelPair:
     """A tiny target with a random feature head over ``keep`` of its ``vocab`` tokens (layers 0 and 1)."""
     target = tiny_model(family, vocab, seed, hidden=16, layers=2, init_range=0.3)
-    pair = ModelPair(target, tiny_model(family, vocab, seed + 1000, hidden=8, layers=1) if draft else None, None,
-                     vocab, target_name=f"tiny-{family}")
+    pair = ModelPair(
+        target,
+        tiny_model(family, vocab, seed + 1000, hidden=8, layers=1) if draft else None,
+        None,
+        vocab,
+        target_name=f"tiny-{family}",
+    )
     return with_feature_head(pair, keep, seed, scale)
 
 
@@ -46,8 +65,9 @@ def feature_pair(family: str = "llama", vocab: int = 8, keep: int = 5, seed: int
 def test_greedy_with_the_feature_drafter_equals_ar(family, algorithm):
     pair = feature_pair(family)
     ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=24, temperature=0)
-    run = specviz.decode(pair, algorithm, PROMPT, max_new_tokens=24, temperature=0, drafter="feature",
-                         **FEATURE_ALGORITHMS[algorithm])
+    run = specviz.decode(
+        pair, algorithm, PROMPT, max_new_tokens=24, temperature=0, drafter="feature", **FEATURE_ALGORITHMS[algorithm]
+    )
     assert run.output_ids == ar.output_ids
     assert run.drafter["kind"] == "feature" and run.params["drafter"] == "feature"  # kept as given
     assert run.steps[0].draft_calls == 0 and run.steps[0].n_drafted == 0  # EAGLE's prefill: nothing to read yet
@@ -86,8 +106,9 @@ def test_decoding_reads_what_training_unrolls():
         feats = torch.cat([torch.zeros(1, 1, target.rows.shape[-1]), target.rows[None]], 1)
         outs = head.unrolled(feats, torch.tensor([tokens + [7]])[:, :-1], pair.target.get_input_embeddings().weight, 2)
         full = torch.tensor([tokens + [7]])
-        outs1 = head.unrolled(torch.cat([feats, torch.zeros_like(feats[:, :1])], 1), full,
-                              pair.target.get_input_embeddings().weight, 2)
+        outs1 = head.unrolled(
+            torch.cat([feats, torch.zeros_like(feats[:, :1])], 1), full, pair.target.get_input_embeddings().weight, 2
+        )
     step0 = head.logits(outs[0][0, -1])
     torch.testing.assert_close(root[0, head.vocab], step0, rtol=1e-4, atol=1e-4)
     step1 = head.logits(outs1[1][0, len(tokens) - 1])
@@ -140,6 +161,7 @@ def fit(counts, law) -> float:
     """Bonferroni-combined chi-square p-value of the joint law of three tokens and of the second token's
     marginal: the first step reads the prompt and drafts nothing (its token is plain sampling), so the
     first token the feature head drafts is the second."""
+
     def second(mapping):
         out = Counter()
         for seq, v in mapping.items():
@@ -193,8 +215,19 @@ def test_sequoia_calibrates_and_times_the_feature_head():
     from specviz.algorithms.sequoia_tune import estimate_acceptance, measure_times
 
     pair = feature_pair("llama", draft=True)
-    run = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=12, temperature=0, drafter="feature",
-                         calibration_steps=8, width=4, size=6, depth=3, hardware_aware=True)
+    run = specviz.decode(
+        pair,
+        "sequoia",
+        PROMPT,
+        max_new_tokens=12,
+        temperature=0,
+        drafter="feature",
+        calibration_steps=8,
+        width=4,
+        size=6,
+        depth=3,
+        hardware_aware=True,
+    )
     ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=12, temperature=0)
     assert run.output_ids == ar.output_ids
     sampling = SamplingConfig(0.0)

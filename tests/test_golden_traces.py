@@ -29,6 +29,7 @@ or write only some cases' files (a case added later: ``sd_heuristic``, ``sd_conf
 A registered algorithm that no case in ``CASES`` runs gets one at its defaults, named after it
 (``GENERATED``): a new algorithm's files are ``python -m tests.test_golden_traces --regen NAME``.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,8 +61,11 @@ CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "sd_cali_ts": ("tree", "sd", {"controller": "cali_ts"}),
     "sd_fixed": ("tree", "sd", {"controller": "fixed", "fixed_length": 2, "k_max": 3}),
     "sd_heuristic": ("tree", "sd", {"controller": "heuristic", "num_assistant_tokens": 2}),
-    "sd_confidence": ("tree", "sd", {"controller": "confidence", "num_assistant_tokens": 4,
-                                     "confidence_threshold": 0.1}),
+    "sd_confidence": (
+        "tree",
+        "sd",
+        {"controller": "confidence", "num_assistant_tokens": 4, "confidence_threshold": 0.1},
+    ),
     "sd_adaptive": ("tree", "sd", {"controller": "adaptive", "num_assistant_tokens": 4, "confidence_threshold": 0.1}),
     "eesd": ("early_exit", "eesd", {"alpha0": 3.0}),
     "eesd_cali_ts": ("early_exit", "eesd", {"controller": "cali_ts"}),
@@ -93,8 +97,11 @@ def _generated_cases() -> dict[str, tuple[str, str, dict[str, Any]]]:
     import specviz
 
     covered = {algorithm for _, algorithm, _ in CASES.values()}
-    return {name: ("early_exit" if spec.drafter == "early_exit" else "tree", name, {})
-            for name, spec in specviz.ALGORITHMS.items() if name not in covered}
+    return {
+        name: ("early_exit" if spec.drafter == "early_exit" else "tree", name, {})
+        for name, spec in specviz.ALGORITHMS.items()
+        if name not in covered
+    }
 
 
 GENERATED = _generated_cases()
@@ -121,8 +128,16 @@ def run(name: str, temperature: float) -> dict[str, Any]:
     import specviz
 
     kind, algorithm, params = CASES[name]
-    trace = specviz.decode(pair(kind), algorithm, PROMPT, max_new_tokens=TOKENS, temperature=temperature,
-                           seed=SEED, record_top_k=4, **params)
+    trace = specviz.decode(
+        pair(kind),
+        algorithm,
+        PROMPT,
+        max_new_tokens=TOKENS,
+        temperature=temperature,
+        seed=SEED,
+        record_top_k=4,
+        **params,
+    )
     data = json.loads(trace.to_json())
     data.pop("metrics")
     return strip(data)
@@ -190,8 +205,9 @@ def test_the_comparison_takes_rounding_and_nothing_more():
     assert not differences(stored, json.loads(json.dumps(stored)))
     assert not changed("q", node["q"] + 1e-5) and not changed("p", node["p"] - 1e-5)
     assert changed("q", node["q"] + 1e-4) and changed("p", node["p"] * 1.001)
-    assert changed("token_id", node["token_id"] + 1) and changed("status", "rejected" if node["status"] != "rejected"
-                                                                  else "accepted")
+    assert changed("token_id", node["token_id"] + 1) and changed(
+        "status", "rejected" if node["status"] != "rejected" else "accepted"
+    )
 
 
 def test_every_registered_algorithm_has_its_stored_trace():

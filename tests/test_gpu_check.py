@@ -2,6 +2,7 @@
 ``--device cpu --quick``, its report read back. It is the check a GPU machine runs, so this keeps it
 from rotting: every section present with its status, the device and versions named, greedy equality
 true in float32, the reduced tests passed. A section that raises is recorded and the next one runs."""
+
 import json
 import os
 import re
@@ -30,9 +31,23 @@ def section(report: str, name: str) -> str:
 def test_the_quick_cpu_check_writes_a_report_with_every_section(tmp_path):
     out = tmp_path / "gpu-check.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    res = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--device", "cpu", "--quick",
-                          "--no-time-limits", "--out", str(out)],  # no section stopped for time: speed-independent
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=7200)  # a hang guard only
+    res = subprocess.run(
+        [
+            "bash",
+            str(ROOT / "scripts" / "gpu_check.sh"),
+            "--device",
+            "cpu",
+            "--quick",
+            "--no-time-limits",
+            "--out",
+            str(out),
+        ],  # no section stopped for time: speed-independent
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+    )  # a hang guard only
     assert out.is_file(), res.stdout + res.stderr
     report = out.read_text()
     assert res.returncode == 0, res.stdout + res.stderr + report
@@ -70,8 +85,10 @@ def test_a_section_that_raises_is_recorded_and_the_next_one_runs(tmp_path, monke
 
     monkeypatch.setitem(gpu_check.SECTION_FUNCS, "greedy-float32", broken)
     state = tmp_path / "state.jsonl"
-    assert gpu_check.main(["--worker", str(state), "--device", "cpu", "--sections",
-                           "greedy-float32:30,environment:30"]) == 0
+    assert (
+        gpu_check.main(["--worker", str(state), "--device", "cpu", "--sections", "greedy-float32:30,environment:30"])
+        == 0
+    )
     events = gpu_check._read_state(state)
     assert events["greedy-float32"]["event"] == "done" and events["greedy-float32"]["status"] == "error"
     assert "planted failure" in events["greedy-float32"]["note"]
@@ -84,10 +101,23 @@ def test_the_report_names_what_ran_even_when_a_section_did_not(tmp_path):
     class Args:
         device, quick, bench_dtype = "cuda", False, None
 
-    results = {name: {"status": "skipped", "note": "absent", "lines": [], "seconds": 0.0} for name in gpu_check.SECTIONS}
-    results["environment"] = {"status": "recorded", "note": "", "lines": [], "seconds": 1.0,
-                              "facts": {"device_name": "NVIDIA X", "driver": "nvidia-smi: NVIDIA X, 1.2.3, 80 GiB",
-                                        "torch": "2.0", "cuda": "12.1", "transformers": "4.0", "python": "3.12"}}
+    results = {
+        name: {"status": "skipped", "note": "absent", "lines": [], "seconds": 0.0} for name in gpu_check.SECTIONS
+    }
+    results["environment"] = {
+        "status": "recorded",
+        "note": "",
+        "lines": [],
+        "seconds": 1.0,
+        "facts": {
+            "device_name": "NVIDIA X",
+            "driver": "nvidia-smi: NVIDIA X, 1.2.3, 80 GiB",
+            "torch": "2.0",
+            "cuda": "12.1",
+            "transformers": "4.0",
+            "python": "3.12",
+        },
+    }
     results["tests"] = {"status": "timeout", "note": "stopped | at 165 s", "lines": ["partial"], "seconds": 165.0}
     report = gpu_check.report_markdown(Args(), results, 400, 460)
     assert report.startswith("# specviz GPU check: NVIDIA X")

@@ -2,6 +2,7 @@
 the sliding-window families of ``tiny.py``, for several draft lengths and prompts; ``ar`` itself
 reproduces the model's own ``generate(do_sample=False)``, so on the sliding families (window 4,
 outputs of 40 tokens) the window is checked against transformers, not only against itself."""
+
 import pytest
 import torch
 from tiny import FAMILIES, SLIDING_FAMILIES, tiny_pair
@@ -26,9 +27,8 @@ def close_pair(request):
 def hf_greedy(model, prompt: list[int], n: int) -> list[int]:
     """``n`` tokens of transformers' own greedy decoding (its cache, its masks)."""
     ids = torch.tensor([prompt], device=model.device)
-    out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=n,
-                         min_new_tokens=n)
-    return out[0, len(prompt):].tolist()
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=n, min_new_tokens=n)
+    return out[0, len(prompt) :].tolist()
 
 
 @pytest.mark.parametrize("prompt", PROMPTS, ids=["p3", "p1", "p10"])
@@ -49,8 +49,9 @@ def test_the_window_bites(family):
     """The same weights with full attention decode differently: the sliding families' equalities above
     hold with the window in force."""
     windowed = specviz.decode(make_close_pair(family), "ar", PROMPTS[0], max_new_tokens=NEW_TOKENS, temperature=0)
-    full = specviz.decode(make_close_pair(family, window=4096), "ar", PROMPTS[0], max_new_tokens=NEW_TOKENS,
-                          temperature=0)
+    full = specviz.decode(
+        make_close_pair(family, window=4096), "ar", PROMPTS[0], max_new_tokens=NEW_TOKENS, temperature=0
+    )
     assert windowed.output_ids != full.output_ids
 
 

@@ -12,11 +12,12 @@ Bounded: the public configuration with two new tokens at most, an explicit clock
 throttled intermediate views, no waiting), one fixed list of values; a handler registered several
 times (the prompt's Enter and the Run button) gets the full grid once and one value per input after.
 """
+
 from __future__ import annotations
 
 import asyncio
-import inspect
 import dataclasses
+import inspect
 import math
 import os
 import re
@@ -25,20 +26,36 @@ from typing import Any, Iterator
 import gradio as gr
 import pytest
 from gradio.state_holder import SessionState
+from test_ui_support import run_inputs, save_tiny_pair
 
 from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
 from specviz.ui.pairs import PairChoice
 from specviz.validation import MAX_SEED
-from test_ui_support import run_inputs, save_tiny_pair
 
-HOSTILE: list[Any] = [None, math.nan, math.inf, -1, 2**70, True, "", "x" * 100_000, [1, 2], ["sd", "ar"],
-                      {"a": 1}, "-1:x", "../../etc/passwd", "<img src=x onerror=alert(1)>"]
+HOSTILE: list[Any] = [
+    None,
+    math.nan,
+    math.inf,
+    -1,
+    2**70,
+    True,
+    "",
+    "x" * 100_000,
+    [1, 2],
+    ["sd", "ar"],
+    {"a": 1},
+    "-1:x",
+    "../../etc/passwd",
+    "<img src=x onerror=alert(1)>",
+]
 WRONG_STATES: list[Any] = [None, "", 0, {"pair_key": "x"}, ["a"], "../../etc/passwd"]
 
 # what must never reach a visitor: a traceback, a raw exception's text, a path on the server
-LEAKS = re.compile(r"Traceback|File \"|site-packages|/work/|/tmp/|\b[A-Z]\w*(Error|Exception): "
-                   r"|<img src=x onerror")
+LEAKS = re.compile(
+    r"Traceback|File \"|site-packages|/work/|/tmp/|\b[A-Z]\w*(Error|Exception): "
+    r"|<img src=x onerror"
+)
 
 
 class Still:
@@ -55,8 +72,14 @@ class Still:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     dirs = save_tiny_pair(tmp_path_factory.mktemp("fuzz-pair"))
-    cfg = dataclasses.replace(AppConfig.public_defaults(), max_new_tokens_cap=2, default_max_new_tokens=2,
-                              max_columns=2, measure_repeats=1, max_runs_per_minute=None)
+    cfg = dataclasses.replace(
+        AppConfig.public_defaults(),
+        max_new_tokens_cap=2,
+        default_max_new_tokens=2,
+        max_columns=2,
+        measure_repeats=1,
+        max_runs_per_minute=None,
+    )
     clock = Still()
     ex = Explorer(cfg, presets=[PairChoice("tiny", *dirs)], clock=clock, pause=clock.pause)
     assert ex.default_key is not None
@@ -76,14 +99,14 @@ def strings(value: Any) -> Iterator[str]:
         for v in value:
             yield from strings(v)
     elif isinstance(value, gr.blocks.Block):  # a component update, as a handler returns it: what it shows
-        for name in (("label",) if isinstance(value, (gr.File, gr.DownloadButton)) else ("value", "label", "info")):
+        for name in ("label",) if isinstance(value, (gr.File, gr.DownloadButton)) else ("value", "label", "info"):
             yield from strings(getattr(value, name, None))
 
 
 def assert_clean(outputs: list[Any], what: str) -> None:
     for s in strings(outputs):
         leak = LEAKS.search(s)
-        assert leak is None, f"{what} returned {leak.group(0)!r} in {s[max(0, leak.start() - 80):leak.end() + 80]!r}"
+        assert leak is None, f"{what} returned {leak.group(0)!r} in {s[max(0, leak.start() - 80) : leak.end() + 80]!r}"
 
 
 class FreshState(SessionState):
@@ -104,15 +127,18 @@ class FreshState(SessionState):
 
 def through_gradio(demo: gr.Blocks, fn_index: int, inputs: list[Any]) -> list[Any]:
     """What Gradio's routes do with one event: ``process_api``, then its iterator until the end."""
+
     async def go() -> list[Any]:
         state = FreshState(demo)
         res = await demo.process_api(fn_index, list(inputs), state, session_hash="fuzz", event_id="e")
         outs = [res["data"]]
         while res.get("is_generating"):
-            res = await demo.process_api(fn_index, [], state, iterator=res["iterator"], session_hash="fuzz",
-                                         event_id="e")
+            res = await demo.process_api(
+                fn_index, [], state, iterator=res["iterator"], session_hash="fuzz", event_id="e"
+            )
             outs.append(res["data"])
         return outs
+
     return asyncio.run(go())
 
 
@@ -174,7 +200,7 @@ def grid(ex: Explorer, demo: gr.Blocks) -> Iterator[tuple[int, Any, int, Any, li
             if block.stateful:
                 continue
             rotated = HOSTILE[(i + j) % len(HOSTILE)]
-            for v in (HOSTILE if full else [rotated]):
+            for v in HOSTILE if full else [rotated]:
                 args = list(base)
                 args[j] = v
                 yield i, block_fn, j, v, args, few or v is rotated and (j < 10 or full and j % 4 == 0)
@@ -188,13 +214,32 @@ def snapshot(ex: Explorer) -> list[tuple[str, int]]:
 def test_every_handler_is_called(app):
     demo, ex = app
     named = {f.name for f in demo.fns.values() if f.fn is not None}
-    for needed in ("load", "run", "measure", "stop", "scrub", "select_node", "page_shown", "play", "replay",
-                   "input_message", "toggle_custom", "on_algorithms", "on_pick", "on_duplicate", "on_remove",
-                   "on_setting", "param_visibility", "chat_default", "chat_example",
-                   "code_example"):
+    for needed in (
+        "load",
+        "run",
+        "measure",
+        "stop",
+        "scrub",
+        "select_node",
+        "page_shown",
+        "play",
+        "replay",
+        "input_message",
+        "toggle_custom",
+        "on_algorithms",
+        "on_pick",
+        "on_duplicate",
+        "on_remove",
+        "on_setting",
+        "param_visibility",
+        "chat_default",
+        "chat_example",
+        "code_example",
+    ):
         assert needed in named
-    assert {i for i, *_, gradio in grid(ex, demo) if gradio} == {i for i, f in ours(demo)
-                                                                 if any(not b.stateful for b in f.inputs)}
+    assert {i for i, *_, gradio in grid(ex, demo) if gradio} == {
+        i for i, f in ours(demo) if any(not b.stateful for b in f.inputs)
+    }
     assert "load_example" not in named  # gr.Examples' handler: replaced by the app's example pickers
     assert all(not inspect.unwrap(f.fn).__module__.startswith("gradio") for i, f in ours(demo))
 
@@ -278,7 +323,7 @@ def test_number_boxes_answer_with_the_boxs_name(app):
         for fn_index in (message, run):
             block_fn = demo.fns[fn_index]
             j = next(j for j, b in enumerate(block_fn.inputs) if b is box)
-            for v in (NOT_NUMBERS if fn_index == message else NOT_NUMBERS[:3]):
+            for v in NOT_NUMBERS if fn_index == message else NOT_NUMBERS[:3]:
                 args = base_inputs(ex, block_fn)
                 args[j] = v
                 shown = " ".join(strings(through_gradio(demo, fn_index, args)))
@@ -317,12 +362,36 @@ def test_seed_is_exact_as_text(app, monkeypatch):
         args[next(j for j, b in enumerate(block_fn.inputs) if b is ex.page.seed)] = seed
         return " ".join(strings(through_gradio(demo, fn_index, args)))
 
-    for sent, meant in (("9007199254740993", 2**53 + 1), (str(MAX_SEED), MAX_SEED), (MAX_SEED, MAX_SEED),
-                        (" 42 ", 42), (0, 0), (7.0, 7)):
+    for sent, meant in (
+        ("9007199254740993", 2**53 + 1),
+        (str(MAX_SEED), MAX_SEED),
+        (MAX_SEED, MAX_SEED),
+        (" 42 ", 42),
+        (0, 0),
+        (7.0, 7),
+    ):
         shown = call(run, sent)
         assert seen[-1].seed == meant and "seed must be" not in shown, (sent, shown[:300])
-    for sent in (str(MAX_SEED + 1), MAX_SEED + 1, "-1", "1.5", "1e3", "1_000", "0x10", "٣", "nan", "inf", "",
-                 2.5, math.nan, math.inf, float(2**63), float(2**53 + 2), True, [1]):
+    for sent in (
+        str(MAX_SEED + 1),
+        MAX_SEED + 1,
+        "-1",
+        "1.5",
+        "1e3",
+        "1_000",
+        "0x10",
+        "٣",
+        "nan",
+        "inf",
+        "",
+        2.5,
+        math.nan,
+        math.inf,
+        float(2**63),
+        float(2**53 + 2),
+        True,
+        [1],
+    ):
         for fn_index in (message, run):
             shown = call(fn_index, sent)
             assert "seed must be a whole number from 0 to 9223372036854775807" in shown, (sent, shown[:300])
@@ -343,9 +412,11 @@ def test_sliders_answer_with_the_sliders_name(app):
     page_inputs = {b.elem_id: b for f in demo.fns.values() for b in f.inputs if getattr(b, "elem_id", None)}
     run = next(i for i, f in demo.fns.items() if f.name == "run")
     play = next(i for i, f in demo.fns.items() if f.name == "play")
-    for elem_id, name, bad in (("sv-temperature", "temperature", ["abc", math.nan, -1, math.inf]),
-                               ("sv-top-p", "top_p", ["abc", math.nan, 0, 1.5]),
-                               ("sv-pace", "pace", ["abc", math.nan, -1, 1e9])):
+    for elem_id, name, bad in (
+        ("sv-temperature", "temperature", ["abc", math.nan, -1, math.inf]),
+        ("sv-top-p", "top_p", ["abc", math.nan, 0, 1.5]),
+        ("sv-pace", "pace", ["abc", math.nan, -1, 1e9]),
+    ):
         box = page_inputs[elem_id]
         assert isinstance(box, SliderBox) and box.get_block_name() == "slider"  # drawn as Gradio's Slider
         block_fn = demo.fns[run]
@@ -371,10 +442,11 @@ def test_run_refuses_a_lone_surrogate_and_text_in_a_number_box_by_name(app):
     demo, ex = app
     run = next(i for i, f in demo.fns.items() if f.name == "run")
     block_fn = demo.fns[run]
-    for name, value, says in (("prompt", "\ud800abc", "prompt must be text a tokenizer can read"),
-                              ("max_new_tokens", "64", "max new tokens must be a whole number of at least 1, sent "
-                                                       "as a number, not as text"),
-                              ("top_k", "3", "top-k must be 0 (off) or a positive whole number, sent as a number")):
+    for name, value, says in (
+        ("prompt", "\ud800abc", "prompt must be text a tokenizer can read"),
+        ("max_new_tokens", "64", "max new tokens must be a whole number of at least 1, sent as a number, not as text"),
+        ("top_k", "3", "top-k must be 0 (off) or a positive whole number, sent as a number"),
+    ):
         args = base_inputs(ex, block_fn)
         args[block_fn.input_parameter_names.index(name)] = value
         shown = " ".join(strings(through_gradio(demo, run, args)))

@@ -1,6 +1,7 @@
 """Hardening of loading and decoding: added special tokens beyond the models' rows are masked while a
 real vocabulary mismatch is refused; decoding at the context limit; out-of-memory and CUDA failures
 become ``DeviceError`` messages (in ``decode`` and in the CLI)."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,8 +50,10 @@ def test_an_ordinary_token_beyond_the_rows_is_still_refused(tmp_path):
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
-@pytest.mark.parametrize("algo,params", [("ar", {}), ("sd", {"gamma": 6}), ("mcsd", {"k_config": "3x2x2"}),
-                                         ("sequoia", {"size": 12, "depth": 5})])
+@pytest.mark.parametrize(
+    "algo,params",
+    [("ar", {}), ("sd", {"gamma": 6}), ("mcsd", {"k_config": "3x2x2"}), ("sequoia", {"size": 12, "depth": 5})],
+)
 def test_decoding_with_the_prompt_at_the_context_limit(family, algo, params):
     """GPT-2's learned positions have no row past ``n_positions``: any node placed beyond the context
     would crash; the run must fill the context exactly and match ``ar``."""
@@ -68,11 +71,14 @@ def test_decoding_with_the_prompt_at_the_context_limit(family, algo, params):
         specviz.decode(pair, algo, prompt + [1], max_new_tokens=5, **params, temperature=1.0)
 
 
-@pytest.mark.parametrize("exc,match", [
-    (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "Out of memory"),
-    (RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 bytes"), "Out of memory"),
-    (RuntimeError("CUDA error: device-side assert triggered"), "GPU failed"),
-])
+@pytest.mark.parametrize(
+    "exc,match",
+    [
+        (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "Out of memory"),
+        (RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 bytes"), "Out of memory"),
+        (RuntimeError("CUDA error: device-side assert triggered"), "GPU failed"),
+    ],
+)
 def test_device_failures_become_messages(monkeypatch, exc, match, capsys):
     tok = tiny_tokenizer()
     pair = ModelPair(tiny_model("llama", vocab=len(tok)), tiny_model("llama", vocab=len(tok), seed=1), tok, len(tok))
@@ -90,7 +96,8 @@ def test_device_failures_become_messages(monkeypatch, exc, match, capsys):
 
 def test_other_errors_pass_through(monkeypatch):
     pair = ModelPair(tiny_model("llama", vocab=8), None, None, 8)
-    monkeypatch.setattr(pair.target.get_output_embeddings(), "forward",
-                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
+    monkeypatch.setattr(
+        pair.target.get_output_embeddings(), "forward", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug"))
+    )
     with pytest.raises(RuntimeError, match="a bug"):
         specviz.decode(pair, "ar", [1, 2, 3], max_new_tokens=4, temperature=1.0)

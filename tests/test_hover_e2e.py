@@ -3,6 +3,7 @@
 column's tree, the box Plotly draws is inside that figure (a figure cuts off what is drawn past its
 edges) and inside the window. Its lines are kept short by ``viz.style.wrap_markup``; ``test_viz`` checks
 the line lengths without a browser. Skipped without chromium (failed under CI / SPECVIZ_REQUIRE_E2E)."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,12 +21,17 @@ BOXES_JS = """id => { const el = document.querySelector('#' + id + ' .js-plotly-
 
 
 def inside(a: dict, b: dict) -> bool:
-    return a["left"] >= b["left"] - 1 and a["right"] <= b["right"] + 1 and a["top"] >= b["top"] - 1 \
+    return (
+        a["left"] >= b["left"] - 1
+        and a["right"] <= b["right"] + 1
+        and a["top"] >= b["top"] - 1
         and a["bottom"] <= b["bottom"] + 1
+    )
 
 
-@pytest.mark.parametrize("algorithms", [["sd", "mcsd", "dyntree"], ["sd", "mcsd", "dyntree", "sequoia"]],
-                         ids=["3-columns", "4-columns"])
+@pytest.mark.parametrize(
+    "algorithms", [["sd", "mcsd", "dyntree"], ["sd", "mcsd", "dyntree", "sequoia"]], ids=["3-columns", "4-columns"]
+)
 def test_a_node_hover_box_stays_inside_its_figure(app_server, browser, algorithms):
     url, _, _ = app_server
     page = open_page(browser, url, width=1600)

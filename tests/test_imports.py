@@ -8,6 +8,7 @@ a function-level import is a dependency deferred, not removed), to the module it
 module's signatures name is part of its design). Not counted: the
 package ``__init__`` Python runs before a submodule (every module would otherwise depend on its
 package's re-exports)."""
+
 from __future__ import annotations
 
 import ast
@@ -114,7 +115,7 @@ def a_cycle(graph: dict[str, set[str]], comp: set[str]) -> list[str]:
         nxt = sorted(graph[path[-1]] & comp)
         back = [n for n in nxt if n in seen]
         if back:
-            return path[path.index(back[0]):] + [back[0]]
+            return path[path.index(back[0]) :] + [back[0]]
         path.append(nxt[0])
         seen.add(nxt[0])
 
@@ -161,7 +162,7 @@ BLOCK = textwrap.dedent('''
     sys.meta_path.insert(0, NoModelStack())
 ''')
 
-REPLAY = textwrap.dedent('''
+REPLAY = textwrap.dedent("""
     import json, pkgutil, sys
     import specviz, specviz.metrics, specviz.trace, specviz.trace_check, specviz.viz
     from specviz import viz
@@ -194,12 +195,13 @@ REPLAY = textwrap.dedent('''
     figures += sum(f is not None for f in out)
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers"))
     print(json.dumps({"figures": figures, "loaded": loaded}))
-''')
+""")
 
 
 def run_blocked(code: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCK + code, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK + code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_blocker_blocks():
@@ -239,7 +241,7 @@ def test_a_check_without_torch_still_refuses_a_bad_trace(stored_traces):
     """Without the algorithms, a trace's values are still checked (only its parameters as plain values)."""
     bad = json.loads(Path(stored_traces[1]).read_text(encoding="utf-8"))
     bad["steps"][0]["forest"][0]["q"] = 7.0
-    code = textwrap.dedent('''
+    code = textwrap.dedent("""
         import sys
         from specviz.errors import TraceFormatError
         from specviz.trace import RunTrace
@@ -248,14 +250,21 @@ def test_a_check_without_torch_still_refuses_a_bad_trace(stored_traces):
             check_trace(RunTrace.from_json(sys.argv[1]))
         except TraceFormatError as exc:
             print("refused:", exc)
-    ''')
+    """)
     done = run_blocked(code, json.dumps(bad))
-    assert done.returncode == 0 and "refused:" in done.stdout and "steps[0].forest[0].q" in done.stdout, \
+    assert done.returncode == 0 and "refused:" in done.stdout and "steps[0].forest[0].q" in done.stdout, (
         done.stdout + done.stderr[-2000:]
+    )
 
 
-@pytest.mark.parametrize("run", ["runpy.run_module('specviz', run_name='__main__', alter_sys=True)",
-                                 "runpy.run_path('app.py', run_name='__main__')"], ids=["python -m specviz", "app.py"])
+@pytest.mark.parametrize(
+    "run",
+    [
+        "runpy.run_module('specviz', run_name='__main__', alter_sys=True)",
+        "runpy.run_path('app.py', run_name='__main__')",
+    ],
+    ids=["python -m specviz", "app.py"],
+)
 def test_help_imports_no_model_stack(run):
     """``--help`` answers without torch or transformers (its speed: docs/bench.md, 'Start-up')."""
     done = run_blocked(f"import runpy, sys\nsys.argv = ['main', '--help']\n{run}")

@@ -3,6 +3,7 @@ nothing under ``specviz/viz`` imports the model, algorithm, decoding, UI or benc
 
 Checked statically (``ast``): importing ``specviz.viz`` at run time loads the whole package anyway, so
 only the source says what a view module depends on."""
+
 from __future__ import annotations
 
 import ast
@@ -51,14 +52,17 @@ def test_viz_imports_no_upstream_layer(path):
     assert violations(imported_modules(path.read_text(encoding="utf-8"))) == []
 
 
-@pytest.mark.parametrize("source, bad", [
-    ("import specviz", ["specviz"]),
-    ("from specviz.models.loading import ModelPair", ["specviz.models.loading"]),
-    ("def f():\n    import specviz.algorithms.sd", ["specviz.algorithms.sd"]),
-    ("from specviz import decode", ["specviz.decoding"]),
-    ("from specviz import bench", ["specviz.bench"]),
-    ("from specviz import metrics\nfrom specviz.trace import RunTrace\nimport plotly", []),
-])
+@pytest.mark.parametrize(
+    "source, bad",
+    [
+        ("import specviz", ["specviz"]),
+        ("from specviz.models.loading import ModelPair", ["specviz.models.loading"]),
+        ("def f():\n    import specviz.algorithms.sd", ["specviz.algorithms.sd"]),
+        ("from specviz import decode", ["specviz.decoding"]),
+        ("from specviz import bench", ["specviz.bench"]),
+        ("from specviz import metrics\nfrom specviz.trace import RunTrace\nimport plotly", []),
+    ],
+)
 def test_the_check_sees_each_way_of_importing(source, bad):
     assert violations(imported_modules(source)) == bad
 

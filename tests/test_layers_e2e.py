@@ -2,16 +2,28 @@
 accordion draws the step on screen: a heatmap of the target's layers with the exit layer framed, its
 title, legend and axes clear of each other, and the narrative saying what the exit layer's agreement
 means for drafting; at phone width too."""
+
 from __future__ import annotations
 
 import pytest
-from e2e_support import (ARTIFACTS, HAVE_BUNDLED, REQUIRED, open_page, plot_info, run_unpaced, to_phone_width,
-                         unreadable, wait_plot_title)
+from e2e_support import (
+    ARTIFACTS,
+    HAVE_BUNDLED,
+    REQUIRED,
+    open_page,
+    plot_info,
+    run_unpaced,
+    to_phone_width,
+    unreadable,
+    wait_plot_title,
+)
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.skipif(not HAVE_BUNDLED and not REQUIRED, reason="needs the bundled pair's early-exit head (required in CI)")
+@pytest.mark.skipif(
+    not HAVE_BUNDLED and not REQUIRED, reason="needs the bundled pair's early-exit head (required in CI)"
+)
 def test_the_layer_view_of_an_eesd_step_in_the_browser(app_server, browser):
     url, _, _ = app_server
     page = open_page(browser, url, width=1400)

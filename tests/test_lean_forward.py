@@ -1,5 +1,6 @@
 """The lean forward computes what the stock ``transformers`` forward computes, bit for bit, through
 every cache operation the engine uses; models it does not reproduce keep the stock forward."""
+
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,6 @@ import torch
 from tiny import tiny_model
 
 import specviz
-
 from specviz.models.lean_forward import LeanForward
 from specviz.models.tree_forward import CachedLM
 
@@ -68,8 +68,9 @@ def test_a_build_is_reused_while_the_model_stays_the_same():
     model = tiny_model("llama", vocab=32, hidden=32, layers=2, init_range=0.2)
     first = LeanForward.build(model)
     assert LeanForward.build(model) is first
-    model.model.layers[0].mlp.up_proj = torch.nn.Linear(*reversed(model.model.layers[0].mlp.up_proj.weight.shape),
-                                                        bias=False)
+    model.model.layers[0].mlp.up_proj = torch.nn.Linear(
+        *reversed(model.model.layers[0].mlp.up_proj.weight.shape), bias=False
+    )
     rebuilt = LeanForward.build(model)
     assert rebuilt is not first and rebuilt.layers[0].up[0] is model.model.layers[0].mlp.up_proj.weight
     lean, stock = CachedLM(model, lean=True), CachedLM(model, lean=False)

@@ -10,6 +10,7 @@ so both output tokens go through the rule. Measured when the test was written, s
 exact rule p = 0.55; a 20% over-acceptance (``tiny.over_accept(1.2)``) p = 7e-13 and a 10% one
 p = 4e-4, both flagged at the 1e-3 threshold.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,16 @@ def test_sd_greedy_equals_ar_under_every_engine_controller(family):
     pair = tiny_pair(family, vocab=64, draft="noisy", init_range=0.05, hidden=32)
     ar = out(specviz.decode(pair, "ar", [5, 9, 2, 7], max_new_tokens=40, temperature=0))
     for controller in ENGINE:
-        tr = specviz.decode(pair, "sd", [5, 9, 2, 7], max_new_tokens=40, temperature=0, controller=controller,
-                            num_assistant_tokens=5, seed=3)
+        tr = specviz.decode(
+            pair,
+            "sd",
+            [5, 9, 2, 7],
+            max_new_tokens=40,
+            temperature=0,
+            controller=controller,
+            num_assistant_tokens=5,
+            seed=3,
+        )
         assert out(tr) == ar and tr.lossless, controller
         assert any(s.n_drafted > s.n_accepted for s in tr.steps)  # rejections happened
 
@@ -43,8 +52,16 @@ def test_sd_greedy_equals_ar_under_every_engine_controller(family):
 def test_eesd_greedy_equals_ar(controller):
     pair = ee_pair("llama")
     ar = out(specviz.decode(pair, "ar", [5, 9, 2, 7], max_new_tokens=40, temperature=0))
-    tr = specviz.decode(pair, "eesd", [5, 9, 2, 7], max_new_tokens=40, temperature=0, controller=controller,
-                        num_assistant_tokens=4, seed=3)
+    tr = specviz.decode(
+        pair,
+        "eesd",
+        [5, 9, 2, 7],
+        max_new_tokens=40,
+        temperature=0,
+        controller=controller,
+        num_assistant_tokens=4,
+        seed=3,
+    )
     assert out(tr) == ar
     assert all(s.controller.to_json()["kind"] == controller for s in tr.steps)
 
@@ -54,8 +71,18 @@ def test_sd_with_the_confidence_stop_follows_the_target_law():
     pair = tiny_pair("llama", vocab=8)
     sampling = SamplingConfig(1.0)
     law = exact_distribution(pair, PROMPT, 2, sampling)
-    counts = sample_counts(pair, "sd", PROMPT, 2, RUNS, sampling, budget=3, controller="confidence",
-                           num_assistant_tokens=2, confidence_threshold=0.1)
+    counts = sample_counts(
+        pair,
+        "sd",
+        PROMPT,
+        2,
+        RUNS,
+        sampling,
+        budget=3,
+        controller="confidence",
+        num_assistant_tokens=2,
+        confidence_threshold=0.1,
+    )
     assert goodness_of_fit(counts, law) > 1e-3
 
 
@@ -67,8 +94,9 @@ def _drafted(step):
 
 def _trace(controller, **params):
     pair = tiny_pair("llama", vocab=8, draft="noisy", init_range=0.5, noise=0.3)
-    return specviz.decode(pair, "sd", PROMPT, max_new_tokens=80, temperature=1.0, seed=5, controller=controller,
-                          **params)
+    return specviz.decode(
+        pair, "sd", PROMPT, max_new_tokens=80, temperature=1.0, seed=5, controller=controller, **params
+    )
 
 
 def test_the_heuristic_schedule_moves_plus_two_and_minus_one():
@@ -124,6 +152,6 @@ def test_a_public_host_prices_a_confidence_round_at_its_cap():
 
     cost = run_cost("sd", {"controller": "confidence", "num_assistant_tokens": 12, "drafter": "model"}, 40)
     assert (cost.positions, cost.parameter) == (chain_positions(12, 40), "num_assistant_tokens")
-    assert run_cost("sd", {"controller": "static", "gamma": 3, "num_assistant_tokens": 40, "drafter": "model"},
-                    10).positions == \
-        chain_positions(3, 10)
+    assert run_cost(
+        "sd", {"controller": "static", "gamma": 3, "num_assistant_tokens": 40, "drafter": "model"}, 10
+    ).positions == chain_positions(3, 10)

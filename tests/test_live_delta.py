@@ -7,6 +7,7 @@ Here: the parts put back together are the figure; the difference of two steps' p
 page's client applies it, gives the full second figure (what a full redraw would draw), and leaves out
 what did not change; the distribution view completes each law with one bar for the rest of its mass.
 """
+
 from __future__ import annotations
 
 import copy
@@ -60,8 +61,7 @@ def plain(fig: Any) -> Any:
 @pytest.fixture(scope="module")
 def trace() -> specviz.RunTrace:
     """A tree run on the tiny 16-token pair, its top 4 tokens recorded per position (so a rest is left)."""
-    return specviz.decode(pair("tree"), "specinfer", PROMPT, max_new_tokens=16, temperature=1.0, seed=7,
-                          record_top_k=4)
+    return specviz.decode(pair("tree"), "specinfer", PROMPT, max_new_tokens=16, temperature=1.0, seed=7, record_top_k=4)
 
 
 def test_a_figure_is_its_parts_put_together(trace):

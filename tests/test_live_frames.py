@@ -2,6 +2,7 @@
 one before (``runner.FrameGate``), the steps decoded meanwhile are dropped from the screen (the latest
 wins, nothing is computed for them) but kept in the trace, and decoding never waits for the page.
 Time is the test's own: a clock moved only by the run's pauses, the page's reports made by hand."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,7 @@ from test_budgets import FakeTime  # the run's time: moved only by its pauses (c
 from test_ui import columns_for
 from test_ui_support import run_inputs, save_tiny_pair
 
-from specviz.ui import AppConfig, Explorer, Session
-from specviz.ui import run_loop
+from specviz.ui import AppConfig, Explorer, Session, run_loop
 from specviz.ui.pairs import PairChoice
 from specviz.ui.runner import FrameGate
 
@@ -30,8 +30,8 @@ def test_the_next_update_waits_until_the_page_drew_the_last():
     assert gate.ready(drawn=-1, reports=True, now=0.0)  # nothing sent yet
     gate.sent(4, now=10.0)
     assert not gate.ready(drawn=3, reports=True, now=10.5)  # still drawing step 4: step 5 is dropped
-    assert gate.ready(drawn=4, reports=True, now=10.5)      # drawn: the latest step goes
-    assert gate.ready(drawn=9, reports=True, now=10.5)      # a later report counts too
+    assert gate.ready(drawn=4, reports=True, now=10.5)  # drawn: the latest step goes
+    assert gate.ready(drawn=9, reports=True, now=10.5)  # a later report counts too
 
 
 def test_a_lost_report_stalls_the_page_at_most_the_patience():
@@ -48,7 +48,7 @@ def test_a_page_drawing_slowly_is_not_sent_updates_faster_than_it_draws():
     gate.sent(1, now=0.0)
     assert gate.ready(drawn=1, reports=True, now=5.0)  # drawn, 5 s after it was sent
     gate.sent(2, now=5.0)
-    assert not gate.ready(drawn=1, reports=True, now=8.5)   # past the patience, not past twice the draw
+    assert not gate.ready(drawn=1, reports=True, now=8.5)  # past the patience, not past twice the draw
     assert not gate.ready(drawn=1, reports=True, now=14.9)
     assert gate.ready(drawn=1, reports=True, now=15.0)
 
@@ -72,6 +72,7 @@ def counting_views(monkeypatch) -> list[int]:
     def view(session, *args, **kwargs):
         built.append(session.n_steps)
         return real(session, *args, **kwargs)
+
     monkeypatch.setattr(run_loop, "full_view", view)
     return built
 
@@ -179,6 +180,7 @@ def test_a_pages_first_run_opens_without_redrawing_the_comparison_figures(pair_d
     nothing yet it leaves them (seven figures the browser need not redraw; the table says what runs),
     and after a run it clears the earlier run's figures."""
     from specviz.ui.layout import FIGURES
+
     clock = FakeTime()
     ex = explorer(pair_dirs, clock)
     session = Session(pair_key=ex.default_key)

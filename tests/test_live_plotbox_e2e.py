@@ -4,6 +4,7 @@ the one it shows at the end (Gradio's ``gr.Plot`` threw it away on every update)
 the run's last step, as a full redraw would; a scrub redraws the same element at the chosen step; a
 click on a node opens its distribution view, its p bars and the rest of p's mass summing to one. Screenshot
 ``e2e-live-plotbox.png``. Skipped without chromium (failed under CI / SPECVIZ_REQUIRE_E2E)."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,20 +39,27 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
         assert tree_step(page, i) == n[i], (i, n)
     assert first != [tree_step(page, i) for i in (0, 1)] or max(n) > 1  # it did move on the one element
     # the comparison figures are PlotBoxes too: drawn at the end of the run, each with its traces
-    page.wait_for_function("""() => ['sv-per-step', 'sv-cumulative', 'sv-hist', 'sv-latency'].every(id => {
+    page.wait_for_function(
+        """() => ['sv-per-step', 'sv-cumulative', 'sv-hist', 'sv-latency'].every(id => {
         const el = document.querySelector('#' + id + ' .js-plotly-plot'); return !!(el && el.data && el.data.length); })""",
-                           timeout=60_000)
+        timeout=60_000,
+    )
     # a scrub: the same elements, at the chosen step
     box = page.locator("#sv-step input[type=number]")
     box.fill("2")
     box.press("Enter")
-    page.wait_for_function("() => [0, 1].every(i => { const el = document.querySelector('#sv-tree-' + i + "
-                           "' .js-plotly-plot'); return el && el.layout.title.text === 'step 2'; })", timeout=60_000)
+    page.wait_for_function(
+        "() => [0, 1].every(i => { const el = document.querySelector('#sv-tree-' + i + "
+        "' .js-plotly-plot'); return el && el.layout.title.text === 'step 2'; })",
+        timeout=60_000,
+    )
     assert all(page.evaluate(KEPT_JS, i) for i in (0, 1))
     # the page's own step script (STEP_JS) moves the comparison's step marker on its element
-    page.wait_for_function("""() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
+    page.wait_for_function(
+        """() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
         return !!(el && el.layout.shapes && el.layout.shapes.length && el.layout.shapes[0].x0 === 2); }""",
-                           timeout=60_000)
+        timeout=60_000,
+    )
     # a click on a drafted node opens its distribution, with one bar for the rest of the mass
     page.locator("#sv-tree-1").scroll_into_view_if_needed()
     xy = page.evaluate("""() => { const el = document.querySelector('#sv-tree-1 .js-plotly-plot');
@@ -62,8 +70,11 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
         return null; }""")
     assert xy is not None
     page.mouse.click(*xy)
-    page.wait_for_function("""() => { const el = document.querySelector('#sv-dist-1 .js-plotly-plot');
-        return !!(el && el.data && el.data.some(t => t.type === 'bar')); }""", timeout=60_000)
+    page.wait_for_function(
+        """() => { const el = document.querySelector('#sv-dist-1 .js-plotly-plot');
+        return !!(el && el.data && el.data.some(t => t.type === 'bar')); }""",
+        timeout=60_000,
+    )
     # p's bars and its rest (drawn where the recorded tokens leave more than a trace of mass) hold all of p
     p, rest, ticks = page.evaluate("""() => { const el = document.querySelector('#sv-dist-1 .js-plotly-plot');
         const sum = (meta) => el.data.filter(t => t.meta === meta).flatMap(t => t.y).reduce((a, b) => a + b, 0);

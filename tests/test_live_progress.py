@@ -4,6 +4,7 @@ component an event tracks (``show_progress_on``, else every output: Gradio 6's
 with a search of the whole page. An event tracked on the page's ~90 outputs or the editor's ~80
 controls, once run (a typed number, a ticked algorithm), made each later live update ~0.3 s slower in
 the browser. The config is what the page reads, so this holds the page to a few tracked components."""
+
 from __future__ import annotations
 
 from specviz.ui import AppConfig
@@ -19,8 +20,13 @@ def test_no_event_tracks_its_progress_on_many_components():
     for dep in demo.config["dependencies"]:
         tracked = dep.get("show_progress_on") or dep["outputs"]
         if len(tracked) > MOST_TRACKED:
-            wide.append((dep["backend_fn"] and dep.get("api_name"), [ids[t]["props"].get("elem_id") for t in
-                                                                      dep["targets"] if t in ids], len(tracked)))
+            wide.append(
+                (
+                    dep["backend_fn"] and dep.get("api_name"),
+                    [ids[t]["props"].get("elem_id") for t in dep["targets"] if t in ids],
+                    len(tracked),
+                )
+            )
     assert not wide, wide
 
 

@@ -1,6 +1,7 @@
 """What a live update weighs (issue 34): every figure carries a slim template (``viz.template``) that
 gives it plotly's own defaults for everything the figures draw, so it looks as before at a fraction of
 the bytes a live update sends."""
+
 from __future__ import annotations
 
 import json
@@ -8,19 +9,21 @@ import json
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from tiny import tiny_pair
 
 import specviz
 from specviz import viz
 from specviz.ui.layout import FIGURES
 from specviz.viz.template import TEMPLATE, TRACE_TYPES, UNUSED_LAYOUT
-from tiny import tiny_pair
 
 
 @pytest.fixture(scope="module")
 def traces():
     pair = tiny_pair(vocab=16, draft="noisy", noise=0.3)
-    return [(name, specviz.decode(pair, name, prompt=[1, 2, 3], max_new_tokens=12, temperature=1.0, seed=3))
-            for name in ("ar", "sd", "specinfer")]
+    return [
+        (name, specviz.decode(pair, name, prompt=[1, 2, 3], max_new_tokens=12, temperature=1.0, seed=3))
+        for name in ("ar", "sd", "specinfer")
+    ]
 
 
 def every_figure(traces) -> list[go.Figure]:

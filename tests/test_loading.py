@@ -1,5 +1,6 @@
 """``load_pair`` on directories written with ``save_pretrained`` (the same path as a hub id), the
 vocabulary checks, and a clear error for every bad input, from Python and from the CLI."""
+
 import subprocess
 import sys
 
@@ -19,8 +20,9 @@ def dirs(tmp_path_factory):
         "target": save_checkpoint(root / "target", "llama", tok, seed=0, hidden=32, layers=2),
         "draft": save_checkpoint(root / "draft", "llama", tok, seed=1),
         "padded": save_checkpoint(root / "padded", "llama", tok, seed=2, rows=len(tok) + 20),
-        "other": save_checkpoint(root / "other", "llama", tiny_tokenizer(extra_text="class Other:\n    pass\n" * 9),
-                                 seed=3),
+        "other": save_checkpoint(
+            root / "other", "llama", tiny_tokenizer(extra_text="class Other:\n    pass\n" * 9), seed=3
+        ),
     }
 
 
@@ -60,25 +62,28 @@ def test_unknown_models_give_a_load_error(tmp_path):
 def test_load_errors_keep_the_whole_message():
     from specviz.models.loading import one_line
 
-    assert one_line(OSError("Couldn't instantiate the backend tokenizer from one of:\n(1) a tokenizers file\n"
-                            "(2) a slow tokenizer")) == ("Couldn't instantiate the backend tokenizer from one of: "
-                                                         "(1) a tokenizers file (2) a slow tokenizer")
+    assert one_line(
+        OSError("Couldn't instantiate the backend tokenizer from one of:\n(1) a tokenizers file\n(2) a slow tokenizer")
+    ) == ("Couldn't instantiate the backend tokenizer from one of: (1) a tokenizers file (2) a slow tokenizer")
     assert len(one_line(ValueError("x" * 1000))) == 300
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"prompt": ""}, PromptError),
-    ({"prompt": "   "}, PromptError),
-    ({"prompt": [1] * 5000}, PromptError),
-    ({"max_new_tokens": 0}, InvalidParameterError),
-    ({"temperature": -0.5}, InvalidParameterError),
-    ({"top_p": 0.0}, InvalidParameterError),
-    ({"top_p": 1.5}, InvalidParameterError),
-    ({"top_k": -1}, InvalidParameterError),
-    ({"gamma": 0}, InvalidParameterError),
-    ({"gamma": 2.5}, InvalidParameterError),
-    ({"beam": 3}, InvalidParameterError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"prompt": ""}, PromptError),
+        ({"prompt": "   "}, PromptError),
+        ({"prompt": [1] * 5000}, PromptError),
+        ({"max_new_tokens": 0}, InvalidParameterError),
+        ({"temperature": -0.5}, InvalidParameterError),
+        ({"top_p": 0.0}, InvalidParameterError),
+        ({"top_p": 1.5}, InvalidParameterError),
+        ({"top_k": -1}, InvalidParameterError),
+        ({"gamma": 0}, InvalidParameterError),
+        ({"gamma": 2.5}, InvalidParameterError),
+        ({"beam": 3}, InvalidParameterError),
+    ],
+)
 def test_bad_requests_raise_clear_errors(kwargs, error):
     pair = tiny_pair("llama", vocab=8)
     args = {"prompt": [1, 2], "max_new_tokens": 4, **kwargs}
@@ -95,9 +100,31 @@ def test_unknown_algorithm_lists_the_registry():
 @pytest.mark.slow
 def test_cli_runs_and_reports_errors(dirs, tmp_path, capsys):
     out = tmp_path / "trace.json"
-    cmd = [sys.executable, "-m", "specviz", "run", "--target", dirs["target"], "--draft", dirs["draft"],
-           "--algo", "sd", "--prompt", "def add(a, b):", "--max-new-tokens", "10", "--temperature", "0",
-           "--seed", "1", "--gamma", "3", "--out", str(out), "--no-color"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "specviz",
+        "run",
+        "--target",
+        dirs["target"],
+        "--draft",
+        dirs["draft"],
+        "--algo",
+        "sd",
+        "--prompt",
+        "def add(a, b):",
+        "--max-new-tokens",
+        "10",
+        "--temperature",
+        "0",
+        "--seed",
+        "1",
+        "--gamma",
+        "3",
+        "--out",
+        str(out),
+        "--no-color",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "tau" in done.stdout and "target calls" in done.stdout

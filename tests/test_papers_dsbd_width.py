@@ -1,6 +1,7 @@
 """DSBD's output width switch (``dsbd`` parameter ``output_width``): the paper's W_L (Algorithm 1,
 "sample W_L beams": the width of the layer the iteration ended in) is the default; the official
 code's W_S fills a failed layer up to W_S and samples W_S beams in the bonus layer."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,14 +34,14 @@ def test_paper_width_is_the_default_and_outputs_w_l(pair):
     paper = specviz.decode(pair, "dsbd", [1, 2, 3], output_width="paper", **KW)
     assert default.output_ids == paper.output_ids and default.params["output_width"] == "paper"
     got = outputs(paper)
-    assert all(n == w for n, w in got)              # as many beams out as the last layer's W_L
-    assert any(w < KW["width"] for _, w in got)     # and W_L < W_S somewhere, or the test could not tell
+    assert all(n == w for n, w in got)  # as many beams out as the last layer's W_L
+    assert any(w < KW["width"] for _, w in got)  # and W_L < W_S somewhere, or the test could not tell
 
 
 def test_code_width_outputs_w_s(pair):
     code = specviz.decode(pair, "dsbd", [1, 2, 3], output_width="code", **KW)
     got = outputs(code)
-    assert all(n == KW["width"] for n, _ in got)    # always W_S beams out, whatever the layer's W_L
+    assert all(n == KW["width"] for n, _ in got)  # always W_S beams out, whatever the layer's W_L
     assert any(w < KW["width"] for _, w in got)
     assert len(code.output_ids) == KW["max_new_tokens"]
 

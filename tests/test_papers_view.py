@@ -1,5 +1,6 @@
 """The app's Papers view (issue 38 point 2): the shipped report's rows, a table and a figure per paper,
 no model needed; a missing or broken report is a sentence, not a dead page."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,21 @@ import pytest
 from specviz.ui import papers_view
 from specviz.viz.papers import claims_figure
 
-ROW = {"paper": "P", "claim": "a <b> claim", "source": "Table 1", "paper_value": "1.5x", "paper_setting": "GPU",
-       "setting": "CPU", "value": 1.2, "spread": 0.1, "spread_kind": "s.e.", "measured": "1.2 ± 0.1x",
-       "difference": "smaller", "verdict": "holds at small scale", "extra": {"paper": 1.5}}
+ROW = {
+    "paper": "P",
+    "claim": "a <b> claim",
+    "source": "Table 1",
+    "paper_value": "1.5x",
+    "paper_setting": "GPU",
+    "setting": "CPU",
+    "value": 1.2,
+    "spread": 0.1,
+    "spread_kind": "s.e.",
+    "measured": "1.2 ± 0.1x",
+    "difference": "smaller",
+    "verdict": "holds at small scale",
+    "extra": {"paper": 1.5},
+}
 
 
 def test_shipped_report_loads_with_every_paper():
@@ -36,7 +49,7 @@ def test_table_escapes_and_figure_shows_both_numbers():
     names = [t.name for t in fig.data]
     assert names.count("specviz") == 2 and names.count("paper") == 1
     assert fig.data[0].error_x.array == (0.1,) and fig.data[1].x == (1.5,)
-    json.dumps(fig.to_plotly_json(), default=str)   # a figure Gradio can send
+    json.dumps(fig.to_plotly_json(), default=str)  # a figure Gradio can send
 
 
 @pytest.mark.e2e

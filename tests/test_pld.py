@@ -8,6 +8,7 @@ tokens go through the one-hot rule (acceptance ``p(x)``, else the residual: ``p`
 checked below; a 10% one only with power about 0.6 (0.99 at 8000 runs; both estimated from the
 noncentral chi-square of 6000 biased runs of the first-token test). The rule itself is exact by
 enumeration in ``test_acceptance.py::test_a_one_hot_draft_is_exact``."""
+
 import pytest
 from tiny import FAMILIES, exact_distribution, goodness_of_fit, over_accept, sample_counts, tiny_pair
 
@@ -25,9 +26,9 @@ SETTINGS = [SamplingConfig(1.0), SamplingConfig(0.7, top_k=5, top_p=0.9)]
 def test_lookup_takes_the_longest_most_recent_match():
     assert lookup([1, 2, 3, 4, 1, 2], 3, 3) == [3, 4, 1]
     assert lookup([1, 2, 3, 4, 1, 2], 10, 3) == [3, 4, 1, 2]  # what follows, up to the end
-    assert lookup([5, 2, 9, 1, 2, 7, 2], 2, 3) == [7, 2]      # most recent earlier "2"
-    assert lookup([1, 2, 8, 9, 2, 6, 1, 2], 2, 2) == [8, 9]   # the 2-gram "1 2" wins over the later "2"
-    assert lookup([1, 2, 8, 9, 2, 6, 1, 2], 2, 1) == [6, 1]   # n = 1 only: the most recent "2"
+    assert lookup([5, 2, 9, 1, 2, 7, 2], 2, 3) == [7, 2]  # most recent earlier "2"
+    assert lookup([1, 2, 8, 9, 2, 6, 1, 2], 2, 2) == [8, 9]  # the 2-gram "1 2" wins over the later "2"
+    assert lookup([1, 2, 8, 9, 2, 6, 1, 2], 2, 1) == [6, 1]  # n = 1 only: the most recent "2"
     assert lookup([1, 2, 3], 4, 3) == [] and lookup([4], 4, 3) == []
 
 
@@ -60,8 +61,9 @@ def test_pld_greedy_equals_ar(family):
         ref = specviz.decode(pair, "ar", prompt, max_new_tokens=40, temperature=0).output_ids
         # a greedy tiny model falls into loops, which prompt lookup then predicts
         for num_tokens, max_ngram in ((1, 1), (4, 3), (10, 2)):
-            trace = specviz.decode(pair, "pld", prompt, max_new_tokens=40, temperature=0,
-                                   num_tokens=num_tokens, max_ngram=max_ngram)
+            trace = specviz.decode(
+                pair, "pld", prompt, max_new_tokens=40, temperature=0, num_tokens=num_tokens, max_ngram=max_ngram
+            )
             assert trace.output_ids == ref, (prompt, num_tokens, max_ngram)
             accepted += trace.metrics["accepted"]
     assert accepted > 0

@@ -1,4 +1,5 @@
 """configs/presets.yaml parses; every preset names two models and a tokenizer family."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -24,6 +24,7 @@ short; every other limit is public mode's own. Runs are short (the bundled pair,
 at most 16 tokens). The server's log may hold Gradio's tracebacks of its own refusals (gr.Error), and
 no other exception.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -36,8 +37,8 @@ from typing import Any
 
 import psutil
 import pytest
-from gradio_client import Client
 from e2e_support import HAVE_BUNDLED, start_app, stop
+from gradio_client import Client
 from test_ui_support import save_tiny_pair
 
 from specviz.algorithms.sequoia_tune import CACHE_CAPS
@@ -46,9 +47,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 # MALLOC_MMAP_THRESHOLD_: glibc serves every block of 128 kB or more by its own mapping and returns it when it
 # is freed (by default it raises that threshold after such a free and keeps later large blocks in its
 # per-thread arenas for reuse), so the server's resident memory follows what it holds, not glibc's reserve
-SERVER_ENV = {"SPECVIZ_PUBLIC": "1", "SPECVIZ_MAX_WAIT_S": "4", "SPECVIZ_PAGE_WAIT_S": "600",
-              "FORWARDED_ALLOW_IPS": "127.0.0.1",
-              "MALLOC_MMAP_THRESHOLD_": "131072"}
+SERVER_ENV = {
+    "SPECVIZ_PUBLIC": "1",
+    "SPECVIZ_MAX_WAIT_S": "4",
+    "SPECVIZ_PAGE_WAIT_S": "600",
+    "FORWARDED_ALLOW_IPS": "127.0.0.1",
+    "MALLOC_MMAP_THRESHOLD_": "131072",
+}
 PROMPT = "def f(x):"
 MB = 1024 * 1024
 TIMEOUT_S = 90  # bounds a hang of one request; never a measurement
@@ -78,11 +83,12 @@ class Server:
         make the columns value: a column per algorithm, with those settings."""
         data = [self.components[i]["props"].get("value") for i in self.deps["run"]["inputs"]]
         ids = [self.components[i]["props"].get("elem_id") for i in self.deps["run"]["inputs"]]
-        params = {k[len("param_"):]: values.pop(k) for k in list(values) if k.startswith("param_")}
+        params = {k[len("param_") :]: values.pop(k) for k in list(values) if k.startswith("param_")}
         if algos is not None:
             data[ids.index("sv-columns-spec")] = [
-                {"algorithm": a, "params": {k[len(a) + 1:]: v for k, v in params.items() if k.startswith(a + "_")}}
-                for a in algos]
+                {"algorithm": a, "params": {k[len(a) + 1 :]: v for k, v in params.items() if k.startswith(a + "_")}}
+                for a in algos
+            ]
         for name, value in values.items():
             data[ids.index("sv-" + name.replace("_", "-"))] = value
         return data
@@ -96,8 +102,13 @@ class Server:
         dep = self.deps[api_name]
         conn = self.connection()
         try:
-            body = {"data": data, "fn_index": dep["id"], "session_hash": session, "event_data": None,
-                    "trigger_id": dep["targets"][0][0]}
+            body = {
+                "data": data,
+                "fn_index": dep["id"],
+                "session_hash": session,
+                "event_data": None,
+                "trigger_id": dep["targets"][0][0],
+            }
             conn.request("POST", "/gradio_api/queue/join", json.dumps(body), {"Content-Type": "application/json"})
             joined = conn.getresponse()
             assert joined.status == 200, joined.read()[:300]
@@ -122,8 +133,13 @@ class Server:
         dep = self.deps[api_name]
         conn = self.connection()
         try:
-            body = {"data": data, "fn_index": dep["id"], "session_hash": session, "event_data": None,
-                    "trigger_id": dep["targets"][0][0]}
+            body = {
+                "data": data,
+                "fn_index": dep["id"],
+                "session_hash": session,
+                "event_data": None,
+                "trigger_id": dep["targets"][0][0],
+            }
             conn.request("POST", "/gradio_api/run/predict", json.dumps(body), {"Content-Type": "application/json"})
             response = conn.getresponse()
             return {"status": response.status, "body": response.read().decode()}
@@ -134,8 +150,14 @@ class Server:
         """POST one file to Gradio's upload route, as from ``address`` (X-Forwarded-For, which uvicorn
         takes from a loopback peer) or from loopback itself."""
         boundary = uuid.uuid4().hex
-        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"t.json\"\r\n"
-                f"Content-Type: application/json\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
+        body = (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="t.json"\r\n'
+                f"Content-Type: application/json\r\n\r\n"
+            ).encode()
+            + content
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
         headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
         if address:
             headers["X-Forwarded-For"] = address
@@ -168,8 +190,13 @@ def texts(outputs: Any) -> str:
 
 def trace_of(server: Server, outputs: list[Any]) -> dict:
     """The exported trace of the run's first column (its download button's file), as served."""
-    files = [o["value"] for o in outputs if isinstance(o, dict) and isinstance(o.get("value"), dict)
-             and str(o["value"].get("orig_name", "")).endswith(".json")]
+    files = [
+        o["value"]
+        for o in outputs
+        if isinstance(o, dict)
+        and isinstance(o.get("value"), dict)
+        and str(o["value"].get("orig_name", "")).endswith(".json")
+    ]
     assert files, "no trace offered for download"
     with urllib.request.urlopen(files[0]["url"], timeout=TIMEOUT_S) as r:
         return json.load(r)
@@ -199,8 +226,12 @@ def test_no_endpoint_takes_remote_code_or_a_custom_pair(server, tmp_path):
 
     client = Client(server.url, verbose=False, download_files=False)
     api = client.view_api(return_format="dict", print_info=False)
-    names = [p["parameter_name"] for kind in ("named_endpoints", "unnamed_endpoints")
-             for endpoint in api[kind].values() for p in endpoint["parameters"]]
+    names = [
+        p["parameter_name"]
+        for kind in ("named_endpoints", "unnamed_endpoints")
+        for endpoint in api[kind].values()
+        for p in endpoint["parameters"]
+    ]
     assert names and not any("remote" in n or "trust" in n for n in names), names
     page = json.dumps(server.config).lower()
     assert "trust_remote_code" not in page and "__custom__" not in page  # no such input, no custom choice
@@ -230,18 +261,25 @@ def test_columns_are_checked_on_the_server(server):
     """``/run``'s columns value, sent raw: more columns than public mode's 4, an unregistered algorithm, a
     setting the algorithm does not declare (a ``trust_remote_code`` flag included) and a column over the
     cost cap are each refused with a sentence; two columns of one algorithm run as two configurations."""
-    cases = {"At most 4 columns": ["ar"] * 5, "unknown algorithm": [{"algorithm": "os.system"}],
-             "has no setting": [{"algorithm": "sd", "params": {"trust_remote_code": True}}],
-             "token positions": [{"algorithm": "sequoia", "params": {"size": 512, "depth": 32}}]}
+    cases = {
+        "At most 4 columns": ["ar"] * 5,
+        "unknown algorithm": [{"algorithm": "os.system"}],
+        "has no setting": [{"algorithm": "sd", "params": {"trust_remote_code": True}}],
+        "token positions": [{"algorithm": "sequoia", "params": {"size": 512, "depth": 32}}],
+    }
     for words, columns in cases.items():
         data = server.run_data(prompt=PROMPT, max_new=128, pace=0)  # public mode's most (refused before any run)
-        data[[server.components[i]["props"].get("elem_id") for i in server.deps["run"]["inputs"]]
-             .index("sv-columns-spec")] = columns
+        data[
+            [server.components[i]["props"].get("elem_id") for i in server.deps["run"]["inputs"]].index(
+                "sv-columns-spec"
+            )
+        ] = columns
         shown = texts(completed(server.join("run", data, new_session())))
         assert words in shown and "Traceback" not in shown, (words, shown[:300])
     data = server.run_data(prompt=PROMPT, max_new=4, pace=0, algos=["sd", "sd"], param_sd_gamma=2)
-    data[[server.components[i]["props"].get("elem_id") for i in server.deps["run"]["inputs"]]
-         .index("sv-columns-spec")][1]["params"]["gamma"] = 6
+    data[[server.components[i]["props"].get("elem_id") for i in server.deps["run"]["inputs"]].index("sv-columns-spec")][
+        1
+    ]["params"]["gamma"] = 6
     shown = json.dumps(completed(server.join("run", data, new_session())), ensure_ascii=False)
     assert "Done · 2 runs" in shown and "sd · gamma 2" in shown and "sd · gamma 6" in shown, shown[:300]
 
@@ -292,8 +330,15 @@ def test_sequoias_cache_does_not_grow_past_its_cap(server):
     sessions = [new_session() for _ in range(3)]  # at most 7 runs each: under the 10 a minute per visitor
 
     def run(i: int) -> None:
-        data = server.run_data(prompt=PROMPT, max_new=1, algos=["sequoia"], pace=0, param_sequoia_size=size,
-                               param_sequoia_depth=depth, param_sequoia_acceptance=vectors[i])
+        data = server.run_data(
+            prompt=PROMPT,
+            max_new=1,
+            algos=["sequoia"],
+            pace=0,
+            param_sequoia_size=size,
+            param_sequoia_depth=depth,
+            param_sequoia_acceptance=vectors[i],
+        )
         shown = texts(completed(server.join("run", data, sessions[i // 7])))
         assert "Done" in shown and "sv-error" not in shown and "sv-bad" not in shown, shown[:500]
 
@@ -304,8 +349,9 @@ def test_sequoias_cache_does_not_grow_past_its_cap(server):
         run(i)
     grown = server.rss() - before
     table = (size + 1) * (depth + 1) * (k + 1) * 16  # one DP table's T (float64) and Y (int64)
-    assert grown < extra * table / 2, f"{extra} more vectors grew the server by {grown / MB:.1f} MB " \
-                                      f"(each table {table / MB:.1f} MB)"
+    assert grown < extra * table / 2, (
+        f"{extra} more vectors grew the server by {grown / MB:.1f} MB (each table {table / MB:.1f} MB)"
+    )
 
 
 # ---- (d) uploads over the limit -------------------------------------------------------------------------
@@ -315,8 +361,9 @@ def test_uploads_over_the_limit_get_429_with_a_sentence(server):
     assert codes == [200] * per_minute
     status, text = server.upload(b"{}", "198.51.100.1")
     assert status == 429
-    assert text.startswith(f"This app takes at most {per_minute} uploads and {mb_per_minute} MB a minute from one "
-                           "address; try again in ")
+    assert text.startswith(
+        f"This app takes at most {per_minute} uploads and {mb_per_minute} MB a minute from one address; try again in "
+    )
     assert server.upload(b"{}", "198.51.100.2")[0] == 200  # another client has its own minute
     big = b"[" + b"0," * 2_499_999 + b"0]"  # 5,000,001 bytes: under the 12 MB a file
     statuses = [server.upload(big, "198.51.100.3")[0] for _ in range(7)]
@@ -330,8 +377,7 @@ def test_concurrent_sampled_runs_equal_the_same_runs_alone(server):
     configs = [("ar" if i % 2 else "sd", 1000 + i) for i in range(8)]
 
     def output_ids(algo: str, seed: int) -> list[int]:
-        data = server.run_data(prompt=PROMPT, max_new=8, temperature=0.8, top_p=0.95, seed=seed, algos=[algo],
-                               pace=0)
+        data = server.run_data(prompt=PROMPT, max_new=8, temperature=0.8, top_p=0.95, seed=seed, algos=[algo], pace=0)
         outputs = completed(server.join("run", data, new_session()))
         trace = trace_of(server, outputs)
         assert (trace["algorithm"], trace["seed"], trace["sampling"]["temperature"]) == (algo, seed, 0.8)
@@ -373,5 +419,6 @@ def test_resident_memory_is_flat_over_200_new_sessions(server):
         tiny_run()
         if i % 20 == 19:
             highest = max(highest, server.rss())
-    assert highest - before < 50 * MB, f"{total} sessions: {before / MB:.0f} MB after {warm_up}, " \
-                                       f"up to {highest / MB:.0f} MB"
+    assert highest - before < 50 * MB, (
+        f"{total} sessions: {before / MB:.0f} MB after {warm_up}, up to {highest / MB:.0f} MB"
+    )

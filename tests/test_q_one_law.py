@@ -4,6 +4,7 @@ At temperature 0 the warped draft law is one-hot, so a drafted node's q is 1 (th
 verified against) and the draft's plain softmax is recorded beside it as ``q_draft``; the tree's hover,
 the token titles and the distribution view's q bars then say the same thing. At temperature 1 the
 draft's q is the law (``q_draft`` is not recorded)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,12 +1,13 @@
 """The draft-length race view (``viz.race``) on real tiny runs."""
+
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import pytest
+from tiny import tiny_pair
 
 import specviz
 from specviz.viz.race import race, race_figure
-from tiny import tiny_pair
 
 
 @pytest.fixture(scope="module")
@@ -15,8 +16,9 @@ def pair():
 
 
 def run(pair, algorithm="sd", temperature=1.0, **params):
-    return specviz.decode(pair, algorithm, prompt=[1, 2, 3], max_new_tokens=24, temperature=temperature, seed=3,
-                          **params)
+    return specviz.decode(
+        pair, algorithm, prompt=[1, 2, 3], max_new_tokens=24, temperature=temperature, seed=3, **params
+    )
 
 
 def test_a_chain_race_counts_each_step_from_its_nodes(pair):

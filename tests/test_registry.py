@@ -1,6 +1,7 @@
 """One registration carries every fact about an algorithm (issue #37 point 1): its parameters, its cost
 bound for the public cap, its colour, what drafts for it and whether the page opens with it; nothing
 outside the algorithm's own module keeps a list or a branch keyed by its name."""
+
 from __future__ import annotations
 
 import ast
@@ -17,8 +18,11 @@ from specviz.viz.style import STATUS_COLORS, algorithm_color
 ROOT = Path(specviz.__file__).resolve().parent
 #: where a list or branch keyed by an algorithm's name would be a second copy of its registration: the
 #: page, the figures, the trace and what reads it (benchmarks and the command line choose what to run)
-SHARED = [*sorted((ROOT / "ui").rglob("*.py")), *sorted((ROOT / "viz").rglob("*.py")),
-          *(ROOT / f for f in ("trace.py", "trace_check.py", "trace_io.py", "metrics.py", "decoding.py"))]
+SHARED = [
+    *sorted((ROOT / "ui").rglob("*.py")),
+    *sorted((ROOT / "viz").rglob("*.py")),
+    *(ROOT / f for f in ("trace.py", "trace_check.py", "trace_io.py", "metrics.py", "decoding.py")),
+]
 #: ``ar`` is a role as well as a name: the reference every other algorithm's output and speed is read
 #: against (a greedy-equality check against ar, speed-ups over ar), so the page and the tables may name it
 REFERENCE = "ar"
@@ -45,8 +49,9 @@ def test_the_light_copy_of_the_colours_is_the_registrys():
     from specviz.cli_params import colours
     from specviz.cli_params_data import COLORS
 
-    assert COLORS == colours(specviz.ALGORITHMS.values()), \
+    assert COLORS == colours(specviz.ALGORITHMS.values()), (
         "regenerate: python -m specviz.cli_params > specviz/cli_params_data.py"
+    )
 
 
 def test_the_page_opens_with_the_ranked_registrations():
@@ -85,8 +90,13 @@ def name_keyed(path: Path, names: set[str]) -> list[str]:
     or branches on one of them other than ``REFERENCE`` (``x == "sd"``, ``x in ("sd", ...)``)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        items = node.keys if isinstance(node, ast.Dict) else node.elts if isinstance(
-            node, (ast.Tuple, ast.List, ast.Set)) else []
+        items = (
+            node.keys
+            if isinstance(node, ast.Dict)
+            else node.elts
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+            else []
+        )
         hit = {i.value for i in items if isinstance(i, ast.Constant) and i.value in names}
         if len(hit) >= 2:
             found.append(f"{path.name}:{node.lineno} lists {sorted(hit)}")
@@ -107,6 +117,8 @@ def test_nothing_outside_an_algorithms_module_is_keyed_by_its_name():
 
 def test_the_check_sees_lists_and_branches(tmp_path):
     src = tmp_path / "m.py"
-    src.write_text('A = {"sd": 1, "mcsd": 2}\nB = ("ar", "beam")\nif x == "ar":\n    pass\nif y in ("pld",):\n'
-                   '    pass\nC = ("ar",)\n')
+    src.write_text(
+        'A = {"sd": 1, "mcsd": 2}\nB = ("ar", "beam")\nif x == "ar":\n    pass\nif y in ("pld",):\n'
+        '    pass\nC = ("ar",)\n'
+    )
     assert [f.split(" ", 1)[0] for f in name_keyed(src, set(specviz.ALGORITHMS))] == ["m.py:1", "m.py:2", "m.py:5"]

@@ -1,6 +1,7 @@
 """A long replay (issue #23 point 3): built once per session and then moved, its views are the views
 the page drew before, the text shows a window with the current step, and the session's caches go
 when it ends. No time is asserted (``python -m specviz.bench.replay`` measures them)."""
+
 from __future__ import annotations
 
 import functools
@@ -9,7 +10,6 @@ import re
 import weakref
 
 import pytest
-
 from tiny import tiny_pair
 
 import specviz
@@ -34,8 +34,15 @@ LONGER = LATER_STEPS + 400  # past replay.LATER_STEPS: the comparison and theory
 
 @functools.lru_cache(maxsize=None)
 def long_json(steps: int = STEPS) -> str:
-    base = specviz.decode(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5), "sd", [1, 2, 3], max_new_tokens=40,
-                          temperature=1.0, seed=3, gamma=4)
+    base = specviz.decode(
+        tiny_pair("llama", vocab=16, draft="noisy", noise=0.5),
+        "sd",
+        [1, 2, 3],
+        max_new_tokens=40,
+        temperature=1.0,
+        seed=3,
+        gamma=4,
+    )
     trace = tiled(base, steps)
     check_trace(trace)
     return trace.to_json()
@@ -44,8 +51,9 @@ def long_json(steps: int = STEPS) -> str:
 def replay(tmp_path, steps: int = STEPS) -> tuple[Explorer, Session, dict, str]:
     path = tmp_path / "long.json"
     path.write_text(long_json(steps), encoding="utf-8")
-    ex = Explorer(AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)],
-                  preload=False)
+    ex = Explorer(
+        AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)], preload=False
+    )
     session = Session()
     view = ex.upload([str(path)], session)
     assert session.columns and session.columns[0].n_steps == steps, view.get("status")
@@ -203,9 +211,11 @@ def test_long_replay_in_a_browser(app_server, browser, tmp_path):
     assert page.locator("#sv-text-0 .sv-step").count() == stepcache.TEXT_WINDOW
     # the second event: the comparison table (the run's row, its tokens) and the theory panel replace
     # what said they were being drawn
-    page.wait_for_function("() => { const t = document.querySelector('#sv-table');"
-                           " return t && !t.innerText.includes('Drawing') && t.querySelector('table'); }",
-                           timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#sv-table');"
+        " return t && !t.innerText.includes('Drawing') && t.querySelector('table'); }",
+        timeout=WAIT_MS,
+    )
     page.locator("#sv-theory-0 .js-plotly-plot").wait_for(state="visible", timeout=WAIT_MS)
     assert "Drawing the comparison" not in page.inner_text("#sv-per-step")
     assert "sd" in page.inner_text("#sv-table")
@@ -214,12 +224,19 @@ def test_long_replay_in_a_browser(app_server, browser, tmp_path):
         box.fill(str(value))
         box.press("Enter")
         try:
-            page.wait_for_function(f"() => {{ const v = ({IN_VIEW})(0); return v && v[0] === {value} && v[1]; }}",
-                                   timeout=WAIT_MS)
+            page.wait_for_function(
+                f"() => {{ const v = ({IN_VIEW})(0); return v && v[0] === {value} && v[1]; }}", timeout=WAIT_MS
+            )
         except Exception:
-            raise AssertionError((value, page.evaluate(IN_VIEW, 0), page.inner_text("#sv-step-label"),
-                                  page.locator("#sv-text-0 .sv-step").first.get_attribute("data-step"),
-                                  page.evaluate("document.querySelector('#sv-text-0').outerHTML.slice(0, 600)")))
+            raise AssertionError(
+                (
+                    value,
+                    page.evaluate(IN_VIEW, 0),
+                    page.inner_text("#sv-step-label"),
+                    page.locator("#sv-text-0 .sv-step").first.get_attribute("data-step"),
+                    page.evaluate("document.querySelector('#sv-text-0').outerHTML.slice(0, 600)"),
+                )
+            )
     # a second value entered while the first is on its way: the page ends on the second, whenever the
     # first's answer comes (before the fix, an answer that came after the second Enter set the slider back
     # to the first value, and the queued second scrub then read it: ci19 on a loaded machine ended on 300
@@ -227,10 +244,10 @@ def test_long_replay_in_a_browser(app_server, browser, tmp_path):
     for value in (1200, 2000):
         box.fill(str(value))
         box.press("Enter")
-    page.wait_for_function(f"() => {{ const v = ({IN_VIEW})(0); return v && v[0] === 2000 && v[1]; }}",
-                           timeout=WAIT_MS)
-    page.wait_for_function("document.querySelector('#sv-step-label').innerText.includes('step 2000 of')",
-                           timeout=WAIT_MS)
+    page.wait_for_function(f"() => {{ const v = ({IN_VIEW})(0); return v && v[0] === 2000 && v[1]; }}", timeout=WAIT_MS)
+    page.wait_for_function(
+        "document.querySelector('#sv-step-label').innerText.includes('step 2000 of')", timeout=WAIT_MS
+    )
     assert box.input_value() == "2000"
     page.screenshot(path=str(ARTIFACTS / "e2e-long-replay.png"), full_page=True)
     assert not page.errors, page.errors
@@ -244,8 +261,11 @@ def test_the_first_view_benchmark_times_one_event_against_two(tmp_path, capsys):
     path = tmp_path / "long.json"
     path.write_text(long_json(LONGER), encoding="utf-8")
     replay_first_view.main(["--file", str(path), "--rounds", "1"])
-    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in capsys.readouterr().out.splitlines()
-            if line.startswith("| ") and " s " in line + " "}
+    rows = {
+        line.split(" | ")[0].strip("| "): line.split(" | ")[1:]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("| ") and " s " in line + " "
+    }
     first = rows["upload -> first view (`Explorer.upload`), wall"]
     second = rows["the second event (`Explorer.replay_rest`), wall"]
     assert all(re.match(r"\d+\.\d\d s \(", cell) for cell in first)

@@ -24,6 +24,7 @@ bfloat16, the precision they were trained in, so the goal needs one of them to l
 retrained draft, or weights below bfloat16 (a loss). The code pair in bfloat16 would save 19 MB but changes its
 measured numbers; it was trained in float32 and is kept so. See docs/hosting.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,10 @@ def test_no_tracked_file_is_over_the_limit():
     sizes = tracked_sizes()
     assert sizes, "git ls-files listed nothing"
     over = {p: s for p, s in sizes.items() if s > MAX_FILE_BYTES}
-    assert not over, (f"tracked files over {MAX_FILE_BYTES / 1e6} MB, which a Space refuses in plain git: {over}; "
-                      "shard them (specviz.models.shards.save_model_dir)")
+    assert not over, (
+        f"tracked files over {MAX_FILE_BYTES / 1e6} MB, which a Space refuses in plain git: {over}; "
+        "shard them (specviz.models.shards.save_model_dir)"
+    )
 
 
 def test_the_tracked_tree_is_under_its_limit():
@@ -60,7 +63,8 @@ def test_the_tracked_tree_is_under_its_limit():
     assert total <= MAX_TOTAL_BYTES, (
         f"the tracked tree is {total / 1e6:.1f} MB, over the {MAX_TOTAL_BYTES / 1e6:.0f} MB this test allows "
         f"(issue 36's goal is {GOAL_TOTAL_BYTES / 1e6:.0f} MB): find what grew with `git ls-files -z | xargs -0 du -b "
-        "| sort -n | tail`")
+        "| sort -n | tail`"
+    )
 
 
 def test_the_limits_catch_what_they_guard(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ them gives the a the rule used, the outcome is "accepted" iff u < a, and a resam
 sentence names a law that gives that token positive probability in the trace. So a new rule cannot be
 described by another rule's formula.
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,10 +23,10 @@ import specviz
 from specviz.core import beams as B
 from specviz.core import rule_words
 from specviz.core.rules import ExactMatch, MultiCandidate, OverAcceptance, PointMass
+from specviz.errors import TraceFormatError
 from specviz.models.loading import attach_early_exit
 from specviz.trace import RunTrace, StepRecord
 from specviz.trace_check import check_trace
-from specviz.errors import TraceFormatError
 from specviz.viz.beam_story import beam_narrative
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.explain import TESTED, StepIndex, describe_test, node_decision, position_of
@@ -43,24 +44,37 @@ def laws(seed: int, vocab: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
     return p / p.sum(), q / q.sum()
 
 
-RULES = [MultiCandidate(True), MultiCandidate(False), OverAcceptance(0.0), OverAcceptance(0.05),
-         OverAcceptance(0.05, "target"), OverAcceptance(0.02, lam=0.4), OverAcceptance(0.0, "target", lam=0.7),
-         PointMass()]
+RULES = [
+    MultiCandidate(True),
+    MultiCandidate(False),
+    OverAcceptance(0.0),
+    OverAcceptance(0.05),
+    OverAcceptance(0.05, "target"),
+    OverAcceptance(0.02, lam=0.4),
+    OverAcceptance(0.0, "target", lam=0.7),
+    PointMass(),
+]
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: str(r.record()))
 def test_each_rules_stated_formula_is_its_schedule(rule):
     for seed in range(40):
         p, q = laws(seed)
-        cands = torch.multinomial(q, 3, replacement=rule.replacement,
-                                  generator=torch.Generator().manual_seed(seed)).tolist()
+        cands = torch.multinomial(
+            q, 3, replacement=rule.replacement, generator=torch.Generator().manual_seed(seed)
+        ).tolist()
         sched = rule.schedule(p, q, cands)
         words = rule.words()
         assert words.record == rule.record()
         rejected: list[int] = []
         for j, x in enumerate(cands):
-            test = words.test(p=float(p[x]), p_res=float(sched.residuals[j][x]), q=sched.draft_probs[j],
-                              earlier=j, duplicate=x in rejected)
+            test = words.test(
+                p=float(p[x]),
+                p_res=float(sched.residuals[j][x]),
+                q=sched.draft_probs[j],
+                earlier=j,
+                duplicate=x in rejected,
+            )
             assert test.value() == pytest.approx(sched.accept_probs[j], rel=1e-5, abs=1e-7), (j, test)
             rejected.append(x)
         source = words.resample(len(cands))
@@ -94,9 +108,13 @@ def test_records_are_checked_and_old_traces_get_the_plain_rule():
     assert rule_words.check_record({"name": "over_acceptance", "eps": 0.1, "lam": 0.0, "residual": "opt"}) is None
     assert rule_words.check_record({"name": "from_a_newer_specviz", "k": 3}) is None
     assert "no formula" in rule_words.words({"name": "from_a_newer_specviz"}).test(p=0.1, p_res=0.1, q=0.2).sentence
-    for bad, word in [({"name": "over_acceptance", "eps": -1}, "rule.eps"), ({"name": "exact_match", "x": 1}, "'x'"),
-                      ({"name": 3}, "text 'name'"), ([], "object"),
-                      ({"name": "over_acceptance", "residual": "uno"}, "rule.residual")]:
+    for bad, word in [
+        ({"name": "over_acceptance", "eps": -1}, "rule.eps"),
+        ({"name": "exact_match", "x": 1}, "'x'"),
+        ({"name": 3}, "text 'name'"),
+        ([], "object"),
+        ({"name": "over_acceptance", "residual": "uno"}, "rule.residual"),
+    ]:
         assert word in rule_words.check_record(bad), bad
 
 
@@ -123,8 +141,9 @@ def pair():
 def run(name: str, temperature: float, extra: tuple) -> RunTrace:
     kw = dict(extra)
     top_k = kw.pop("top_k", 0)
-    trace = specviz.decode(pair(), name, PROMPT, max_new_tokens=6 if temperature else 4, temperature=temperature,
-                           top_k=top_k, seed=1, **kw)
+    trace = specviz.decode(
+        pair(), name, PROMPT, max_new_tokens=6 if temperature else 4, temperature=temperature, top_k=top_k, seed=1, **kw
+    )
     return RunTrace.from_json(trace.to_json())  # as a replay reads it: the rule travels in the file
 
 
@@ -135,8 +154,10 @@ def runs():
 NUM = r"(?:1−)?[0-9.]+(?:e-?[0-9]+)?"
 NAME = r"[a-z_]+̄?"
 VALUES = rf"(?P<vals>{NAME} = {NUM}(?:, {NAME} = {NUM})*)(?: \((?P<note>.*)\))?"
-WITH_DRAW = re.compile(rf"^u = (?P<u>{NUM}) (?P<op>[<≥]) a = (?P<a>{NUM}) = (?P<f>.+?) with {VALUES} → "
-                       rf"(?P<out>accepted|rejected)$")
+WITH_DRAW = re.compile(
+    rf"^u = (?P<u>{NUM}) (?P<op>[<≥]) a = (?P<a>{NUM}) = (?P<f>.+?) with {VALUES} → "
+    rf"(?P<out>accepted|rejected)$"
+)
 NO_DRAW = re.compile(rf"^a = (?P<f>.+?) = (?P<a>{NUM}) with {VALUES}: (?P<out>accepted|rejected) with no draw$")
 SENTENCE = re.compile(r"^(?P<s>[^→]+) → (?P<out>accepted|rejected)$")
 
@@ -220,9 +241,14 @@ def check_test(name: str, trace: RunTrace, step: StepRecord, idx: StepIndex, nod
     return text
 
 
-LAW_WORDS = [("the target p itself (Decoding-UNO", "p"), ("final residual", "final_residual"),
-             ("the residual norm(max(0, p − q))", "residual"), ("argmax", "argmax"), ("the target p", "p"),
-             ("p_beam", "p")]
+LAW_WORDS = [
+    ("the target p itself (Decoding-UNO", "p"),
+    ("final residual", "final_residual"),
+    ("the residual norm(max(0, p − q))", "residual"),
+    ("argmax", "argmax"),
+    ("the target p", "p"),
+    ("p_beam", "p"),
+]
 
 
 def check_produced(name: str, trace: RunTrace, step: StepRecord, idx: StepIndex, node, seen: set) -> str:
@@ -266,8 +292,9 @@ def test_every_algorithm_states_its_own_rule_with_the_recorded_numbers():
                 elif node.status in ("resampled", "bonus"):
                     check_produced(name, trace, step, idx, node, seen)
             # a tree walk node by node; a beam step layer by layer (issue #23 point 2)
-            story = html.unescape(beam_narrative(trace, step.index) if name in ("beam", "dsbd")
-                                  else step_narrative(step, name))
+            story = html.unescape(
+                beam_narrative(trace, step.index) if name in ("beam", "dsbd") else step_narrative(step, name)
+            )
             assert all(line in story for line in lines), (name, story)
             tested = [n for n in step.forest if n.status in TESTED and n.draw is not None]
             if tested and not shown_figure:  # the distribution view's caption is the same sentence
@@ -275,11 +302,26 @@ def test_every_algorithm_states_its_own_rule_with_the_recorded_numbers():
                 captions = [html.unescape(a.text.replace("<br>", " ")) for a in fig.layout.annotations]
                 assert describe_test(tested[0], idx) in captions, (name, captions)
                 shown_figure = True
-    assert {"draw", "duplicate", "fallback", "biased target", "biased opt", "min(1, p_res/q̄)", "p_res",
-            "min(1, (p + eps)/q)", "min(1, q/p_res)", "1 − (1 − lam)·(1 − min(1, (p + eps)/q))"} <= seen, seen
-    assert {"resampled from the residual norm(max(0, p − q))", "resampled from final residual",
-            "resampled from the target p itself (Decoding-UNO", "resampled from argmax", "bonus from the target p",
-            "bonus from p_beam"} <= seen, seen
+    assert {
+        "draw",
+        "duplicate",
+        "fallback",
+        "biased target",
+        "biased opt",
+        "min(1, p_res/q̄)",
+        "p_res",
+        "min(1, (p + eps)/q)",
+        "min(1, q/p_res)",
+        "1 − (1 − lam)·(1 − min(1, (p + eps)/q))",
+    } <= seen, seen
+    assert {
+        "resampled from the residual norm(max(0, p − q))",
+        "resampled from final residual",
+        "resampled from the target p itself (Decoding-UNO",
+        "resampled from argmax",
+        "bonus from the target p",
+        "bonus from p_beam",
+    } <= seen, seen
 
 
 def test_an_older_trace_without_the_rule_is_told_by_the_plain_rule():

@@ -2,6 +2,7 @@
 every ordered tree of up to 9 nodes (size exactly n, at most d levels, at most K children), its tree
 achieves that value, and its expected tokens match a Monte-Carlo simulation of positional acceptance.
 Algorithm 5's printed initialisation (``literal_init=True``) gives states with no tree a value."""
+
 import functools
 import random
 
@@ -15,9 +16,9 @@ from specviz.errors import InvalidParameterError
 VECTORS = [
     (0.55, 0.15, 0.07, 0.04, 0.03, 0.02, 0.015, 0.01),
     (0.8, 0.1, 0.05),
-    (0.3, 0.3, 0.2),          # not decreasing
-    (0.2, 0.0, 0.5, 0.1),     # a zero entry (0 * -inf must not appear)
-    (0.9,),                   # chains only
+    (0.3, 0.3, 0.2),  # not decreasing
+    (0.2, 0.0, 0.5, 0.1),  # a zero entry (0 * -inf must not appear)
+    (0.9,),  # chains only
 ]
 
 
@@ -31,8 +32,12 @@ def all_trees(n: int, d: int, k: int) -> list:
             return ((),)
         if slots == 0 or depth == 0:
             return ()
-        return tuple((tree,) + rest for first in range(1, size + 1) for tree in trees(first, depth)
-                     for rest in forests(size - first, depth, slots - 1))
+        return tuple(
+            (tree,) + rest
+            for first in range(1, size + 1)
+            for tree in trees(first, depth)
+            for rest in forests(size - first, depth, slots - 1)
+        )
 
     @functools.lru_cache(maxsize=None)
     def trees(size: int, depth: int) -> tuple:
@@ -92,8 +97,12 @@ def test_literal_init_gives_states_with_no_tree_a_value(p):
     if len(p) >= 2:  # "a 2-node tree with 2 root children", worth p_2
         assert literal.T[2, 2, 2] == p[1] and (2, 2, 2) in no_tree_valued
     assert np.array_equal(literal.Tmax, fixed.Tmax)
-    assert all(literal.tree(n, d) == fixed.tree(n, d)
-               for n in range(1, size + 1) for d in range(1, size + 1) if fixed.feasible(n, d))
+    assert all(
+        literal.tree(n, d) == fixed.tree(n, d)
+        for n in range(1, size + 1)
+        for d in range(1, size + 1)
+        if fixed.feasible(n, d)
+    )
 
 
 def test_literal_init_rebuilds_a_tree_over_the_size_budget_on_a_tie():
@@ -134,7 +143,7 @@ def test_expected_tokens_match_monte_carlo(p, n, d):
     runs = 40000
     mc = simulate(dp.shape(n, d), p, runs)
     # tokens per step has variance < d^2; 5 sigma
-    assert abs(mc - dp.value(n, d)) < 5 * d / runs ** 0.5
+    assert abs(mc - dp.value(n, d)) < 5 * d / runs**0.5
 
 
 def test_worked_example_from_the_spec():  # a hand-checked DP example
@@ -158,8 +167,9 @@ def test_hardware_aware_choice_maximises_the_speedup():
     assert choice.n == 64 and choice.speedup == pytest.approx(dp.value(64, 10))  # free verification: biggest tree
     steep = {1: 10.0, 8: 12.0, 16: 20.0, 32: 40.0, 64: 80.0}
     choice = choose_size_depth(dp, steep, draft_ms=1.0)
-    best = max((dp.value(n, d) * 10 / (steep[n] + (d - 1)), n, d)
-               for n in steep for d in range(1, 11) if dp.feasible(n, d))
+    best = max(
+        (dp.value(n, d) * 10 / (steep[n] + (d - 1)), n, d) for n in steep for d in range(1, 11) if dp.feasible(n, d)
+    )
     assert (choice.speedup, choice.n, choice.d) == pytest.approx(best)
     assert choice.n < 64
 

@@ -1,6 +1,7 @@
 """Serving metrics (issue #24 point 3): the per-position acceptance vector, the per-step latency
 timeline and per-token provenance in the export (``RunTrace.drafter``, ``export_tokens.tokens_csv``,
 ``--tokens-csv``), on hand-built traces whose answer is known and on real tiny runs."""
+
 from __future__ import annotations
 
 import csv
@@ -28,6 +29,7 @@ GOLDEN = ROOT / "tests" / "data" / "golden"
 
 # ---- hand-built traces -------------------------------------------------------------------------------
 
+
 def node(i: int, parent: int | None, depth: int, status: str, root: int = 0, tok: int | None = None) -> TreeNode:
     return TreeNode(i, parent, depth, tok if tok is not None else i, f"<{i}>", q=0.5, p=0.5, status=status, root=root)
 
@@ -35,14 +37,27 @@ def node(i: int, parent: int | None, depth: int, status: str, root: int = 0, tok
 def trace_of(forests: list[list[TreeNode]], algorithm: str = "sd") -> RunTrace:
     """A trace whose steps have these forests; each step commits its accepted nodes then its resampled
     or bonus node (as the engine does), with step times draft 1 + verify 2 + bookkeeping 0.5 ms."""
-    t = RunTrace(algorithm, {}, {"target": "t", "draft": "d"}, {"temperature": 1.0}, 0, [1], "<1>",
-                 drafter={"kind": "draft_model", "name": "d"})
+    t = RunTrace(
+        algorithm,
+        {},
+        {"target": "t", "draft": "d"},
+        {"temperature": 1.0},
+        0,
+        [1],
+        "<1>",
+        drafter={"kind": "draft_model", "name": "d"},
+    )
     for k, forest in enumerate(forests):
         done = [n for n in forest if n.status == "accepted"] + [n for n in forest if n.status in ("resampled", "bonus")]
-        committed = [CommittedToken(n.token_id, n.token_text, "draft" if n.status == "accepted" else n.status, n.id)
-                     for n in done]
-        t.steps.append(StepRecord(k, len(t.output_ids), forest, committed,
-                                  timings={"draft_ms": 1.0, "verify_ms": 2.0, "total_ms": 3.5}))
+        committed = [
+            CommittedToken(n.token_id, n.token_text, "draft" if n.status == "accepted" else n.status, n.id)
+            for n in done
+        ]
+        t.steps.append(
+            StepRecord(
+                k, len(t.output_ids), forest, committed, timings={"draft_ms": 1.0, "verify_ms": 2.0, "total_ms": 3.5}
+            )
+        )
         t.output_ids += [c.token_id for c in committed]
     return t
 
@@ -58,9 +73,13 @@ def counts(vec: list[metrics.PositionAcceptance]) -> list[tuple[int, int, int, i
 
 
 def test_chain_positions_count_what_was_reached_and_accepted():
-    t = trace_of([chain(["accepted", "accepted", "rejected", "not_reached"], "resampled"),
-                  chain(["accepted"] * 4, "bonus"),
-                  chain(["rejected", "not_reached", "not_reached", "not_reached"], "resampled")])
+    t = trace_of(
+        [
+            chain(["accepted", "accepted", "rejected", "not_reached"], "resampled"),
+            chain(["accepted"] * 4, "bonus"),
+            chain(["rejected", "not_reached", "not_reached", "not_reached"], "resampled"),
+        ]
+    )
     vec = metrics.acceptance_per_position(t)
     # position: drafted in 3 steps; reached = tested (step 1 reaches 1-3, step 2 1-4, step 3 only 1)
     assert counts(vec) == [(1, 3, 3, 2), (2, 3, 2, 2), (3, 3, 2, 1), (4, 3, 1, 1)]
@@ -70,10 +89,21 @@ def test_chain_positions_count_what_was_reached_and_accepted():
 
 
 def test_a_tree_depth_is_reached_once_a_step_and_accepted_if_any_node_there_was():
-    two_children = [node(0, None, 0, "accepted"), node(1, 0, 1, "rejected"), node(2, 0, 1, "accepted"),
-                    node(3, 2, 2, "rejected"), node(4, 1, 2, "not_reached"), node(5, 2, 2, "resampled")]
-    both_rejected = [node(0, None, 0, "accepted"), node(1, 0, 1, "rejected"), node(2, 0, 1, "rejected"),
-                     node(3, 2, 2, "not_reached"), node(4, 0, 1, "resampled")]
+    two_children = [
+        node(0, None, 0, "accepted"),
+        node(1, 0, 1, "rejected"),
+        node(2, 0, 1, "accepted"),
+        node(3, 2, 2, "rejected"),
+        node(4, 1, 2, "not_reached"),
+        node(5, 2, 2, "resampled"),
+    ]
+    both_rejected = [
+        node(0, None, 0, "accepted"),
+        node(1, 0, 1, "rejected"),
+        node(2, 0, 1, "rejected"),
+        node(3, 2, 2, "not_reached"),
+        node(4, 0, 1, "resampled"),
+    ]
     vec = metrics.acceptance_per_position(trace_of([two_children, both_rejected], "specinfer"))
     assert counts(vec) == [(1, 2, 2, 2), (2, 2, 2, 1), (3, 2, 1, 0)]
     assert [pa.rate for pa in vec] == [1.0, 0.5, 0.0]
@@ -81,12 +111,22 @@ def test_a_tree_depth_is_reached_once_a_step_and_accepted_if_any_node_there_was(
 
 def test_a_forest_counts_a_depth_over_all_its_trees():
     # batch_sd-like: root of tree 0 rejected, tree 1's accepted, then its child; tree 0's child never tested
-    batch = [node(0, None, 0, "rejected", root=0), node(1, None, 0, "accepted", root=1),
-             node(2, 0, 1, "not_reached", root=0), node(3, 1, 1, "accepted", root=1),
-             node(4, 3, 2, "bonus", root=1)]
+    batch = [
+        node(0, None, 0, "rejected", root=0),
+        node(1, None, 0, "accepted", root=1),
+        node(2, 0, 1, "not_reached", root=0),
+        node(3, 1, 1, "accepted", root=1),
+        node(4, 3, 2, "bonus", root=1),
+    ]
     # dsbd-like: every beam's depth-1 node tested (and rejected) though only one root was accepted
-    beams = [node(0, None, 0, "accepted"), node(1, None, 0, "not_reached"), node(2, 0, 1, "rejected"),
-             node(3, 1, 1, "rejected"), node(4, 2, 2, "not_reached"), node(5, 0, 1, "resampled")]
+    beams = [
+        node(0, None, 0, "accepted"),
+        node(1, None, 0, "not_reached"),
+        node(2, 0, 1, "rejected"),
+        node(3, 1, 1, "rejected"),
+        node(4, 2, 2, "not_reached"),
+        node(5, 0, 1, "resampled"),
+    ]
     vec = metrics.acceptance_per_position(trace_of([batch, beams], "batch_sd"))
     assert counts(vec) == [(1, 2, 2, 2), (2, 2, 2, 1), (3, 1, 0, 0)]
     assert vec[2].rate is None  # drafted, never reached: no rate
@@ -101,9 +141,13 @@ def test_a_run_that_drafts_nothing_has_no_positions():
 
 
 def test_the_table_shows_the_first_positions_and_every_count_in_its_tooltip():
-    t = trace_of([chain(["accepted", "accepted", "rejected", "not_reached"], "resampled"),
-                  chain(["accepted"] * 4, "bonus"),
-                  chain(["rejected", "not_reached", "not_reached", "not_reached"], "resampled")])
+    t = trace_of(
+        [
+            chain(["accepted", "accepted", "rejected", "not_reached"], "resampled"),
+            chain(["accepted"] * 4, "bonus"),
+            chain(["rejected", "not_reached", "not_reached", "not_reached"], "resampled"),
+        ]
+    )
     text, tip = position_cell(metrics.acceptance_per_position(t))
     assert text == "67/100/50…"
     assert tip.endswith("position 1: 2/3; position 2: 2/2; position 3: 1/2; position 4: 1/1")
@@ -113,8 +157,9 @@ def test_the_table_shows_the_first_positions_and_every_count_in_its_tooltip():
 
 
 def test_the_figure_shows_the_counts_and_marks_few_samples():
-    t = trace_of([chain(["accepted", "rejected"], "resampled")] * (FEW_SAMPLES + 2)
-                 + [chain(["accepted", "accepted"], "bonus")])
+    t = trace_of(
+        [chain(["accepted", "rejected"], "resampled")] * (FEW_SAMPLES + 2) + [chain(["accepted", "accepted"], "bonus")]
+    )
     fig = acceptance_per_position_figure([("sd γ=2", t)])
     go.Figure(fig.to_dict())  # valid plotly
     (line,) = fig.data
@@ -155,6 +200,7 @@ def test_one_slow_step_does_not_flatten_the_shared_scale():
 
 # ---- real tiny runs ----------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def same_pair():
     from tests.tiny import tiny_pair
@@ -182,8 +228,13 @@ def test_greedy_sd_with_the_target_as_draft_accepts_every_reached_position(same_
 def test_the_drafter_is_recorded_and_survives_the_json_export(noisy_pair):
     import specviz
 
-    for algo, kind in (("sd", "draft_model"), ("dsbd", "draft_model"), ("pld", "prompt_lookup"), ("ar", None),
-                       ("beam", None)):
+    for algo, kind in (
+        ("sd", "draft_model"),
+        ("dsbd", "draft_model"),
+        ("pld", "prompt_lookup"),
+        ("ar", None),
+        ("beam", None),
+    ):
         t = specviz.decode(noisy_pair, algo, [1, 2, 3, 1, 2], max_new_tokens=6, temperature=1.0, seed=1)
         assert (t.drafter or {}).get("kind") == kind, algo
         again = RunTrace.from_json(t.to_json())
@@ -224,7 +275,7 @@ def test_the_csv_round_trips_the_committed_tokens_exactly(noisy_pair):
 
 
 def test_texts_with_separators_quotes_and_newlines_survive():
-    texts = [",", '"', "\n", "\r\n", " a,b \"c\" ", ""]
+    texts = [",", '"', "\n", "\r\n", ' a,b "c" ', ""]
     t = trace_of([[TreeNode(0, None, 0, 5, texts[k], status="bonus")] for k in range(len(texts))], "ar")
     for s, text in zip(t.steps, texts):
         s.committed[0].text = text
@@ -277,14 +328,21 @@ def test_paced_waits_are_not_in_the_step_times(noisy_pair):
 
 # ---- the command line --------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def text_pair(monkeypatch):
     from specviz.models.loading import ModelPair
     from tests.tiny import tiny_model, tiny_tokenizer
 
     tok = tiny_tokenizer()
-    pair = ModelPair(tiny_model("llama", vocab=len(tok)), tiny_model("llama", vocab=len(tok), seed=1), tok, len(tok),
-                     target_name="tiny-target", draft_name="tiny-draft")
+    pair = ModelPair(
+        tiny_model("llama", vocab=len(tok)),
+        tiny_model("llama", vocab=len(tok), seed=1),
+        tok,
+        len(tok),
+        target_name="tiny-target",
+        draft_name="tiny-draft",
+    )
     monkeypatch.setattr("specviz.cli.load_pair_from_args", lambda args: pair)
     return pair
 
@@ -293,13 +351,48 @@ def test_run_and_compare_write_the_tokens_csv(text_pair, tmp_path, capsys):
     from specviz.cli import main
 
     out, trace_out = tmp_path / "tokens.csv", tmp_path / "t.json"
-    assert main(["run", "--algo", "sd", "--prompt", "def f():", "--max-new-tokens", "6", "--temperature", "1",
-                 "--tokens-csv", str(out), "--out", str(trace_out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--algo",
+                "sd",
+                "--prompt",
+                "def f():",
+                "--max-new-tokens",
+                "6",
+                "--temperature",
+                "1",
+                "--tokens-csv",
+                str(out),
+                "--out",
+                str(trace_out),
+            ]
+        )
+        == 0
+    )
     t = RunTrace.from_json(trace_out.read_text(encoding="utf-8"))
     assert out.read_text(encoding="utf-8") == tokens_csv(t)
     assert "tokens written to" in capsys.readouterr().out
-    assert main(["compare", "--algos", "ar", "sd", "--repeats", "1", "--prompt", "def f():", "--max-new-tokens", "4",
-                 "--tokens-csv", str(out)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--algos",
+                "ar",
+                "sd",
+                "--repeats",
+                "1",
+                "--prompt",
+                "def f():",
+                "--max-new-tokens",
+                "4",
+                "--tokens-csv",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rows = parse(out.read_text(encoding="utf-8"))
     assert [r["algorithm"] for r in rows] == ["ar"] * 4 + ["sd"] * 4 and {r["run"] for r in rows} == {"0", "1"}
 
@@ -330,7 +423,9 @@ def test_the_new_modules_import_without_the_model_stack():
         "t = RunTrace.from_dict(d)\n"
         "export_tokens.tokens_csv(t); serving.acceptance_per_position_figure([('sd', t)])\n"
         "serving.step_latency_figure([('sd', t)])\n"
-        "assert not [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')]\n")
-    done = subprocess.run([sys.executable, "-c", code, str(GOLDEN / "sd_t1.json")], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')]\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(GOLDEN / "sd_t1.json")], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -7,6 +7,7 @@ copies the update's ``__type__`` into ``props``; both mean "no change"), and it 
 stored config value of a skipped component to the constructor's (read only for deep links);
 SkipBlocks keeps the last value sent. Everything else, component arguments included, is equal.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,7 +42,7 @@ def run_updates(demo: gr.Blocks, ex: Explorer) -> tuple[int, list[dict]]:
     args[2], args[7] = 6, ["ar", "sd"]
     args = [Session(pair_key=ex.default_key) if b.stateful else a for b, a in zip(block_fn.inputs, args)]
     names = list(block_fn.input_keyword_names)  # the inputs passed by name (``inputs_kwargs``), last
-    positional, named = args[:len(args) - len(names)], dict(zip(names, args[len(args) - len(names):]))
+    positional, named = args[: len(args) - len(names)], dict(zip(names, args[len(args) - len(names) :]))
     return i, list(block_fn.fn(*positional, **named))  # each {component: value}: Gradio skips the outputs not named
 
 
@@ -78,7 +79,8 @@ def test_the_client_receives_what_gradio_sends(app):
     theirs, their_configs = postprocessed(demo, fn_index, updates, plain=True)
     assert [as_json(x) for x in ours] == [as_json([sent_as(v) for v in x]) for x in theirs]
     assert as_json({k: without_values(c) for k, c in our_configs.items()}) == as_json(
-        {k: without_values(c) for k, c in their_configs.items()})
+        {k: without_values(c) for k, c in their_configs.items()}
+    )
 
 
 def test_skipped_outputs_cost_no_config(app, monkeypatch):

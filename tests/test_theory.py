@@ -5,6 +5,7 @@ paper's closed forms and reported values), and Monte Carlo of the algorithms on 
 
 Statistical tests use fixed seeds; thresholds are 4-5 standard errors or chi-square p > 1e-4, with the
 power stated where a biased variant must be caught."""
+
 import json
 
 import numpy as np
@@ -14,7 +15,8 @@ from scipy import stats
 
 from specviz.core import theory as th
 from specviz.core.acceptance import sibling_schedule
-from specviz.core.sampling import residual as sd_residual, tv_distance
+from specviz.core.sampling import residual as sd_residual
+from specviz.core.sampling import tv_distance
 from specviz.theory.chains import MarkovPair, paper_pair
 from specviz.theory.simulate import simulate_batch_sd, simulate_token
 
@@ -28,8 +30,9 @@ def rand_rows(gen, *shape, zeros=0):
 
 def tiny_pair(T=5, V=4, seed=0) -> MarkovPair:
     gen = torch.Generator().manual_seed(seed)
-    return MarkovPair(target=rand_rows(gen, T, V, V).numpy(), draft=rand_rows(gen, T, V, V).numpy(),
-                      prompt=rand_rows(gen, V).numpy())
+    return MarkovPair(
+        target=rand_rows(gen, T, V, V).numpy(), draft=rand_rows(gen, T, V, V).numpy(), prompt=rand_rows(gen, V).numpy()
+    )
 
 
 def chi2_pvalue(counts, law):
@@ -55,6 +58,7 @@ def seq_index(tokens: np.ndarray, V: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------ exact identities
+
 
 def test_tv_and_residual_agree_with_sampling_helpers():
     gen = torch.Generator().manual_seed(1)
@@ -118,7 +122,8 @@ def test_batch_improvement_closed_forms_match_the_paper():
     for u in (0.55, 0.8, 0.95):
         for m in range(1, 12):
             assert float(th.batch_improvement([0.5, 0.5], [1 - u, u], m)) == pytest.approx(
-                th.batch_improvement_bernoulli(u, 0.5, m), abs=1e-12)
+                th.batch_improvement_bernoulli(u, 0.5, m), abs=1e-12
+            )
     # both tend to TV(p, q) as M grows
     assert th.batch_improvement_uniform(4, 400) == pytest.approx(0.75, abs=1e-9)
 
@@ -150,7 +155,12 @@ def test_batch_chain_theory_structure():
 def test_eps_tradeoff_values_and_thm5_line():
     # spec-free check values from the closed forms: target (.1,.3,.2,.4), draft (.5,.3,.2,0), TV 0.4
     p, q = [0.1, 0.3, 0.2, 0.4], [0.5, 0.3, 0.2, 0.0]
-    for eps, rej, bias, uno in ((0.0, 0.4, 0.0, 0.24), (0.1, 0.3, 0.1, 0.28), (0.2, 0.2, 0.2, 0.32), (0.5, 0.0, 0.4, 0.4)):
+    for eps, rej, bias, uno in (
+        (0.0, 0.4, 0.0, 0.24),
+        (0.1, 0.3, 0.1, 0.28),
+        (0.2, 0.2, 0.2, 0.32),
+        (0.5, 0.0, 0.4, 0.4),
+    ):
         b = th.eps_accept_probs(p, q, eps)
         r_opt, b_opt = th.tradeoff(b, p, q, "opt")
         r_uno, b_uno = th.tradeoff(b, p, q, "target")
@@ -201,6 +211,7 @@ def test_rejection_band():
 
 
 # ------------------------------------------------------------------------ Monte Carlo of the algorithms
+
 
 @pytest.mark.parametrize("m", [1, 2, 3])
 def test_expected_rejections_match_thm1_thm3(m):
@@ -270,8 +281,9 @@ def test_run_estimator_and_band(m):
     var = (probs * (1 - probs)).sum(1)
     assert abs(z.mean()) < 4.5 * z.std() / np.sqrt(runs)
     assert 0.9 < z.var() / var.mean() < 1.1
-    inside = np.mean([th.rejection_band(probs[i])[1] <= res.rejections[i] <= th.rejection_band(probs[i])[2]
-                      for i in range(1000)])
+    inside = np.mean(
+        [th.rejection_band(probs[i])[1] <= res.rejections[i] <= th.rejection_band(probs[i])[2] for i in range(1000)]
+    )
     assert 0.9 < inside <= 1.0
 
 
@@ -293,16 +305,28 @@ def test_biased_token_law_matches_b_q_plus_z_r(kind):
 
 # ------------------------------------------------------------------------ the figures command
 
+
 def test_theory_figures_command(tmp_path):
     from specviz.cli import main
 
     out = tmp_path / "figs"
-    assert main(["theory", "--figures", str(out), "--runs", "60", "--horizons", "6", "8",
-                 "--draws", "500", "--no-png"]) == 0
+    assert (
+        main(["theory", "--figures", str(out), "--runs", "60", "--horizons", "6", "8", "--draws", "500", "--no-png"])
+        == 0
+    )
     names = {f.name for f in out.iterdir()}
-    want = {"fig2_t6_running_mean.html", "fig2_t6_cumulative.html", "fig2_t6_versus_m.html",
-            "fig5_t8_running_mean.html", "fig3_batch_improvement.html", "fig4_pareto.html",
-            "fig4_bias_vs_eps.html", "plotly.min.js", "results.md", "results.json"}
+    want = {
+        "fig2_t6_running_mean.html",
+        "fig2_t6_cumulative.html",
+        "fig2_t6_versus_m.html",
+        "fig5_t8_running_mean.html",
+        "fig3_batch_improvement.html",
+        "fig4_pareto.html",
+        "fig4_bias_vs_eps.html",
+        "plotly.min.js",
+        "results.md",
+        "results.json",
+    }
     assert want <= names
     html = (out / "fig4_pareto.html").read_text(encoding="utf-8")
     assert 'src="plotly.min.js"' in html and "Pareto front (Thm 5)" in html

@@ -1,5 +1,6 @@
 """EESD's Thompson-sampling controllers (arXiv 2406.03853, Algorithms 1-3): the posterior updates per
 outcome, the draft-length law under a fixed posterior, and the Cali-TS running estimate's rules."""
+
 from __future__ import annotations
 
 import math
@@ -9,9 +10,22 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from specviz.core.thompson import (BetaState, CaliConfig, CaliState, beta_decide, beta_prior, beta_update,
-                                   cali_decide, cali_posterior, cali_prior, cali_update, clipped_normal_mean,
-                                   draft_length_pmf, fixed_decide, stop_reason)
+from specviz.core.thompson import (
+    BetaState,
+    CaliConfig,
+    CaliState,
+    beta_decide,
+    beta_prior,
+    beta_update,
+    cali_decide,
+    cali_posterior,
+    cali_prior,
+    cali_update,
+    clipped_normal_mean,
+    draft_length_pmf,
+    fixed_decide,
+    stop_reason,
+)
 
 
 @pytest.mark.parametrize("k", range(1, 7))
@@ -113,7 +127,7 @@ def test_cali_posterior_blends_model_and_running_estimate():
         post = cali_posterior(CaliState(theta_hat=0.2, weight=10.0, n_ver=n), theta_m=0.9, config=cfg)
         assert post.w_m == pytest.approx(w, abs=0.005)
         assert post.mu == pytest.approx(post.w_m * 0.9 + (1 - post.w_m) * 0.2)
-        assert 1 / post.sigma ** 2 == pytest.approx(1 / 0.3 ** 2 + n / 0.25 ** 2)  # Eq. 7, conjugate precision
+        assert 1 / post.sigma**2 == pytest.approx(1 / 0.3**2 + n / 0.25**2)  # Eq. 7, conjugate precision
     only_m = cali_posterior(CaliState(0.2, 10.0, 5), 0.9, CaliConfig(mode="model_only"))
     only_s = cali_posterior(CaliState(0.2, 10.0, 5), 0.9, CaliConfig(mode="sampling_only"))
     assert (only_m.mu, only_m.sigma) == (0.9, pytest.approx(0.3))
@@ -123,8 +137,9 @@ def test_cali_posterior_blends_model_and_running_estimate():
 def test_cali_coin_rate_is_the_clipped_normal_mean():
     """P(chi = 1) = E[clip(theta, 0, 1)], theta ~ N(mu, sigma^2); 40,000 draws give se <= 0.0025."""
     for mu, sigma in ((0.9, 0.3), (0.1, 0.4), (0.5, 0.05)):
-        exact = integrate.quad(lambda x: min(max(x, 0), 1) * stats.norm.pdf(x, mu, sigma), mu - 12 * sigma,
-                               mu + 12 * sigma, points=[0, 1])[0]
+        exact = integrate.quad(
+            lambda x: min(max(x, 0), 1) * stats.norm.pdf(x, mu, sigma), mu - 12 * sigma, mu + 12 * sigma, points=[0, 1]
+        )[0]
         assert clipped_normal_mean(mu, sigma) == pytest.approx(exact, abs=1e-9)
     state, cfg = CaliState(0.8, 4.0, 2), CaliConfig()
     rng = np.random.default_rng(5)

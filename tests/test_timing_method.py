@@ -2,6 +2,7 @@
 median and spread, one scoped thread setting, the conditions stated) shared by Measure, ``compare``
 and ``bench``; and the verdict in words (``bench.verdict``). Time is driven by injected clocks: no
 assertion here depends on the machine's speed."""
+
 from __future__ import annotations
 
 import re
@@ -39,6 +40,7 @@ def loads(*values):
 
 # ---- the routine ------------------------------------------------------------------------------------
 
+
 def test_rounds_warm_up_then_interleave_and_keep_every_timed_round():
     clock, log = Clock(), []
     cost = {"a": iter([9.0, 1.0, 3.0, 2.0]), "b": iter([9.0, 0.5, 0.7, 0.6])}  # a warm-up, then 3 rounds
@@ -48,18 +50,22 @@ def test_rounds_warm_up_then_interleave_and_keep_every_timed_round():
             log.append(name)
             clock.advance(next(cost[name]))
             return f"{name}{len(log)}"
+
         return run
 
-    timings, cond, skipped = timing.time_calls({"a": call("a"), "b": call("b")}, 3, clock=clock,
-                                               loadavg=loads(1.5, 2.5), device="cpu", dtype="torch.float32")
+    timings, cond, skipped = timing.time_calls(
+        {"a": call("a"), "b": call("b")}, 3, clock=clock, loadavg=loads(1.5, 2.5), device="cpu", dtype="torch.float32"
+    )
     assert log == ["a", "b"] * 4  # every round runs each method once, in the order given
     assert timings["a"].seconds == [1.0, 3.0, 2.0]  # the warm-up's 9 s left out
     assert timings["b"].seconds == pytest.approx([0.5, 0.7, 0.6])
     assert (timings["a"].median, timings["a"].fastest, timings["a"].slowest) == (2.0, 1.0, 3.0)
     assert timings["a"].result == "a7" and timings["b"].result == "b8"  # the last timed round's
     assert (cond.load_before, cond.load_after, cond.device, cond.dtype) == (1.5, 2.5, "cpu", "float32")
-    assert cond.sentence().startswith(f"{cond.threads} torch thread") and "load average 1.50 before, 2.50 after" \
-        in cond.sentence()
+    assert (
+        cond.sentence().startswith(f"{cond.threads} torch thread")
+        and "load average 1.50 before, 2.50 after" in cond.sentence()
+    )
     assert not skipped
 
 
@@ -134,8 +140,11 @@ def test_a_speedup_is_the_ratio_of_median_rates_with_its_range_round_by_round():
 
 @pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5", "", str(timing.cpu_count() + 1), "True"])
 def test_a_bad_thread_count_is_refused_in_a_sentence(bad):
-    with pytest.raises(specviz.SpecvizError, match=r"--threads must be a whole number of torch threads from 1 to "
-                                                   rf"{timing.cpu_count()} \(this machine's CPUs\), got '"):
+    with pytest.raises(
+        specviz.SpecvizError,
+        match=r"--threads must be a whole number of torch threads from 1 to "
+        rf"{timing.cpu_count()} \(this machine's CPUs\), got '",
+    ):
         timing.check_threads(bad)
     assert timing.check_threads("1") == 1 and timing.check_threads(timing.cpu_count()) == timing.cpu_count()
 
@@ -157,19 +166,36 @@ def test_the_app_shares_the_cores_between_its_runs_by_the_same_rule():
 
 # ---- the verdict ------------------------------------------------------------------------------------
 
-def row(label, tps, up=None, lo=None, hi=None, pred=None, gpu=None, cost=None, algorithm=None, tau=None,
-        target_ms=None, draft_ms=None):
+
+def row(
+    label,
+    tps,
+    up=None,
+    lo=None,
+    hi=None,
+    pred=None,
+    gpu=None,
+    cost=None,
+    algorithm=None,
+    tau=None,
+    target_ms=None,
+    draft_ms=None,
+):
     return VerdictRow(label, algorithm or label.split()[0], tps, up, lo, hi, pred, gpu, tau, cost, target_ms, draft_ms)
 
 
 def test_the_verdict_names_the_fastest_its_gain_and_both_predictions():
-    rows = [row("ar", 10.0, 1.0, pred=1.0, gpu=1.0),
-            row("sd", 15.0, 1.5, 1.4, 1.6, pred=1.6, gpu=2.5, cost=0.06, tau=2.1, target_ms=63.6, draft_ms=4.3),
-            row("dyntree", 12.0, 1.2, 1.1, 1.3, pred=1.1, gpu=3.0, cost=0.06, tau=3.0)]
+    rows = [
+        row("ar", 10.0, 1.0, pred=1.0, gpu=1.0),
+        row("sd", 15.0, 1.5, 1.4, 1.6, pred=1.6, gpu=2.5, cost=0.06, tau=2.1, target_ms=63.6, draft_ms=4.3),
+        row("dyntree", 12.0, 1.2, 1.1, 1.3, pred=1.1, gpu=3.0, cost=0.06, tau=3.0),
+    ]
     said = verdict(rows)
     assert said.startswith("Fastest: sd, 1.50x ar (1.40–1.60 over the timed rounds).")
-    assert ("The cost model predicted 1.60x for sd on this machine (its run priced call by call at t(n) timed here: "
-            "tau 2.10, a one-token target call 63.6 ms, a draft call 4.3 ms)") in said
+    assert (
+        "The cost model predicted 1.60x for sd on this machine (its run priced call by call at t(n) timed here: "
+        "tau 2.10, a one-token target call 63.6 ms, a draft call 4.3 ms)"
+    ) in said
     assert "measured over predicted 0.94" in said
     assert "On a GPU the same cost model predicts 2.50x for sd, and most for dyntree (3.00x)" in said
     assert "That is a prediction, not a measurement" in said and "a draft call costs 0.06 of a target call" in said
@@ -177,8 +203,11 @@ def test_the_verdict_names_the_fastest_its_gain_and_both_predictions():
 
 
 def test_the_verdict_says_which_columns_were_slower_than_ar():
-    rows = [row("ar", 10.0, 1.0), row("sd", 5.9, 0.59, 0.55, 0.63, pred=0.9, gpu=2.0, cost=0.3),
-            row("dyntree", 4.8, 0.48, 0.45, 0.5)]
+    rows = [
+        row("ar", 10.0, 1.0),
+        row("sd", 5.9, 0.59, 0.55, 0.63, pred=0.9, gpu=2.0, cost=0.3),
+        row("dyntree", 4.8, 0.48, 0.45, 0.5),
+    ]
     said = verdict(rows)
     assert said.startswith("ar (plain decoding) was fastest: no other column beat it here.")
     assert "Slower than ar here: dyntree 0.48x ar (0.45–0.50 over the timed rounds); sd 0.59x ar (0.55–0.63" in said
@@ -186,8 +215,9 @@ def test_the_verdict_says_which_columns_were_slower_than_ar():
 
 
 def test_the_verdict_calls_equal_speeds_a_tie():
-    said = verdict([row("ar", 10.0, 1.0), row("sd (gamma=2)", 14.0, 1.4, 1.3, 1.5),
-                    row("sd (gamma=3)", 14.0, 1.4, 1.35, 1.45)])
+    said = verdict(
+        [row("ar", 10.0, 1.0), row("sd (gamma=2)", 14.0, 1.4, 1.3, 1.5), row("sd (gamma=3)", 14.0, 1.4, 1.35, 1.45)]
+    )
     assert said.startswith("Fastest: sd (gamma=2) and sd (gamma=3), tied at 14.0 tokens/s.")
     tie_with_ar = verdict([row("ar", 10.0, 1.0), row("pld", 10.0, 1.0, 0.9, 1.1)])
     assert "tied at 10.0 tokens/s (as fast as plain decoding)" in tie_with_ar and "Slower" not in tie_with_ar
@@ -195,8 +225,10 @@ def test_the_verdict_calls_equal_speeds_a_tie():
 
 def test_without_an_ar_column_the_verdict_says_there_is_no_speedup():
     said = verdict([row("sd", 12.0, pred=1.4, gpu=2.0, cost=0.3), row("pld", 14.0, pred=1.2, gpu=1.8)])
-    assert said.startswith("Fastest: pld at 14.0 tokens/s. There is no ar column, so no speed-up over plain "
-                           "decoding was measured: add ar to get one.")
+    assert said.startswith(
+        "Fastest: pld at 14.0 tokens/s. There is no ar column, so no speed-up over plain "
+        "decoding was measured: add ar to get one."
+    )
     assert "measured over predicted" not in said and "predicted 1.20x for pld" in said
     assert "its drafting calls no model" in said
 
@@ -210,11 +242,20 @@ def test_the_verdict_warns_when_the_order_or_the_gain_may_not_hold():
 
 # ---- the cost model on a GPU ------------------------------------------------------------------------
 
+
 def _trace(steps: list[tuple[list[int], list[int], int]]) -> RunTrace:
     t = RunTrace("x", {}, {}, {}, 0, [1], "")
     for i, (target_fed, draft_fed, committed) in enumerate(steps):
-        t.steps.append(StepRecord(i, len(t.output_ids) + 1, target_fed=target_fed, draft_fed=draft_fed,
-                                  target_calls=len(target_fed), draft_calls=len(draft_fed)))
+        t.steps.append(
+            StepRecord(
+                i,
+                len(t.output_ids) + 1,
+                target_fed=target_fed,
+                draft_fed=draft_fed,
+                target_calls=len(target_fed),
+                draft_calls=len(draft_fed),
+            )
+        )
         t.output_ids += [1] * committed
     return t
 
@@ -238,6 +279,7 @@ def test_a_draft_calls_assumed_gpu_cost_is_its_larger_share_of_layers_or_weights
 
 # ---- Measure and compare use the routine, state the conditions and give the verdict -----------------
 
+
 @pytest.fixture(scope="module")
 def tiny_pair():
     tok = tiny_tokenizer()
@@ -257,8 +299,17 @@ def test_measure_interleaves_the_columns_and_reports_medians_paired_speedups_and
         yield  # a pausable call that never pauses
 
     monkeypatch.setattr(m, "_decode", decode)
-    *_, (note, rows) = m.measure(tiny_pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, timer=clock,
-                                 threads=1, loadavg=loads(0.5, 0.75), predict=False, max_new_tokens=8)
+    *_, (note, rows) = m.measure(
+        tiny_pair,
+        "def f(x):\n",
+        [("ar", {}), ("sd", {})],
+        repeats=3,
+        timer=clock,
+        threads=1,
+        loadavg=loads(0.5, 0.75),
+        predict=False,
+        max_new_tokens=8,
+    )
     assert order == ["ar", "sd"] * 4
     ar, sd = rows
     assert (ar.wall_s, ar.wall_s_min, ar.wall_s_max) == pytest.approx((0.2, 0.1, 0.3))
@@ -283,16 +334,25 @@ def test_measure_stopped_midway_keeps_only_complete_rounds(tiny_pair, monkeypatc
 
     monkeypatch.setattr(m, "_decode", decode)
     stop = lambda: len(calls) >= 5  # noqa: E731 - inside the second timed round
-    *_, (note, rows) = m.measure(tiny_pair, "x", [("ar", {}), ("pld", {})], repeats=3, timer=clock,
-                                 should_stop=stop, predict=False, max_new_tokens=2)
+    *_, (note, rows) = m.measure(
+        tiny_pair,
+        "x",
+        [("ar", {}), ("pld", {})],
+        repeats=3,
+        timer=clock,
+        should_stop=stop,
+        predict=False,
+        max_new_tokens=2,
+    )
     assert note == "stopped after 1 of 3 timed rounds"
     assert [r.repeats for r in rows] == [1, 1] and rows[0].conditions is None  # no verdict on a partial table
     assert "Verdict" not in m.measurements_html(rows, note)
 
 
 def test_measure_gives_the_cost_models_predictions_for_the_verdict(tiny_pair):
-    *_, (note, rows) = m.measure(tiny_pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=1, threads=1,
-                                 max_new_tokens=6, temperature=0.0)
+    *_, (note, rows) = m.measure(
+        tiny_pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=1, threads=1, max_new_tokens=6, temperature=0.0
+    )
     ar, sd = rows
     assert ar.predicted == pytest.approx(1.0) and sd.predicted > 0 and sd.predicted_gpu > 0
     assert 0 < sd.gpu_draft_cost <= 1
@@ -307,8 +367,25 @@ def test_compare_states_its_threads_and_conditions_and_gives_the_verdict(tiny_pa
     decode = specviz.decode
     monkeypatch.setattr(specviz, "decode", lambda *a, **k: (seen.append(torch.get_num_threads()), decode(*a, **k))[1])
     asked = 2 if timing.cpu_count() >= 2 and before != 2 else 1
-    assert cli_main(["compare", "--algos", "ar", "sd", "--repeats", "2", "--prompt", "def f():", "--max-new-tokens",
-                     "4", "--threads", str(asked)]) == 0
+    assert (
+        cli_main(
+            [
+                "compare",
+                "--algos",
+                "ar",
+                "sd",
+                "--repeats",
+                "2",
+                "--prompt",
+                "def f():",
+                "--max-new-tokens",
+                "4",
+                "--threads",
+                str(asked),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert seen == [asked] * 6 and torch.get_num_threads() == before
     assert re.search(rf"timed on {asked} torch threads?, cpu, float32; load average \d+\.\d\d before", out), out

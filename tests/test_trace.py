@@ -1,5 +1,6 @@
 """The per-step trace: what every step records, its metrics, the JSON round trip, seeding,
 EOS and max_new_tokens honoured exactly, and ``stream`` yielding the same steps as ``decode``."""
+
 import json
 
 import pytest
@@ -64,8 +65,10 @@ def test_stream_yields_the_steps_live(pair):
         assert run.trace.steps[-1] is step  # the trace grows as steps arrive
     assert seen == list(range(len(run.trace.steps)))
     assert run.trace.metrics["new_tokens"] == 12
-    assert run.trace.output_ids == specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=12, temperature=0,
-                                                  gamma=2).output_ids
+    assert (
+        run.trace.output_ids
+        == specviz.decode(pair, "sd", [1, 2, 3], max_new_tokens=12, temperature=0, gamma=2).output_ids
+    )
 
 
 @pytest.mark.parametrize("algo", ["ar", "sd"])
@@ -112,6 +115,8 @@ def test_reading_a_trace_loads_no_model_library():
     import subprocess
     import sys
 
-    code = ("import sys, specviz.trace, specviz\n"
-            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'eager'\n")
+    code = (
+        "import sys, specviz.trace, specviz\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'eager'\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

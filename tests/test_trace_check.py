@@ -4,6 +4,7 @@ Every exported trace of every registered algorithm round-trips through JSON and 
 bad value (and a hypothesis mutation fuzz) is refused with a ``TraceFormatError`` naming the field,
 never another exception; the replay handlers answer with a message, leave the session as it was,
 recompute the metrics and mark a replayed column as read from a file."""
+
 from __future__ import annotations
 
 import copy
@@ -24,13 +25,13 @@ from tiny import tiny_pair
 import specviz
 from specviz import metrics, trace_check
 from specviz.errors import TraceFormatError
-from specviz.step_state import BeamStepState
+from specviz.metrics import read_metrics as replay_metrics  # what a replay shows (RunTrace.from_json's reading)
 from specviz.models.loading import attach_early_exit
+from specviz.step_state import BeamStepState
 from specviz.trace import RunTrace
 from specviz.trace_check import check_trace
 from specviz.ui import AppConfig, Explorer, Session, render
 from specviz.ui.pairs import PairChoice, PairRegistry
-from specviz.metrics import read_metrics as replay_metrics  # what a replay shows (RunTrace.from_json's reading)
 from specviz.ui.runner import Column, columns_from_traces, load_trace_file
 
 VOCAB = 16
@@ -47,8 +48,9 @@ def pair():
 @functools.lru_cache(maxsize=None)
 def exported(name: str, temperature: float) -> str:
     """The JSON an export of this run writes (decoded once per module)."""
-    return specviz.decode(pair(), name, PROMPT, max_new_tokens=6, temperature=temperature, seed=1,
-                          **EXTRA.get(name, {})).to_json()
+    return specviz.decode(
+        pair(), name, PROMPT, max_new_tokens=6, temperature=temperature, seed=1, **EXTRA.get(name, {})
+    ).to_json()
 
 
 def data(name: str = "sd", temperature: float = 1.0) -> dict:
@@ -68,8 +70,9 @@ def refused(text: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def replayer() -> Explorer:
-    return Explorer(AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)],
-                    preload=False)
+    return Explorer(
+        AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)], preload=False
+    )
 
 
 def render_replay(trace: RunTrace, step: int) -> None:
@@ -79,13 +82,17 @@ def render_replay(trace: RunTrace, step: int) -> None:
     col = session.columns[0]
     if trace.steps and trace.steps[step].forest:
         col.selected = trace.steps[step].forest[-1].id
-    shown = [*vars(render.slot_view(col, 0, step)).values(), *render.comparison(session, step).values(),
-             render.status_html(session)]
+    shown = [
+        *vars(render.slot_view(col, 0, step)).values(),
+        *render.comparison(session, step).values(),
+        render.status_html(session),
+    ]
     for value in shown:
         value.to_json() if isinstance(value, go.Figure) else orjson.dumps(value)
 
 
 # ---- genuine traces ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name,temperature", GENUINE)
 def test_every_algorithm_s_export_replays(name, temperature, tmp_path):
@@ -99,8 +106,6 @@ def test_every_algorithm_s_export_replays(name, temperature, tmp_path):
     counts = ("new_tokens", "steps", "target_calls", "draft_calls", "tau", "drafted", "accepted", "acceptance_rate")
     assert {k: again.metrics[k] for k in counts} == {k: trace.metrics[k] for k in counts}
     render_replay(again, len(again.steps) - 1)
-
-
 
 
 def test_older_schema_versions_still_replay():
@@ -123,12 +128,14 @@ def test_a_residual_over_one_from_float_noise_is_genuine():
 
 # ---- known bad values: refused with the field named ------------------------------------------------------
 
+
 def _set(path: tuple, value):
     def mutate(d):
         node = d
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = value
+
     return mutate
 
 
@@ -144,8 +151,12 @@ MUTATIONS = [  # (id, trace, mutate, the field the message names)
     ("parent-999", ("sd", 1.0), _set(("steps", 0, "forest", 1, "parent"), 999), "steps[0].forest[1].parent"),
     ("parent-negative", ("sd", 1.0), _set(("steps", 0, "forest", 1, "parent"), -1), "steps[0].forest[1].parent"),
     ("parent-itself", ("sd", 1.0), _set(("steps", 0, "forest", 1, "parent"), 1), "steps[0].forest[1].depth"),
-    ("residual-mass-minus-inf", ("sd", 1.0), _set(("steps", 0, "positions", 0, "residual_mass"), -math.inf),
-     "steps[0].positions[0].residual_mass"),
+    (
+        "residual-mass-minus-inf",
+        ("sd", 1.0),
+        _set(("steps", 0, "positions", 0, "residual_mass"), -math.inf),
+        "steps[0].positions[0].residual_mass",
+    ),
     ("timing-text", ("sd", 1.0), _set(("steps", 0, "timings", "total_ms"), "soon"), "steps[0].timings.total_ms"),
     ("timing-negative", ("sd", 1.0), _set(("steps", 0, "timings", "verify_ms"), -1.0), "steps[0].timings.verify_ms"),
     ("timing-inf", ("sd", 1.0), _set(("steps", 0, "timings", "draft_ms"), math.inf), "steps[0].timings.draft_ms"),
@@ -155,59 +166,118 @@ MUTATIONS = [  # (id, trace, mutate, the field the message names)
     ("top-k-fraction", ("sd", 1.0), _set(("sampling", "top_k"), 2.5), "sampling.top_k"),
     ("node-p-nan", ("sd", 1.0), _set(("steps", 0, "forest", 0, "p"), math.nan), "steps[0].forest[0].p"),
     ("node-q-over-one", ("sd", 1.0), _set(("steps", 0, "forest", 0, "q"), 1.5), "steps[0].forest[0].q"),
-    ("accept-prob-negative", ("sd", 1.0), _set(("steps", 0, "forest", 0, "accept_prob"), -0.1),
-     "steps[0].forest[0].accept_prob"),
+    (
+        "accept-prob-negative",
+        ("sd", 1.0),
+        _set(("steps", 0, "forest", 0, "accept_prob"), -0.1),
+        "steps[0].forest[0].accept_prob",
+    ),
     ("draw-inf", ("sd", 1.0), _set(("steps", 0, "forest", 0, "draw"), math.inf), "steps[0].forest[0].draw"),
     ("p-residual-two", ("sd", 1.0), _set(("steps", 0, "forest", 0, "p_residual"), 2), "steps[0].forest[0].p_residual"),
     ("position-p-nan", ("sd", 1.0), _set(("steps", 0, "positions", 0, "p", 0), math.nan), "steps[0].positions[0].p[0]"),
-    ("position-q-negative", ("sd", 1.0), _set(("steps", 0, "positions", 0, "q", 0), -0.5),
-     "steps[0].positions[0].q[0]"),
-    ("residual-nan", ("sd", 1.0), _set(("steps", 0, "positions", 0, "residual", 0), math.nan),
-     "steps[0].positions[0].residual[0]"),
+    (
+        "position-q-negative",
+        ("sd", 1.0),
+        _set(("steps", 0, "positions", 0, "q", 0), -0.5),
+        "steps[0].positions[0].q[0]",
+    ),
+    (
+        "residual-nan",
+        ("sd", 1.0),
+        _set(("steps", 0, "positions", 0, "residual", 0), math.nan),
+        "steps[0].positions[0].residual[0]",
+    ),
     ("tv-two", ("sd", 1.0), _set(("steps", 0, "tv", 0), 2.0), "steps[0].tv[0]"),
     ("token-negative", ("sd", 1.0), _set(("steps", 0, "forest", 0, "token_id"), -1), "steps[0].forest[0].token_id"),
-    ("token-past-vocab", ("sd", 1.0), _set(("steps", 0, "forest", 0, "token_id"), VOCAB),
-     "steps[0].forest[0].token_id"),
-    ("committed-past-vocab", ("sd", 1.0), _set(("steps", 0, "committed", 0, "token_id"), 10**6),
-     "steps[0].committed[0].token_id"),
-    ("position-id-past-vocab", ("sd", 1.0), _set(("steps", 0, "positions", 0, "ids", 0), VOCAB),
-     "steps[0].positions[0].ids[0]"),
+    (
+        "token-past-vocab",
+        ("sd", 1.0),
+        _set(("steps", 0, "forest", 0, "token_id"), VOCAB),
+        "steps[0].forest[0].token_id",
+    ),
+    (
+        "committed-past-vocab",
+        ("sd", 1.0),
+        _set(("steps", 0, "committed", 0, "token_id"), 10**6),
+        "steps[0].committed[0].token_id",
+    ),
+    (
+        "position-id-past-vocab",
+        ("sd", 1.0),
+        _set(("steps", 0, "positions", 0, "ids", 0), VOCAB),
+        "steps[0].positions[0].ids[0]",
+    ),
     ("prompt-id-negative", ("sd", 1.0), _set(("prompt_ids", 0), -3), "prompt_ids[0]"),
-    ("output-id-other", ("sd", 1.0), lambda d: d["output_ids"].__setitem__(0, (d["output_ids"][0] + 1) % VOCAB),
-     "output_ids[0]"),
+    (
+        "output-id-other",
+        ("sd", 1.0),
+        lambda d: d["output_ids"].__setitem__(0, (d["output_ids"][0] + 1) % VOCAB),
+        "output_ids[0]",
+    ),
     ("vocab-zero", ("sd", 1.0), _set(("pair", "shared_vocab_size"), 0), "pair.shared_vocab_size"),
-    ("duplicate-id", ("sd", 1.0), lambda d: d["steps"][0]["forest"][1].update(id=d["steps"][0]["forest"][0]["id"]),
-     "steps[0].forest[1].id"),
+    (
+        "duplicate-id",
+        ("sd", 1.0),
+        lambda d: d["steps"][0]["forest"][1].update(id=d["steps"][0]["forest"][0]["id"]),
+        "steps[0].forest[1].id",
+    ),
     ("root-depth", ("sd", 1.0), _set(("steps", 0, "forest", 0, "depth"), 3), "steps[0].forest[0].depth"),
     ("root-huge", ("sd", 1.0), _set(("steps", 0, "forest", 0, "root"), 10**9), "steps[0].forest[0].root"),
     ("status", ("sd", 1.0), _set(("steps", 0, "forest", 0, "status"), "maybe"), "steps[0].forest[0].status"),
     ("kind", ("sd", 1.0), _set(("steps", 0, "committed", 0, "kind"), "gift"), "steps[0].committed[0].kind"),
-    ("committed-node", ("sd", 1.0), _set(("steps", 0, "committed", 0, "node_id"), 999),
-     "steps[0].committed[0].node_id"),
-    ("position-parent", ("sd", 1.0), _set(("steps", 0, "positions", 0, "parent"), 999),
-     "steps[0].positions[0].parent"),
+    (
+        "committed-node",
+        ("sd", 1.0),
+        _set(("steps", 0, "committed", 0, "node_id"), 999),
+        "steps[0].committed[0].node_id",
+    ),
+    ("position-parent", ("sd", 1.0), _set(("steps", 0, "positions", 0, "parent"), 999), "steps[0].positions[0].parent"),
     ("position-p-short", ("sd", 1.0), lambda d: d["steps"][0]["positions"][0]["p"].pop(), "steps[0].positions[0].p"),
-    ("position-texts-short", ("sd", 1.0), lambda d: d["steps"][0]["positions"][0]["texts"].pop(),
-     "steps[0].positions[0].texts"),
+    (
+        "position-texts-short",
+        ("sd", 1.0),
+        lambda d: d["steps"][0]["positions"][0]["texts"].pop(),
+        "steps[0].positions[0].texts",
+    ),
     ("output-longer", ("sd", 1.0), lambda d: d["output_ids"].append(1), "output_ids"),
     ("index", ("sd", 1.0), _set(("steps", 1, "index"), 5), "steps[1].index"),
-    ("n-before", ("sd", 1.0), lambda d: d["steps"][1].update(n_before=d["steps"][1]["n_before"] + 1),
-     "steps[1].n_before"),
+    (
+        "n-before",
+        ("sd", 1.0),
+        lambda d: d["steps"][1].update(n_before=d["steps"][1]["n_before"] + 1),
+        "steps[1].n_before",
+    ),
     ("target-calls", ("sd", 1.0), _set(("steps", 0, "target_calls"), 7), "steps[0].target_calls"),
     ("seed-negative", ("sd", 1.0), _set(("seed",), -1), "seed"),
     ("seed-too-large", ("sd", 1.0), _set(("seed",), 2**63), "seed"),
     ("param-out-of-range", ("sd", 1.0), _set(("params", "gamma"), 0), "params.gamma"),
     ("param-nested", ("ar", 1.0), _set(("params", "future"), {"a": [1]}), "params.future"),
     ("algorithm-empty", ("sd", 1.0), _set(("algorithm",), ""), "algorithm"),
-    ("lone-surrogate", ("sd", 1.0), _set(("steps", 0, "forest", 0, "token_text"), "\ud800"),
-     "steps[0].forest[0].token_text"),
-    ("theory-probe-nan", ("batch_sd", 1.0), _set(("steps", 0, "controller", "positions", 0, "tv"), math.nan),
-     "steps[0].controller.positions[0].tv"),
-    ("beam-loglik-text", ("beam", 1.0), _set(("steps", 0, "controller", "beams", 0, "loglik"), "high"),
-     "steps[0].controller.beams[0].loglik"),
+    (
+        "lone-surrogate",
+        ("sd", 1.0),
+        _set(("steps", 0, "forest", 0, "token_text"), "\ud800"),
+        "steps[0].forest[0].token_text",
+    ),
+    (
+        "theory-probe-nan",
+        ("batch_sd", 1.0),
+        _set(("steps", 0, "controller", "positions", 0, "tv"), math.nan),
+        "steps[0].controller.positions[0].tv",
+    ),
+    (
+        "beam-loglik-text",
+        ("beam", 1.0),
+        _set(("steps", 0, "controller", "beams", 0, "loglik"), "high"),
+        "steps[0].controller.beams[0].loglik",
+    ),
     ("beam-kept-number", ("dsbd", 1.0), _set(("steps", 0, "controller", "kept"), 3), "steps[0].controller.kept"),
-    ("sequoia-prediction", ("sequoia", 1.0), _set(("steps", 0, "controller", "predicted_tokens"), "many"),
-     "steps[0].controller.predicted_tokens"),
+    (
+        "sequoia-prediction",
+        ("sequoia", 1.0),
+        _set(("steps", 0, "controller", "predicted_tokens"), "many"),
+        "steps[0].controller.predicted_tokens",
+    ),
 ]
 
 
@@ -290,8 +360,17 @@ def test_a_beam_forest_deeper_than_its_layout_recursion_is_refused():
     d = data("beam")
     forest = d["steps"][0]["forest"]
     first = len(forest)
-    forest += [{"id": 100 + k, "parent": None if k == 0 else 99 + k, "depth": k, "token_id": 1, "token_text": "a",
-                "status": "bonus"} for k in range(trace_check.MAX_BEAM_DEPTH + 2)]
+    forest += [
+        {
+            "id": 100 + k,
+            "parent": None if k == 0 else 99 + k,
+            "depth": k,
+            "token_id": 1,
+            "token_text": "a",
+            "status": "bonus",
+        }
+        for k in range(trace_check.MAX_BEAM_DEPTH + 2)
+    ]
     message = refused(dump(d))
     assert f"steps[0].forest[{first + trace_check.MAX_BEAM_DEPTH + 1}].depth" in message and "beam forest" in message
 
@@ -307,12 +386,19 @@ def test_the_work_is_bounded(monkeypatch):
 
 # ---- fuzz ---------------------------------------------------------------------------------------------------
 
-BAD_PROB = st.one_of(st.floats(min_value=1.01, allow_infinity=True), st.floats(max_value=-1e-6, allow_infinity=True),
-                     st.just(math.nan))
-BAD_TOKEN = st.one_of(st.integers(max_value=-1, min_value=-10**20), st.integers(min_value=VOCAB, max_value=10**20))
-BAD_ID = st.one_of(st.integers(max_value=-1, min_value=-10**20), st.integers(min_value=10**4, max_value=10**20))
-BAD_TIME = st.one_of(st.floats(max_value=-1e-9, allow_infinity=True), st.just(math.nan), st.just(math.inf),
-                     st.text(max_size=3), st.none(), st.booleans())
+BAD_PROB = st.one_of(
+    st.floats(min_value=1.01, allow_infinity=True), st.floats(max_value=-1e-6, allow_infinity=True), st.just(math.nan)
+)
+BAD_TOKEN = st.one_of(st.integers(max_value=-1, min_value=-(10**20)), st.integers(min_value=VOCAB, max_value=10**20))
+BAD_ID = st.one_of(st.integers(max_value=-1, min_value=-(10**20)), st.integers(min_value=10**4, max_value=10**20))
+BAD_TIME = st.one_of(
+    st.floats(max_value=-1e-9, allow_infinity=True),
+    st.just(math.nan),
+    st.just(math.inf),
+    st.text(max_size=3),
+    st.none(),
+    st.booleans(),
+)
 SOURCES = [("sd", 1.0), ("mcsd", 1.0), ("specinfer", 1.0), ("batch_sd", 1.0), ("dsbd", 1.0), ("eesd", 1.0)]
 
 
@@ -339,8 +425,9 @@ def _sites(d: dict, target: str) -> list[tuple[tuple, str]]:
             if target == "prob":
                 out.append((("steps", i, "positions", j, "residual_mass"), f"{where}.residual_mass"))
                 for key in ("p", "q", "final_residual"):
-                    out += [(("steps", i, "positions", j, key, k), f"{where}.{key}[{k}]")
-                            for k in range(len(r[key] or []))]
+                    out += [
+                        (("steps", i, "positions", j, key, k), f"{where}.{key}[{k}]") for k in range(len(r[key] or []))
+                    ]
             if target == "token":
                 out += [(("steps", i, "positions", j, "ids", k), f"{where}.ids[{k}]") for k in range(len(r["ids"]))]
             if target == "id" and r["parent"] is not None:
@@ -366,9 +453,17 @@ def test_fuzz_a_bad_value_anywhere_is_refused_naming_it(source, target, draw):
     assert field in message, message
 
 
-HOSTILE = st.one_of(st.none(), st.booleans(), st.integers(min_value=-10**20, max_value=10**20), st.just(10**400),
-                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4), st.just("\udfff"),
-                    st.lists(st.integers(-2, 20), max_size=3), st.just({"kind": "beam"}))
+HOSTILE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**20), max_value=10**20),
+    st.just(10**400),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=4),
+    st.just("\udfff"),
+    st.lists(st.integers(-2, 20), max_size=3),
+    st.just({"kind": "beam"}),
+)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -391,6 +486,7 @@ def test_fuzz_any_field_replays_or_is_refused_in_words(source, draw):
 
 
 # ---- the bulk check (issue #23: a 12,000-step replay) agrees with the step-by-step one ---------------------
+
 
 def _agree(d: dict) -> None:
     """The bulk paths pass only what the step-by-step ones pass: ``RunTrace``'s bulk build

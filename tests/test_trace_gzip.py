@@ -4,6 +4,7 @@ one for ``--out x.json.gz``, and every reader takes one. Decompression is bounde
 counts the compressed bytes, the JSON a replay decompresses has its own cap (all its files together),
 a gzip bomb is refused with a sentence naming that cap after inflating no more than it, and a truncated
 or damaged file gets a sentence, never a traceback."""
+
 from __future__ import annotations
 
 import functools
@@ -14,15 +15,13 @@ import tracemalloc
 import zlib
 
 import pytest
-
 from tiny import tiny_pair
 
 import specviz
 from specviz import trace_io
 from specviz.bench.replay import tiled
 from specviz.trace import RunTrace
-from specviz.ui import AppConfig, Explorer, Session
-from specviz.ui import runner
+from specviz.ui import AppConfig, Explorer, Session, runner
 from specviz.ui.pairs import PairChoice, PairRegistry
 
 MB = 2**20
@@ -30,8 +29,15 @@ MB = 2**20
 
 @functools.lru_cache(maxsize=None)
 def base_trace() -> RunTrace:
-    return specviz.decode(tiny_pair("llama", vocab=16, draft="noisy", noise=0.5), "sd", [1, 2, 3], max_new_tokens=40,
-                          temperature=1.0, seed=3, gamma=4)
+    return specviz.decode(
+        tiny_pair("llama", vocab=16, draft="noisy", noise=0.5),
+        "sd",
+        [1, 2, 3],
+        max_new_tokens=40,
+        temperature=1.0,
+        seed=3,
+        gamma=4,
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,13 +49,18 @@ def long_json() -> str:
 
 
 def explorer(**limits) -> Explorer:
-    return Explorer(AppConfig(**limits), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)],
-                    preload=False)
+    return Explorer(
+        AppConfig(**limits), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)], preload=False
+    )
 
 
 def public_explorer() -> Explorer:
-    return explorer(**{k: getattr(AppConfig.public_defaults(), k)
-                       for k in ("public", "max_upload_bytes", "max_replay_json_bytes", "max_columns")})
+    return explorer(
+        **{
+            k: getattr(AppConfig.public_defaults(), k)
+            for k in ("public", "max_upload_bytes", "max_replay_json_bytes", "max_columns")
+        }
+    )
 
 
 def status(view: dict) -> str:
@@ -221,19 +232,27 @@ def damaged(tmp_path) -> dict[str, bytes]:
     flipped[len(data) // 2] ^= 0xFF
     crc = bytearray(data)
     crc[-8] ^= 0xFF  # the CRC-32 of the trailer
-    return {"truncated": data[: len(data) // 2], "header only": data[:10], "damaged": bytes(flipped),
-            "crc": bytes(crc), "not json": gzip.compress(b"\xff\xfe\x00garbage", mtime=0),
-            "trailing junk": data + b"junk junk junk"}
+    return {
+        "truncated": data[: len(data) // 2],
+        "header only": data[:10],
+        "damaged": bytes(flipped),
+        "crc": bytes(crc),
+        "not json": gzip.compress(b"\xff\xfe\x00garbage", mtime=0),
+        "trailing junk": data + b"junk junk junk",
+    }
 
 
-@pytest.mark.parametrize("kind, expected", [
-    ("truncated", "is a truncated gzip file"),
-    ("header only", "is a truncated gzip file"),
-    ("damaged", "gzip file"),
-    ("crc", "is a damaged gzip file"),
-    ("not json", "does not hold a text (UTF-8 JSON) file"),
-    ("trailing junk", "is a damaged gzip file"),
-])
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        ("truncated", "is a truncated gzip file"),
+        ("header only", "is a truncated gzip file"),
+        ("damaged", "gzip file"),
+        ("crc", "is a damaged gzip file"),
+        ("not json", "does not hold a text (UTF-8 JSON) file"),
+        ("trailing junk", "is a damaged gzip file"),
+    ],
+)
 def test_a_damaged_gzip_gets_a_sentence(tmp_path, kind, expected):
     path = tmp_path / "t.json.gz"
     path.write_bytes(damaged(tmp_path)[kind])
@@ -263,8 +282,11 @@ def test_a_public_server_refuses_a_gzip_bomb_and_keeps_replaying(tmp_path):
     proc, url, log = start_app(tmp_path, SPECVIZ_PUBLIC="1", **pair)
     try:
         client = Client(url, verbose=False)
-        said = html.unescape(json.dumps(client.predict([handle_file(str(tmp_path / "bomb.json.gz"))],
-                                                       api_name="/replay"), ensure_ascii=False))
+        said = html.unescape(
+            json.dumps(
+                client.predict([handle_file(str(tmp_path / "bomb.json.gz"))], api_name="/replay"), ensure_ascii=False
+            )
+        )
         assert "Could not replay" in said and "more than 48 MB of JSON once decompressed" in said, said[:2000]
         said = html.unescape(json.dumps(client.predict([handle_file(good)], api_name="/replay"), ensure_ascii=False))
         assert "Replaying 1" in said and "Could not replay" not in said, said[:2000]

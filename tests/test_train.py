@@ -1,4 +1,5 @@
 """The training pipeline runs end to end on a tiny corpus slice and writes loadable directories."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,26 @@ from specviz.train.evaluate import greedy_sd_tau
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("pair")
-    rc = main(["--preset", "smoke", "--out", str(out), "--max-files", "12", "--target-steps", "8",
-               "--draft-steps", "6", "--ee-steps", "6", "--seed", "3", "--threads", "1"])
+    rc = main(
+        [
+            "--preset",
+            "smoke",
+            "--out",
+            str(out),
+            "--max-files",
+            "12",
+            "--target-steps",
+            "8",
+            "--draft-steps",
+            "6",
+            "--ee-steps",
+            "6",
+            "--seed",
+            "3",
+            "--threads",
+            "1",
+        ]
+    )
     assert rc == 0
     return out
 
@@ -26,7 +45,9 @@ def test_writes_target_draft_and_early_exit(trained):
         for f in ("config.json", "model.safetensors"):
             assert (trained / d / f).is_file(), f"{d}/{f}"
     # one copy of the tokenizer, the target's: the draft reads it (load_pair), no tokenizer/ directory
-    assert (trained / "target" / "tokenizer.json").is_file() and (trained / "target" / "tokenizer_config.json").is_file()
+    assert (trained / "target" / "tokenizer.json").is_file() and (
+        trained / "target" / "tokenizer_config.json"
+    ).is_file()
     assert not (trained / "draft" / "tokenizer.json").exists() and not (trained / "tokenizer").exists()
     meta = json.loads((trained / "early_exit" / "early_exit.json").read_text())
     assert meta["exit_layer"] == 1 and meta["base"] == "../target"
@@ -82,8 +103,9 @@ def tiny_target(tmp_path_factory):
     root = tmp_path_factory.mktemp("ee_cli")
     target = save_checkpoint(root / "tiny-llm", "gpt2", tiny_tokenizer(), seed=0, hidden=32, layers=3, init_range=0.2)
     text = root / "code.txt"
-    text.write_text("".join(f"def f{i}(a, b):\n    return a + b * {i}\n\nfor i in range({i}):\n    print(i)\n"
-                            for i in range(300)))
+    text.write_text(
+        "".join(f"def f{i}(a, b):\n    return a + b * {i}\n\nfor i in range({i}):\n    print(i)\n" for i in range(300))
+    )
     return root, target, text
 
 
@@ -98,10 +120,39 @@ def test_train_early_exit_cli_lowers_the_loss_and_saves_a_loadable_head(tiny_tar
 
     root, target_dir, text = tiny_target
     before = load_file(f"{target_dir}/model.safetensors")
-    rc = specviz_main(["train", "early-exit", "--target", target_dir, "--exit-layer", "1", "--text", str(text),
-                       "--steps", "60", "--seq-len", "32", "--batch-size", "8", "--gen-sequences", "16",
-                       "--gen-prompt-len", "8", "--gen-new-tokens", "24", "--eval-windows", "8", "--threads", "1",
-                       "--calibration-steps", "30", "--calibration-sequences", "16", "--no-progress"])
+    rc = specviz_main(
+        [
+            "train",
+            "early-exit",
+            "--target",
+            target_dir,
+            "--exit-layer",
+            "1",
+            "--text",
+            str(text),
+            "--steps",
+            "60",
+            "--seq-len",
+            "32",
+            "--batch-size",
+            "8",
+            "--gen-sequences",
+            "16",
+            "--gen-prompt-len",
+            "8",
+            "--gen-new-tokens",
+            "24",
+            "--eval-windows",
+            "8",
+            "--threads",
+            "1",
+            "--calibration-steps",
+            "30",
+            "--calibration-sequences",
+            "16",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     out = root / "tiny-llm-early-exit"  # saved next to the target by default
     meta = json.loads((out / "early_exit.json").read_text())
@@ -134,10 +185,40 @@ def test_train_early_exit_cli_reproduces_the_pipeline_stage(trained, tmp_path):
     training function, the same corpus stream, generated bank and seeds)."""
     from safetensors.torch import load_file
 
-    rc = main(["early-exit", "--target", str(trained / "target"), "--exit-layer", "1", "--out", str(tmp_path / "ee"),
-               "--steps", "6", "--seed", "3", "--threads", "1", "--max-files", "12", "--seq-len", "64",
-               "--batch-size", "8", "--gen-sequences", "16", "--gen-prompt-len", "16", "--gen-new-tokens", "49",
-               "--eval-windows", "4", "--calibration-steps", "0", "--no-progress"])
+    rc = main(
+        [
+            "early-exit",
+            "--target",
+            str(trained / "target"),
+            "--exit-layer",
+            "1",
+            "--out",
+            str(tmp_path / "ee"),
+            "--steps",
+            "6",
+            "--seed",
+            "3",
+            "--threads",
+            "1",
+            "--max-files",
+            "12",
+            "--seq-len",
+            "64",
+            "--batch-size",
+            "8",
+            "--gen-sequences",
+            "16",
+            "--gen-prompt-len",
+            "16",
+            "--gen-new-tokens",
+            "49",
+            "--eval-windows",
+            "4",
+            "--calibration-steps",
+            "0",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     ours = load_file(str(tmp_path / "ee" / "early_exit.safetensors"))
     pipeline = load_file(str(trained / "early_exit" / "early_exit.safetensors"))
@@ -148,8 +229,24 @@ def test_train_early_exit_cli_reports_bad_input(tiny_target, capsys):
     from specviz.train.cli import main as train_main
 
     _, target_dir, text = tiny_target
-    assert train_main(["early-exit", "--target", target_dir, "--exit-layer", "3", "--text", str(text),
-                       "--steps", "1", "--gen-sequences", "0"]) == 2
+    assert (
+        train_main(
+            [
+                "early-exit",
+                "--target",
+                target_dir,
+                "--exit-layer",
+                "3",
+                "--text",
+                str(text),
+                "--steps",
+                "1",
+                "--gen-sequences",
+                "0",
+            ]
+        )
+        == 2
+    )
     assert "exit_layer must be in [1, 2]" in capsys.readouterr().err
 
 
@@ -180,11 +277,25 @@ def test_training_is_deterministic(tmp_path):
     from specviz.train.pipeline import TrainConfig, run
 
     def once(d):
-        cfg = TrainConfig(out=str(d), max_files=6, vocab_size=300, seq_len=32, batch_size=4, target_size="tiny-target",
-                          draft_size="tiny-draft", target_steps=3, draft_steps=0, ee_steps=0, gen_sequences=0,
-                          stages=("tokenizer", "target"), log_every=100, threads=1)
+        cfg = TrainConfig(
+            out=str(d),
+            max_files=6,
+            vocab_size=300,
+            seq_len=32,
+            batch_size=4,
+            target_size="tiny-target",
+            draft_size="tiny-draft",
+            target_steps=3,
+            draft_steps=0,
+            ee_steps=0,
+            gen_sequences=0,
+            stages=("tokenizer", "target"),
+            log_every=100,
+            threads=1,
+        )
         run(cfg, log=lambda s: None)
         from safetensors.torch import load_file
+
         return load_file(str(d / "target" / "model.safetensors"))
 
     a, b = once(tmp_path / "a"), once(tmp_path / "b")

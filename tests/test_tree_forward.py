@@ -2,6 +2,7 @@
 and the KV cache after keeping a path equals the cache of decoding that path directly. On the four
 full-attention families of ``tiny.py`` and on its sliding-window ones (Mistral with ``sliding_window``
 set; Gemma 2 and Gemma 3, which mix sliding and full layers), with a window shorter than the paths."""
+
 import pytest
 import torch
 from tiny import FAMILIES, SLIDING_FAMILIES, tiny_model
@@ -94,8 +95,7 @@ def test_commit_refuses_a_non_path():
 
 # kept path sets: disjoint roots; sharing root 0 (moves into the prefix); one path a prefix of another;
 # the same path twice; a single path
-KEPT = [[[0, 2, 4], [0, 3], [1, 5]], [[0, 2, 4], [0, 3]], [[0, 2], [0, 2, 4], [1]], [[1, 5], [1, 5]],
-        [[0, 3]]]
+KEPT = [[[0, 2, 4], [0, 3], [1, 5]], [[0, 2, 4], [0, 3]], [[0, 2], [0, 2, 4], [1]], [[1, 5], [1, 5]], [[0, 3]]]
 
 
 @pytest.mark.parametrize("family", FAMILIES + SLIDING_FAMILIES)
@@ -122,8 +122,9 @@ def test_kept_paths_extend_like_decoding_from_scratch(family, paths):
     last = len(lm.tree) - 1
     lm.commit(lm.tree.path(last))
     assert_cache_equals_direct(lm, model, histories[-1] + [nxt[-1]])
-    torch.testing.assert_close(lm.extend([3])[0], sequential_logits(model, histories[-1] + [nxt[-1], 3]),
-                               atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(
+        lm.extend([3])[0], sequential_logits(model, histories[-1] + [nxt[-1], 3]), atol=1e-4, rtol=1e-4
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES + SLIDING_FAMILIES)

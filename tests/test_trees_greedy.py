@@ -3,6 +3,7 @@ token on the full-attention and the sliding-window families of ``tiny.py`` (clos
 accepted paths, KV commits of tree paths and residual fallbacks all happen; on the sliding families
 the 32 new tokens run far past the window), and their traces are consistent. ``test_greedy.py``
 checks ``ar`` against transformers' own greedy decoding."""
+
 import json
 
 import pytest
@@ -58,7 +59,9 @@ def test_trace_is_consistent(llama, algorithm, params, temperature):
         for i, n in enumerate(path):
             assert n.parent == (path[i - 1].id if i else None) and n.depth == i
         assert extra.parent == (path[-1].id if path else None)
-        assert [c.token_id for c in step.committed] == ([n.token_id for n in path] + [extra.token_id])[: len(step.committed)]
+        assert [c.token_id for c in step.committed] == ([n.token_id for n in path] + [extra.token_id])[
+            : len(step.committed)
+        ]
         for n in drafted:
             assert 0 <= n.p <= 1 and n.status in DRAFTED
             if n.status != "not_reached":
@@ -73,8 +76,18 @@ def test_trace_is_consistent(llama, algorithm, params, temperature):
 
 
 def test_sequoia_controller(llama):
-    trace = specviz.decode(llama, "sequoia", PROMPTS[1], max_new_tokens=30, temperature=1.0, seed=0,
-                           size=12, depth=5, hardware_aware=True, acceptance="0.6,0.2,0.1")
+    trace = specviz.decode(
+        llama,
+        "sequoia",
+        PROMPTS[1],
+        max_new_tokens=30,
+        temperature=1.0,
+        seed=0,
+        size=12,
+        depth=5,
+        hardware_aware=True,
+        acceptance="0.6,0.2,0.1",
+    )
     first = trace.steps[0].controller.to_json()
     assert first["kind"] == "sequoia" and first["acceptance_source"] == "given"
     assert first["acceptance"] == [0.6, 0.2, 0.1] and first["hardware_aware"]
@@ -98,8 +111,10 @@ def test_bad_parameters_get_clear_errors(llama):
 
 def test_same_seed_same_trace(llama):
     """Calibration is cached and seeded apart from the run, so a seed fixes the whole trace."""
-    runs = [specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=16, seed=7, size=10, depth=4, temperature=1.0)
-            for _ in range(2)]
+    runs = [
+        specviz.decode(llama, "sequoia", PROMPTS[0], max_new_tokens=16, seed=7, size=10, depth=4, temperature=1.0)
+        for _ in range(2)
+    ]
     assert runs[0].output_ids == runs[1].output_ids
     assert [s.controller.run.tree for s in runs[0].steps] == [s.controller.run.tree for s in runs[1].steps]
 

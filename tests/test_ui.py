@@ -1,4 +1,5 @@
 """The app's callbacks, called in-process on a tiny real pair saved with a real tokenizer."""
+
 from __future__ import annotations
 
 import html
@@ -12,6 +13,7 @@ import types
 import gradio as gr
 import plotly.graph_objects as go
 import pytest
+from test_ui_support import run_inputs, save_tiny_pair
 
 import specviz
 from specviz.trace import RunTrace
@@ -22,7 +24,6 @@ from specviz.ui.layout import Slot
 from specviz.ui.pairs import PairChoice, PairRegistry
 from specviz.ui.runner import Column
 from specviz.viz.parts import figure_from_parts
-from test_ui_support import run_inputs, save_tiny_pair
 
 FOUR = [a for a in ("ar", "sd", "mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS][:4]
 SIX = (FOUR * 2)[:6]  # six columns streaming (an algorithm may appear twice)
@@ -53,21 +54,47 @@ def no_wait(control, seconds):
 @pytest.fixture(scope="module")
 def explorer(pair_dirs):
     target, draft = pair_dirs
-    return Explorer(AppConfig(max_columns=6, measure_repeats=1), presets=[PairChoice("tiny test pair", target, draft)],
-                    clock=Clock(), pause=no_wait)
+    return Explorer(
+        AppConfig(max_columns=6, measure_repeats=1),
+        presets=[PairChoice("tiny test pair", target, draft)],
+        clock=Clock(),
+        pause=no_wait,
+    )
 
 
 def columns_for(algos, **overrides):
     """The columns value (``ui.columns``) of one column per algorithm of ``algos``, each at its defaults
     but for ``overrides`` named ``"algorithm.setting"``."""
-    return [{"algorithm": a, "params": {k.split(".", 1)[1]: v for k, v in overrides.items()
-                                         if k.split(".", 1)[0] == a}} for a in algos]
+    return [
+        {"algorithm": a, "params": {k.split(".", 1)[1]: v for k, v in overrides.items() if k.split(".", 1)[0] == a}}
+        for a in algos
+    ]
 
 
-def run_all(ex: Explorer, session: Session, algos, prompt="def fibonacci(n):\n", max_new=24, temperature=0.0,
-            seed=0, delay=0.0, **overrides):
-    outs = list(ex.run(session, **run_inputs(prompt=prompt, max_new_tokens=max_new, temperature=temperature, seed=seed,
-                                             columns=columns_for(algos, **overrides), pace=delay)))
+def run_all(
+    ex: Explorer,
+    session: Session,
+    algos,
+    prompt="def fibonacci(n):\n",
+    max_new=24,
+    temperature=0.0,
+    seed=0,
+    delay=0.0,
+    **overrides,
+):
+    outs = list(
+        ex.run(
+            session,
+            **run_inputs(
+                prompt=prompt,
+                max_new_tokens=max_new,
+                temperature=temperature,
+                seed=seed,
+                columns=columns_for(algos, **overrides),
+                pace=delay,
+            ),
+        )
+    )
     assert outs
     return outs
 
@@ -106,17 +133,32 @@ def plot_title(v) -> str:
 
 
 def live(ex: Explorer, session: Session, algos, prompt="def f(x):\n", max_new=64, pace=0.0, seed=0, top_k=0):
-    return ex.run(session, **run_inputs(prompt=prompt, max_new_tokens=max_new, top_k=top_k, seed=seed, columns=algos,
-                                        pace=pace))
+    return ex.run(
+        session, **run_inputs(prompt=prompt, max_new_tokens=max_new, top_k=top_k, seed=seed, columns=algos, pace=pace)
+    )
 
 
 def test_app_builds_with_generated_settings_and_named_panels(explorer):
     demo = explorer.build()
     assert isinstance(demo, gr.Blocks)
     ids = {getattr(b, "elem_id", None) for b in demo.blocks.values()}
-    for needed in ("sv-prompt", "sv-run", "sv-stop", "sv-measure-btn", "sv-step", "sv-prev", "sv-next", "sv-table",
-                   "sv-upload", "sv-algos", "sv-input-msg", "sv-pace", "sv-node-pick",
-                   "sv-tree-0", f"sv-tree-{explorer.n_slots - 1}"):
+    for needed in (
+        "sv-prompt",
+        "sv-run",
+        "sv-stop",
+        "sv-measure-btn",
+        "sv-step",
+        "sv-prev",
+        "sv-next",
+        "sv-table",
+        "sv-upload",
+        "sv-algos",
+        "sv-input-msg",
+        "sv-pace",
+        "sv-node-pick",
+        "sv-tree-0",
+        f"sv-tree-{explorer.n_slots - 1}",
+    ):
         assert needed in ids
     # one settings component per declared parameter of every registered algorithm (the column editor's)
     assert len(explorer.editor.controls) == sum(len(s.params) for s in specviz.ALGORITHMS.values())
@@ -168,13 +210,20 @@ def test_controller_settings_show_only_under_their_controller(explorer):
     # values reach the picked column as the controls send them: every declared parameter, defaults where untouched
     ed = explorer.editor
     cols = ed.on_algorithms(None, 0, ["sd"])[ed.value]
-    cols = ed.on_setting("sd", "controller", cols, 0, specviz.ALGORITHMS["sd"].params[1].choices.index("beta_ts"))[ed.value]
+    cols = ed.on_setting("sd", "controller", cols, 0, specviz.ALGORITHMS["sd"].params[1].choices.index("beta_ts"))[
+        ed.value
+    ]
     cols = ed.on_setting("sd", "alpha0", cols, 0, 2)[ed.value]
     params = cols[0]["params"]
     assert params == {**specviz.ALGORITHMS["sd"].defaults, "controller": "beta_ts", "alpha0": 2.0}
     # a column's header names only the parameters that had an effect
     head = render.column_header(Column("sd", "sd", dict(specviz.ALGORITHMS["sd"].defaults)), 0, 0, False)
-    assert f"gamma={specviz.ALGORITHMS['sd'].defaults['gamma']}" in head and "controller=static" in head and "alpha0" not in head and "k_max" not in head
+    assert (
+        f"gamma={specviz.ALGORITHMS['sd'].defaults['gamma']}" in head
+        and "controller=static" in head
+        and "alpha0" not in head
+        and "k_max" not in head
+    )
     head = render.column_header(Column("sd", "sd", params), 0, 0, False)
     assert "alpha0=2.0" in head and "k_max=0" in head and "sigma_m" not in head and "gamma" not in head
 
@@ -194,7 +243,9 @@ def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
         assert isinstance(tree, go.Figure) and any(t.meta == "path" for t in tree.data)
         assert f">{session.columns[i].label}" in table  # a metrics row per algorithm
         download = final["download", i]
-        trace = RunTrace.from_json(open(download.value["path"] if isinstance(download.value, dict) else download.value).read())
+        trace = RunTrace.from_json(
+            open(download.value["path"] if isinstance(download.value, dict) else download.value).read()
+        )
         assert trace.algorithm == algo and len(trace.output_ids) == 24
     for i in range(len(FOUR), explorer.n_slots):
         assert final["column", i].visible is False
@@ -211,8 +262,9 @@ def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
 def test_runs_advance_together_and_stream(explorer):
     session = Session(pair_key=explorer.default_key)
     seen = []
-    gen = explorer.run(session, **run_inputs(prompt="import os\n", max_new_tokens=12, temperature=1.0, seed=1,
-                                             columns=["ar", "sd"]))
+    gen = explorer.run(
+        session, **run_inputs(prompt="import os\n", max_new_tokens=12, temperature=1.0, seed=1, columns=["ar", "sd"])
+    )
     for out in gen:
         seen.append([c.n_steps for c in session.columns])
     assert len(seen) > 3  # streamed, not one final update
@@ -225,14 +277,15 @@ def test_runs_advance_together_and_stream(explorer):
 def test_throttle_follows_its_clock():
     """Unpaced updates at most every interval, read from the injected clock (no sleeping)."""
     from specviz.ui.runner import Throttle
+
     now = [0.0]
     t = Throttle(0.25, ratio=8.0, clock=lambda: now[0])
-    assert t()            # the first update always goes
+    assert t()  # the first update always goes
     now[0] = 0.1
     assert not t()
     now[0] = 0.3
     assert t()
-    t.rendered(0.1)       # a slow render: wait 8 x 0.1 s
+    t.rendered(0.1)  # a slow render: wait 8 x 0.1 s
     now[0] = 0.6
     assert not t()
     now[0] = 1.2
@@ -244,6 +297,7 @@ def test_final_update_shows_every_column_at_its_own_step(explorer, monkeypatch):
     step its header names, so the page ends on the state the server has even if an earlier update
     never reached the browser (seen: headers "last step 23" over trees at "step 20")."""
     from specviz.ui import render
+
     monkeypatch.setattr(render, "informative_step", lambda trace: len(trace.steps) - 1)  # open on the last step
     session = Session(pair_key=explorer.default_key)
     outs = list(live(explorer, session, FOUR, max_new=40))
@@ -260,13 +314,17 @@ def test_final_update_shows_every_column_at_its_own_step(explorer, monkeypatch):
 
 def test_a_finished_run_opens_each_column_on_its_informative_step(explorer, monkeypatch):
     from specviz.ui import render
+
     opened = {}
 
     def informative(trace):
         opened[trace.algorithm] = k = min(2, len(trace.steps) - 1)
         return k
+
     monkeypatch.setattr(render, "informative_step", informative)
-    monkeypatch.setattr(render, "step_narrative", lambda step, algorithm, **_: f"**{algorithm}** step {step.index + 1} story")
+    monkeypatch.setattr(
+        render, "step_narrative", lambda step, algorithm, **_: f"**{algorithm}** step {step.index + 1} story"
+    )
     session = Session(pair_key=explorer.default_key)
     last = list(live(explorer, session, ["ar", "sd"], max_new=16))[-1]
     assert set(opened) == {"ar", "sd"}
@@ -340,11 +398,13 @@ def test_mismatched_tokenizers_are_refused(explorer, tmp_path):
     other = tmp_path / "other"
     from test_ui_support import build_tokenizer
     from tiny import tiny_model
+
     tok = build_tokenizer(vocab_size=300)
     tiny_model("llama", len(tok), 5).save_pretrained(other)
     tok.save_pretrained(other)
-    md, _ = explorer.load(CUSTOM, target, str(other), Session(pair_key=explorer.default_key),
-                          progress=lambda *a, **k: None)
+    md, _ = explorer.load(
+        CUSTOM, target, str(other), Session(pair_key=explorer.default_key), progress=lambda *a, **k: None
+    )
     assert "Could not load" in md and "vocabular" in md
 
 
@@ -455,6 +515,7 @@ def test_stop_answers_within_one_step_with_six_columns(explorer, monkeypatch):
                 if i == 1:
                     explorer.stop(session)  # Stop arrives while the second column steps
                 yield step
+
         col._it = counted()
     rest = list(gen)
     assert stepped == [0, 1], stepped  # columns 3 to 6 never took another step
@@ -463,6 +524,7 @@ def test_stop_answers_within_one_step_with_six_columns(explorer, monkeypatch):
 
 def test_a_paused_run_wakes_at_stop():
     from specviz.ui.runner import RunControl
+
     c = RunControl()
     assert c.pause(0) is False
     c.stop()
@@ -473,10 +535,11 @@ def test_the_page_sets_the_pace_once_it_reports(explorer):
     """The page's reports of what it has drawn (``runner.FrameGate`` reads them); a caller that never
     reports (a script, these tests) is sent every update."""
     from specviz.ui.runner import RunControl
+
     c = RunControl()
     assert not c.page_reports
     c.report_shown(4)
-    c.report_shown(3)               # late reports never move it back
+    c.report_shown(3)  # late reports never move it back
     assert c.shown_step == 4 and c.page_reports
     session = Session(pair_key=explorer.default_key)
     gen = live(explorer, session, ["ar"], max_new=8)
@@ -496,6 +559,7 @@ def test_paced_run_waits_between_steps_and_marks_timings(pair_dirs):
         waits.append(round(seconds, 6))
         clock.now += max(seconds, 0)
         return control.stopped()
+
     ex = Explorer(AppConfig(max_columns=6), presets=[PairChoice("t", *pair_dirs)], clock=clock, pause=pause)
     session = Session(pair_key=ex.default_key)
     outs = list(ex.run(session, **run_inputs(max_new_tokens=6, columns=["ar", "sd"], pace=0.5)))
@@ -510,14 +574,16 @@ def test_paced_run_waits_between_steps_and_marks_timings(pair_dirs):
 
 def test_table_marks_wall_times_only_when_not_comparable(explorer, tmp_path):
     from specviz.viz import comparison_table_html
+
     session = Session(pair_key=explorer.default_key)
     run_all(explorer, session, ["ar"], max_new=6)
     runs = session.runs()
     assert "not comparable" not in comparison_table_html(runs)
     marked = comparison_table_html(runs, not_comparable="the columns ran interleaved")
     assert 'class="sv-nc"' in marked and "Measure" in marked
-    out = Explorer(AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/x", None)],
-                   preload=False).upload([session.columns[0].path], Session())
+    out = Explorer(
+        AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/x", None)], preload=False
+    ).upload([session.columns[0].path], Session())
     assert "not comparable" not in out["table"]  # one replayed trace: its own timing
 
 
@@ -545,10 +611,21 @@ def fake_timer(durations: list[float]):
 
 def test_measure_rows_come_from_median_times(explorer):
     from specviz.ui import measure as m
+
     pair = explorer.registry.get(explorer.default_key)
     timer = fake_timer([9.0, 9.0, 3.0, 1.5, 1.0, 0.5, 2.0, 1.0])  # ar, sd: a warm-up round, then 3 rounds
-    *_, (note, rows) = m.measure(pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, max_new_tokens=8,
-                                 temperature=0.0, seed=0, timer=timer, clock=lambda: 0.0, predict=False)
+    *_, (note, rows) = m.measure(
+        pair,
+        "def f(x):\n",
+        [("ar", {}), ("sd", {})],
+        repeats=3,
+        max_new_tokens=8,
+        temperature=0.0,
+        seed=0,
+        timer=timer,
+        clock=lambda: 0.0,
+        predict=False,
+    )
     ar, sd = rows
     assert ar.wall_s == 2.0 and sd.wall_s == 1.0 and ar.new_tokens == sd.new_tokens == 8  # medians, not means
     assert sd.speedup == pytest.approx(2.0) and ar.speedup == pytest.approx(1.0)
@@ -573,10 +650,20 @@ def test_measure_reports_each_median_with_its_spread(explorer):
     """Median wall time, tokens/s and speed-up each with min–max over the timed rounds; the speed-up's
     range is round by round, each against ar's run of the same round (the columns are interleaved)."""
     from specviz.ui import measure as m
+
     pair = explorer.registry.get(explorer.default_key)
     timer = fake_timer([9.0, 9.0, 0.3, 0.1, 0.1, 0.05, 0.2, 0.1])  # ar, sd: a warm-up round, then 3 rounds
-    *_, (note, rows) = m.measure(pair, "def f(x):\n", [("ar", {}), ("sd", {})], repeats=3, max_new_tokens=8,
-                                 temperature=0.0, timer=timer, clock=lambda: 0.0, predict=False)
+    *_, (note, rows) = m.measure(
+        pair,
+        "def f(x):\n",
+        [("ar", {}), ("sd", {})],
+        repeats=3,
+        max_new_tokens=8,
+        temperature=0.0,
+        timer=timer,
+        clock=lambda: 0.0,
+        predict=False,
+    )
     ar, sd = rows
     assert (ar.wall_s, ar.wall_s_min, ar.wall_s_max) == pytest.approx((0.2, 0.1, 0.3))
     assert (sd.wall_s, sd.wall_s_min, sd.wall_s_max) == pytest.approx((0.1, 0.05, 0.1))
@@ -585,8 +672,15 @@ def test_measure_reports_each_median_with_its_spread(explorer):
     assert ar.speedup == 1.0 and ar.speedup_min is None  # ar against its own runs: 1 exactly, no range
     html = m.measurements_html(rows, note)
     n = ar.new_tokens
-    for text in ("0.200", "0.100–0.300", "0.050–0.100", f"{n / 0.3:.1f}–{n / 0.1:.1f}", "2.00×", "2.00–3.00",
-                 "range (min–max)"):
+    for text in (
+        "0.200",
+        "0.100–0.300",
+        "0.050–0.100",
+        f"{n / 0.3:.1f}–{n / 0.1:.1f}",
+        "2.00×",
+        "2.00–3.00",
+        "range (min–max)",
+    ):
         assert text in html, text
     assert html.count('class="sv-spread"') == 5  # wall s and tokens/s of both, sd's speed-up
     heads = re.findall(r"<th[^>]*>([^<]+)</th>", html.split("<tbody>")[0])
@@ -597,11 +691,13 @@ def test_measure_reports_each_median_with_its_spread(explorer):
 
 def test_clicking_a_node_opens_its_distribution(explorer, monkeypatch):
     from specviz.ui import render
+
     asked = []
 
     def dist(step, node_id):
         asked.append((step.index, node_id))
         return go.Figure(layout={"title": {"text": f"p and q at node {node_id}"}})
+
     monkeypatch.setattr(render, "distribution_figure", dist)
     monkeypatch.setattr(render, "informative_step", lambda trace: len(trace.steps) - 1)
     session = Session(pair_key=explorer.default_key)
@@ -621,6 +717,7 @@ def test_colours_follow_the_algorithm(explorer, monkeypatch, tmp_path):
     """An algorithm's (first) column wears its colour, live and replayed (further columns of it: a shade,
     test_columns)."""
     from specviz.ui import columns
+
     monkeypatch.setattr(columns, "algorithm_color", lambda name: {"ar": "#111111", "sd": "#222222"}[name])
     session = Session(pair_key=explorer.default_key)
     final = screen(run_all(explorer, session, ["ar", "sd"], max_new=4))
@@ -641,8 +738,9 @@ def test_upload_replays_without_a_model(explorer, tmp_path):
     session = Session(pair_key=explorer.default_key)
     run_all(explorer, session, ["ar", "sd"], max_new=8, temperature=0.0, seed=7)
     paths = [c.path for c in session.columns]
-    replayer = Explorer(AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)],
-                        preload=False)
+    replayer = Explorer(
+        AppConfig(), registry=PairRegistry(), presets=[PairChoice("none", "/nonexistent", None)], preload=False
+    )
     assert replayer.registry.keys() == []
     fresh = Session()
     out = replayer.upload(paths, fresh)
@@ -661,8 +759,12 @@ def test_upload_replays_without_a_model(explorer, tmp_path):
     trace.seed = 2**63 - 1
     hot = tmp_path / "hot.json"
     hot.write_text(trace.to_json())
-    small = Explorer(AppConfig(max_new_tokens_cap=5), registry=PairRegistry(),
-                     presets=[PairChoice("none", "/nonexistent", None)], preload=False)
+    small = Explorer(
+        AppConfig(max_new_tokens_cap=5),
+        registry=PairRegistry(),
+        presets=[PairChoice("none", "/nonexistent", None)],
+        preload=False,
+    )
     out = small.upload([str(hot)], Session())
     assert out["max_new"] == 5 and "temperature" not in out and out["seed"] == str(2**63 - 1)
     assert "made 8 new tokens; max new tokens is set to 5" in out["status"]
@@ -670,22 +772,38 @@ def test_upload_replays_without_a_model(explorer, tmp_path):
     assert small.check_inputs(None, "x", out["max_new"], 0, out["seed"]).ok  # what the boxes now hold is valid
 
 
-GOOD = {"schema_version": 2, "algorithm": "sd", "params": {}, "pair": {}, "sampling": {}, "seed": 0,
-        "prompt_ids": [1], "prompt_text": "x"}
+GOOD = {
+    "schema_version": 2,
+    "algorithm": "sd",
+    "params": {},
+    "pair": {},
+    "sampling": {},
+    "seed": 0,
+    "prompt_ids": [1],
+    "prompt_text": "x",
+}
 
 
-@pytest.mark.parametrize("content,expected", [
-    (b"{not json", "Not valid JSON"),
-    (b'{"schema_version": 999}', "schema version"),
-    (b"[1, 2, 3]", "must be a JSON object"),
-    (b'{"schema_version": 1, "steps": [{"index": 0}]}', "the required fields 'algorithm', 'params'"),
-    (json.dumps({**GOOD, "bogus": 1}).encode(), "unknown field 'bogus'"),
-    (json.dumps({**GOOD, "seed": "x"}).encode(), 'seed should be a whole number, got a string ("x")'),
-    (json.dumps({**GOOD, "steps": [{"index": 0}]}).encode(), "the required field 'n_before' of steps[0] is missing"),
-    (json.dumps({**GOOD, "steps": [{"index": 0, "n_before": 0, "forest": [{"id": 1}]}]}).encode(),
-     "of steps[0].forest[0] are missing"),
-    (b"\xff\xfe\x00garbage", "not a text"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b"{not json", "Not valid JSON"),
+        (b'{"schema_version": 999}', "schema version"),
+        (b"[1, 2, 3]", "must be a JSON object"),
+        (b'{"schema_version": 1, "steps": [{"index": 0}]}', "the required fields 'algorithm', 'params'"),
+        (json.dumps({**GOOD, "bogus": 1}).encode(), "unknown field 'bogus'"),
+        (json.dumps({**GOOD, "seed": "x"}).encode(), 'seed should be a whole number, got a string ("x")'),
+        (
+            json.dumps({**GOOD, "steps": [{"index": 0}]}).encode(),
+            "the required field 'n_before' of steps[0] is missing",
+        ),
+        (
+            json.dumps({**GOOD, "steps": [{"index": 0, "n_before": 0, "forest": [{"id": 1}]}]}).encode(),
+            "of steps[0].forest[0] are missing",
+        ),
+        (b"\xff\xfe\x00garbage", "not a text"),
+    ],
+)
 def test_malformed_upload_gets_a_clear_message(explorer, tmp_path, content, expected):
     bad = tmp_path / "bad.json"
     bad.write_bytes(content)
@@ -779,8 +897,7 @@ def test_the_code_pair_opens_when_the_default_pair_cannot_load(tmp_path):
     from specviz.ui.pairs import BUNDLED
 
     missing = PairChoice("default pair", str(tmp_path / "not-installed"), None)
-    ex = Explorer(AppConfig(max_columns=2, measure_repeats=1), presets=[missing, BUNDLED], clock=Clock(),
-                  pause=no_wait)
+    ex = Explorer(AppConfig(max_columns=2, measure_repeats=1), presets=[missing, BUNDLED], clock=Clock(), pause=no_wait)
     assert ex.default_key == BUNDLED.key and ex.registry.get(BUNDLED.key) is not None
     said = ex.startup_message
     assert said.startswith("The default pair (default pair) could not be loaded (") and said.count(". ") == 0
@@ -795,6 +912,7 @@ def test_the_code_pair_opens_when_the_default_pair_cannot_load(tmp_path):
 
 def test_env_config_and_launch_kwargs():
     from specviz.ui import launch_kwargs
+
     cfg = AppConfig.from_env({"SPECVIZ_MAX_UPLOAD_MB": "3", "SPECVIZ_CONCURRENCY": "4", "SPECVIZ_TARGET": "a/b"})
     assert cfg.max_upload_bytes == 3 * 1024 * 1024 and cfg.concurrency == 4 and cfg.default_target == "a/b"
     kw = launch_kwargs(cfg)
@@ -806,6 +924,7 @@ def test_env_config_and_launch_kwargs():
 
 def test_app_py_help_prints_help_and_exits():
     import subprocess
+
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "app.py", "--help"], cwd=root, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "usage: python app.py" in r.stdout and "--port" in r.stdout
@@ -824,6 +943,7 @@ def test_spaces_gpu_is_applied_only_when_available(monkeypatch):
         def deco(fn):
             calls.append(duration)
             return lambda *a, **k: fn(*a, **k)
+
         return deco
 
     fake.GPU = GPU
@@ -834,6 +954,7 @@ def test_spaces_gpu_is_applied_only_when_available(monkeypatch):
 
 def test_param_values_convert():
     from specviz.algorithms.registry import Param
+
     assert param_value(Param("g", 4, "int", 1, 8), 3.0) == 3
     assert param_value(Param("c", "a", "choice", choices=("a", "b")), 1) == "b"
     assert param_value(Param("f", 0.5, "float"), 1) == 1.0
@@ -858,10 +979,18 @@ def test_200_step_run_scrubs_without_lag(explorer, monkeypatch):
         def wrapper(*args, **kwargs):
             built.append((name, args[1] if len(args) > 1 else -1))
             return real(*args, **kwargs)
+
         return wrapper
 
-    for name in ("step_tree_figure", "controller_figure", "tokens_per_step_figure", "cumulative_figure",
-                 "acceptance_histogram_figure", "time_breakdown_figure", "comparison_table_html"):
+    for name in (
+        "step_tree_figure",
+        "controller_figure",
+        "tokens_per_step_figure",
+        "cumulative_figure",
+        "acceptance_histogram_figure",
+        "time_breakdown_figure",
+        "comparison_table_html",
+    ):
         monkeypatch.setattr(viz, name, counting(name))
     times = []
     for k in (1, 50, 100, 150, 200, 120, 7):
@@ -887,8 +1016,11 @@ def test_public_mode_offers_only_offline_presets_unless_listed(pair_dirs):
     presets = [PairChoice("local", *pair_dirs, preset=local), PairChoice("hub", "org/t", "org/d", preset=hub)]
     public = Explorer(AppConfig.from_env({"SPECVIZ_PUBLIC": "1"}), presets=list(presets), preload=False)
     assert [p.name for p in public.presets] == ["local"]
-    listed = Explorer(AppConfig.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_PRESETS": "local-pair,hub-pair"}),
-                      presets=list(presets), preload=False)
+    listed = Explorer(
+        AppConfig.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_PRESETS": "local-pair,hub-pair"}),
+        presets=list(presets),
+        preload=False,
+    )
     assert [p.name for p in listed.presets] == ["local", "hub"]
     private = Explorer(AppConfig(), presets=list(presets), preload=False)
     assert len(private.presets) == 2
@@ -896,6 +1028,7 @@ def test_public_mode_offers_only_offline_presets_unless_listed(pair_dirs):
 
 def test_old_exports_are_swept(tmp_path):
     from specviz.ui import runner
+
     old, new = tmp_path / "old", tmp_path / "new"
     for d in (old, new):
         d.mkdir()
@@ -909,6 +1042,7 @@ def test_old_exports_are_swept(tmp_path):
 
 def test_greedy_divergence_is_marked_in_the_text(explorer):
     from specviz.ui import render
+
     session = Session(pair_key=explorer.default_key)
     run_all(explorer, session, ["ar", "sd"], max_new=10)
     ar, sd = session.columns
@@ -921,9 +1055,19 @@ def test_greedy_divergence_is_marked_in_the_text(explorer):
 
 # ---- one declaration per panel, per figure; Run and Measure by name (issue #22, point 4) ------------------
 
-PANEL_IDS = {"header": "sv-head-{}", "tokens": "sv-text-{}", "tree": "sv-tree-{}", "narrative": "sv-story-{}",
-             "distribution": "sv-dist-{}", "controller": "sv-ctrl-{}", "lengths": "sv-lengths-{}",
-             "beams": "sv-beams-{}", "theory": "sv-theory-{}", "download": "sv-dl-{}", "download_csv": "sv-dl-csv-{}"}
+PANEL_IDS = {
+    "header": "sv-head-{}",
+    "tokens": "sv-text-{}",
+    "tree": "sv-tree-{}",
+    "narrative": "sv-story-{}",
+    "distribution": "sv-dist-{}",
+    "controller": "sv-ctrl-{}",
+    "lengths": "sv-lengths-{}",
+    "beams": "sv-beams-{}",
+    "theory": "sv-theory-{}",
+    "download": "sv-dl-{}",
+    "download_csv": "sv-dl-csv-{}",
+}
 
 
 def test_a_column_panel_is_one_declaration(explorer):
@@ -950,7 +1094,9 @@ def test_a_column_panel_is_one_declaration(explorer):
     shown = {p.name for p in layout.PANELS if page.slots[0].components[p.name].visible is not False}
     assert shown == {"header", "tokens", "tree"}
     # a full forced view sends every declared panel of a column, each as its update says
-    trace = specviz.decode(explorer.registry.get(explorer.default_key), "sd", [1, 2, 3], max_new_tokens=3, temperature=1.0)
+    trace = specviz.decode(
+        explorer.registry.get(explorer.default_key), "sd", [1, 2, 3], max_new_tokens=3, temperature=1.0
+    )
     session = Session(columns=[Column("sd", "sd", trace=trace, done=True)], source="replay")
     out = views.slot_views(session, 0, explorer.n_slots, full=True, force=True)
     assert {k for k in out if k[1] == 0} == {(p, 0) for p in Slot.panels()}
@@ -977,13 +1123,16 @@ def test_the_comparison_figures_are_one_declaration_each(explorer):
     assert page.race is page.figures["race"] and page.component("race") is page.figures["race"]
     outputs = page.outputs()
     at = outputs.index(page.table)
-    assert outputs[at + 1: at + 1 + len(names)] == [page.figures[n] for n in names]
+    assert outputs[at + 1 : at + 1 + len(names)] == [page.figures[n] for n in names]
     rows = {}
     for b in demo.blocks.values():
         if isinstance(b, gr.Row) and "sv-figrow" in (b.elem_classes or []):
             rows[b._id] = [c.elem_id for c in b.children]
-    assert sorted(rows.values()) == [["sv-hist", "sv-time"], ["sv-per-step", "sv-cumulative"],
-                                     ["sv-positions", "sv-race"]]
+    assert sorted(rows.values()) == [
+        ["sv-hist", "sv-time"],
+        ["sv-per-step", "sv-cumulative"],
+        ["sv-positions", "sv-race"],
+    ]
     assert set(render.comparison(Session(), 0)) == {"table", *names}
 
 
@@ -1008,7 +1157,16 @@ def test_run_and_measure_take_their_values_by_name(explorer):
     api = demo.get_api_info()["named_endpoints"]
     for endpoint in ("/run", "/measure"):
         assert [p["parameter_name"] for p in api[endpoint]["parameters"]] == [
-            "prompt", "max_new_tokens", "temperature", "top_p", "top_k", "seed", "columns", "pace", "chat"]
+            "prompt",
+            "max_new_tokens",
+            "temperature",
+            "top_p",
+            "top_k",
+            "seed",
+            "columns",
+            "pace",
+            "chat",
+        ]
 
 
 def test_the_page_starts_from_the_one_set_of_defaults(explorer):

@@ -4,6 +4,7 @@ The models are random-initialised stock Llama models (tests/tiny.py), the draft 
 target so that some drafts are accepted and some rejected; the tokenizer is a byte-level BPE trained
 on a few lines of text. Nothing is downloaded.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,11 +25,21 @@ def build_tokenizer(vocab_size: int = 320):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=1, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=1,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(TEXTS * 4, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
-                                   pad_token="<|endoftext|>", clean_up_tokenization_spaces=False)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|endoftext|>",
+        bos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        clean_up_tokenization_spaces=False,
+    )
 
 
 def save_tiny_pair(root: str | os.PathLike, noise: float = 0.08, seed: int = 0) -> tuple[str, str]:
@@ -50,11 +61,11 @@ def save_tiny_pair(root: str | os.PathLike, noise: float = 0.08, seed: int = 0) 
     return paths[0], paths[1]
 
 
-
 def read_hover(hover: str) -> str:
     """A hover box's text as a person reads it: its line breaks (``viz.style.wrap_markup``) and
     non-breaking spaces as spaces, runs of spaces as one."""
     return " ".join(hover.replace("<br>", " ").replace("\u00a0", " ").split())
+
 
 if __name__ == "__main__":  # python tests/test_ui_support.py DIR: a dev pair for `SPECVIZ_TARGET=DIR/target ...`
     import sys
@@ -63,8 +74,17 @@ if __name__ == "__main__":  # python tests/test_ui_support.py DIR: a dev pair fo
     print(save_tiny_pair(sys.argv[1] if len(sys.argv) > 1 else "/tmp/specviz-tiny"))
 
 
-RUN_DEFAULTS = {"prompt": "def f(x):\n", "max_new_tokens": 8, "temperature": 0.0, "top_p": 1.0, "top_k": 0,
-                "seed": 0, "columns": ["ar"], "pace": 0.0, "chat": False}
+RUN_DEFAULTS = {
+    "prompt": "def f(x):\n",
+    "max_new_tokens": 8,
+    "temperature": 0.0,
+    "top_p": 1.0,
+    "top_k": 0,
+    "seed": 0,
+    "columns": ["ar"],
+    "pace": 0.0,
+    "chat": False,
+}
 
 
 def run_inputs(**changes) -> dict:

@@ -1,4 +1,5 @@
 """Figure builders on real traces of tiny real models: what the figure shows matches the trace."""
+
 from __future__ import annotations
 
 import copy
@@ -7,6 +8,9 @@ import re
 
 import plotly.graph_objects as go
 import pytest
+from test_golden_traces import path_of
+from test_viz_controller import NARROWEST_PX, cut_title_lines, legend_problems
+from tiny import tiny_pair
 
 import specviz
 from specviz import viz
@@ -14,9 +18,6 @@ from specviz.step_state import UnknownState, read_state
 from specviz.trace import RunTrace, StepRecord, TreeNode
 from specviz.viz.style import MESSAGE_CHARS, PATH_COLOR
 from specviz.viz.tree import CONTEXT_ID, LEGEND_NAMES
-from test_viz_controller import NARROWEST_PX, cut_title_lines, legend_problems
-from test_golden_traces import path_of
-from tiny import tiny_pair
 
 TREE_ALGOS = [a for a in ("mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS]
 
@@ -44,8 +45,9 @@ def traces(pair):
     out = {}
     for algo in ["ar", "sd", *TREE_ALGOS]:
         for temp in (0.0, 1.0):
-            out[(algo, temp)] = specviz.decode(pair, algo, prompt=[1, 2, 3], max_new_tokens=24, temperature=temp,
-                                               seed=3, **EXTRA.get(algo, {}))
+            out[(algo, temp)] = specviz.decode(
+                pair, algo, prompt=[1, 2, 3], max_new_tokens=24, temperature=temp, seed=3, **EXTRA.get(algo, {})
+            )
     return out
 
 
@@ -114,10 +116,18 @@ def test_rejected_then_resampled_is_drawn_as_siblings(traces):
 
 
 def test_forest_with_several_roots_and_malformed_parents():
-    nodes = [TreeNode(0, None, 0, 5, "a", status="accepted", root=0), TreeNode(1, None, 0, 6, "b", status="rejected", root=1),
-             TreeNode(2, 0, 1, 7, "c", status="bonus"), TreeNode(3, 99, 1, 8, "d", status="not_reached")]
-    step = StepRecord(0, 0, forest=nodes, committed=[specviz.CommittedToken(5, "a", "draft", 0),
-                                                     specviz.CommittedToken(7, "c", "bonus", 2)])
+    nodes = [
+        TreeNode(0, None, 0, 5, "a", status="accepted", root=0),
+        TreeNode(1, None, 0, 6, "b", status="rejected", root=1),
+        TreeNode(2, 0, 1, 7, "c", status="bonus"),
+        TreeNode(3, 99, 1, 8, "d", status="not_reached"),
+    ]
+    step = StepRecord(
+        0,
+        0,
+        forest=nodes,
+        committed=[specviz.CommittedToken(5, "a", "draft", 0), specviz.CommittedToken(7, "c", "bonus", 2)],
+    )
     fig = validated(viz.tree_figure(step))
     assert sum(len(t.customdata) for t in node_traces(fig).values()) == 4
     cyclic = [TreeNode(0, 1, 0, 5, "a"), TreeNode(1, 0, 1, 6, "b")]
@@ -134,8 +144,12 @@ def test_empty_and_one_token_runs_render(pair, max_new):
     runs = [("sd", trace)]
     validated(viz.step_tree_figure(trace, 0))
     validated(viz.tree_figure(None))
-    for fig in (viz.tokens_per_step_figure(runs, 0), viz.cumulative_figure(runs, 0),
-                viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs)):
+    for fig in (
+        viz.tokens_per_step_figure(runs, 0),
+        viz.cumulative_figure(runs, 0),
+        viz.acceptance_histogram_figure(runs),
+        viz.time_breakdown_figure(runs),
+    ):
         validated(fig)
     assert viz.controller_figure(trace, 0) is None
     html = viz.tokens_html(trace, 0)
@@ -159,10 +173,12 @@ def test_tokens_html_colours_every_token_and_strikes_rejected(traces):
 
 
 def test_tokens_html_escapes_and_marks_newlines():
-    step = StepRecord(0, 0, forest=[TreeNode(0, None, 0, 1, "<b>x</b>", status="accepted"),
-                                    TreeNode(1, 0, 1, 2, "\n", status="bonus")],
-                      committed=[specviz.CommittedToken(1, "<b>x</b>", "draft", 0),
-                                 specviz.CommittedToken(2, "\n", "bonus", 1)])
+    step = StepRecord(
+        0,
+        0,
+        forest=[TreeNode(0, None, 0, 1, "<b>x</b>", status="accepted"), TreeNode(1, 0, 1, 2, "\n", status="bonus")],
+        committed=[specviz.CommittedToken(1, "<b>x</b>", "draft", 0), specviz.CommittedToken(2, "\n", "bonus", 1)],
+    )
     trace = RunTrace("sd", {}, {}, {}, 0, [0], "p", output_ids=[1, 2], steps=[step])
     html = viz.tokens_html(trace)
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
@@ -195,13 +211,17 @@ def test_comparison_figures_lay_out_their_top_from_their_content(traces):
     """Issue #23 point 4: each comparison figure's top is its title lines and its legend rows, counted
     from the names (two entries a row where every name fits half a phone's plot, else one), not a fixed
     70 px under which plotly wrapped a legend of four runs into the title at 1000 px."""
-    from specviz.viz.style import (GAP_PX, LEGEND_CHARS, LEGEND_PAD_PX, LEGEND_ROW_PX, SUBTITLE_LINE_PX, TITLE_PX,
-                                   TOP_PX)
+    from specviz.viz.style import GAP_PX, LEGEND_CHARS, LEGEND_PAD_PX, LEGEND_ROW_PX, SUBTITLE_LINE_PX, TITLE_PX, TOP_PX
+
     short = [(a, traces[(a, 0.0)]) for a in ("ar", "sd", *TREE_ALGOS)]
     long = [(f"{a} (a long label)", t) for a, t in short]
     for runs in (short, long):
-        for fig in (viz.tokens_per_step_figure(runs, 0), viz.cumulative_figure(runs, 0),
-                    viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs)):
+        for fig in (
+            viz.tokens_per_step_figure(runs, 0),
+            viz.cumulative_figure(runs, 0),
+            viz.acceptance_histogram_figure(runs),
+            viz.time_breakdown_figure(runs),
+        ):
             lay = fig.layout
             names = [t.name for t in fig.data if t.showlegend is not False]
             columns = 2 if all(len(n) <= LEGEND_CHARS for n in names) else 1
@@ -209,8 +229,9 @@ def test_comparison_figures_lay_out_their_top_from_their_content(traces):
             subtitle = lay.title.subtitle.text.count("<br>") + 1 if lay.title.subtitle.text else 0
             assert len(lay.title.text) <= 40  # one line at phone width
             rows = -(-len(names) // columns)
-            assert lay.margin.t == (TOP_PX + TITLE_PX + SUBTITLE_LINE_PX * subtitle + GAP_PX
-                                    + rows * LEGEND_ROW_PX + LEGEND_PAD_PX), (lay.title.text, runs[0][0])
+            assert lay.margin.t == (
+                TOP_PX + TITLE_PX + SUBTITLE_LINE_PX * subtitle + GAP_PX + rows * LEGEND_ROW_PX + LEGEND_PAD_PX
+            ), (lay.title.text, runs[0][0])
 
 
 def test_table_shows_metrics_definitions_and_greedy_check(traces):
@@ -218,8 +239,11 @@ def test_table_shows_metrics_definitions_and_greedy_check(traces):
     html = viz.comparison_table_html([("ar", ar), ("sd", sd)])
     assert "✓ identical" in html and "reference" in html
     for definition in specviz.metrics.DEFINITIONS.values():
-        if definition != specviz.metrics.DEFINITIONS["drafted"] and definition != specviz.metrics.DEFINITIONS["accepted"] \
-                and definition != specviz.metrics.DEFINITIONS["steps"]:
+        if (
+            definition != specviz.metrics.DEFINITIONS["drafted"]
+            and definition != specviz.metrics.DEFINITIONS["accepted"]
+            and definition != specviz.metrics.DEFINITIONS["steps"]
+        ):
             assert definition in html
     bad = copy.deepcopy(sd)
     bad.output_ids[3] = (bad.output_ids[3] + 1) % 16
@@ -227,7 +251,7 @@ def test_table_shows_metrics_definitions_and_greedy_check(traces):
     assert "✗ differs at token 4" in differs
     # the long divergence sentence wraps inside its cell rather than widening the table past its column
     assert '<td class="sv-bad sv-wrap">✗ differs' in differs and "td.sv-wrap { white-space: normal" in viz.TABLE_CSS
-    assert "<th title=\"one row per column" in html  # rows are the page's columns (configurations), not algorithms
+    assert '<th title="one row per column' in html  # rows are the page's columns (configurations), not algorithms
     sampled = viz.comparison_table_html([("ar", traces[("ar", 1.0)]), ("sd", traces[("sd", 1.0)])])
     assert "n/a (T &gt; 0)" in sampled
     rows = viz.comparison_rows([("ar", ar), ("sd", sd)])
@@ -253,12 +277,19 @@ def _stored(case: str):
 
 
 CONTROLLERS = {
-    "beta_ts": _stored("sd_beta_ts"), "cali_ts": _stored("sd_cali_ts"), "dsbd": _stored("dsbd"),
+    "beta_ts": _stored("sd_beta_ts"),
+    "cali_ts": _stored("sd_cali_ts"),
+    "dsbd": _stored("dsbd"),
     "sequoia": _stored("sequoia"),
     "mystery": lambda i: {"kind": "mystery", "temperature_like": 0.1 * i, "budget": 7, "hist": [1, 2, 3]},
 }
-TITLES = {"beta_ts": "Thompson sampling", "cali_ts": "Thompson sampling", "dsbd": "Beam widths",
-          "sequoia": "Sequoia", "mystery": "Controller state: mystery"}
+TITLES = {
+    "beta_ts": "Thompson sampling",
+    "cali_ts": "Thompson sampling",
+    "dsbd": "Beam widths",
+    "sequoia": "Sequoia",
+    "mystery": "Controller state: mystery",
+}
 
 
 @pytest.mark.parametrize("kind", sorted(CONTROLLERS))
@@ -286,8 +317,15 @@ def test_a_state_with_nothing_to_plot_is_said_on_lines_that_fit_the_narrowest_co
     shows whole (a line centred on the plot, 13 px, about 7.2 px a character), the first 200
     characters of it, the rest cut with "…"; a value with HTML in it is shown as text."""
     words = " ".join(f"word{i}" for i in range(60))
-    trace = _with_controller(traces[("sd", 1.0)], lambda i: {"kind": "chatty", "note": words, "tag": "<b>x</b>",
-                                                             "path": "/a/very/long/path/with/no/spaces/in/it/at/all"})
+    trace = _with_controller(
+        traces[("sd", 1.0)],
+        lambda i: {
+            "kind": "chatty",
+            "note": words,
+            "tag": "<b>x</b>",
+            "path": "/a/very/long/path/with/no/spaces/in/it/at/all",
+        },
+    )
     fig = validated(viz.controller_figure(trace, 1))
     text = fig.layout.annotations[0].text
     lines = text.split("<br>")
@@ -355,6 +393,7 @@ def test_64_node_tree_is_drawn_whole_and_readable(pair):
 
 def test_visible_labels():
     from specviz.viz.style import visible_text
+
     assert visible_text("  x\n") == "··x↵"
     assert visible_text("") == "∅"
     assert len(visible_text("a" * 40)) == 14
@@ -363,10 +402,17 @@ def test_visible_labels():
 
 def test_fast_json_matches_plotly(traces):
     import json
+
     trace = traces[("sd", 1.0)]
     runs = [("sd", trace), ("ar", traces[("ar", 1.0)])]
-    for fig in (viz.step_tree_figure(trace, 1), viz.cumulative_figure(runs, 2), viz.tokens_per_step_figure(runs, 0),
-                viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs), viz.message_figure("x")):
+    for fig in (
+        viz.step_tree_figure(trace, 1),
+        viz.cumulative_figure(runs, 2),
+        viz.tokens_per_step_figure(runs, 0),
+        viz.acceptance_histogram_figure(runs),
+        viz.time_breakdown_figure(runs),
+        viz.message_figure("x"),
+    ):
         assert json.loads(fig.to_json()) == json.loads(go.Figure.to_json(fig))
 
 
@@ -377,16 +423,21 @@ def test_long_lists_are_not_deep_copied_and_the_figure_is_the_same():
     import json
 
     from specviz.viz import style
+
     n = style.LONG_LIST + 5
     x, y = list(range(n)), [i / n for i in range(n)]
 
     def build():
-        return ([{"type": "scatter", "x": x, "y": y, "mode": "lines", "customdata": list(x), "name": "a"},
-                 {"type": "bar", "x": [1, 2], "y": [3, 4]}], {"height": 300, "xaxis": {"title": {"text": "t"}}})
+        return (
+            [
+                {"type": "scatter", "x": x, "y": y, "mode": "lines", "customdata": list(x), "name": "a"},
+                {"type": "bar", "x": [1, 2], "y": [3, 4]},
+            ],
+            {"height": 300, "xaxis": {"title": {"text": "t"}}},
+        )
 
     fast = style.figure(*build())
-    slow = style.Figure({"data": build()[0], "layout": {**build()[1], "template": style.TEMPLATE}},
-                        _validate=False)
+    slow = style.Figure({"data": build()[0], "layout": {**build()[1], "template": style.TEMPLATE}}, _validate=False)
     assert fast.to_json() == go.Figure.to_json(slow) == slow.to_json()
     assert fast.to_plotly_json() == slow.to_plotly_json()
     assert [list(d) for d in fast._data] == [list(d) for d in slow._data]
@@ -401,6 +452,7 @@ def test_every_tree_hover_line_fits_a_narrow_column(traces):
     import re
 
     from specviz.viz.style import HOVER_CHARS
+
     checked = 0
     for trace in traces.values():
         for step in trace.steps:
@@ -411,4 +463,3 @@ def test_every_tree_hover_line_fits_a_narrow_column(traces):
                         assert len(shown) <= HOVER_CHARS or " " not in shown.strip(), line
                         checked += 1
     assert checked > 100
-

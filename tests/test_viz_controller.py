@@ -1,5 +1,6 @@
 """EESD controller views (``specviz.viz.controller``) driven by REAL ``eesd`` traces: what each figure
 shows must be what the controller recorded, step by step."""
+
 import copy
 import dataclasses
 import html
@@ -11,8 +12,14 @@ from tiny import tiny_pair
 
 import specviz
 from specviz.models.loading import attach_early_exit
-from specviz.viz.controller import (STOP_WORDS, controller_figure, draft_lengths_figure, parameters_figure,
-                                    posterior_figure, thompson_figures)
+from specviz.viz.controller import (
+    STOP_WORDS,
+    controller_figure,
+    draft_lengths_figure,
+    parameters_figure,
+    posterior_figure,
+    thompson_figures,
+)
 from specviz.viz.style import LEGEND_PAD_PX, LEGEND_ROW_PX, SUBTITLE_LINE_PX, TITLE_PX
 
 
@@ -24,8 +31,10 @@ def validated(fig: go.Figure) -> go.Figure:
 @pytest.fixture(scope="module")
 def traces():
     pair = attach_early_exit(tiny_pair("llama", vocab=64, draft="noisy", init_range=0.05, hidden=32, layers=3), 1)
-    return {c: specviz.decode(pair, "eesd", [5, 9, 2, 7], max_new_tokens=60, temperature=1.0, seed=2, controller=c)
-            for c in ("beta_ts", "cali_ts", "fixed")}
+    return {
+        c: specviz.decode(pair, "eesd", [5, 9, 2, 7], max_new_tokens=60, temperature=1.0, seed=2, controller=c)
+        for c in ("beta_ts", "cali_ts", "fixed")
+    }
 
 
 # The narrowest a figure is drawn: a column at phone width, 316 px in chromium (456 px at two columns on
@@ -61,8 +70,11 @@ def legend_problems(fig) -> list[str]:
     columns = round(1 / legend.entrywidth)
     entry_px = (NARROWEST_PX - lay.margin.l - lay.margin.r) * legend.entrywidth
     char_px = LEGEND_CHAR_EM * (legend.font.size or 12)
-    out += [f"legend name too wide for its entry: {n}" for n in names
-            if LEGEND_SYMBOL_PX + char_px * len(html.unescape(n)) > entry_px]
+    out += [
+        f"legend name too wide for its entry: {n}"
+        for n in names
+        if LEGEND_SYMBOL_PX + char_px * len(html.unescape(n)) > entry_px
+    ]
     t = lay.title
     if (t.yref, t.y, t.yanchor) != ("container", 1, "top") or legend.y != 1 or legend.yanchor != "bottom":
         out.append("title or legend not placed from the top")
@@ -97,7 +109,7 @@ def test_posterior_shows_the_round_its_thetas_and_earlier_rounds_faded(traces, c
             assert f"α={st['alpha']:.1f}" in title(fig)
         else:  # the Gaussian of the round's first draft step; mass outside [0, 1] is clipped off
             mu, s = st["mu"], st["sigma"]
-            inside = 0.5 * (math.erf((1 - mu) / (s * 2 ** 0.5)) - math.erf(-mu / (s * 2 ** 0.5)))
+            inside = 0.5 * (math.erf((1 - mu) / (s * 2**0.5)) - math.erf(-mu / (s * 2**0.5)))
             assert area == pytest.approx(inside, abs=0.03)
         faded = by_name(fig, "past rounds")
         assert len(faded) == min(step, 4)
@@ -133,8 +145,12 @@ def test_parameters_over_rounds_are_the_recorded_posterior(traces):
 def test_cali_ts_shows_its_three_estimates(traces):
     trace = traces["cali_ts"]
     fig = validated(parameters_figure(trace, 2))
-    for name, key in (("θ_M (model)", "theta_m"), ("θ̂ (running)", "theta_hat"), ("μ (blend)", "mu"),
-                      ("w_M (weight)", "w_m")):
+    for name, key in (
+        ("θ_M (model)", "theta_m"),
+        ("θ̂ (running)", "theta_hat"),
+        ("μ (blend)", "mu"),
+        ("w_M (weight)", "w_m"),
+    ):
         assert list(by_name(fig, name)[0].y) == [s.controller.to_json().get(key) for s in trace.steps]
     assert "untrained" in title(fig)  # the tiny pair has no calibration head: theta_M = 0.5
     w = [s.controller.to_json().get("w_m") for s in trace.steps if s.controller.to_json().get("w_m") is not None]
@@ -152,8 +168,9 @@ def test_drafted_vs_accepted_per_round(traces, controller):
 
 def test_the_cap_is_marked_when_it_bites():
     pair = attach_early_exit(tiny_pair("llama", vocab=64, draft="noisy", init_range=0.05, hidden=32, layers=3), 1)
-    trace = specviz.decode(pair, "eesd", [5, 9, 2, 7], max_new_tokens=30, temperature=0, controller="fixed",
-                           fixed_length=8, k_max=3)
+    trace = specviz.decode(
+        pair, "eesd", [5, 9, 2, 7], max_new_tokens=30, temperature=0, controller="fixed", fixed_length=8, k_max=3
+    )
     fig = draft_lengths_figure(trace, 0)
     capped = [i + 1 for i, s in enumerate(trace.steps) if s.controller.to_json()["stop_reason"] == "k_cap"]
     assert capped and list(by_name(fig, "hit k_max")[0].x) == capped
@@ -181,8 +198,11 @@ def test_every_title_line_fits_the_narrowest_column(traces, controller):
     st = trace.steps[-1].controller.to_json()
     shown = title(controller_figure(trace, len(trace.steps) - 1))
     if controller != "fixed":
-        assert (f"round {len(trace.steps)}" in shown and "mean " in shown
-                and f"stopped: {STOP_WORDS[st['stop_reason']]}" in shown)
+        assert (
+            f"round {len(trace.steps)}" in shown
+            and "mean " in shown
+            and f"stopped: {STOP_WORDS[st['stop_reason']]}" in shown
+        )
 
 
 @pytest.mark.parametrize("controller", ["beta_ts", "cali_ts"])

@@ -5,6 +5,7 @@ Steps with per-position data are built here by running the library's own accepta
 so every number in them is what a real run with those distributions and draws would record; the
 real-trace tests at the end use tiny real models.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,13 @@ class Level:
     draws: list[float]
 
 
-def build_step(levels: list[Level], replacement: bool = True, index: int = 0, v2: bool = True,
-               extra_children: dict[int, list[int]] | None = None) -> StepRecord:
+def build_step(
+    levels: list[Level],
+    replacement: bool = True,
+    index: int = 0,
+    v2: bool = True,
+    extra_children: dict[int, list[int]] | None = None,
+) -> StepRecord:
     """A step whose nodes follow the multi-candidate rule exactly. ``extra_children``: level ->
     tokens drafted under that level's *last* candidate (to get nodes below rejected/skipped ones)."""
     step = StepRecord(index, 0, target_calls=1, draft_calls=len(levels))
@@ -66,14 +72,21 @@ def build_step(levels: list[Level], replacement: bool = True, index: int = 0, v2
             kids.append(n)
         for tok in (extra_children or {}).get(li, []):
             step.forest.append(TreeNode(len(step.forest), kids[-1].id, depth + 1, tok, TEXTS[tok], q=0.3, p=0.2))
-        pos = PositionRecord(parent, ids, [float(p[i]) for i in ids], [float(q[i]) for i in ids],
-                             [float(res[i]) for i in ids], float(torch.clamp(p - q, min=0).sum()))
+        pos = PositionRecord(
+            parent,
+            ids,
+            [float(p[i]) for i in ids],
+            [float(q[i]) for i in ids],
+            [float(res[i]) for i in ids],
+            float(torch.clamp(p - q, min=0).sum()),
+        )
         if hit is None:
             final = sched.final_residual
             pos.final_residual = [float(final[i]) for i in ids]
             tok = int(final.argmax())
-            step.forest.append(TreeNode(len(step.forest), parent, depth, tok, TEXTS[tok], p=float(p[tok]),
-                                        status="resampled"))
+            step.forest.append(
+                TreeNode(len(step.forest), parent, depth, tok, TEXTS[tok], p=float(p[tok]), status="resampled")
+            )
             if v2:
                 step.positions.append(pos)
             break
@@ -104,10 +117,15 @@ def all_rejected_step(v2: bool = True) -> StepRecord:
 
 def skipped_sibling_step(v2: bool = True) -> StepRecord:
     """Root: 'a' rejected, ' the' accepted, 'cat' never tested; then '\\n' accepted, then 'x' rejected."""
-    return build_step([Level(P, Q, [0, 1, 5], [0.62, 0.3]),
-                       Level([0.1, 0.1, 0.6, 0.1, 0.1, 0, 0, 0], [0.1, 0.1, 0.5, 0.2, 0.1, 0, 0, 0], [2], []),
-                       Level([0.3, 0.3, 0.1, 0.00004, 0.3, 0, 0, 0], [0.2, 0.2, 0.2, 0.3, 0.1, 0, 0, 0], [3], [0.9])],
-                      v2=v2, extra_children={0: [6, 4]})
+    return build_step(
+        [
+            Level(P, Q, [0, 1, 5], [0.62, 0.3]),
+            Level([0.1, 0.1, 0.6, 0.1, 0.1, 0, 0, 0], [0.1, 0.1, 0.5, 0.2, 0.1, 0, 0, 0], [2], []),
+            Level([0.3, 0.3, 0.1, 0.00004, 0.3, 0, 0, 0], [0.2, 0.2, 0.2, 0.3, 0.1, 0, 0, 0], [3], [0.9]),
+        ],
+        v2=v2,
+        extra_children={0: [6, 4]},
+    )
 
 
 def validated(fig: go.Figure) -> go.Figure:
@@ -115,6 +133,7 @@ def validated(fig: go.Figure) -> go.Figure:
 
 
 # ---------------------------------------------------------------- tooltips (tree hover, token titles)
+
 
 def hover_of(step: StepRecord, node_id: int) -> str:
     for t in tree_figure(step).data:
@@ -132,8 +151,10 @@ def test_sibling_skipped_after_accepted_sibling_says_so():
     assert "rejected" not in hover
     # its children are explained by the skipped ancestor, a rejected node's children by the rejection
     below_skipped = [n for n in step.forest if n.parent == skipped.id]
-    assert below_skipped and all("never tested" in not_reached_reason(n, StepIndex(step)) and
-                                 '"cat"' in not_reached_reason(n, StepIndex(step)) for n in below_skipped)
+    assert below_skipped and all(
+        "never tested" in not_reached_reason(n, StepIndex(step)) and '"cat"' in not_reached_reason(n, StepIndex(step))
+        for n in below_skipped
+    )
     chain = all_rejected_step()
     below_rejected = next(n for n in chain.forest if n.status == "not_reached")
     assert "was rejected" in hover_of(chain, below_rejected.id)
@@ -156,8 +177,7 @@ def test_second_candidate_shows_residual_p_next_to_a_and_original_p():
 
 def test_token_titles_keep_small_numbers():
     step = skipped_sibling_step()
-    trace = RunTrace("mcsd", {}, {}, {}, 0, [0], "p", output_ids=[c.token_id for c in step.committed],
-                     steps=[step])
+    trace = RunTrace("mcsd", {}, {}, {}, 0, [0], "p", output_ids=[c.token_id for c in step.committed], steps=[step])
     html = specviz.viz.tokens_html(trace)
     rejected_x = next(n for n in step.forest if n.token_id == 3 and n.status == "rejected")
     assert rejected_x.p == pytest.approx(4e-5, rel=1e-3)
@@ -169,8 +189,18 @@ def test_token_titles_keep_small_numbers():
 
 def test_lossy_divergence_is_not_flagged_as_a_bug():
     step = skipped_sibling_step()
-    trace = RunTrace("biased_sd", {}, {}, {"temperature": 0.0}, 0, [0], "p",
-                     output_ids=[c.token_id for c in step.committed], steps=[step], lossless=False)
+    trace = RunTrace(
+        "biased_sd",
+        {},
+        {},
+        {"temperature": 0.0},
+        0,
+        [0],
+        "p",
+        output_ids=[c.token_id for c in step.committed],
+        steps=[step],
+        lossless=False,
+    )
     lossy = specviz.viz.tokens_html(trace, diverge_at=1)
     assert "sv-diverge-lossy" in lossy and "not lossless by design" in lossy and "sv-diverge " not in lossy
     trace.lossless = True
@@ -178,6 +208,7 @@ def test_lossy_divergence_is_not_flagged_as_a_bug():
 
 
 # ---------------------------------------------------------------- narrative
+
 
 def test_narrative_tells_each_test_the_residual_and_what_the_step_bought():
     text = step_narrative(all_rejected_step(), "mcsd")
@@ -215,13 +246,20 @@ def test_narrative_names_ids_through_decode():
 
 
 def test_narrative_of_a_forest_names_its_trees():
-    nodes = [TreeNode(0, None, 0, 0, "a", q=0.5, p=0.4, accept_prob=0.8, draw=0.3, status="accepted", root=0),
-             TreeNode(1, 0, 1, 1, "b", q=0.4, p=0.2, accept_prob=0.5, draw=0.7, status="rejected", root=0),
-             TreeNode(2, None, 0, 3, "x", q=0.5, p=0.1, accept_prob=0.2, draw=0.9, status="rejected", root=1),
-             TreeNode(3, 2, 1, 5, "cat", q=0.3, p=0.3, root=1),
-             TreeNode(4, 0, 1, 6, "dog", p=0.3, status="resampled", root=0)]
-    step = StepRecord(4, 10, forest=nodes, committed=[CommittedToken(0, "a", "draft", 0),
-                                                      CommittedToken(6, "dog", "resampled", 4)], draft_calls=2)
+    nodes = [
+        TreeNode(0, None, 0, 0, "a", q=0.5, p=0.4, accept_prob=0.8, draw=0.3, status="accepted", root=0),
+        TreeNode(1, 0, 1, 1, "b", q=0.4, p=0.2, accept_prob=0.5, draw=0.7, status="rejected", root=0),
+        TreeNode(2, None, 0, 3, "x", q=0.5, p=0.1, accept_prob=0.2, draw=0.9, status="rejected", root=1),
+        TreeNode(3, 2, 1, 5, "cat", q=0.3, p=0.3, root=1),
+        TreeNode(4, 0, 1, 6, "dog", p=0.3, status="resampled", root=0),
+    ]
+    step = StepRecord(
+        4,
+        10,
+        forest=nodes,
+        committed=[CommittedToken(0, "a", "draft", 0), CommittedToken(6, "dog", "resampled", 4)],
+        draft_calls=2,
+    )
     text = step_narrative(step, "batch_sd")
     assert "**Drafted** a forest of 2 trees: 4 nodes over 2 levels (widths 2, 2; 2 roots) in 2 draft calls." in text
     assert '- At the committed text (tree 0): "a": u = 0.3 < a = 0.8' in text
@@ -233,8 +271,12 @@ def test_narrative_of_a_forest_names_its_trees():
 
 
 def _trivial_step(index: int) -> StepRecord:
-    return StepRecord(index, 0, forest=[TreeNode(0, None, 0, 7, "ok", p=0.5, status="bonus")],
-                      committed=[CommittedToken(7, "ok", "bonus", 0)])
+    return StepRecord(
+        index,
+        0,
+        forest=[TreeNode(0, None, 0, 7, "ok", p=0.5, status="bonus")],
+        committed=[CommittedToken(7, "ok", "bonus", 0)],
+    )
 
 
 def test_informative_step_prefers_a_rejection_then_size_never_a_trivial_end():
@@ -256,6 +298,7 @@ def test_informative_step_prefers_a_rejection_then_size_never_a_trivial_end():
 
 
 # ---------------------------------------------------------------- distribution view
+
 
 def bars(fig: go.Figure) -> dict[str, object]:
     return {t.meta: t for t in fig.data if t.type == "bar"}
@@ -316,8 +359,12 @@ def test_distribution_without_data_says_why():
 
 # ---------------------------------------------------------------- real traces of tiny real models
 
-REAL = [("ar", {}), ("sd", {}), ("mcsd", {"k_config": "3x2"}),
-        ("sequoia", {"size": 12, "depth": 4, "acceptance": "0.6,0.2,0.1"})]
+REAL = [
+    ("ar", {}),
+    ("sd", {}),
+    ("mcsd", {"k_config": "3x2"}),
+    ("sequoia", {"size": 12, "depth": 4, "acceptance": "0.6,0.2,0.1"}),
+]
 
 
 @pytest.fixture(scope="module")
@@ -325,9 +372,12 @@ def real_traces():
     from tiny import tiny_pair
 
     pair = tiny_pair(vocab=16, draft="noisy", noise=0.3)
-    return {(algo, temp): specviz.decode(pair, algo, prompt=[1, 2, 3], max_new_tokens=20, temperature=temp, seed=3,
-                                         **kw)
-            for algo, kw in REAL if algo in specviz.ALGORITHMS for temp in (0.0, 1.0)}
+    return {
+        (algo, temp): specviz.decode(pair, algo, prompt=[1, 2, 3], max_new_tokens=20, temperature=temp, seed=3, **kw)
+        for algo, kw in REAL
+        if algo in specviz.ALGORITHMS
+        for temp in (0.0, 1.0)
+    }
 
 
 def test_narrative_on_real_traces(real_traces):
@@ -340,8 +390,11 @@ def test_narrative_on_real_traces(real_traces):
             assert f"{step.draft_calls} draft call" in text
             tested = [x for x in step.forest if x.status in ("accepted", "rejected")]
             # every tested node's test is told once: an exact match at T = 0, else u against a (or a certain a)
-            told = text.count("exact match at T = 0") if temp == 0 else \
-                text.count(" → rejected") + text.count(" → accepted") + text.count("with no draw")
+            told = (
+                text.count("exact match at T = 0")
+                if temp == 0
+                else text.count(" → rejected") + text.count(" → accepted") + text.count("with no draw")
+            )
             assert told == len(tested), (algo, temp, step.index, text)
             if any(x.status == "resampled" for x in step.forest):
                 assert "**Resampled**" in text
@@ -428,6 +481,7 @@ def test_distribution_on_a_real_trace(real_traces):
 
 # ---------------------------------------------------------------- colours follow the algorithm
 
+
 def test_algorithm_colours_are_stable_and_distinct():
     from specviz.viz.style import ALGORITHM_COLORS, algorithm_color
 
@@ -490,14 +544,18 @@ def test_greedy_specinfer_copies_are_told_one_way_in_the_text_and_the_narrative(
             continue
         first = step.forest[copy[roots[0].id]]
         text, html = step_narrative(step, "specinfer"), step_html(step)
-        assert "at T = 0 the draft's warped law is a point mass on its argmax, so every i.i.d. draw is the same " \
-               "token" in text, text
+        assert (
+            "at T = 0 the draft's warped law is a point mass on its argmax, so every i.i.d. draw is the same "
+            "token" in text
+        ), text
         struck = re.findall(r'sv-rejected" title="([^"]*)">([^<]*)<', html)
         copied = [t for t, tok in struck if tok == escape(first.token_text) and "a copy of the rejected draft" in t]
         if first.status == "accepted":
             assert {n.status for n in roots} == {"not_reached"}
-            assert not copied and f"Never tested: {', '.join([_q(first)] * len(roots))} (copies of the " \
-                                  f"accepted draft" in text, text
+            assert (
+                not copied
+                and f"Never tested: {', '.join([_q(first)] * len(roots))} (copies of the accepted draft" in text
+            ), text
             assert f"accepted draft ({len(roots)} copies of it after it never tested)" in html
         else:
             assert first.status == "rejected" and {n.status for n in roots} == {"rejected"}

@@ -7,6 +7,7 @@ band. With R = 300 runs of 24 tokens on an 8-token pair whose draft is an indepe
 band is about ±0.3 rejections (on ~8 per run); forgetting the batch improvement (predicting ``batch_sd``
 with Thm 1's sum of TVs) is off by about 1 rejection per run and is flagged by the same test.
 """
+
 import math
 
 import plotly.graph_objects as go
@@ -42,8 +43,11 @@ def mean_gap(pair, algorithm, key, **params):
     return mean, sd / math.sqrt(RUNS)
 
 
-@pytest.mark.parametrize("algorithm,params", [("sd", {"gamma": 3}), ("batch_sd", {"num_drafts": 3, "gamma": 3})],
-                         ids=["sd-thm1", "batch-thm3"])
+@pytest.mark.parametrize(
+    "algorithm,params",
+    [("sd", {"gamma": 3}), ("batch_sd", {"num_drafts": 3, "gamma": 3})],
+    ids=["sd-thm1", "batch-thm3"],
+)
 @pytest.mark.slow
 def test_expected_rejections_match_the_empirical_mean(pair, algorithm, params):
     mean, se = mean_gap(pair, algorithm, "expected", **params)
@@ -74,19 +78,28 @@ def test_overlay_counts_what_the_trace_shows(pair):
     assert sd_ov["expected"] == pytest.approx(sd_ov["tv_sum"])  # Thm 1: P(reject) = TV at every position
     assert metrics.batch_improvement_overlay(sd) is None
     # a tree without a probe cannot tell its per-position probability: no overlay rather than a wrong one
-    assert metrics.rejection_overlay(specviz.decode(pair, "mcsd", PROMPT, max_new_tokens=20, seed=1, temperature=1.0))["tv"] == []
+    assert (
+        metrics.rejection_overlay(specviz.decode(pair, "mcsd", PROMPT, max_new_tokens=20, seed=1, temperature=1.0))[
+            "tv"
+        ]
+        == []
+    )
 
 
 def test_tradeoff_point_is_on_thm5_line_and_uno_above(pair):
     for kind in ("opt", "target"):
-        trace = specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=40, seed=3, eps=0.05, residual=kind, temperature=1.0)
+        trace = specviz.decode(
+            pair, "biased_sd", PROMPT, max_new_tokens=40, seed=3, eps=0.05, residual=kind, temperature=1.0
+        )
         pt = metrics.tradeoff_point(trace)
         assert pt["rejection"] + pt["bias_opt"] == pytest.approx(pt["tv"], abs=1e-5)
         assert pt["bias_uno"] > pt["bias_opt"]
         assert pt["measured_low"] <= pt["measured_rejection"] <= pt["measured_high"]
         fig = vt.tradeoff_figure(trace)
         line, opt, uno = fig.data[0], fig.data[1], fig.data[2]
-        assert list(line.x) == [0, pytest.approx(pt["tv"])] and opt.x[0] == pt["bias_opt"] and uno.x[0] == pt["bias_uno"]
+        assert (
+            list(line.x) == [0, pytest.approx(pt["tv"])] and opt.x[0] == pt["bias_opt"] and uno.x[0] == pt["bias_uno"]
+        )
         assert (opt.marker.size > uno.marker.size) == (kind == "opt")  # the run's own rule is emphasised
     assert metrics.tradeoff_point(specviz.decode(pair, "sd", PROMPT, max_new_tokens=10, temperature=1.0)) is None
 
@@ -96,8 +109,9 @@ def test_theory_view_per_algorithm(pair, tmp_path):
         "sd": specviz.decode(pair, "sd", PROMPT, max_new_tokens=30, seed=1, temperature=1.0),
         "batch_sd": specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=30, seed=1, temperature=1.0),
         "biased_sd": specviz.decode(pair, "biased_sd", PROMPT, max_new_tokens=30, seed=1, temperature=1.0),
-        "sequoia": specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=30, seed=1, size=8, depth=3,
-                                  calibration_steps=16, temperature=1.0),
+        "sequoia": specviz.decode(
+            pair, "sequoia", PROMPT, max_new_tokens=30, seed=1, size=8, depth=3, calibration_steps=16, temperature=1.0
+        ),
     }
     assert set(vt.theory_figures(runs["sd"])) == {"rejections"}
     assert set(vt.theory_figures(runs["batch_sd"])) == {"rejections", "batch_improvement"}
@@ -114,7 +128,10 @@ def test_theory_view_per_algorithm(pair, tmp_path):
         assert (tmp_path / f"{name}.html").stat().st_size > 10_000
     # the app's controller view for these traces is the theory view, with the step marked
     fig = controller_figure(runs["batch_sd"], 1)
-    assert [a.text for a in fig.layout.annotations][:2] == ["TV(p, q) per drafted position", "Rejections: theory vs measured"]
+    assert [a.text for a in fig.layout.annotations][:2] == [
+        "TV(p, q) per drafted position",
+        "Rejections: theory vs measured",
+    ]
     assert len(fig.layout.shapes) == 2  # the step is marked on the TV and rejection panels
     assert vt.theory_panel(runs["sd"], 0) is not None
     greedy = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=10, temperature=0)
@@ -131,7 +148,9 @@ def test_the_app_column_shows_the_theory_panel(pair):
     batch = specviz.decode(pair, "batch_sd", PROMPT, max_new_tokens=20, seed=1, temperature=1.0)
     v = render.slot_view(Column("batch_sd", "batch_sd", trace=batch, done=True), 0, 2)
     assert v.theory is not None and v.controller is None  # the probe state is drawn once, as theory
-    seq = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=20, seed=1, size=8, depth=3, calibration_steps=16, temperature=1.0)
+    seq = specviz.decode(
+        pair, "sequoia", PROMPT, max_new_tokens=20, seed=1, size=8, depth=3, calibration_steps=16, temperature=1.0
+    )
     v = render.slot_view(Column("sequoia", "sequoia", trace=seq, done=True), 0, 1)
     assert v.theory is not None and v.controller is not None  # Sequoia keeps its own view too
     ar = specviz.decode(pair, "ar", PROMPT, max_new_tokens=5, seed=1, temperature=1.0)
@@ -155,14 +174,19 @@ def test_the_panel_shows_only_what_chance_left_open(pair):
     assert vt.left_to_chance(sampled)
     titles = [a.text for a in vt.theory_panel(sampled, 0).layout.annotations]
     assert titles == ["TV(p, q) per drafted position", "Rejections: theory vs measured"]
-    seq = specviz.decode(pair, "sequoia", PROMPT, max_new_tokens=20, temperature=0, size=8, depth=3,
-                         calibration_steps=16)
+    seq = specviz.decode(
+        pair, "sequoia", PROMPT, max_new_tokens=20, temperature=0, size=8, depth=3, calibration_steps=16
+    )
     assert vt.theory_panel(seq, 0) is None  # its predicted tokens per step are in its controller view
     assert [a.text for a in vt.theory_view(seq, 0).layout.annotations] == ["Sequoia: tokens per step"]
 
 
-TREES = [("specinfer", {}), ("mcsd", {}), ("mcsd", {"replacement": True}),
-         ("sequoia", {"size": 8, "depth": 3, "calibration_steps": 16})]
+TREES = [
+    ("specinfer", {}),
+    ("mcsd", {}),
+    ("mcsd", {"replacement": True}),
+    ("sequoia", {"size": 8, "depth": 3, "calibration_steps": 16}),
+]
 
 
 @pytest.mark.parametrize("algorithm,params", TREES, ids=["specinfer", "mcsd", "mcsd-iid", "sequoia"])
@@ -179,9 +203,14 @@ def test_every_sampled_lossless_run_has_a_theory_panel(pair, algorithm, params):
     ds = [d for d in metrics.drafted_positions(trace) if d.candidates]
     assert ov is not None and len(ov["tv"]) == len(ds) and any(d.candidates > 1 for d in ds)
     assert ov["expected"][-1] == pytest.approx(sum(d.tv for d in ds))
-    first = sum(1 for s in trace.steps for r in s.positions if r.q is not None and
-                next(n for n in s.forest if n.parent == r.parent and n.root == r.root and
-                     n.status in DRAFTED).status == "rejected")
+    first = sum(
+        1
+        for s in trace.steps
+        for r in s.positions
+        if r.q is not None
+        and next(n for n in s.forest if n.parent == r.parent and n.root == r.root and n.status in DRAFTED).status
+        == "rejected"
+    )
     assert ov["measured"][-1] == first and ov["measured_all"][-1] <= first
     view = render.slot_view(Column(algorithm, algorithm, trace=trace, done=True), 0, 1)
     titles = [a.text for a in view.theory.layout.annotations]
@@ -201,8 +230,9 @@ def test_first_draft_rejections_match_thm1(pair, algorithm, params):
     """The first-draft count minus the sum of TVs is a martingale: mean 0 over independent runs."""
     gaps = []
     for seed in range(RUNS // 2):
-        ov = metrics.first_draft_overlay(specviz.decode(pair, algorithm, PROMPT, max_new_tokens=16, seed=seed,
-                                                        temperature=1.0, **params))
+        ov = metrics.first_draft_overlay(
+            specviz.decode(pair, algorithm, PROMPT, max_new_tokens=16, seed=seed, temperature=1.0, **params)
+        )
         gaps.append(ov["measured"][-1] - ov["expected"][-1] if ov else 0.0)
     n = len(gaps)
     mean = sum(gaps) / n
@@ -219,8 +249,11 @@ def test_stacked_panels_do_not_overlap(pair):
     inner = lay.height - lay.margin.t - lay.margin.b
     px = lambda y: round((1 - y) * inner, 6)  # noqa: E731 - paper y -> pixels from the top of the plotting area
     names = ["", "2", "3"]
-    assert [a.text for a in lay.annotations] == ["TV(p, q) per drafted position", "Rejections: theory vs measured",
-                                                 "Rejection vs bias (Thms 4-5)"]
+    assert [a.text for a in lay.annotations] == [
+        "TV(p, q) per drafted position",
+        "Rejections: theory vs measured",
+        "Rejection vs bias (Thms 4-5)",
+    ]
     for r, (note, sfx) in enumerate(zip(lay.annotations, names)):
         legend, dom = lay[f"legend{sfx}"], lay[f"yaxis{sfx}"].domain
         shown = [t for t in fig.data if t.legend == f"legend{sfx}" and t.showlegend is not False]

@@ -3,6 +3,7 @@ and the exact enumeration / goodness-of-fit tools the exactness tests share.
 
 Models are built on the CPU (the same weights on every machine) and moved to ``DEVICE``, the
 environment variable ``SPECVIZ_TEST_DEVICE`` (default ``"cpu"``; ``"cuda"`` on a GPU machine)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -14,9 +15,22 @@ from unittest import mock
 
 import torch
 from scipy import stats
-from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config,
-                          GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM,
-                          MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+from transformers import (
+    Gemma2Config,
+    Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
 
 import specviz
 from specviz.core.sampling import SamplingConfig, warp
@@ -30,36 +44,75 @@ SLIDING_FAMILIES = ("mistral", "gemma2", "gemma3")
 WINDOW = 4  # the sliding families' default window: far shorter than the tests' prompts plus outputs
 
 
-def tiny_model(family: str = "llama", vocab: int = 8, seed: int = 0, hidden: int = 16, layers: int = 1,
-               init_range: float = 0.02, max_positions: int = 4096, window: int = WINDOW, device: str = DEVICE):
+def tiny_model(
+    family: str = "llama",
+    vocab: int = 8,
+    seed: int = 0,
+    hidden: int = 16,
+    layers: int = 1,
+    init_range: float = 0.02,
+    max_positions: int = 4096,
+    window: int = WINDOW,
+    device: str = DEVICE,
+):
     """A random-initialised causal LM of a real architecture family, on ``device``. ``init_range``
     scales the weights: larger values give peakier, more varied next-token distributions (so draft
     and target differ). ``window`` is the attention window of the ``SLIDING_FAMILIES`` (a key at
     position k is seen from t iff t - window < k <= t); the Gemma layers alternate sliding, full,
     sliding, ... (one layer: sliding only)."""
     common = dict(vocab_size=vocab, bos_token_id=None, eos_token_id=None, pad_token_id=None)
-    sliding = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers, num_attention_heads=2,
-                   num_key_value_heads=1, head_dim=hidden // 2, max_position_embeddings=max_positions,
-                   sliding_window=window, initializer_range=init_range, **common)
+    sliding = dict(
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=hidden // 2,
+        max_position_embeddings=max_positions,
+        sliding_window=window,
+        initializer_range=init_range,
+        **common,
+    )
     hybrid = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
     if family == "llama":
-        cfg = LlamaConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=max_positions,
-                          initializer_range=init_range, **common)
+        cfg = LlamaConfig(
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=max_positions,
+            initializer_range=init_range,
+            **common,
+        )
         cls = LlamaForCausalLM
     elif family == "qwen2":
-        cfg = Qwen2Config(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=max_positions,
-                          initializer_range=init_range, **common)
+        cfg = Qwen2Config(
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=max_positions,
+            initializer_range=init_range,
+            **common,
+        )
         cls = Qwen2ForCausalLM
     elif family == "gpt2":
-        cfg = GPT2Config(n_embd=hidden, n_layer=layers, n_head=2, n_positions=max_positions,
-                         initializer_range=init_range, **common)
+        cfg = GPT2Config(
+            n_embd=hidden, n_layer=layers, n_head=2, n_positions=max_positions, initializer_range=init_range, **common
+        )
         cls = GPT2LMHeadModel
     elif family == "gpt_neox":
-        cfg = GPTNeoXConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                            num_attention_heads=2, max_position_embeddings=max_positions,
-                            initializer_range=init_range, **common)
+        cfg = GPTNeoXConfig(
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            max_position_embeddings=max_positions,
+            initializer_range=init_range,
+            **common,
+        )
         cls = GPTNeoXForCausalLM
     elif family == "mistral":
         cfg, cls = MistralConfig(**sliding), MistralForCausalLM
@@ -87,9 +140,17 @@ def noisy_copy(model, scale: float, seed: int = 0):
     return clone.eval()
 
 
-def tiny_pair(family: str = "llama", vocab: int = 8, seed: int = 0, draft: str = "different",
-              init_range: float = 0.2, hidden: int = 16, layers: int = 2, noise: float = 0.3,
-              window: int = WINDOW) -> ModelPair:
+def tiny_pair(
+    family: str = "llama",
+    vocab: int = 8,
+    seed: int = 0,
+    draft: str = "different",
+    init_range: float = 0.2,
+    hidden: int = 16,
+    layers: int = 2,
+    noise: float = 0.3,
+    window: int = WINDOW,
+) -> ModelPair:
     """A target and a draft sharing a ``vocab``-token vocabulary, both on ``DEVICE``.
 
     ``draft="different"``: an independent, smaller model (far from the target: many rejections).
@@ -170,15 +231,26 @@ def memoised_forwards() -> Iterator[dict]:
             return run(lm, ids, positions, masks, position)
         layers = lm.cache.layers
         cached = tuple((data(layer.keys), data(layer.values)) if layer.is_initialized else None for layer in layers)
-        key = (type(lm), model, data(ids), data(positions), tuple((kind, data(m)) for kind, m in sorted(masks.items())),
-               cached, lm.features, data(getattr(lm, "head_rows", None)), extra)
+        key = (
+            type(lm),
+            model,
+            data(ids),
+            data(positions),
+            tuple((kind, data(m)) for kind, m in sorted(masks.items())),
+            cached,
+            lm.features,
+            data(getattr(lm, "head_rows", None)),
+            extra,
+        )
         hit = memo.get(key)
         if hit is None:
             before = [layer.keys.shape[-2] if layer.is_initialized else 0 for layer in layers]
             logits = run(lm, ids, positions, masks, position)  # may add the cache's layers on a first call
             starts = before + [0] * (len(lm.cache.layers) - len(before))
-            rows = [(layer.keys[..., start:, :].clone(), layer.values[..., start:, :].clone())
-                    for layer, start in zip(lm.cache.layers, starts)]
+            rows = [
+                (layer.keys[..., start:, :].clone(), layer.values[..., start:, :].clone())
+                for layer, start in zip(lm.cache.layers, starts)
+            ]
             memo[key] = (logits.clone(), rows, None if lm.new_rows is None else lm.new_rows.clone())
             return logits
         logits, rows, new_rows = hit
@@ -191,14 +263,24 @@ def memoised_forwards() -> Iterator[dict]:
         return replay(plain, lm, ids, positions, masks, position, ())
 
     def compute_feature(lm: FeatureLM, ids, positions, masks, position):
-        return replay(plain_feature, lm, ids, positions, masks, position, (id(lm.embed), data(lm._inputs(ids.shape[1]))))
+        return replay(
+            plain_feature, lm, ids, positions, masks, position, (id(lm.embed), data(lm._inputs(ids.shape[1])))
+        )
 
     with mock.patch.object(CachedLM, "compute", compute), mock.patch.object(FeatureLM, "compute", compute_feature):
         yield memo
 
 
-def sample_counts(pair: ModelPair, algorithm: str, prompt: list[int], n: int, runs: int,
-                  sampling: SamplingConfig, budget: int | None = None, **params) -> Counter:
+def sample_counts(
+    pair: ModelPair,
+    algorithm: str,
+    prompt: list[int],
+    n: int,
+    runs: int,
+    sampling: SamplingConfig,
+    budget: int | None = None,
+    **params,
+) -> Counter:
     """Counts of the first ``n`` output tokens over ``runs`` seeds. Each run may generate ``budget``
     tokens (default ``n``; a larger budget lets the first step draft deeper) and stops once ``n`` are out.
     Runs record no position records (``record_top_k=0``, about 12% faster): the recording reads the
@@ -207,9 +289,18 @@ def sample_counts(pair: ModelPair, algorithm: str, prompt: list[int], n: int, ru
     counts: Counter = Counter()
     with memoised_forwards():
         for seed in range(runs):
-            run = specviz.stream(pair, algorithm, prompt, max_new_tokens=budget or n, seed=seed, record_top_k=0,
-                                 temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
-                                 **params)
+            run = specviz.stream(
+                pair,
+                algorithm,
+                prompt,
+                max_new_tokens=budget or n,
+                seed=seed,
+                record_top_k=0,
+                temperature=sampling.temperature,
+                top_k=sampling.top_k,
+                top_p=sampling.top_p,
+                **params,
+            )
             for _ in run:
                 if len(run.decoder.output) >= n:
                     break
@@ -259,7 +350,6 @@ def all_sequences(vocab: int, n: int):
     return itertools.product(range(vocab), repeat=n)
 
 
-
 def tiny_tokenizer(vocab: int = 300, extra_text: str = ""):
     """A byte-level BPE tokenizer trained on a few lines of Python, as a ``PreTrainedTokenizerFast``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -268,9 +358,17 @@ def tiny_tokenizer(vocab: int = 300, extra_text: str = ""):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    text = ["def add(a, b):\n    return a + b\n", "for i in range(10):\n    print(i)\n", "import os\n" + extra_text] * 20
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    text = [
+        "def add(a, b):\n    return a + b\n",
+        "for i in range(10):\n    print(i)\n",
+        "import os\n" + extra_text,
+    ] * 20
     tok.train_from_iterator(text, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
 
@@ -286,8 +384,9 @@ def save_checkpoint(path, family: str = "llama", tokenizer=None, seed: int = 0, 
     return str(path)
 
 
-def with_feature_head(pair: ModelPair, keep: int | None = None, seed: int = 0, scale: float = 0.5,
-                      layers: tuple[int, ...] = (0, 1)) -> ModelPair:
+def with_feature_head(
+    pair: ModelPair, keep: int | None = None, seed: int = 0, scale: float = 0.5, layers: tuple[int, ...] = (0, 1)
+) -> ModelPair:
     """``pair`` with a random feature head (``models.feature_head``) on its target, drafting over
     ``keep`` of the vocabulary's tokens (all when None), reading the target's ``hidden_states`` at
     ``layers``; weights drawn with standard deviation ``scale`` (peaky, varied draft laws)."""
@@ -325,6 +424,7 @@ def with_eos(pair: ModelPair, eos: int = 0, bias: float = 2.0, draft_bias: float
     and its logit raised by ``bias`` in the target and ``draft_bias`` (default ``bias``) in the draft
     (a hook on the output head, so every forward path sees it): beams that finish are common."""
     for model, b in ((pair.target, bias), (pair.draft, bias if draft_bias is None else draft_bias)):
+
         def shift(module, inputs, out, b=b):
             out = out.clone()
             out[..., eos] += b

@@ -22,6 +22,7 @@ Per step, ``StepRecord.controller`` (``kind = "theory"``) holds, per tested posi
 ``tv`` (TV(p, q), full vocabulary), ``reject`` (P(the position ends in a rejection), the product of
 ``r_m = TV(p^m, q)`` over the M roots at a root position, Thm 3) and ``roots`` (M there, else 1).
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterator
@@ -49,7 +50,9 @@ def batch_shape(num_drafts: int, gamma: int) -> TreeShape:
     return k_config_shape((num_drafts,) + (1,) * (gamma - 1))
 
 
-def measure_rejection(rule: AcceptanceRule, p: torch.Tensor, q: torch.Tensor, sched: SiblingSchedule) -> dict[str, float]:
+def measure_rejection(
+    rule: AcceptanceRule, p: torch.Tensor, q: torch.Tensor, sched: SiblingSchedule
+) -> dict[str, float]:
     """TV(p, q) and P(reject) at one position (Thm 3's ``prod_m r_m`` where several roots are tried)."""
     return {"tv": tv_distance(p, q), "reject": reject_all(sched), "roots": float(len(sched.accept_probs))}
 
@@ -60,10 +63,16 @@ def cost(params: dict[str, Any], steps: int) -> Cost:
     return per_step(drafts * (gamma + 1), "num_drafts x gamma", steps)
 
 
-@register("batch_sd", description="Batch SD: M draft sequences from one prefix; roots tried against "
-          "successive residuals, then only the accepted branch (drawn as M branches).",
-          paper="Yin et al. 2024, A Theoretical Perspective for Speculative Decoding, Algorithm 4, Thm 3",
-          params=(NUM_DRAFTS, GAMMA), controller="theory", cost=cost, color="#0f766e")
+@register(
+    "batch_sd",
+    description="Batch SD: M draft sequences from one prefix; roots tried against "
+    "successive residuals, then only the accepted branch (drawn as M branches).",
+    paper="Yin et al. 2024, A Theoretical Perspective for Speculative Decoding, Algorithm 4, Thm 3",
+    params=(NUM_DRAFTS, GAMMA),
+    controller="theory",
+    cost=cost,
+    color="#0f766e",
+)
 def run_batch_sd(dec: Decoder, num_drafts: int, gamma: int) -> Iterator[StepRecord]:
     probe = ProbedRule(MultiCandidate(replacement=True), measure_rejection)
     yield from run_engine(dec, ModelDrafter(dec.draft), ProbeController(batch_shape(num_drafts, gamma), probe), probe)

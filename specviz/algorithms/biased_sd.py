@@ -18,6 +18,7 @@ whole-vocabulary quantities of that position: ``tv`` = TV(p, q), ``reject`` = P(
 ``sum (1 - b) q``, and the TV bias of the one-token output law ``b q + Z R`` from p for both rejection
 laws, ``bias_opt`` and ``bias_uno`` (Thm 5: ``reject + bias_opt = tv``; UNO lies above that line).
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -39,25 +40,50 @@ from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord
 
 EPS = Param("eps", 0.01, "float", 0.0, 1.0, help="over-acceptance: accept with min(1, (p + eps) / q); 0 is sd")
-LAM = Param("lam", 0.0, "float", 0.0, 1.0,
-            help="linear knob: accept with b + lam (1 - b); with eps = 0 the rejection is (1 - lam) TV and the bias lam TV")
-RESIDUAL = Param("residual", "opt", "choice", choices=("opt", "target"),
-                 help="on rejection draw from the SD residual (opt, Decoding-OPT) or from the target (target, Decoding-UNO)")
+LAM = Param(
+    "lam",
+    0.0,
+    "float",
+    0.0,
+    1.0,
+    help="linear knob: accept with b + lam (1 - b); with eps = 0 the rejection is (1 - lam) TV and the bias lam TV",
+)
+RESIDUAL = Param(
+    "residual",
+    "opt",
+    "choice",
+    choices=("opt", "target"),
+    help="on rejection draw from the SD residual (opt, Decoding-OPT) or from the target (target, Decoding-UNO)",
+)
 
 
-def measure_tradeoff(rule: OverAcceptance, p: torch.Tensor, q: torch.Tensor, sched: SiblingSchedule) -> dict[str, float]:
+def measure_tradeoff(
+    rule: OverAcceptance, p: torch.Tensor, q: torch.Tensor, sched: SiblingSchedule
+) -> dict[str, float]:
     """One position's point of Fig. 4: rejection probability and TV bias (OPT and UNO), exactly."""
     b = rule.accept_curve(p, q)
     reject, bias_opt = theory.tradeoff(b, p, q, "opt")
     bias_uno = theory.tradeoff(b, p, q, "target")[1]
-    return {"tv": tv_distance(p, q), "reject": reject_all(sched), "reject_b": float(reject),
-            "bias_opt": float(bias_opt), "bias_uno": float(bias_uno)}
+    return {
+        "tv": tv_distance(p, q),
+        "reject": reject_all(sched),
+        "reject_b": float(reject),
+        "bias_opt": float(bias_opt),
+        "bias_uno": float(bias_uno),
+    }
 
 
-@register("biased_sd", description="Over-accepting SD: accept with min(1, (p + eps)/q), resample from the "
-          "SD residual (OPT) or the target (UNO). Lossy for eps > 0.",
-          paper="Yin et al. 2024, A Theoretical Perspective for Speculative Decoding, Section 4, Thms 4-5",
-          params=(EPS, RESIDUAL, LAM, GAMMA), lossless=False, controller="theory", cost=chain_cost, color="#a16207")
+@register(
+    "biased_sd",
+    description="Over-accepting SD: accept with min(1, (p + eps)/q), resample from the "
+    "SD residual (OPT) or the target (UNO). Lossy for eps > 0.",
+    paper="Yin et al. 2024, A Theoretical Perspective for Speculative Decoding, Section 4, Thms 4-5",
+    params=(EPS, RESIDUAL, LAM, GAMMA),
+    lossless=False,
+    controller="theory",
+    cost=chain_cost,
+    color="#a16207",
+)
 def run_biased_sd(dec: Decoder, eps: float, residual: str, lam: float, gamma: int) -> Iterator[StepRecord]:
     probe = ProbedRule(OverAcceptance(eps, residual, lam=lam), measure_tradeoff)
     yield from run_engine(dec, ModelDrafter(dec.draft), ProbeController(chain_shape(gamma), probe), probe)

@@ -15,6 +15,7 @@ may draft, its draft-length controller's own cap (``chain_length``).
 
 Pure Python, no model stack: the page prices a run before anything loads.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,13 +24,13 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Cost:
-    positions: int        # token positions, the worst case (the one-off ``once`` included)
-    parameter: str        # the parameter (or parameters) that makes it large, as shown in the message
-    detail: str           # how the number comes about, e.g. "size 512 (512 positions a step) x 128 new tokens"
-    advice: str = ""      # what to change, when lowering ``parameter`` is not it (a controller without a cap)
-    once: int = 0         # positions read once before the first step (Sequoia's calibration, timing, DP)
+    positions: int  # token positions, the worst case (the one-off ``once`` included)
+    parameter: str  # the parameter (or parameters) that makes it large, as shown in the message
+    detail: str  # how the number comes about, e.g. "size 512 (512 positions a step) x 128 new tokens"
+    advice: str = ""  # what to change, when lowering ``parameter`` is not it (a controller without a cap)
+    once: int = 0  # positions read once before the first step (Sequoia's calibration, timing, DP)
     once_parameter: str = ""  # the parameter that sets ``once``
-    once_detail: str = ""     # how ``once`` comes about
+    once_detail: str = ""  # how ``once`` comes about
 
 
 def int_param(params: dict[str, Any], name: str) -> int:
@@ -103,12 +104,18 @@ def chain_cost(params: dict[str, Any], steps: int) -> Cost:
     length, name = chain_length(params, steps)
     longest = steps - 1 if length is None else min(length, steps - 1)
     if length is None:
-        detail = (f"controller {params.get('controller')} without k_max (up to {2 * longest + 1} positions "
-                  f"a step, drafts up to the tokens left) x {steps} new tokens")
-        return Cost(chain_positions(None, steps), name, detail, "Set k_max (a cap on tokens a round) or lower "
-                    "max new tokens.")
-    return Cost(chain_positions(length, steps), name,
-                f"{name} {length} (up to {2 * longest + 1} positions a step) x {steps} new tokens")
+        detail = (
+            f"controller {params.get('controller')} without k_max (up to {2 * longest + 1} positions "
+            f"a step, drafts up to the tokens left) x {steps} new tokens"
+        )
+        return Cost(
+            chain_positions(None, steps), name, detail, "Set k_max (a cap on tokens a round) or lower max new tokens."
+        )
+    return Cost(
+        chain_positions(length, steps),
+        name,
+        f"{name} {length} (up to {2 * longest + 1} positions a step) x {steps} new tokens",
+    )
 
 
 def k_config_cost(params: dict[str, Any], steps: int) -> Cost:

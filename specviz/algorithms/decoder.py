@@ -14,6 +14,7 @@ its output head cut to the feature head's draft vocabulary, FR-Spec, arXiv 2502.
 ``record_lens``: the target keeps every layer's hidden states of its last call, and each step records
 its logit lens (``algorithms.lens``, ``StepRecord.lens``).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -29,9 +30,17 @@ from specviz.trace import CommittedToken
 class Decoder:
     """Shared per-run state and helpers for algorithms (see module docstring)."""
 
-    def __init__(self, pair: ModelPair, prompt_ids: list[int], max_new_tokens: int,
-                 sampling: SamplingConfig, seed: int, record_top_k: int = 8, drafter: str = "model",
-                 record_lens: bool = False):
+    def __init__(
+        self,
+        pair: ModelPair,
+        prompt_ids: list[int],
+        max_new_tokens: int,
+        sampling: SamplingConfig,
+        seed: int,
+        record_top_k: int = 8,
+        drafter: str = "model",
+        record_lens: bool = False,
+    ):
         self.pair = pair
         self.sampling = sampling
         self.generator = torch.Generator().manual_seed(seed)
@@ -57,7 +66,7 @@ class Decoder:
     # ---- state -------------------------------------------------------------------------------
     @property
     def output(self) -> list[int]:
-        return self.tokens[self.prompt_len:]
+        return self.tokens[self.prompt_len :]
 
     @property
     def remaining(self) -> int:
@@ -69,7 +78,7 @@ class Decoder:
 
     def context(self, lm: CachedLM) -> list[int]:
         """Committed tokens ``lm`` has not cached yet (always at least the last one)."""
-        return self.tokens[lm.prefix_len:]
+        return self.tokens[lm.prefix_len :]
 
     # ---- maths helpers ---------------------------------------------------------------------------
     def probs(self, logits: torch.Tensor) -> torch.Tensor:
@@ -95,8 +104,9 @@ class Decoder:
         return token_id in self.eos
 
     # ---- committing ------------------------------------------------------------------------------
-    def commit_tokens(self, produced: Sequence[tuple[int, str, int | None]],
-                      final: bool = False) -> list[CommittedToken]:
+    def commit_tokens(
+        self, produced: Sequence[tuple[int, str, int | None]], final: bool = False
+    ) -> list[CommittedToken]:
         """Append ``(token_id, kind, node_id)`` tokens to the output, stopping at the budget or at EOS,
         and return them as committed; ``final``: the run ends after them (reason ``length`` unless EOS)."""
         committed = []

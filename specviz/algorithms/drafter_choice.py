@@ -9,6 +9,7 @@ pair has one, else the draft model). The choice shapes the
 ``Decoder`` (which caches the target keeps, what ``dec.draft`` is), not the algorithm: its body is
 the same for both, and the trace records the choice that ran.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,10 +18,15 @@ from specviz import validation
 from specviz.algorithms.registry import Param
 from specviz.errors import InvalidParameterError
 
-DRAFTER = Param("drafter", "auto", "choice", choices=("auto", "model", "feature", "model_cut"),
-                help="what drafts: the draft model, the feature head on the target's hidden states (EAGLE-3), "
-                     "the draft model over the feature head's cut vocabulary (model_cut, FR-Spec), "
-                     "or auto (the feature head when the pair has one)")
+DRAFTER = Param(
+    "drafter",
+    "auto",
+    "choice",
+    choices=("auto", "model", "feature", "model_cut"),
+    help="what drafts: the draft model, the feature head on the target's hidden states (EAGLE-3), "
+    "the draft model over the feature head's cut vocabulary (model_cut, FR-Spec), "
+    "or auto (the feature head when the pair has one)",
+)
 
 
 def resolve_drafter(params: dict[str, Any], pair: Any) -> str:
@@ -31,7 +37,11 @@ def resolve_drafter(params: dict[str, Any], pair: Any) -> str:
     if choice == "auto":
         return "feature" if has_feature else "model"
     if choice in ("feature", "model_cut") and not has_feature:
-        raise validation.about(InvalidParameterError(
-            f"drafter {choice!r} needs a feature head on the pair (its draft vocabulary): load_pair(..., "
-            "feature=DIR) (the default pair's is assets/smollm2/feature), or take drafter 'model'."), "drafter")
+        raise validation.about(
+            InvalidParameterError(
+                f"drafter {choice!r} needs a feature head on the pair (its draft vocabulary): load_pair(..., "
+                "feature=DIR) (the default pair's is assets/smollm2/feature), or take drafter 'model'."
+            ),
+            "drafter",
+        )
     return choice

@@ -21,6 +21,7 @@ own shape each step (the template only bounds its depth); ``NoDrafter`` proposes
 ``prompt_lookup.PromptLookupDrafter`` copies n-gram continuations from the text itself;
 ``beams.forest.ForestDrafter`` beam-samples ``dsbd``'s draft forest.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -107,8 +108,9 @@ class ModelDrafter:
             fed = [(t, i) for t, i in fed if i in kept]
             if not fed:
                 break
-            out = self.lm.forward([tree.tokens[i] for _, i in fed],
-                                  [tree.draft_index.get(tree.parents[i], ROOT) for _, i in fed])
+            out = self.lm.forward(
+                [tree.tokens[i] for _, i in fed], [tree.draft_index.get(tree.parents[i], ROOT) for _, i in fed]
+            )
             base = len(self.lm.tree) - len(fed)
             for j, (_, i) in enumerate(fed):
                 tree.draft_index[i] = base + j
@@ -179,8 +181,7 @@ class DynamicTreeDrafter:
             frontier = sorted(grow, key=by_value)[: self.topk]
             if not frontier:
                 break
-            rows = self.lm.forward([nodes[i][0] for i in frontier],
-                                   [pending.get(nodes[i][1], ROOT) for i in frontier])
+            rows = self.lm.forward([nodes[i][0] for i in frontier], [pending.get(nodes[i][1], ROOT) for i in frontier])
             first = len(self.lm.tree) - len(frontier)
             pending.update((i, first + j) for j, i in enumerate(frontier))
         kept = sorted(range(len(nodes)), key=by_value)[: self.nodes]  # rerank: a tree (parents rank first)

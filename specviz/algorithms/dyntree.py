@@ -16,16 +16,17 @@ draft probability (the product of ``q`` along its path, the value the tree was r
 sum (the expected accepted drafts if the target were the draft: under this rule node v is accepted
 with the product of the target's p along its path); ``accepted``, the drafts accepted; ``drafted``.
 """
+
 from __future__ import annotations
 
 from typing import Iterator
 
-from specviz.algorithms.step_types import Controller, StepResult
 from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.drafters import DynamicTreeDrafter
 from specviz.algorithms.drafter_choice import DRAFTER
+from specviz.algorithms.drafters import DynamicTreeDrafter
 from specviz.algorithms.registry import Param, register
+from specviz.algorithms.step_types import Controller, StepResult
 from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import PointMass
 from specviz.core.trees import ROOT, TreeShape, chain_shape
@@ -52,16 +53,43 @@ class DynamicTreeController(Controller):
         return DynTreeState(drafted=len(tree), accepted=len(result.path), expected_accepted=sum(cum), cum_q=tuple(cum))
 
 
-@register("dyntree", description="Dynamic draft tree (EAGLE-2): the nodes of highest cumulative draft probability, "
-          "rebuilt every step; verified exactly as a deterministic proposal (SpecExec).",
-          paper="Li et al. 2024, EAGLE-2, arXiv 2406.16858, §4; verification: SpecExec, arXiv 2406.02532",
-          params=(Param("nodes", 31, "int", 1, 512, help="draft tokens kept per step (the tree's node budget; "
-                        "31 = Sequoia's default size 32, which counts the root)"),
-                  Param("depth", 7, "int", 1, 32, help="levels drafted at most, so at most depth + 1 tokens a step "
-                        "(7 = Sequoia's default depth 8, which counts the root)"),
-                  Param("topk", 8, "int", 1, 64, help="children per expanded node and nodes expanded per level "
-                        "(EAGLE-2's top-k; not the sampling top_k)"), DRAFTER),
-          controller="dyntree", color="#e11d48",
-          cost=lambda params, steps: per_step(1 + max(1, int_param(params, "nodes")), "nodes", steps))
+@register(
+    "dyntree",
+    description="Dynamic draft tree (EAGLE-2): the nodes of highest cumulative draft probability, "
+    "rebuilt every step; verified exactly as a deterministic proposal (SpecExec).",
+    paper="Li et al. 2024, EAGLE-2, arXiv 2406.16858, §4; verification: SpecExec, arXiv 2406.02532",
+    params=(
+        Param(
+            "nodes",
+            31,
+            "int",
+            1,
+            512,
+            help="draft tokens kept per step (the tree's node budget; "
+            "31 = Sequoia's default size 32, which counts the root)",
+        ),
+        Param(
+            "depth",
+            7,
+            "int",
+            1,
+            32,
+            help="levels drafted at most, so at most depth + 1 tokens a step "
+            "(7 = Sequoia's default depth 8, which counts the root)",
+        ),
+        Param(
+            "topk",
+            8,
+            "int",
+            1,
+            64,
+            help="children per expanded node and nodes expanded per level (EAGLE-2's top-k; not the sampling top_k)",
+        ),
+        DRAFTER,
+    ),
+    controller="dyntree",
+    color="#e11d48",
+    cost=lambda params, steps: per_step(1 + max(1, int_param(params, "nodes")), "nodes", steps),
+)
 def run_dyntree(dec: Decoder, nodes: int, depth: int, topk: int) -> Iterator[StepRecord]:
     yield from run_engine(dec, DynamicTreeDrafter(dec.draft, nodes, topk), DynamicTreeController(depth), PointMass())

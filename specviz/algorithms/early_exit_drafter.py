@@ -7,6 +7,7 @@ target's committed trunk KV. ``EarlyExitDrafter`` drafts exactly as a draft mode
 (``ModelDrafter``: chain or tree, each token drawn from the exit head's warped q); its forwards are its
 own ``fed`` log, so the engine counts them as draft calls, never as target calls.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -10,6 +10,7 @@ rule (exact match at temperature 0, speculative sampling otherwise: Leviathan et
 Algorithm 1), so the output law is exactly the target's. Needs the pair's early-exit head
 (``load_pair(..., early_exit=DIR or N)``).
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterator
@@ -17,17 +18,25 @@ from typing import Any, Iterator
 from specviz.algorithms.cost import chain_cost
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.early_exit_drafter import CalibratedTheta, EarlyExitDrafter
+from specviz.algorithms.length_controllers import LENGTH_CONTROLLERS, controller_params, make_controller
 from specviz.algorithms.registry import register
 from specviz.algorithms.tree_engine import run_engine
-from specviz.algorithms.length_controllers import LENGTH_CONTROLLERS, controller_params, make_controller
 from specviz.core.rules import MultiCandidate
 from specviz.trace import StepRecord
 
 
-@register("eesd", description="Early-exit self-drafting: the target's first layers plus an exit head draft a chain "
-          "whose length Thompson sampling decides after every token; verified in one target call.",
-          paper="Liu et al. 2024, arXiv 2406.03853, Algorithms 1-3", params=controller_params("beta_ts", LENGTH_CONTROLLERS),
-          controller="thompson", drafter="early_exit", cost=chain_cost, color="#d97706", page_rank=6)
+@register(
+    "eesd",
+    description="Early-exit self-drafting: the target's first layers plus an exit head draft a chain "
+    "whose length Thompson sampling decides after every token; verified in one target call.",
+    paper="Liu et al. 2024, arXiv 2406.03853, Algorithms 1-3",
+    params=controller_params("beta_ts", LENGTH_CONTROLLERS),
+    controller="thompson",
+    drafter="early_exit",
+    cost=chain_cost,
+    color="#d97706",
+    page_rank=6,
+)
 def run_eesd(dec: Decoder, **params: Any) -> Iterator[StepRecord]:
     heads = dec.pair.heads  # present: ``decoding.LiveRun`` refuses a pair without an early-exit head
     drafter = EarlyExitDrafter(heads.early_exit, dec)

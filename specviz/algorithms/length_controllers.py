@@ -49,6 +49,7 @@ arXiv 2406.03853, Algorithms 1-3 and Table 4) and the serving engines' (transfor
 schedule, confidence stop and adaptive threshold). Each controller's own settings apply only under
 it (``Param.applies_when``); ``k_max``, the optional safety cap, under any.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -124,9 +125,18 @@ class LengthController(Controller):
 
     def state(self, result: "StepResult") -> ss.LengthState:
         k, a = len(result.tree.tokens), len(result.path)
-        return self.STATE(round=self.round, before=self.before, draws=tuple(self.draws), stop_reason=self.stop,
-                          k_cap_hit=self.stop == "k_cap", k_max=self.k_max, drafted=k, accepted=a,
-                          update=self.learned, after=self.snapshot())
+        return self.STATE(
+            round=self.round,
+            before=self.before,
+            draws=tuple(self.draws),
+            stop_reason=self.stop,
+            k_cap_hit=self.stop == "k_cap",
+            k_max=self.k_max,
+            drafted=k,
+            accepted=a,
+            update=self.learned,
+            after=self.snapshot(),
+        )
 
     # ---- per controller --------------------------------------------------------------------------
     def snapshot(self) -> ss.Record:
@@ -166,8 +176,9 @@ class BetaTS(LengthController):
     kind = "beta_ts"
     STATE, DRAW = ss.BetaTSState, ss.ThetaDraw
 
-    def __init__(self, rng: np.random.Generator, alpha0: float = 1.0, beta0: float = 1.0,
-                 rule: str = "paper", k_max: int = 0):
+    def __init__(
+        self, rng: np.random.Generator, alpha0: float = 1.0, beta0: float = 1.0, rule: str = "paper", k_max: int = 0
+    ):
         super().__init__(rng, k_max)
         self.rule = rule
         self.post = ts.beta_prior(alpha0, beta0)
@@ -216,8 +227,9 @@ class CaliTS(LengthController):
 
     def snapshot(self) -> ss.CaliSnapshot:
         e, c = self.est, self.config
-        return ss.CaliSnapshot(_r(e.theta_hat), e.n_ver, _r(e.weight), c.rule, c.mode, _r(c.sigma_m), _r(c.sigma_s),
-                               self.model.source)
+        return ss.CaliSnapshot(
+            _r(e.theta_hat), e.n_ver, _r(e.weight), c.rule, c.mode, _r(c.sigma_m), _r(c.sigma_s), self.model.source
+        )
 
     def begin_round(self) -> None:
         self.model.round_start()
@@ -225,16 +237,29 @@ class CaliTS(LengthController):
     def decide(self, i: int) -> dict[str, Any]:
         d = ts.cali_decide(self.est, self.model.theta_m(i), self.rng, self.config)
         p = d.posterior
-        return {"theta_m": _r(p.theta_m), "theta_hat": _r(p.theta_hat), "w_m": _r(p.w_m), "mu": _r(p.mu),
-                "sigma": _r(p.sigma), "theta_raw": _r(d.theta), "theta": _r(d.coin.theta), "u": _r(d.coin.u),
-                "chi": d.coin.chi}
+        return {
+            "theta_m": _r(p.theta_m),
+            "theta_hat": _r(p.theta_hat),
+            "w_m": _r(p.w_m),
+            "mu": _r(p.mu),
+            "sigma": _r(p.sigma),
+            "theta_raw": _r(d.theta),
+            "theta": _r(d.coin.theta),
+            "u": _r(d.coin.u),
+            "chi": d.coin.chi,
+        }
 
     def state(self, result: "StepResult") -> ss.CaliTSState:
         out = super().state(result)
         if out.draws:  # the Gaussian of the round's first draft step (the figure's curve)
             first = out.draws[0]
-            out = dataclasses.replace(out, mu=first.mu, sigma=first.sigma, w_m=first.w_m,
-                                      theta_m=_r(float(np.mean([d.theta_m for d in out.draws]))))
+            out = dataclasses.replace(
+                out,
+                mu=first.mu,
+                sigma=first.sigma,
+                w_m=first.w_m,
+                theta_m=_r(float(np.mean([d.theta_m for d in out.draws]))),
+            )
         return out
 
     def update(self, dec: "Decoder", result: "StepResult") -> None:
@@ -249,9 +274,8 @@ class CaliTS(LengthController):
 # ---- the serving engines' controllers --------------------------------------------------------------
 
 ENGINE_CONTROLLERS = ("heuristic", "confidence", "adaptive")
-NUM_ASSISTANT_TOKENS, CONFIDENCE_THRESHOLD = 20, 0.4   # transformers' GenerationConfig defaults
+NUM_ASSISTANT_TOKENS, CONFIDENCE_THRESHOLD = 20, 0.4  # transformers' GenerationConfig defaults
 STOP_EVERY_TOKEN = 1.01  # the ROC's +inf threshold (stop after every token), finite for the trace: q <= 1 < 1.01
-
 
 
 class HeuristicLength(LengthController):
@@ -283,8 +307,13 @@ class ConfidenceStop(LengthController):
     kind = "confidence"
     STATE, DRAW = ss.ConfidenceState, ss.ConfidenceDraw
 
-    def __init__(self, rng: np.random.Generator, num_assistant_tokens: int = NUM_ASSISTANT_TOKENS,
-                 threshold: float = CONFIDENCE_THRESHOLD, k_max: int = 0):
+    def __init__(
+        self,
+        rng: np.random.Generator,
+        num_assistant_tokens: int = NUM_ASSISTANT_TOKENS,
+        threshold: float = CONFIDENCE_THRESHOLD,
+        k_max: int = 0,
+    ):
         super().__init__(rng, k_max)
         self.length, self.threshold = int(num_assistant_tokens), float(threshold)
         self.q = 1.0
@@ -314,8 +343,13 @@ class AdaptiveConfidence(ConfidenceStop):
     kind = "adaptive"
     STATE = ss.AdaptiveState
 
-    def __init__(self, rng: np.random.Generator, num_assistant_tokens: int = NUM_ASSISTANT_TOKENS,
-                 threshold: float = CONFIDENCE_THRESHOLD, k_max: int = 0):
+    def __init__(
+        self,
+        rng: np.random.Generator,
+        num_assistant_tokens: int = NUM_ASSISTANT_TOKENS,
+        threshold: float = CONFIDENCE_THRESHOLD,
+        k_max: int = 0,
+    ):
         super().__init__(rng, num_assistant_tokens, threshold, k_max)
         self.probs: list[float] = []
         self.matches: list[int] = []
@@ -342,39 +376,98 @@ def controller_params(default: str, choices: tuple[str, ...]) -> tuple[Param, ..
     which has none: the algorithm's own length)."""
     beta, cali = ("controller", ("beta_ts",)), ("controller", ("cali_ts",))
     return (
-        Param("controller", default, "choice", choices=choices,
-              help="draft-length control: beta_ts / cali_ts (Thompson sampling), fixed, or transformers' "
-                   "heuristic / confidence / adaptive"),
-        Param("fixed_length", 5, "int", 1, 64, help="tokens a round drafts under the fixed controller",
-              applies_when=("controller", ("fixed",))),
-        Param("num_assistant_tokens", NUM_ASSISTANT_TOKENS, "int", 1, 64,
-              help="heuristic: the first round's length; confidence / adaptive: the most tokens a round drafts",
-              applies_when=("controller", ENGINE_CONTROLLERS)),
-        Param("confidence_threshold", CONFIDENCE_THRESHOLD, "float", 0.0, 1.0,
-              help="stop drafting after a token whose draft probability is below this (adaptive: where it starts)",
-              applies_when=("controller", ("confidence", "adaptive"))),
-        Param("k_max", 0, "int", 0, 256, help="safety cap on tokens a round (0: none); logged when it bites",
-              applies_when=("controller", LENGTH_CONTROLLERS)),
+        Param(
+            "controller",
+            default,
+            "choice",
+            choices=choices,
+            help="draft-length control: beta_ts / cali_ts (Thompson sampling), fixed, or transformers' "
+            "heuristic / confidence / adaptive",
+        ),
+        Param(
+            "fixed_length",
+            5,
+            "int",
+            1,
+            64,
+            help="tokens a round drafts under the fixed controller",
+            applies_when=("controller", ("fixed",)),
+        ),
+        Param(
+            "num_assistant_tokens",
+            NUM_ASSISTANT_TOKENS,
+            "int",
+            1,
+            64,
+            help="heuristic: the first round's length; confidence / adaptive: the most tokens a round drafts",
+            applies_when=("controller", ENGINE_CONTROLLERS),
+        ),
+        Param(
+            "confidence_threshold",
+            CONFIDENCE_THRESHOLD,
+            "float",
+            0.0,
+            1.0,
+            help="stop drafting after a token whose draft probability is below this (adaptive: where it starts)",
+            applies_when=("controller", ("confidence", "adaptive")),
+        ),
+        Param(
+            "k_max",
+            0,
+            "int",
+            0,
+            256,
+            help="safety cap on tokens a round (0: none); logged when it bites",
+            applies_when=("controller", LENGTH_CONTROLLERS),
+        ),
         Param("alpha0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior alpha", applies_when=beta),
         Param("beta0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior beta", applies_when=beta),
-        Param("beta_rule", "paper", "choice", choices=ts.BETA_RULES, applies_when=beta,
-              help="Beta-TS update: paper (|Q_v| = a + 1), acceptance, or paper_literal (printed, breaks)"),
-        Param("sigma_m", 0.3, "float", 1e-3, 10.0, help="Cali-TS sigma_M (a saved calibration head's own wins)",
-              applies_when=cali),
+        Param(
+            "beta_rule",
+            "paper",
+            "choice",
+            choices=ts.BETA_RULES,
+            applies_when=beta,
+            help="Beta-TS update: paper (|Q_v| = a + 1), acceptance, or paper_literal (printed, breaks)",
+        ),
+        Param(
+            "sigma_m",
+            0.3,
+            "float",
+            1e-3,
+            10.0,
+            help="Cali-TS sigma_M (a saved calibration head's own wins)",
+            applies_when=cali,
+        ),
         Param("sigma_s", 0.25, "float", 1e-3, 10.0, help="Cali-TS sigma_S", applies_when=cali),
         Param("theta_hat0", 0.5, "float", 0.0, 1.0, help="Cali-TS start of the running estimate", applies_when=cali),
-        Param("theta_hat_rule", "draft_fraction", "choice", choices=ts.THETA_HAT_RULES, applies_when=cali,
-              help="Cali-TS running estimate: draft_fraction, trials, or paper_literal (drifts to 1)"),
-        Param("cali_mode", "blend", "choice", choices=ts.CALI_MODES, help="Cali-TS: blend or an ablation",
-              applies_when=cali),
+        Param(
+            "theta_hat_rule",
+            "draft_fraction",
+            "choice",
+            choices=ts.THETA_HAT_RULES,
+            applies_when=cali,
+            help="Cali-TS running estimate: draft_fraction, trials, or paper_literal (drifts to 1)",
+        ),
+        Param(
+            "cali_mode",
+            "blend",
+            "choice",
+            choices=ts.CALI_MODES,
+            help="Cali-TS: blend or an ablation",
+            applies_when=cali,
+        ),
     )
+
+
 def controller_rng(dec: "Decoder") -> np.random.Generator:
     """A numpy generator for the coins, seeded from the run's torch generator (one draw)."""
-    return np.random.default_rng(int(torch.randint(0, 2 ** 62, (1,), generator=dec.generator)))
+    return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=dec.generator)))
 
 
-def make_controller(dec: "Decoder", params: dict[str, Any], model: ThetaModel | None = None,
-                    sigma_m: float | None = None) -> LengthController:
+def make_controller(
+    dec: "Decoder", params: dict[str, Any], model: ThetaModel | None = None, sigma_m: float | None = None
+) -> LengthController:
     """The controller ``params["controller"]`` names, from the declared ``controller_params``.
     ``model``: Cali-TS's theta_M (default ``ThetaModel()``, the untrained head); ``sigma_m``: the
     calibration head's own sigma_M, overriding the parameter."""
@@ -390,7 +483,12 @@ def make_controller(dec: "Decoder", params: dict[str, Any], model: ThetaModel | 
     if name == "adaptive":
         return AdaptiveConfidence(rng, params["num_assistant_tokens"], params["confidence_threshold"], cap)
     if name == "cali_ts":
-        config = ts.CaliConfig(sigma_m if sigma_m is not None else params["sigma_m"], params["sigma_s"],
-                               params["theta_hat0"], params["theta_hat_rule"], params["cali_mode"])
+        config = ts.CaliConfig(
+            sigma_m if sigma_m is not None else params["sigma_m"],
+            params["sigma_s"],
+            params["theta_hat0"],
+            params["theta_hat_rule"],
+            params["cali_mode"],
+        )
         return CaliTS(rng, model or ThetaModel(), config, cap)
     raise ValueError(f"unknown controller {name!r}; one of {', '.join(LENGTH_CONTROLLERS)}")

@@ -7,6 +7,7 @@ through the target's final norm and head (``models.logit_lens``): no extra targe
 another shape (DSBD's forests, beam sampling) record no lens. The early-exit layer marked is the
 pair's (EESD, Liu et al. 2024, arXiv 2406.03853, Sec. 3.1).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -20,13 +21,13 @@ if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
 
 
-def step_lens(dec: "Decoder", proposal: Any, outcome: Any, committed: list[CommittedToken],
-              n_before: int) -> LayerLens | None:
+def step_lens(
+    dec: "Decoder", proposal: Any, outcome: Any, committed: list[CommittedToken], n_before: int
+) -> LayerLens | None:
     """The lens of the positions that produced ``committed`` (at most ``MAX_POSITIONS``), from the
     target's last call (``CachedLM.last_hidden``); ``None`` for a proposal that is no drafted tree."""
     hidden = dec.target.last_hidden
-    if hidden is None or not committed or not isinstance(proposal, DraftedTree) \
-            or not isinstance(outcome, TreeOutcome):
+    if hidden is None or not committed or not isinstance(proposal, DraftedTree) or not isinstance(outcome, TreeOutcome):
         return None
     n = hidden[0].shape[-2]
     first = n - 1 - len(proposal)  # the row after the committed context
@@ -36,10 +37,17 @@ def step_lens(dec: "Decoder", proposal: Any, outcome: Any, committed: list[Commi
     layers = shown_layers(n_layers)
     ids, probs = lens_top1(dec.pair.target, hidden, rows, layers, dec.pair.vocab_size)
     start = dec.prompt_len + n_before - 1  # the token the first position reads
-    reads = [dec.text(t) for t in dec.tokens[start: start + len(rows)]]
+    reads = [dec.text(t) for t in dec.tokens[start : start + len(rows)]]
     exit_layer = dec.pair.early_exit.exit_layer if dec.pair.early_exit is not None else None
-    return LayerLens(layers=layers, n_layers=n_layers, reads=reads, ids=ids,
-                     texts=[[dec.text(t) for t in row] for row in ids], probs=probs, exit_layer=exit_layer)
+    return LayerLens(
+        layers=layers,
+        n_layers=n_layers,
+        reads=reads,
+        ids=ids,
+        texts=[[dec.text(t) for t in row] for row in ids],
+        probs=probs,
+        exit_layer=exit_layer,
+    )
 
 
 def lens_of_step(pair: Any, trace: Any, index: int) -> LayerLens:
@@ -68,6 +76,12 @@ def lens_of_step(pair: Any, trace: Any, index: int) -> LayerLens:
     layers = shown_layers(n_layers)
     top, probs = lens_top1(pair.target, hidden, list(range(start, start + n)), layers, pair.vocab_size)
     exit_layer = pair.early_exit.exit_layer if pair.early_exit is not None else None
-    return LayerLens(layers=layers, n_layers=n_layers, reads=[pair.decode_token(t) for t in ids[start: start + n]],
-                     ids=top, texts=[[pair.decode_token(t) for t in row] for row in top], probs=probs,
-                     exit_layer=exit_layer)
+    return LayerLens(
+        layers=layers,
+        n_layers=n_layers,
+        reads=[pair.decode_token(t) for t in ids[start : start + n]],
+        ids=top,
+        texts=[[pair.decode_token(t) for t in row] for row in top],
+        probs=probs,
+        exit_layer=exit_layer,
+    )

@@ -15,6 +15,7 @@ draw past it); with replacement, a duplicate sibling keeps no subtree (it can ne
 temperature 0 is the exact-match rule with top-k siblings (without replacement) or the argmax
 repeated (with replacement, which is then chain SD; the paper's argmax setting, §4.1).
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -27,17 +28,31 @@ from specviz.algorithms.tree_engine import run_tree
 from specviz.core.trees import k_config_shape, parse_k_config
 from specviz.trace import StepRecord
 
-K_CONFIG_HELP = ("children per node at each level, e.g. 4x2x2 (4 under the root, 2 under each of those, ...): "
-                 "widths in ASCII digits joined by a lowercase x, no spaces")
+K_CONFIG_HELP = (
+    "children per node at each level, e.g. 4x2x2 (4 under the root, 2 under each of those, ...): "
+    "widths in ASCII digits joined by a lowercase x, no spaces"
+)
 
 
-@register("mcsd", description="Multi-candidate SD: a k1xk2x... draft tree, siblings verified in turn "
-          "against the residual (with or without replacement).",
-          paper="Yang et al. 2024, Multi-Candidate Speculative Decoding, Algorithms 1-2",
-          params=(Param("k_config", "4x2x2", "str", help=K_CONFIG_HELP, check=parse_k_config),
-                  Param("replacement", False, "bool",
-                        help="draw siblings i.i.d. (Algorithm 1) instead of without replacement (Algorithm 2)"), DRAFTER),
-          cost=k_config_cost, color="#db2777", page_rank=4)
+@register(
+    "mcsd",
+    description="Multi-candidate SD: a k1xk2x... draft tree, siblings verified in turn "
+    "against the residual (with or without replacement).",
+    paper="Yang et al. 2024, Multi-Candidate Speculative Decoding, Algorithms 1-2",
+    params=(
+        Param("k_config", "4x2x2", "str", help=K_CONFIG_HELP, check=parse_k_config),
+        Param(
+            "replacement",
+            False,
+            "bool",
+            help="draw siblings i.i.d. (Algorithm 1) instead of without replacement (Algorithm 2)",
+        ),
+        DRAFTER,
+    ),
+    cost=k_config_cost,
+    color="#db2777",
+    page_rank=4,
+)
 def run_mcsd(dec: Decoder, k_config: str, replacement: bool) -> Iterator[StepRecord]:
     shape = k_config_shape(parse_k_config(k_config))
     yield from run_tree(dec, shape, replacement=replacement)

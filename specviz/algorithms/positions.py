@@ -6,6 +6,7 @@ the token produced there are stored (sorted by p, descending), with every probab
 "A Theoretical Perspective for Speculative Decoding", Theorem 1) is summed over the whole vocabulary
 before rounding.
 """
+
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
@@ -80,15 +81,17 @@ def position_records(sites: list[Site], k: int, text: Callable[[int], str] | Non
         order = sorted(range(len(index)), key=lambda j: -read["p"][j])  # by p, descending; ties by id (stable)
         at = {name: [vals[j] for j in order] for name, vals in read.items()}
         ids = [index[j] for j in order]
-        record = PositionRecord(s.parent, ids, rounded(at["p"]), root=s.root,
-                                texts=[text(t) for t in ids] if text is not None else None)
+        record = PositionRecord(
+            s.parent, ids, rounded(at["p"]), root=s.root, texts=[text(t) for t in ids] if text is not None else None
+        )
         if s.q is not None:
             excess = float(torch.clamp(s.p - s.q, min=0.0).sum())  # the residual's own normaliser
             mass = excess if s.mass is None else s.mass  # TV(p, q) as the engine computed it
             record.q = rounded(at["q"])
             record.residual_mass = float(f"{mass:.{DIGITS + 2}g}")
-            record.residual = (rounded([max(a - b, 0.0) / excess for a, b in zip(at["p"], at["q"])]) if excess > 0
-                               else list(record.p))
+            record.residual = (
+                rounded([max(a - b, 0.0) / excess for a, b in zip(at["p"], at["q"])]) if excess > 0 else list(record.p)
+            )
         if "final" in at:
             record.final_residual = rounded(at["final"])
         out.append(record)

@@ -11,6 +11,7 @@ position is the **one-hot** of the proposed token. Verifying it with the standar
 one-hot (accept x with ``min(1, p(x) / 1) = p(x)``, else draw from ``norm(max(0, p - onehot(x)))``,
 Leviathan et al. 2023, Algorithm 1) is exact at any temperature and with any warp.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,10 @@ def lookup(tokens: list[int], num_tokens: int, max_ngram: int) -> list[int]:
     n-gram (n = ``max_ngram`` .. 1), at most ``num_tokens`` of them; ``[]`` if none matches."""
     length = len(tokens)
     for n in range(min(max_ngram, length - 1), 0, -1):
-        tail = tokens[length - n:]
+        tail = tokens[length - n :]
         for start in range(length - n - 1, -1, -1):  # most recent first, the suffix itself excluded
-            if tokens[start:start + n] == tail:
-                return tokens[start + n:start + n + num_tokens]
+            if tokens[start : start + n] == tail:
+                return tokens[start + n : start + n + num_tokens]
     return []
 
 

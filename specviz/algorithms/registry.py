@@ -7,6 +7,7 @@ and validate input from one place; its cost bound for the public cap (``algorith
 Nothing outside the algorithm's own module keeps a list or a branch keyed by its name
 (``docs/architecture.md``, "Adding an algorithm").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -135,10 +136,15 @@ class AlgorithmSpec:
         if p.applies(resolved) or type(value) is type(p.default) and value == p.default:
             return
         other, allowed = p.applies_when  # type: ignore[misc]  # applies() is True without it
-        raise validation.about(InvalidParameterError(
-            f"{self.name}: parameter {p.name!r} has no effect with {other}={resolved[other]!r} (it applies when "
-            f"{other} is {' or '.join(map(repr, allowed))}), so {p.name}={validation.shown(value)} would be "
-            f"ignored: leave it out or choose such a {other}."), p.name, f"{self.name}: parameter {p.name!r}")
+        raise validation.about(
+            InvalidParameterError(
+                f"{self.name}: parameter {p.name!r} has no effect with {other}={resolved[other]!r} (it applies when "
+                f"{other} is {' or '.join(map(repr, allowed))}), so {p.name}={validation.shown(value)} would be "
+                f"ignored: leave it out or choose such a {other}."
+            ),
+            p.name,
+            f"{self.name}: parameter {p.name!r}",
+        )
 
     def effective(self, params: dict[str, Any]) -> dict[str, Any]:
         """The entries of ``params`` that have an effect (``Param.applies``: e.g. no Thompson-sampling
@@ -150,10 +156,20 @@ class AlgorithmSpec:
 ALGORITHMS: dict[str, AlgorithmSpec] = {}
 
 
-def register(name: str, *, description: str, paper: str, cost: Callable[[dict[str, Any], int], Cost], color: str,
-             params: tuple[Param, ...] = (), lossless: bool = True, controller: str | None = None,
-             drafter: str = "draft", check: Callable[[dict[str, Any]], None] | None = None,
-             page_rank: int | None = None):
+def register(
+    name: str,
+    *,
+    description: str,
+    paper: str,
+    cost: Callable[[dict[str, Any], int], Cost],
+    color: str,
+    params: tuple[Param, ...] = (),
+    lossless: bool = True,
+    controller: str | None = None,
+    drafter: str = "draft",
+    check: Callable[[dict[str, Any]], None] | None = None,
+    page_rank: int | None = None,
+):
     """Decorator registering a step generator under ``name`` with every fact about it (``AlgorithmSpec``);
     ``check`` refuses parameter combinations. A registration that contradicts itself or another (a
     drafter kind not in ``DRAFTER_KINDS``, a colour that is no ``#rrggbb`` or is another algorithm's,
@@ -167,8 +183,9 @@ def register(name: str, *, description: str, paper: str, cost: Callable[[dict[st
             raise ValueError(f"{name}: color {color} or page_rank {page_rank} is already {other.name}'s")
 
     def wrap(fn):
-        ALGORITHMS[name] = AlgorithmSpec(name, fn, description, paper, cost, color, params, lossless, controller,
-                                         drafter, check, page_rank)
+        ALGORITHMS[name] = AlgorithmSpec(
+            name, fn, description, paper, cost, color, params, lossless, controller, drafter, check, page_rank
+        )
         return fn
 
     return wrap
@@ -183,7 +200,11 @@ def page_defaults(specs: Mapping[str, AlgorithmSpec]) -> list[str]:
 def get_algorithm(name: str) -> AlgorithmSpec:
     """The registered algorithm ``name``; anything else (a list, None, an unknown name) is refused."""
     if not isinstance(name, str) or name not in ALGORITHMS:
-        raise validation.about(UnknownAlgorithmError(
-            f"algorithm must be the name of a registered algorithm, got {validation.shown(name)}; registered: "
-            f"{', '.join(ALGORITHMS)}."), "algorithm")
+        raise validation.about(
+            UnknownAlgorithmError(
+                f"algorithm must be the name of a registered algorithm, got {validation.shown(name)}; registered: "
+                f"{', '.join(ALGORITHMS)}."
+            ),
+            "algorithm",
+        )
     return ALGORITHMS[name]

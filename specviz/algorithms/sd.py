@@ -17,29 +17,36 @@ arXiv 2406.03853, Table 5: Beta-TS on vanilla SD) or transformers' assisted gene
 (``heuristic``, ``confidence``, ``adaptive``). No calibration head fits a separate draft model, so ``cali_ts`` here uses
 the untrained head's theta_M = 0.5.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 from specviz.algorithms.cost import chain_cost
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.drafter_choice import DRAFTER
+from specviz.algorithms.drafters import ModelDrafter
+from specviz.algorithms.length_controllers import LENGTH_CONTROLLERS, controller_params, make_controller
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.tree_engine import run_engine, run_tree
-from specviz.algorithms.length_controllers import LENGTH_CONTROLLERS, controller_params, make_controller
 from specviz.core.rules import MultiCandidate
 from specviz.core.trees import chain_shape
 from specviz.trace import StepRecord
 
-GAMMA = Param("gamma", 3, "int", 1, 32, help="draft tokens per step",
-              applies_when=("controller", ("static",)))  # a controller sets the length itself
+GAMMA = Param(
+    "gamma", 3, "int", 1, 32, help="draft tokens per step", applies_when=("controller", ("static",))
+)  # a controller sets the length itself
 
 
-@register("sd", description="Chain speculative sampling: draft gamma tokens, verify in one target call.",
-          paper="Leviathan et al. 2023; Chen et al. 2023; theory paper Algorithm 1",
-          params=(GAMMA,) + controller_params("static", ("static",) + LENGTH_CONTROLLERS) + (DRAFTER,),
-          cost=chain_cost, color="#2563eb", page_rank=2)
+@register(
+    "sd",
+    description="Chain speculative sampling: draft gamma tokens, verify in one target call.",
+    paper="Leviathan et al. 2023; Chen et al. 2023; theory paper Algorithm 1",
+    params=(GAMMA,) + controller_params("static", ("static",) + LENGTH_CONTROLLERS) + (DRAFTER,),
+    cost=chain_cost,
+    color="#2563eb",
+    page_rank=2,
+)
 def run_sd(dec: Decoder, gamma: int, **control: Any) -> Iterator[StepRecord]:
     if control["controller"] == "static":
         yield from run_tree(dec, chain_shape(gamma), replacement=True)

@@ -38,6 +38,7 @@ yields at most d tokens.
   "speedup"}`` the surface the choice maximised (None unless hardware_aware).
 - ``setup_ms``: time spent on calibration, timing and the DP in this run (0 when cached).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,10 +50,10 @@ from specviz import validation
 from specviz.algorithms.cost import Cost, int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafter_choice import DRAFTER
+from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.sequoia_tune import SIZE_GRID, estimate_acceptance, measure_times, pair_cache
 from specviz.algorithms.step_types import Controller, StepResult
-from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import MultiCandidate
 from specviz.core.sequoia_dp import SequoiaDP, choose_size_depth, solve
@@ -74,23 +75,47 @@ def parse_acceptance(text: str) -> tuple[float, ...] | None:
     if sum(vec) > 1 + 1e-9:
         raise InvalidParameterError(
             f"acceptance {validation.shown(text)}: p_k is the probability that the k-th drafted child is the "
-            "accepted one, so they must sum to at most 1.")
+            "accepted one, so they must sum to at most 1."
+        )
     return vec
 
 
 PARAMS = (
-    Param("size", 32, "int", 1, 512, help="tree size n including the root (n - 1 drafted tokens); "
-          "the largest size considered when hardware_aware"),
-    Param("depth", 8, "int", 1, 32, help="levels d including the root (most tokens per step); "
-          "the largest considered when hardware_aware"),
+    Param(
+        "size",
+        32,
+        "int",
+        1,
+        512,
+        help="tree size n including the root (n - 1 drafted tokens); the largest size considered when hardware_aware",
+    ),
+    Param(
+        "depth",
+        8,
+        "int",
+        1,
+        32,
+        help="levels d including the root (most tokens per step); the largest considered when hardware_aware",
+    ),
     Param("hardware_aware", False, "bool", help="measure verify times t(n) here and pick (n, d) maximising speedup"),
     Param("width", 16, "int", 1, 64, help="children per node the acceptance vector covers (calibration tree width)"),
-    Param("acceptance", "auto", "str", help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)",
-          max_len=1600, check=parse_acceptance),
+    Param(
+        "acceptance",
+        "auto",
+        "str",
+        help="'auto' to estimate from calibration prompts, or p_1,p_2,... (joint, sum <= 1)",
+        max_len=1600,
+        check=parse_acceptance,
+    ),
     Param("calibration_steps", 64, "int", 8, 4096, help="verification steps used to estimate the acceptance vector"),
-    Param("calibration", "builtin", "choice", choices=("builtin", "prompt"),
-          help="estimate the acceptance vector on built-in prompts (one tree per pair and sampling) "
-               "or on this run's prompt (a tree fitted to the text at hand)"),
+    Param(
+        "calibration",
+        "builtin",
+        "choice",
+        choices=("builtin", "prompt"),
+        help="estimate the acceptance vector on built-in prompts (one tree per pair and sampling) "
+        "or on this run's prompt (a tree fitted to the text at hand)",
+    ),
     DRAFTER,
 )
 
@@ -101,8 +126,9 @@ def _dp(dec: Decoder, acceptance: tuple[float, ...], n: int, d: int) -> SequoiaD
 
 def _tree_info(shape: TreeShape, acceptance: tuple[float, ...]) -> SequoiaTree:
     f = path_weights(shape, list(acceptance))
-    return SequoiaTree(tuple(shape.with_root()), (0, *shape.ranks), (0, *shape.levels), (1.0, *f),
-                       (1, *shape.level_widths()))
+    return SequoiaTree(
+        tuple(shape.with_root()), (0, *shape.ranks), (0, *shape.levels), (1.0, *f), (1, *shape.level_widths())
+    )
 
 
 class SequoiaController(Controller):
@@ -111,8 +137,7 @@ class SequoiaController(Controller):
 
     kind = "sequoia"
 
-    def __init__(self, dp: SequoiaDP, n: int, d: int, vector: tuple[float, ...], summary: SequoiaRun,
-                 setup_ms: float):
+    def __init__(self, dp: SequoiaDP, n: int, d: int, vector: tuple[float, ...], summary: SequoiaRun, setup_ms: float):
         self.dp, self.n, self.d, self.vector = dp, n, d, vector
         self.summary, self.setup_ms = summary, setup_ms
         self.shapes: dict[int, TreeShape] = {}
@@ -125,14 +150,28 @@ class SequoiaController(Controller):
 
     def state(self, result: StepResult) -> SequoiaState:
         shape = result.shape
-        return SequoiaState(run=self.summary, setup_ms=self.setup_ms if result.index == 0 else 0.0,
-                            step_n=len(shape) + 1, step_d=shape.depth + 1,
-                            predicted_tokens=expected_tokens(shape, list(self.vector)), measured_tokens=result.produced,
-                            accepted_ranks=tuple(result.tree.rank(v) for v in result.path))
+        return SequoiaState(
+            run=self.summary,
+            setup_ms=self.setup_ms if result.index == 0 else 0.0,
+            step_n=len(shape) + 1,
+            step_d=shape.depth + 1,
+            predicted_tokens=expected_tokens(shape, list(self.vector)),
+            measured_tokens=result.produced,
+            accepted_ranks=tuple(result.tree.rank(v) for v in result.path),
+        )
 
     @classmethod
-    def calibrated(cls, dec: Decoder, size: int, depth: int, hardware_aware: bool, width: int, acceptance: str,
-                   calibration_steps: int, calibration: str) -> "SequoiaController":
+    def calibrated(
+        cls,
+        dec: Decoder,
+        size: int,
+        depth: int,
+        hardware_aware: bool,
+        width: int,
+        acceptance: str,
+        calibration_steps: int,
+        calibration: str,
+    ) -> "SequoiaController":
         """Estimate (or take) the acceptance vector, solve the DP and, with ``hardware_aware``, pick
         (n, d) by measured speed (paper Eq. 1); see the module docstring."""
         t0 = time.perf_counter()
@@ -152,17 +191,34 @@ class SequoiaController(Controller):
             choice = choose_size_depth(dp, verify_ms, draft_ms, d)
             n, d = choice.n, choice.d
             timing = SequoiaTiming(tuple(sorted(verify_ms)), tuple(verify_ms[k] for k in sorted(verify_ms)), draft_ms)
-            speed = SequoiaSpeedup(tuple(choice.sizes), tuple(choice.depths), tuple(map(tuple, choice.table)),
-                                   tuple(SizeBest(**b) for b in choice.best_per_size), choice.n, choice.d,
-                                   choice.speedup)
+            speed = SequoiaSpeedup(
+                tuple(choice.sizes),
+                tuple(choice.depths),
+                tuple(map(tuple, choice.table)),
+                tuple(SizeBest(**b) for b in choice.best_per_size),
+                choice.n,
+                choice.d,
+                choice.speedup,
+            )
         n = dp.largest_feasible(n, d)
         shape = dp.shape(n, d)
         rejection, total = [], 0.0
         for p in vector:
             total += p
             rejection.append(max(0.0, 1.0 - total))
-        summary = SequoiaRun(tuple(vector), source, calib, tuple(rejection), n, d, hardware_aware,
-                             _tree_info(shape, vector), dp.value(n, d), timing, speed)
+        summary = SequoiaRun(
+            tuple(vector),
+            source,
+            calib,
+            tuple(rejection),
+            n,
+            d,
+            hardware_aware,
+            _tree_info(shape, vector),
+            dp.value(n, d),
+            timing,
+            speed,
+        )
         return cls(dp, n, d, vector, summary, 1000 * (time.perf_counter() - t0))
 
 
@@ -190,12 +246,28 @@ def cost(params: dict[str, Any], steps: int) -> Cost:
     return replace(per_step(size, "size", steps), once=once, once_parameter=once_name, once_detail=once_detail)
 
 
-@register("sequoia", description="Sequoia: DP-optimal draft tree for the pair's acceptance vector, siblings "
-          "without replacement, hardware-aware tree size.",
-          paper="Chen et al. 2024, Sequoia, Algorithm 1, App. C.2 (Algorithms 4-5), Eq. 1",
-          params=PARAMS, controller="sequoia", cost=cost, color="#059669", page_rank=5)
-def run_sequoia(dec: Decoder, size: int, depth: int, hardware_aware: bool, width: int, acceptance: str,
-                calibration_steps: int, calibration: str) -> Iterator[StepRecord]:
-    controller = SequoiaController.calibrated(dec, size, depth, hardware_aware, width, acceptance,
-                                              calibration_steps, calibration)
+@register(
+    "sequoia",
+    description="Sequoia: DP-optimal draft tree for the pair's acceptance vector, siblings "
+    "without replacement, hardware-aware tree size.",
+    paper="Chen et al. 2024, Sequoia, Algorithm 1, App. C.2 (Algorithms 4-5), Eq. 1",
+    params=PARAMS,
+    controller="sequoia",
+    cost=cost,
+    color="#059669",
+    page_rank=5,
+)
+def run_sequoia(
+    dec: Decoder,
+    size: int,
+    depth: int,
+    hardware_aware: bool,
+    width: int,
+    acceptance: str,
+    calibration_steps: int,
+    calibration: str,
+) -> Iterator[StepRecord]:
+    controller = SequoiaController.calibrated(
+        dec, size, depth, hardware_aware, width, acceptance, calibration_steps, calibration
+    )
     yield from run_engine(dec, ModelDrafter(dec.draft, fallback=True), controller, MultiCandidate(replacement=False))

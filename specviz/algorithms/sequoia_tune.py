@@ -20,6 +20,7 @@ visitors of the app), so it is bounded: the least recently used entries of a kin
 #21). ``measure_times`` is wall-clock and therefore not reproducible across processes; everything
 else is.
 """
+
 from __future__ import annotations
 
 import threading
@@ -33,9 +34,9 @@ import torch
 
 from specviz import interrupt
 from specviz.algorithms.decoder import Decoder
-from specviz.algorithms.tree_engine import StaticShape
 from specviz.algorithms.drafters import ModelDrafter
 from specviz.algorithms.step_loop import take_step
+from specviz.algorithms.tree_engine import StaticShape
 from specviz.algorithms.tree_verifier import TreeVerifier
 from specviz.core.rules import MultiCandidate
 from specviz.core.sampling import SamplingConfig
@@ -47,11 +48,11 @@ from specviz.models.tree_forward import CachedLM
 CALIBRATION_TEXTS = (
     "def main(argv=None):\n    ",
     "import os\nimport sys\n\n",
-    "class Config:\n    \"\"\"",
+    'class Config:\n    """',
     "The quick brown fox",
     "    for i in range(len(",
     "# Copyright (c) Python Software Foundation.\n",
-    "if __name__ == \"__main__\":\n",
+    'if __name__ == "__main__":\n',
     "Once upon a time, ",
 )
 # a chat pair is calibrated on what it is used for: questions in its chat template
@@ -67,7 +68,7 @@ SIZE_GRID = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 @dataclass(frozen=True)
 class AcceptanceEstimate:
     vector: tuple[float, ...]  # p_1..p_W (joint: rank k accepted)
-    counts: tuple[int, ...]    # steps by accepted rank 1..W, then "none" last
+    counts: tuple[int, ...]  # steps by accepted rank 1..W, then "none" last
     steps: int
     prompts: int
 
@@ -156,7 +157,6 @@ def pair_cache(pair: ModelPair) -> PairCache:
         return cache
 
 
-
 def calibration_prompts(pair: ModelPair, count: int = 4) -> list[list[int]]:
     """Fixed prompts: built-in questions in the chat template of a chat pair, built-in texts through
     the pair's tokenizer otherwise, or seeded random ids without one."""
@@ -170,9 +170,15 @@ def calibration_prompts(pair: ModelPair, count: int = 4) -> list[list[int]]:
     return [torch.randint(pair.vocab_size, (6,), generator=gen).tolist() for _ in range(count)]
 
 
-def estimate_acceptance(pair: ModelPair, sampling: SamplingConfig, width: int, steps: int = 128,
-                        prompts: list[list[int]] | None = None, seed: int = 0,
-                        drafter: str = "model") -> AcceptanceEstimate:
+def estimate_acceptance(
+    pair: ModelPair,
+    sampling: SamplingConfig,
+    width: int,
+    steps: int = 128,
+    prompts: list[list[int]] | None = None,
+    seed: int = 0,
+    drafter: str = "model",
+) -> AcceptanceEstimate:
     """Positional acceptance vector of width ``min(width, vocab)`` from ``steps`` calibration steps (cached),
     drafted by ``drafter`` (``Decoder``'s: the draft model or the feature head)."""
     width = min(width, pair.vocab_size)
@@ -234,8 +240,9 @@ def isotonic(values: list[float]) -> list[float]:
     return [m for m, w in blocks for _ in range(int(w))]
 
 
-def measure_times(pair: ModelPair, max_size: int, repeats: int = 5,
-                  prefix: int = 64, drafter: str = "model") -> tuple[dict[int, float], float]:
+def measure_times(
+    pair: ModelPair, max_size: int, repeats: int = 5, prefix: int = 64, drafter: str = "model"
+) -> tuple[dict[int, float], float]:
     """``({n: target ms for one call on n tokens}, draft ms for one call)`` for n on ``SIZE_GRID`` up
     to ``max_size``, and ``max_size`` (cached). Sizes are timed round-robin ``repeats`` times after a
     warm-up round, each keeps its fastest reading, and the curve is fitted non-decreasing. ``drafter``

@@ -24,6 +24,7 @@ the step, so a drafter that is part of the target, early exit, counts as draft c
 ``Recorded`` part, the committed tokens and the controller's state. ``Decoder.lossless`` (the run's
 rule keeps the output law) is set once, before the first step, from the verifier.
 """
+
 from __future__ import annotations
 
 import time
@@ -38,8 +39,8 @@ from specviz.step_state import ControllerState
 from specviz.trace import CommittedToken, StepRecord
 
 if TYPE_CHECKING:
-    from specviz.algorithms.step_types import Controller, Drafter, Verifier
     from specviz.algorithms.decoder import Decoder
+    from specviz.algorithms.step_types import Controller, Drafter, Verifier
 
 
 class StepClock:
@@ -66,22 +67,44 @@ class StepClock:
 
     def timings(self) -> dict[str, float]:
         total = 1000 * (time.perf_counter() - self._start)
-        return {**self._phases, "total_ms": total,
-                "bookkeeping_ms": max(0.0, total - self._phases["draft_ms"] - self._phases["verify_ms"])}
+        return {
+            **self._phases,
+            "total_ms": total,
+            "bookkeeping_ms": max(0.0, total - self._phases["draft_ms"] - self._phases["verify_ms"]),
+        }
 
 
-def record_step(index: int, n_before: int, recorded: Recorded, committed: list[CommittedToken],
-                target_fed: list[int], draft_fed: list[int], controller: ControllerState | None,
-                timings: dict[str, float]) -> StepRecord:
+def record_step(
+    index: int,
+    n_before: int,
+    recorded: Recorded,
+    committed: list[CommittedToken],
+    target_fed: list[int],
+    draft_fed: list[int],
+    controller: ControllerState | None,
+    timings: dict[str, float],
+) -> StepRecord:
     """The ``StepRecord`` of one step, every field from what the step did (module docstring)."""
-    return StepRecord(index=index, n_before=n_before, forest=recorded.forest, committed=committed,
-                      controller=controller, tv=recorded.tv, timings=timings, target_calls=len(target_fed),
-                      draft_calls=len(draft_fed), positions=recorded.positions, target_fed=target_fed,
-                      draft_fed=draft_fed, rule=recorded.rule)
+    return StepRecord(
+        index=index,
+        n_before=n_before,
+        forest=recorded.forest,
+        committed=committed,
+        controller=controller,
+        tv=recorded.tv,
+        timings=timings,
+        target_calls=len(target_fed),
+        draft_calls=len(draft_fed),
+        positions=recorded.positions,
+        target_fed=target_fed,
+        draft_fed=draft_fed,
+        rule=recorded.rule,
+    )
 
 
-def take_step(dec: "Decoder", index: int, drafter: "Drafter", verifier: "Verifier",
-              controller: "Controller") -> tuple[StepRecord, StepResult]:
+def take_step(
+    dec: "Decoder", index: int, drafter: "Drafter", verifier: "Verifier", controller: "Controller"
+) -> tuple[StepRecord, StepResult]:
     """One plan-draft-verify-commit-learn step (module docstring): its record and its result."""
     clock = StepClock(dec)
     n_before = len(dec.output)
@@ -102,15 +125,24 @@ def take_step(dec: "Decoder", index: int, drafter: "Drafter", verifier: "Verifie
     result = StepResult(index, plan, proposal, outcome, len(kept.tokens))
     controller.update(dec, result)
     recorded = verifier.record(dec, proposal, outcome)
-    record = record_step(index, n_before, recorded, committed, dec.target.fed[target_from:],
-                         list(drafter.fed[draft_from:]), controller.state(result), clock.timings())
+    record = record_step(
+        index,
+        n_before,
+        recorded,
+        committed,
+        dec.target.fed[target_from:],
+        list(drafter.fed[draft_from:]),
+        controller.state(result),
+        clock.timings(),
+    )
     if dec.target.lens:  # asked for (``record_lens``): read from the verify call's states, after the timings
         record.lens = step_lens(dec, proposal, outcome, committed, n_before)
     return record, result
 
 
-def run_steps(dec: "Decoder", drafter: "Drafter", verifier: "Verifier",
-              controller: "Controller") -> Iterator[StepRecord]:
+def run_steps(
+    dec: "Decoder", drafter: "Drafter", verifier: "Verifier", controller: "Controller"
+) -> Iterator[StepRecord]:
     """Yield one ``StepRecord`` per step until the decoder finishes; ``Decoder.lossless`` is set here."""
     dec.lossless = verifier.lossless(dec)
     index = 0

@@ -30,6 +30,7 @@ as prompt lookup), ``q_draw[i]`` the probability node i had when drawn (shown in
 Kept apart from the loop so that controllers, drafters and verifiers name these types without
 importing the loop that drives them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -48,19 +49,20 @@ if TYPE_CHECKING:
 
 # ---- what a drafter proposed ------------------------------------------------------------------------
 
+
 @dataclass
 class DraftedTree:
     """The realised tree of one step (BFS order, siblings in draw order; see the module docstring)."""
 
     tokens: list[int] = field(default_factory=list)
     parents: list[int] = field(default_factory=list)
-    template: list[int] = field(default_factory=list)       # template node each node realises
+    template: list[int] = field(default_factory=list)  # template node each node realises
     q_draw: list[float] = field(default_factory=list)
     duplicate: list[bool] = field(default_factory=list)
     root: list[int] = field(default_factory=list)
     children: dict[int, list[int]] = field(default_factory=lambda: {ROOT: []})
     parent_q: dict[int, torch.Tensor] = field(default_factory=dict)
-    draft_index: dict[int, int] = field(default_factory=dict)        # node -> draft pending index
+    draft_index: dict[int, int] = field(default_factory=dict)  # node -> draft pending index
 
     def __len__(self) -> int:
         return len(self.tokens)

@@ -9,6 +9,7 @@ order), stores ``measure(rule, p, q, schedule)`` as its typed probe row (``step_
 trace as a ``step_state.TheoryState`` (JSON ``{"kind": "theory", "positions": [...]}``), one probe per
 position record that has a ``q``, in the same order. Neither changes a draw, so exactness is untouched.
 """
+
 from __future__ import annotations
 
 import math

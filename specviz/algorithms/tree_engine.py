@@ -8,6 +8,7 @@ static template drafted by the draft model and verified by the exact multi-candi
 controllers live with their algorithms' maths (``length_controllers``, ``beams.width``, ``sequoia``,
 ``dyntree``, ``theory_probe``); the interface is ``step_types.Controller``.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator

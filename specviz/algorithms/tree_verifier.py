@@ -19,6 +19,7 @@ certain), ``status`` and ``root`` (the beam); per position reached a ``PositionR
 (``positions.position_records``, top ``Decoder.record_top_k`` tokens; none when it is 0); ``tv`` per
 tested position; the rule's ``record()``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,8 +28,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from specviz.algorithms.decoder import VerifyRows
-from specviz.algorithms.step_types import Commit, DraftedTree, Plan, Recorded
 from specviz.algorithms.positions import Site, position_records
+from specviz.algorithms.step_types import Commit, DraftedTree, Plan, Recorded
 from specviz.core.acceptance import first_accepted
 from specviz.core.rules import CHOSEN, AcceptanceRule, rule_for
 from specviz.core.sampling import tv_distance
@@ -105,8 +106,10 @@ def walk(dec: "Decoder", tree: DraftedTree, ps: VerifyRows, rule: AcceptanceRule
         cands = [tree.tokens[c] for c in kids]
         sched = rule.schedule(p, q, cands)
         hit, draws = first_accepted(sched.accept_probs, dec.uniform)
-        tests += [Test(kids[j], sched.accept_probs[j], u,
-                       float(sched.residuals[j][cands[j]]) if sched.residuals else None) for j, u in enumerate(draws)]
+        tests += [
+            Test(kids[j], sched.accept_probs[j], u, float(sched.residuals[j][cands[j]]) if sched.residuals else None)
+            for j, u in enumerate(draws)
+        ]
         if hit is None:
             extra, kind = dec.sample(sched.final_residual), "resampled"
             visits.append(Visit(node, p, q, cands[: len(draws)], extra, sched.final_residual, tv))
@@ -120,10 +123,20 @@ def walk(dec: "Decoder", tree: DraftedTree, ps: VerifyRows, rule: AcceptanceRule
 def record_tree(dec: "Decoder", tree: DraftedTree, out: TreeOutcome, rule: AcceptanceRule) -> Recorded:
     """The step's forest, positions, TV and rule from the walk's outcome (module docstring)."""
     chosen = rule.record()["name"] in CHOSEN  # q is the point mass the rule used; the draft's own q aside
-    forest = [TreeNode(i, None if par == ROOT else par, tree.level(i) - 1, tok, dec.text(tok),
-                       q=1.0 if chosen else tree.q_draw[i], p=out.p_nodes[i], root=tree.root[i],
-                       q_draft=tree.q_draw[i] if chosen and tree.q_draw[i] != 1.0 else None)
-              for i, (tok, par) in enumerate(zip(tree.tokens, tree.parents))]
+    forest = [
+        TreeNode(
+            i,
+            None if par == ROOT else par,
+            tree.level(i) - 1,
+            tok,
+            dec.text(tok),
+            q=1.0 if chosen else tree.q_draw[i],
+            p=out.p_nodes[i],
+            root=tree.root[i],
+            q_draft=tree.q_draw[i] if chosen and tree.q_draw[i] != 1.0 else None,
+        )
+        for i, (tok, par) in enumerate(zip(tree.tokens, tree.parents))
+    ]
     for t in out.tests:
         n = forest[t.node]
         n.accept_prob, n.draw, n.status = t.accept_prob, t.draw, "rejected"
@@ -131,13 +144,34 @@ def record_tree(dec: "Decoder", tree: DraftedTree, out: TreeOutcome, rule: Accep
     for v in out.path:
         forest[v].status = "accepted"
     beam = lambda node: 0 if node == ROOT else tree.root[node]  # noqa: E731
-    sites = [Site(parent=None if v.node == ROOT else v.node, p=v.p, q=v.q, tested=v.tested, produced=v.produced,
-                  final_residual=v.final_residual, root=beam(v.node), mass=v.tv) for v in out.visits]
+    sites = [
+        Site(
+            parent=None if v.node == ROOT else v.node,
+            p=v.p,
+            q=v.q,
+            tested=v.tested,
+            produced=v.produced,
+            final_residual=v.final_residual,
+            root=beam(v.node),
+            mass=v.tv,
+        )
+        for v in out.visits
+    ]
     k = dec.record_top_k
     positions = position_records(sites, k, dec.text) if k else []
     stop, last = out.stop, out.visits[-1]
-    forest.append(TreeNode(len(forest), None if stop == ROOT else stop, len(out.path), out.extra, dec.text(out.extra),
-                           p=float(last.p[out.extra]), status=out.kind, root=beam(stop)))
+    forest.append(
+        TreeNode(
+            len(forest),
+            None if stop == ROOT else stop,
+            len(out.path),
+            out.extra,
+            dec.text(out.extra),
+            p=float(last.p[out.extra]),
+            status=out.kind,
+            root=beam(stop),
+        )
+    )
     return Recorded(forest, positions, rule.record(), [v.tv for v in out.visits if v.tv is not None])
 
 

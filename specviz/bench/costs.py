@@ -8,6 +8,7 @@ nodes costs ``t_target(1 + m)`` plus its draft calls at ``t_draft(nodes per call
 pays ``t_target(1)`` per token. On a memory-bound GPU t(n) is flat in n for small n, so wide trees
 are nearly free; on a CPU t(n) grows with n and a tree pays for its width.
 """
+
 from __future__ import annotations
 
 import time
@@ -31,18 +32,29 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def round_robin_ms(calls: dict[Any, Callable[[], Any]], device: torch.device, rounds: int,
-                   before: dict[Any, Callable[[], Any]] | None = None, threads: int | None = None,
-                   clock: Callable[[], float] = time.perf_counter) -> dict[Any, float]:
+def round_robin_ms(
+    calls: dict[Any, Callable[[], Any]],
+    device: torch.device,
+    rounds: int,
+    before: dict[Any, Callable[[], Any]] | None = None,
+    threads: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[Any, float]:
     """Median milliseconds of each call, timed round-robin by the shared routine (``timing.rounds``:
     one of each per round, after a warm-up round) so that a machine's drift in speed hits every call
     alike and their ratios hold. Each timed call follows an untimed one: ``before[name]`` where given,
     else the same call, so that it finds its weights as warm in the caches as in a run of calls, not
     evicted by the previous (different) call."""
     before = before or {}
-    timings, _, _ = timing.time_calls(calls, rounds, threads=threads, device=str(device), clock=clock,
-                                      before={name: before.get(name, fn) for name, fn in calls.items()},
-                                      sync=(lambda: _sync(device)) if device.type == "cuda" else None)
+    timings, _, _ = timing.time_calls(
+        calls,
+        rounds,
+        threads=threads,
+        device=str(device),
+        clock=clock,
+        before={name: before.get(name, fn) for name, fn in calls.items()},
+        sync=(lambda: _sync(device)) if device.type == "cuda" else None,
+    )
     return {name: 1000 * t.median for name, t in timings.items()}
 
 
@@ -57,8 +69,9 @@ def _chain_call(lm: CachedLM, tokens: list[int]) -> Callable[[], None]:
     return call
 
 
-def _primed(model, vocab_size: int | None, prefix: int, lean: bool | None = None, lm: CachedLM | None = None
-            ) -> tuple[CachedLM, list[int]]:
+def _primed(
+    model, vocab_size: int | None, prefix: int, lean: bool | None = None, lm: CachedLM | None = None
+) -> tuple[CachedLM, list[int]]:
     """A ``CachedLM`` (``lm``, or a new one on ``model``) with ``prefix`` random tokens cached, and 128
     more random ids to feed it (the same ids for the same ``prefix``)."""
     lm = lm or CachedLM(model, vocab_size, lean=lean)
@@ -70,8 +83,9 @@ def _primed(model, vocab_size: int | None, prefix: int, lean: bool | None = None
     return lm, ids[prefix:]
 
 
-def forward_times(model, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5,
-                  vocab_size: int | None = None) -> dict[int, float]:
+def forward_times(
+    model, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5, vocab_size: int | None = None
+) -> dict[int, float]:
     """Milliseconds of one ``CachedLM`` forward of ``n`` new tokens (a chain) after a cached ``prefix``
     of ``prefix`` tokens, for every n in ``sizes``: the exact call the engine makes (mask, positions,
     cache append), rolled back after each call; sizes timed round-robin, ``repeats`` rounds."""
@@ -79,8 +93,9 @@ def forward_times(model, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32,
     return round_robin_ms({n: _chain_call(lm, ids[:n]) for n in sizes}, lm.device, repeats)
 
 
-def early_exit_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5
-                     ) -> dict[int, float]:
+def early_exit_times(
+    pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5
+) -> dict[int, float]:
     """``forward_times`` of EESD's drafter: the early-exit model (the target's first layers, the exit
     layer and head) reading the trunk KV of a target cache holding the same ``prefix``, the call
     ``EarlyExitDrafter`` makes."""
@@ -91,8 +106,7 @@ def early_exit_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 3
     return round_robin_ms({n: _chain_call(lm, ids[:n]) for n in sizes}, lm.device, repeats)
 
 
-def feature_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5
-                  ) -> dict[int, float]:
+def feature_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, repeats: int = 5) -> dict[int, float]:
     """``forward_times`` of the feature drafter (``models.feature_head.FeatureLM``): its one layer and
     cut head after ``prefix`` committed rows read from a target cache holding their features, then n
     sibling nodes reading its own output feature: the call ``ModelDrafter`` makes one level deeper."""
@@ -106,13 +120,15 @@ def feature_times(pair, sizes: tuple[int, ...] = QUICK_SIZES, prefix: int = 32, 
     target.commit([])
     lm = FeatureLM(head, target, pair.target.get_input_embeddings().weight, pair.vocab_size)
     lm.extend(ids[: prefix + 1])
+
     def level(tokens: list[int]) -> Callable[[], None]:  # n siblings: a node reads its parent's output feature,
-        def call() -> None:                            # so one call feeds one tree level, never a chain
+        def call() -> None:  # so one call feeds one tree level, never a chain
             lm.forward(tokens, [ROOT] * len(tokens))
             lm.rollback()
+
         return call
 
-    return round_robin_ms({n: level(ids[prefix + 1: prefix + 1 + n]) for n in sizes}, lm.device, repeats)
+    return round_robin_ms({n: level(ids[prefix + 1 : prefix + 1 + n]) for n in sizes}, lm.device, repeats)
 
 
 def switch_ms(pair, prefix: int = 32, rounds: int = 100) -> dict[str, float]:
@@ -125,9 +141,13 @@ def switch_ms(pair, prefix: int = 32, rounds: int = 100) -> dict[str, float]:
     draft, ids_d = _primed(pair.draft, pair.vocab_size, prefix)
     t, d = _chain_call(target, ids_t[:1]), _chain_call(draft, ids_d[:1])
     # timed call, and the untimed call before it: target after target, target after draft, ...
-    med = round_robin_ms({"tt": t, "dt": t, "dd": d, "td": d}, target.device, rounds,
-                         before={"tt": t, "dt": d, "dd": d, "td": t})
-    return {"draft_after_target": max(0.0, med["td"] - med["dd"]), "target_after_draft": max(0.0, med["dt"] - med["tt"])}
+    med = round_robin_ms(
+        {"tt": t, "dt": t, "dd": d, "td": d}, target.device, rounds, before={"tt": t, "dt": d, "dd": d, "td": t}
+    )
+    return {
+        "draft_after_target": max(0.0, med["td"] - med["dd"]),
+        "target_after_draft": max(0.0, med["dt"] - med["tt"]),
+    }
 
 
 def _bare_matmuls(model) -> Callable[[], None]:
@@ -174,8 +194,13 @@ def _priced(t: dict[int, float], fed: list[int], prefill: int) -> float:
     return sum(interpolate(t, max(1, n - (prefill if i == 0 else 0))) for i, n in enumerate(fed))
 
 
-def step_cost(step: StepRecord, t_target: dict[int, float], t_draft: dict[int, float] | None,
-              prefill: int = 0, switch: dict[str, float] | None = None) -> float:
+def step_cost(
+    step: StepRecord,
+    t_target: dict[int, float],
+    t_draft: dict[int, float] | None,
+    prefill: int = 0,
+    switch: dict[str, float] | None = None,
+) -> float:
     """Modelled milliseconds of one step: every forward it made priced at t(tokens it fed)
     (``StepRecord.target_fed`` / ``draft_fed``), ``prefill`` prompt tokens left out of each model's
     first call, plus ``switch`` (``switch_ms``) once each way when the step alternated a separate
@@ -194,8 +219,12 @@ def step_cost(step: StepRecord, t_target: dict[int, float], t_draft: dict[int, f
     return cost
 
 
-def predicted_speedup(traces: list[RunTrace], t_target: dict[int, float], t_draft: dict[int, float] | None,
-                      switch: dict[str, float] | None = None) -> float:
+def predicted_speedup(
+    traces: list[RunTrace],
+    t_target: dict[int, float],
+    t_draft: dict[int, float] | None,
+    switch: dict[str, float] | None = None,
+) -> float:
     """Predicted speedup over ``ar`` of runs with these traces: ``ar`` time (one ``t_target(1)`` per
     token) over the modelled time of every step (``step_cost``; module docstring). The prompt's
     prefill is left out of both sides; ``t_draft`` is the drafter's own t(n) (the draft model's, or
@@ -206,13 +235,17 @@ def predicted_speedup(traces: list[RunTrace], t_target: dict[int, float], t_draf
     for trace in traces:
         tokens += len(trace.output_ids)
         for step in trace.steps:
-            cost += step_cost(step, t_target, t_draft, len(trace.prompt_ids) - 1 if step.n_before == 0 else 0,
-                              switch)
+            cost += step_cost(step, t_target, t_draft, len(trace.prompt_ids) - 1 if step.n_before == 0 else 0, switch)
     return tokens * interpolate(t_target, 1) / cost if cost else 0.0
 
 
-def chain_speedup(t_target: dict[int, float], t_draft: dict[int, float] | None, gamma: int, tau: float,
-                  switch: dict[str, float] | None = None) -> float:
+def chain_speedup(
+    t_target: dict[int, float],
+    t_draft: dict[int, float] | None,
+    gamma: int,
+    tau: float,
+    switch: dict[str, float] | None = None,
+) -> float:
     """Chain SD's modelled speedup at draft length ``gamma`` for ``tau`` tokens a step (Leviathan et
     al. 2023, Sec. 3.3): ``tau * t_target(1)`` over ``gamma`` one-token draft calls, one verify of
     ``gamma + 1`` tokens and, for a separate draft model, the cost of switching models."""
@@ -221,8 +254,12 @@ def chain_speedup(t_target: dict[int, float], t_draft: dict[int, float] | None, 
     return tau * interpolate(t_target, 1) / step
 
 
-def ceiling(t_target: dict[int, float], t_draft: dict[int, float] | None, gammas=range(1, 17),
-            switch: dict[str, float] | None = None) -> dict[str, float]:
+def ceiling(
+    t_target: dict[int, float],
+    t_draft: dict[int, float] | None,
+    gammas=range(1, 17),
+    switch: dict[str, float] | None = None,
+) -> dict[str, float]:
     """The cost model's limit for chain SD with this pair on this machine: a draft that is always
     right (tau = gamma + 1), at the draft length where that pays most."""
     best = max(gammas, key=lambda g: chain_speedup(t_target, t_draft, g, g + 1, switch))
@@ -230,6 +267,7 @@ def ceiling(t_target: dict[int, float], t_draft: dict[int, float] | None, gammas
 
 
 # ---- the cost model of a set of runs, here and on a GPU (issue 34: the verdict under every result) ----
+
 
 def drafter_key(trace: RunTrace) -> str | None:
     """Which t(n) prices ``trace``'s draft calls: ``"draft"`` (a separate draft model), ``"feature"``
@@ -304,8 +342,9 @@ def _largest_priced(traces: list[RunTrace], role: str) -> int:
     return max(sizes)
 
 
-def predictions(pair, runs: dict[Any, list[RunTrace]], rounds: int = 7, threads: int | None = None
-                ) -> dict[Any, Prediction]:
+def predictions(
+    pair, runs: dict[Any, list[RunTrace]], rounds: int = 7, threads: int | None = None
+) -> dict[Any, Prediction]:
     """``Prediction`` of each method's runs (``runs``: method -> its traces): t(n) of the target and of
     each drafter the runs used, timed here at ``call_sizes`` up to the largest call they made, after
     as many cached tokens as their mean context, ``rounds`` rounds (``round_robin_ms``); ``switch_ms``
@@ -317,8 +356,9 @@ def predictions(pair, runs: dict[Any, list[RunTrace]], rounds: int = 7, threads:
     keys = {drafter_key(t) for t in traces} - {None}
     prefix = round(sum(len(t.prompt_ids) + len(t.output_ids) / 2 for t in traces) / len(traces))
     with timing.torch_threads(threads):
-        t_target = forward_times(pair.target, call_sizes(_largest_priced(traces, "target")), prefix, rounds,
-                                 pair.vocab_size)
+        t_target = forward_times(
+            pair.target, call_sizes(_largest_priced(traces, "target")), prefix, rounds, pair.vocab_size
+        )
         drafts = call_sizes(_largest_priced(traces, "draft"))
         t_drafts: dict[str, dict[int, float]] = {}
         if "draft" in keys:
@@ -336,7 +376,11 @@ def predictions(pair, runs: dict[Any, list[RunTrace]], rounds: int = 7, threads:
         cost = gpu_draft_cost(pair, key)
         out[name] = Prediction(
             here=predicted_speedup(ts, t_target, t_drafts.get(key), switch if key == "draft" else None),
-            gpu=gpu_speedup(ts, cost), tau=tokens / calls if calls else None, gpu_draft_cost=cost,
-            target_ms=interpolate(t_target, 1), draft_ms=interpolate(t_drafts[key], 1) if key in t_drafts else None,
-            drafter=key)
+            gpu=gpu_speedup(ts, cost),
+            tau=tokens / calls if calls else None,
+            gpu_draft_cost=cost,
+            target_ms=interpolate(t_target, 1),
+            draft_ms=interpolate(t_drafts[key], 1) if key in t_drafts else None,
+            drafter=key,
+        )
     return out

@@ -8,6 +8,7 @@ and sampled. Sampled runs average over ``--seeds`` seeds per prompt. Reports per
 round, wall seconds and the speed-up against ``ar`` measured in the same process. Writes
 ``eesd.json`` and ``eesd.md`` to ``--out``. Configurations run round-robin (see ``benchmark``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,18 +32,27 @@ CONFIGS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def _decode(pair, algo: str, params: dict[str, Any], prompt: str, temperature: float, seed: int,
-            max_new_tokens: int) -> tuple[float, Any]:
+def _decode(
+    pair, algo: str, params: dict[str, Any], prompt: str, temperature: float, seed: int, max_new_tokens: int
+) -> tuple[float, Any]:
     import specviz
 
     start = time.perf_counter()
-    trace = specviz.decode(pair, algo, prompt, seed=seed, max_new_tokens=max_new_tokens, temperature=temperature,
-                           record_top_k=0, **params)
+    trace = specviz.decode(
+        pair, algo, prompt, seed=seed, max_new_tokens=max_new_tokens, temperature=temperature, record_top_k=0, **params
+    )
     return time.perf_counter() - start, trace
 
 
-def benchmark(pair, prompts: list[str], temperatures: list[float], seeds: int, max_new_tokens: int,
-              repeats: int = 3, configs=CONFIGS) -> list[dict[str, Any]]:
+def benchmark(
+    pair,
+    prompts: list[str],
+    temperatures: list[float],
+    seeds: int,
+    max_new_tokens: int,
+    repeats: int = 3,
+    configs=CONFIGS,
+) -> list[dict[str, Any]]:
     """One row per (temperature, configuration), totals over prompts x seeds. Configurations are run
     round-robin (every configuration once per pass, ``repeats`` passes, median wall time per run), so a
     load that changes during the benchmark hits them all alike. One short warm-up run each first."""
@@ -62,32 +72,46 @@ def benchmark(pair, prompts: list[str], temperatures: list[float], seeds: int, m
         for label, algo, _ in configs:
             ts = [traces[label, r] for r in range(len(runs))]
             steps = [s for t in ts for s in t.steps]
-            row = {"config": label, "temperature": temperature,
-                   "new_tokens": sum(t.metrics["new_tokens"] for t in ts),
-                   "target_calls": sum(s.target_calls for s in steps), "draft_calls": sum(s.draft_calls for s in steps),
-                   "wall_s": sum(statistics.median(walls[label, r]) for r in range(len(runs))),
-                   "mean_drafted": sum(max(len(s.forest) - 1, 0) for s in steps) / len(steps),
-                   "mean_accepted": sum(sum(c.kind == "draft" for c in s.committed) for s in steps) / len(steps),
-                   "outputs": [t.output_ids for t in ts]}
+            row = {
+                "config": label,
+                "temperature": temperature,
+                "new_tokens": sum(t.metrics["new_tokens"] for t in ts),
+                "target_calls": sum(s.target_calls for s in steps),
+                "draft_calls": sum(s.draft_calls for s in steps),
+                "wall_s": sum(statistics.median(walls[label, r]) for r in range(len(runs))),
+                "mean_drafted": sum(max(len(s.forest) - 1, 0) for s in steps) / len(steps),
+                "mean_accepted": sum(sum(c.kind == "draft" for c in s.committed) for s in steps) / len(steps),
+                "outputs": [t.output_ids for t in ts],
+            }
             row["tau"] = row["new_tokens"] / row["target_calls"]
             row["tokens_per_s"] = row["new_tokens"] / row["wall_s"]
             base = base or (row if algo == "ar" else None)
             row["speedup_vs_ar"] = row["tokens_per_s"] / base["tokens_per_s"] if base else None
             row["same_text_as_ar"] = row["outputs"] == base["outputs"] if base and temperature == 0 else None
             rows.append(row)
-            print(f"T={temperature} {label:<16} tau {row['tau']:.2f} target calls {row['target_calls']} "
-                  f"wall {row['wall_s']:.2f}s", flush=True)
+            print(
+                f"T={temperature} {label:<16} tau {row['tau']:.2f} target calls {row['target_calls']} "
+                f"wall {row['wall_s']:.2f}s",
+                flush=True,
+            )
     return rows
 
 
 def to_markdown(rows: list[dict[str, Any]], header: str) -> str:
-    lines = [header, "", "| T | configuration | tau | target calls | draft calls | drafted / round | "
-             "accepted / round | wall s | speed-up vs ar | greedy = ar |", "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|"]
+    lines = [
+        header,
+        "",
+        "| T | configuration | tau | target calls | draft calls | drafted / round | "
+        "accepted / round | wall s | speed-up vs ar | greedy = ar |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
     for r in rows:
         same = "-" if r["same_text_as_ar"] is None else ("yes" if r["same_text_as_ar"] else "NO")
-        lines.append(f"| {r['temperature']:g} | {r['config']} | {r['tau']:.2f} | {r['target_calls']} | {r['draft_calls']} | "
-                     f"{r['mean_drafted']:.2f} | {r['mean_accepted']:.2f} | {r['wall_s']:.2f} | "
-                     f"{r['speedup_vs_ar']:.2f} | {same} |")
+        lines.append(
+            f"| {r['temperature']:g} | {r['config']} | {r['tau']:.2f} | {r['target_calls']} | {r['draft_calls']} | "
+            f"{r['mean_drafted']:.2f} | {r['mean_accepted']:.2f} | {r['wall_s']:.2f} | "
+            f"{r['speedup_vs_ar']:.2f} | {same} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -112,9 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     prompts = args.prompt or select(["code"])["code"]
     rows = benchmark(pair, prompts, args.temperatures, args.seeds, args.max_new_tokens, args.repeats)
     desc = pair.describe()
-    header = (f"## EESD controllers: {desc['target']} (exit after layer {desc['early_exit']['exit_layer']}) and "
-              f"{desc['draft']} on {desc['device']}, {args.max_new_tokens} new tokens x {len(prompts)} prompts, "
-              f"{args.seeds} seeds per prompt when sampled, median of {args.repeats} round-robin passes")
+    header = (
+        f"## EESD controllers: {desc['target']} (exit after layer {desc['early_exit']['exit_layer']}) and "
+        f"{desc['draft']} on {desc['device']}, {args.max_new_tokens} new tokens x {len(prompts)} prompts, "
+        f"{args.seeds} seeds per prompt when sampled, median of {args.repeats} round-robin passes"
+    )
     md = to_markdown(rows, header)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "eesd.json"), "w") as fh:

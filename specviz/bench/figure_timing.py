@@ -6,6 +6,7 @@ of a 64-node step (``mcsd`` with k_config 4x3x4: 64 drafted nodes), its JSON ser
 Gradio sends), the coloured text, and the comparison figures of four 200-step runs (what a scrub
 rebuilds). Prints a Markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,19 @@ def _random_pair(vocab: int = 512):
 
     def model(seed: int, hidden: int, layers: int):
         torch.manual_seed(seed)
-        cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                          initializer_range=0.1, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        cfg = LlamaConfig(
+            vocab_size=vocab,
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=1024,
+            initializer_range=0.1,
+            bos_token_id=None,
+            eos_token_id=None,
+            pad_token_id=None,
+        )
         return LlamaForCausalLM(cfg).eval()
 
     target = model(0, 64, 2)
@@ -66,8 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     pair = _timing_pair(args.target, args.draft)
     prompt: str | list[int] = "def main(argv=None):\n" if pair.tokenizer is not None else [1, 2, 3]
 
-    tree_trace = specviz.decode(pair, "mcsd", prompt=prompt, max_new_tokens=16, temperature=1.0, seed=0,
-                                k_config="4x3x4")
+    tree_trace = specviz.decode(
+        pair, "mcsd", prompt=prompt, max_new_tokens=16, temperature=1.0, seed=0, k_config="4x3x4"
+    )
     step = max(tree_trace.steps, key=lambda s: len(s.forest))
     step_ms = statistics.median(s.timings.get("total_ms", 0.0) for s in tree_trace.steps)
     runs = []
@@ -83,14 +95,20 @@ def main(argv: list[str] | None = None) -> None:
         (f"tree figure, {len(step.forest)}-node step", timeit(lambda: viz.tree_figure(step))),
         ("tree figure + to_json (sent to the browser)", timeit(lambda: viz.tree_figure(step).to_json())),
         (f"coloured text, {len(long.steps)}-step run", timeit(lambda: viz.tokens_html(long, k))),
-        (f"tokens-per-step + cumulative, {len(runs)} x ≤200 steps",
-         timeit(lambda: (viz.tokens_per_step_figure(runs, k), viz.cumulative_figure(runs, k)))),
-        ("histogram + time breakdown", timeit(lambda: (viz.acceptance_histogram_figure(runs),
-                                                      viz.time_breakdown_figure(runs)))),
+        (
+            f"tokens-per-step + cumulative, {len(runs)} x ≤200 steps",
+            timeit(lambda: (viz.tokens_per_step_figure(runs, k), viz.cumulative_figure(runs, k))),
+        ),
+        (
+            "histogram + time breakdown",
+            timeit(lambda: (viz.acceptance_histogram_figure(runs), viz.time_breakdown_figure(runs))),
+        ),
         ("comparison table", timeit(lambda: viz.comparison_table_html(runs))),
     ]
-    print(f"pair: {pair.target_name} / {pair.draft_name} on {pair.device}; median decoding step of that "
-          f"64-node mcsd run: {step_ms:.1f} ms\n")
+    print(
+        f"pair: {pair.target_name} / {pair.draft_name} on {pair.device}; median decoding step of that "
+        f"64-node mcsd run: {step_ms:.1f} ms\n"
+    )
     print("| figure | median ms |\n|---|---|")
     for name, ms in rows:
         print(f"| {name} | {ms:.2f} |")

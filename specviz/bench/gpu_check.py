@@ -31,6 +31,7 @@ Nothing is installed and nothing is downloaded. ``--device cpu --quick`` is the 
 the test suite (``tests/test_gpu_check.py``), so the check cannot rot. Exit status: 0 unless a
 section failed, errored or timed out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,15 @@ SECTIONS = WORKER_SECTIONS + ("tests",)
 # seconds per section: (a full run on a GPU, --quick). A section stops itself at its budget, keeping
 # what it measured; the whole stays under 8 minutes on a GPU. --quick takes about 1-2 minutes on an
 # idle 2-core CPU: its budgets only cap a machine busy with other work (the test suite's).
-BUDGETS = {"environment": (20, 60), "greedy-float32": (45, 120), "greedy-bfloat16": (45, 120),
-           "bench-code-pair": (55, 120), "bench-1b": (75, 60), "default-pair": (55, 180), "tests": (165, 300)}
+BUDGETS = {
+    "environment": (20, 60),
+    "greedy-float32": (45, 120),
+    "greedy-bfloat16": (45, 120),
+    "bench-code-pair": (55, 120),
+    "bench-1b": (75, 60),
+    "default-pair": (55, 180),
+    "tests": (165, 300),
+}
 TOTAL_BUDGET = (460, 900)
 UNLIMITED = 1e6  # seconds: --no-time-limits (a finite number, so every wait and share of it stays arithmetic)
 ALGOS = ("sd", "sequoia", "dyntree")  # each at its default parameters, but for --quick:
@@ -87,17 +95,41 @@ QUICK_TESTS = [
 QUICK_EXACTNESS_RUNS = 1000  # --quick only: less power than the stated 8000, and the report says so
 
 # the code pair's shapes (assets/target, assets/draft), for a copy of the repository without assets/
-CODE_TARGET = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=6, num_attention_heads=4,
-                   num_key_value_heads=4, head_dim=64, vocab_size=4096, max_position_embeddings=1024,
-                   tie_word_embeddings=True)
-CODE_DRAFT = dict(hidden_size=160, intermediate_size=432, num_hidden_layers=2, num_attention_heads=2,
-                  num_key_value_heads=2, head_dim=80, vocab_size=4096, max_position_embeddings=1024,
-                  tie_word_embeddings=True)
+CODE_TARGET = dict(
+    hidden_size=256,
+    intermediate_size=688,
+    num_hidden_layers=6,
+    num_attention_heads=4,
+    num_key_value_heads=4,
+    head_dim=64,
+    vocab_size=4096,
+    max_position_embeddings=1024,
+    tie_word_embeddings=True,
+)
+CODE_DRAFT = dict(
+    hidden_size=160,
+    intermediate_size=432,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=2,
+    head_dim=80,
+    vocab_size=4096,
+    max_position_embeddings=1024,
+    tie_word_embeddings=True,
+)
 # a random pair whose draft is a noisy copy of its target: drafts are accepted, so accepted runs,
 # rejections and bonus tokens all happen (``tests/tiny.py``'s close pairs, larger)
-NOISY = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
-             num_key_value_heads=2, head_dim=32, vocab_size=1024, max_position_embeddings=2048,
-             initializer_range=0.2)
+NOISY = dict(
+    hidden_size=128,
+    intermediate_size=256,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    vocab_size=1024,
+    max_position_embeddings=2048,
+    initializer_range=0.2,
+)
 NOISE = 0.05  # the draft's noise, relative to each weight's spread: tau about 2-3 at these sizes
 NOISY_QUICK = dict(NOISY, hidden_size=64, intermediate_size=128, num_hidden_layers=2, head_dim=16, vocab_size=256)
 
@@ -127,8 +159,15 @@ class Section:
         self._event("partial")
 
     def _event(self, kind: str) -> None:
-        event = {"event": kind, "section": self.name, "seconds": time.monotonic() - self.start,
-                 "status": self.status, "note": self.note, "lines": self.lines, "facts": self.facts}
+        event = {
+            "event": kind,
+            "section": self.name,
+            "seconds": time.monotonic() - self.start,
+            "status": self.status,
+            "note": self.note,
+            "lines": self.lines,
+            "facts": self.facts,
+        }
         with open(self.state, "a") as fh:
             fh.write(json.dumps(event, default=str) + "\n")
 
@@ -172,8 +211,14 @@ def _noisy_copy(model, scale: float, seed: int = 0):
     return clone.eval()
 
 
-def _random_pair(name: str, target_cfg: dict[str, Any], draft_cfg: dict[str, Any] | None, device: str, dtype: str,
-                 noise: float = NOISE):
+def _random_pair(
+    name: str,
+    target_cfg: dict[str, Any],
+    draft_cfg: dict[str, Any] | None,
+    device: str,
+    dtype: str,
+    noise: float = NOISE,
+):
     """A ``ModelPair`` of random models from configs: the draft from ``draft_cfg``, or (None) a noisy
     copy of the target. Built on the CPU in float32, then moved."""
     from specviz.models.loading import ModelPair
@@ -181,13 +226,20 @@ def _random_pair(name: str, target_cfg: dict[str, Any], draft_cfg: dict[str, Any
     target = _llama(target_cfg, 0)
     draft = _llama(draft_cfg, 1) if draft_cfg else _noisy_copy(target, noise)
     target, draft = (m.to(device=device, dtype=_dtype(dtype)) for m in (target, draft))
-    return ModelPair(target, draft, None, target.config.vocab_size, target_name=f"random {name} target",
-                     draft_name=f"random {name} draft" if draft_cfg else f"noisy copy of the random {name} target")
+    return ModelPair(
+        target,
+        draft,
+        None,
+        target.config.vocab_size,
+        target_name=f"random {name} target",
+        draft_name=f"random {name} draft" if draft_cfg else f"noisy copy of the random {name} target",
+    )
 
 
 def _have_assets() -> bool:
     return (REPO_ROOT / "assets" / "target" / "config.json").is_file() and (
-        REPO_ROOT / "assets" / "draft" / "config.json").is_file()
+        REPO_ROOT / "assets" / "draft" / "config.json"
+    ).is_file()
 
 
 def _code_pair(device: str, dtype: str, greedy: bool):
@@ -200,8 +252,14 @@ def _code_pair(device: str, dtype: str, greedy: bool):
         return pair, "the code pair (assets/, bundled-stdlib-pair)", True
     cfg = dict(CODE_TARGET, initializer_range=NOISY["initializer_range"]) if greedy else CODE_TARGET
     pair = _random_pair("code-pair-shaped", cfg, None if greedy else CODE_DRAFT, device, dtype)
-    return pair, ("no assets/: a random pair of the code pair's shapes" +
-                  (" (draft: a noisy copy of the target)" if greedy else "")), False
+    return (
+        pair,
+        (
+            "no assets/: a random pair of the code pair's shapes"
+            + (" (draft: a noisy copy of the target)" if greedy else "")
+        ),
+        False,
+    )
 
 
 _DEFAULT_SOURCE: list[tuple[str | None, str | None, str]] = []
@@ -224,14 +282,27 @@ def default_pair_source() -> tuple[str | None, str | None, str]:
         return _DEFAULT_SOURCE[0]
     packaged = PackagedFile.parse(preset.target)
     root = cache_root() / "converted"
-    found = sorted((p for p in root.glob(f"{packaged.name}-*") if p.is_dir() and cache_problem(p) is None),
-                   key=lambda p: p.stat().st_mtime) if root.is_dir() else []
+    found = (
+        sorted(
+            (p for p in root.glob(f"{packaged.name}-*") if p.is_dir() and cache_problem(p) is None),
+            key=lambda p: p.stat().st_mtime,
+        )
+        if root.is_dir()
+        else []
+    )
     if found:
-        result = (str(found[-1]), draft, f"preset {preset.name}: {packaged.name} converted in the specviz cache "
-                                         f"({found[-1]})")
+        result = (
+            str(found[-1]),
+            draft,
+            f"preset {preset.name}: {packaged.name} converted in the specviz cache ({found[-1]})",
+        )
     else:
-        result = (None, draft, f"no converted {packaged.name} in the specviz cache ({root}): a run of specviz with "
-                               f"the {packaged.distribution!r} package installed converts it")
+        result = (
+            None,
+            draft,
+            f"no converted {packaged.name} in the specviz cache ({root}): a run of specviz with "
+            f"the {packaged.distribution!r} package installed converts it",
+        )
     _DEFAULT_SOURCE.append(result)
     return result
 
@@ -253,12 +324,17 @@ def _divergence(pair, prompt_ids: list[int], ref: list[int], out: list[int]) -> 
         logits = pair.target(ids).logits[0, -1, : pair.vocab_size].float()
         top = torch.topk(logits, 2).values
         gap = float(top[0] - top[1])
-    return {"position": i, "ar": ref[i] if i < len(ref) else None, "other": out[i] if i < len(out) else None,
-            "gap": gap}
+    return {
+        "position": i,
+        "ar": ref[i] if i < len(ref) else None,
+        "other": out[i] if i < len(out) else None,
+        "gap": gap,
+    }
 
 
-def _greedy_rows(s: Section, pair, label: str, prompts: list[Any], new_tokens: int, chat: bool = False,
-                 quick: bool = False) -> tuple[list[list[Any]], int, int, list[dict[str, Any]]]:
+def _greedy_rows(
+    s: Section, pair, label: str, prompts: list[Any], new_tokens: int, chat: bool = False, quick: bool = False
+) -> tuple[list[list[Any]], int, int, list[dict[str, Any]]]:
     """Greedy ``ar`` and each of ``ALGOS`` on ``prompts``: table rows, runs, equal runs, divergences."""
     import specviz
     from specviz.models.chat import encode_prompt
@@ -272,8 +348,9 @@ def _greedy_rows(s: Section, pair, label: str, prompts: list[Any], new_tokens: i
         ar = specviz.decode(pair, "ar", prompt_ids, max_new_tokens=new_tokens, temperature=0, record_top_k=0)
         for algo in ALGOS:
             params = QUICK_PARAMS.get(algo, {}) if quick else {}
-            trace = specviz.decode(pair, algo, prompt_ids, max_new_tokens=new_tokens, temperature=0, record_top_k=0,
-                                   **params)
+            trace = specviz.decode(
+                pair, algo, prompt_ids, max_new_tokens=new_tokens, temperature=0, record_top_k=0, **params
+            )
             runs += 1
             d = _divergence(pair, prompt_ids, ar.output_ids, trace.output_ids)
             if d is None:
@@ -282,10 +359,18 @@ def _greedy_rows(s: Section, pair, label: str, prompts: list[Any], new_tokens: i
             else:
                 d.update(pair=label, prompt=k + 1, algorithm=algo)
                 diverged.append(d)
-                where = (f"position {d['position']}: ar {d['ar']}, {algo} {d['other']}; top-2 logit gap "
-                         f"{d['gap']:.3g}")
-            rows.append([label, k + 1, algo, len(ar.output_ids), f"{trace.metrics['tau']:.2f}",
-                         "yes" if d is None else "**no**", where])
+                where = f"position {d['position']}: ar {d['ar']}, {algo} {d['other']}; top-2 logit gap {d['gap']:.3g}"
+            rows.append(
+                [
+                    label,
+                    k + 1,
+                    algo,
+                    len(ar.output_ids),
+                    f"{trace.metrics['tau']:.2f}",
+                    "yes" if d is None else "**no**",
+                    where,
+                ]
+            )
     return rows, runs, equal, diverged
 
 
@@ -293,20 +378,28 @@ def section_environment(s: Section, args) -> None:
     import torch
     import transformers
 
-    facts: dict[str, Any] = {"device": args.device, "torch": torch.__version__,
-                             "transformers": transformers.__version__, "python": platform.python_version()}
+    facts: dict[str, Any] = {
+        "device": args.device,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+    }
     if args.device.startswith("cuda"):
         if not torch.cuda.is_available():
             s.status, s.note = "error", "--device cuda, but torch sees no CUDA device"
             facts["device_name"] = "none (CUDA not available)"
         else:
             props = torch.cuda.get_device_properties(0)
-            facts.update(device_name=torch.cuda.get_device_name(0), cuda=torch.version.cuda,
-                         memory_gib=round(props.total_memory / 2**30, 1),
-                         capability=f"{props.major}.{props.minor}", multiprocessors=props.multi_processor_count,
-                         bf16_supported=torch.cuda.is_bf16_supported(),
-                         float32_matmul_precision=torch.get_float32_matmul_precision(),
-                         cudnn=torch.backends.cudnn.version())
+            facts.update(
+                device_name=torch.cuda.get_device_name(0),
+                cuda=torch.version.cuda,
+                memory_gib=round(props.total_memory / 2**30, 1),
+                capability=f"{props.major}.{props.minor}",
+                multiprocessors=props.multi_processor_count,
+                bf16_supported=torch.cuda.is_bf16_supported(),
+                float32_matmul_precision=torch.get_float32_matmul_precision(),
+                cudnn=torch.backends.cudnn.version(),
+            )
     else:
         model = platform.processor() or platform.machine()
         try:
@@ -333,8 +426,12 @@ def _driver() -> str:
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
-            res = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20)
+            res = subprocess.run(
+                [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
             if res.returncode == 0 and res.stdout.strip():
                 return "nvidia-smi: " + res.stdout.strip().splitlines()[0]
         except (OSError, subprocess.SubprocessError):
@@ -348,11 +445,18 @@ def _driver() -> str:
 
 def _commit() -> str:
     try:
-        res = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=20).stdout.strip()
-        return res.stdout.strip() + (" (with uncommitted changes)" if dirty else "") if res.returncode == 0 else "unknown"
+        res = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
+        return (
+            res.stdout.strip() + (" (with uncommitted changes)" if dirty else "") if res.returncode == 0 else "unknown"
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown (no git)"
 
@@ -363,24 +467,34 @@ def section_greedy(s: Section, args, dtype: str) -> None:
     from specviz.bench.prompts import PROMPTS
 
     new_tokens = 16 if args.quick else 48
-    s.out(f"Greedy (temperature 0) `{'`, `'.join(ALGOS)}` against `ar` on {args.device} in {dtype}, "
-          f"{new_tokens} new tokens per prompt, each algorithm at its default parameters"
-          + (f" (--quick: {QUICK_PARAMS})" if args.quick else "") + ".", "")
+    s.out(
+        f"Greedy (temperature 0) `{'`, `'.join(ALGOS)}` against `ar` on {args.device} in {dtype}, "
+        f"{new_tokens} new tokens per prompt, each algorithm at its default parameters"
+        + (f" (--quick: {QUICK_PARAMS})" if args.quick else "")
+        + ".",
+        "",
+    )
     rows, runs, equal, diverged = [], 0, 0, []
     noisy_cfg = NOISY_QUICK if args.quick else NOISY
     pair = _random_pair("llama", noisy_cfg, None, args.device, dtype)
     gen = torch.Generator().manual_seed(0)
-    prompts = [torch.randint(0, pair.vocab_size, (n,), generator=gen).tolist() for n in ((8,) if args.quick else (8, 24))]
+    prompts = [
+        torch.randint(0, pair.vocab_size, (n,), generator=gen).tolist() for n in ((8,) if args.quick else (8, 24))
+    ]
     r = _greedy_rows(s, pair, "random llama (noisy-copy draft)", prompts, new_tokens, quick=args.quick)
     rows += r[0]
     runs, equal, diverged = runs + r[1], equal + r[2], diverged + r[3]
     del pair
     if s.left() > 5:
         pair, label, real = _code_pair(args.device, dtype, greedy=True)
-        prompts = ([PROMPTS["code"][0]] if args.quick else [PROMPTS["code"][0], PROMPTS["prose"][0]]) if real else \
-            [torch.randint(0, pair.vocab_size, (12,), generator=gen).tolist()]
-        r = _greedy_rows(s, pair, "code pair" if real else "code-pair-shaped (random)", prompts, new_tokens,
-                         quick=args.quick)
+        prompts = (
+            ([PROMPTS["code"][0]] if args.quick else [PROMPTS["code"][0], PROMPTS["prose"][0]])
+            if real
+            else [torch.randint(0, pair.vocab_size, (12,), generator=gen).tolist()]
+        )
+        r = _greedy_rows(
+            s, pair, "code pair" if real else "code-pair-shaped (random)", prompts, new_tokens, quick=args.quick
+        )
         s.out(f"- code pair: {label}")
         rows += r[0]
         runs, equal, diverged = runs + r[1], equal + r[2], diverged + r[3]
@@ -390,8 +504,14 @@ def section_greedy(s: Section, args, dtype: str) -> None:
 
 
 def _greedy_report(s: Section, dtype: str, rows, runs: int, equal: int, diverged) -> None:
-    s.out("", *_table(["pair", "prompt", "algorithm", "tokens", "tau", "= ar", "first divergence"], rows,
-                      "---|---:|---|---:|---:|:---:|---"))
+    s.out(
+        "",
+        *_table(
+            ["pair", "prompt", "algorithm", "tokens", "tau", "= ar", "first divergence"],
+            rows,
+            "---|---:|---|---:|---:|:---:|---",
+        ),
+    )
     s.facts.update(runs=runs, equal=equal, divergences=diverged)
     all_equal = runs > 0 and equal == runs
     s.out("", f"greedy equal to ar in {dtype}: {'true' if all_equal else 'false'} ({equal} of {runs} runs)")
@@ -401,13 +521,17 @@ def _greedy_report(s: Section, dtype: str, rows, runs: int, equal: int, diverged
         s.status, s.note = "error", "no run finished"
     elif dtype == "float32":
         s.status = "fail"
-        s.note = f"{runs - equal} of {runs} runs diverged from ar (first at positions " \
-                 f"{', '.join(str(d['position']) for d in diverged)})"
+        s.note = (
+            f"{runs - equal} of {runs} runs diverged from ar (first at positions "
+            f"{', '.join(str(d['position']) for d in diverged)})"
+        )
     else:  # bfloat16: a divergence is recorded, neither failed nor hidden
         s.status = "recorded"
-        s.note = f"{runs - equal} of {runs} runs diverged from ar, first at positions " \
-                 f"{', '.join(str(d['position']) for d in diverged)} (top-2 logit gaps there: " \
-                 f"{', '.join(format(d['gap'], '.3g') for d in diverged)})"
+        s.note = (
+            f"{runs - equal} of {runs} runs diverged from ar, first at positions "
+            f"{', '.join(str(d['position']) for d in diverged)} (top-2 logit gaps there: "
+            f"{', '.join(format(d['gap'], '.3g') for d in diverged)})"
+        )
 
 
 def _sizes(quick: bool) -> tuple[int, ...]:
@@ -423,33 +547,48 @@ def _timings(s: Section, pair, quick: bool, prefix: int = 48) -> dict[str, Any]:
     sizes = _sizes(quick)
     t_t = costs.forward_times(pair.target, sizes, prefix, repeats, pair.vocab_size)
     t_d = costs.forward_times(pair.draft, sizes, prefix, repeats, pair.vocab_size)
-    s.out(f"t(n): milliseconds of one forward of n new tokens (a chain) after {prefix} cached tokens, "
-          f"median of {repeats} round-robin rounds:", "")
+    s.out(
+        f"t(n): milliseconds of one forward of n new tokens (a chain) after {prefix} cached tokens, "
+        f"median of {repeats} round-robin rounds:",
+        "",
+    )
     for k in range(0, len(sizes), 16):
-        chunk = sizes[k:k + 16]
-        s.out(*_table(["n", *map(str, chunk)], [["target", *(f"{t_t[n]:.2f}" for n in chunk)],
-                                                 ["draft", *(f"{t_d[n]:.2f}" for n in chunk)]],
-                      "---|" + "|".join("---:" for _ in chunk)), "")
+        chunk = sizes[k : k + 16]
+        s.out(
+            *_table(
+                ["n", *map(str, chunk)],
+                [["target", *(f"{t_t[n]:.2f}" for n in chunk)], ["draft", *(f"{t_d[n]:.2f}" for n in chunk)]],
+                "---|" + "|".join("---:" for _ in chunk),
+            ),
+            "",
+        )
     calls = costs.one_token_calls(pair, prefix, rounds)
     switch = costs.switch_ms(pair, prefix, rounds)
     ceiling = costs.ceiling(t_t, t_d, switch=switch)
     top = max(sizes)
-    s.out(f"- one-token calls (median of {rounds}): target {calls['target_call']:.3f} ms (stock transformers forward "
-          f"{calls['stock_target_call']:.3f} ms), draft {calls['draft_call']:.3f} ms "
-          f"({calls['draft_call'] / calls['target_call']:.2f} of a target call), the target's bare matmuls "
-          f"{calls['bare_matmul']:.3f} ms",
-          f"- verifying {top} tokens costs t({top}) / t(1) = {t_t[top] / t_t[1]:.2f} one-token target calls",
-          f"- alternating the models: +{switch['draft_after_target']:.3f} ms / +{switch['target_after_draft']:.3f} ms",
-          f"- the cost model's ceiling for chain sd (a draft always right): {ceiling['speedup']:.2f}x at gamma "
-          f"{ceiling['gamma']}", "")
+    s.out(
+        f"- one-token calls (median of {rounds}): target {calls['target_call']:.3f} ms (stock transformers forward "
+        f"{calls['stock_target_call']:.3f} ms), draft {calls['draft_call']:.3f} ms "
+        f"({calls['draft_call'] / calls['target_call']:.2f} of a target call), the target's bare matmuls "
+        f"{calls['bare_matmul']:.3f} ms",
+        f"- verifying {top} tokens costs t({top}) / t(1) = {t_t[top] / t_t[1]:.2f} one-token target calls",
+        f"- alternating the models: +{switch['draft_after_target']:.3f} ms / +{switch['target_after_draft']:.3f} ms",
+        f"- the cost model's ceiling for chain sd (a draft always right): {ceiling['speedup']:.2f}x at gamma "
+        f"{ceiling['gamma']}",
+        "",
+    )
     alphas, gammas = (0.6, 0.7, 0.8, 0.9), (1, 2, 3, 4, 6, 8)
     rows = []
     for a in alphas:
         cells = [f"{costs.chain_speedup(t_t, t_d, g, (1 - a ** (g + 1)) / (1 - a), switch):.2f}" for g in gammas]
         rows.append([f"{a:.1f}", *cells])
-    s.out("The cost model's predicted speed-up of chain sd over ar (Leviathan et al. 2023, Sec. 3.3, priced by the "
-          "t(n) above) for a per-token acceptance rate alpha (tau = (1 - alpha^(gamma+1)) / (1 - alpha)):", "",
-          *_table(["alpha \\ gamma", *map(str, gammas)], rows, "---|" + "|".join("---:" for _ in gammas)), "")
+    s.out(
+        "The cost model's predicted speed-up of chain sd over ar (Leviathan et al. 2023, Sec. 3.3, priced by the "
+        "t(n) above) for a per-token acceptance rate alpha (tau = (1 - alpha^(gamma+1)) / (1 - alpha)):",
+        "",
+        *_table(["alpha \\ gamma", *map(str, gammas)], rows, "---|" + "|".join("---:" for _ in gammas)),
+        "",
+    )
     s.facts.update(t_target_ms=t_t, t_draft_ms=t_d, one_token_ms=calls, switch_ms=switch, sd_ceiling=ceiling)
     return {"t_target": t_t, "t_draft": t_d, "switch": switch}
 
@@ -459,23 +598,49 @@ def _bench_rows(s: Section, pair, prompts: dict[str, list[Any]], quick: bool, ti
     from specviz.bench.run import benchmark
 
     new_tokens, repeat = (16, 1) if quick else (32, 2)
-    rows, skipped = benchmark(pair, prompts, ["ar", *ALGOS], new_tokens, repeat, with_peers=False,
-                              t_target=timed["t_target"], t_drafts={"draft": timed["t_draft"]}, switch=timed["switch"])
+    rows, skipped = benchmark(
+        pair,
+        prompts,
+        ["ar", *ALGOS],
+        new_tokens,
+        repeat,
+        with_peers=False,
+        t_target=timed["t_target"],
+        t_drafts={"draft": timed["t_draft"]},
+        switch=timed["switch"],
+    )
 
     def f(v, spec):
         return "-" if v is None else format(v, spec)
 
-    s.out(f"Timed runs: greedy, {new_tokens} new tokens per prompt, median of {repeat} pass(es) after a warm-up, "
-          f"{', '.join(f'{len(p)} {c}' for c, p in prompts.items())} prompt(s):", "",
-          *_table(["category", "method", "tau", "tokens/s", "speedup vs ar", "predicted", "greedy = ar"],
-                  [[r["category"], r["method"], f(r["tau"], ".2f"), f(r["tokens_per_s"], ".1f"),
-                    f(r["speedup_vs_ar"], ".2f"), f(r["predicted_speedup"], ".2f"),
-                    "-" if r["greedy_equal"] is None else ("yes" if r["greedy_equal"] else "NO")] for r in rows],
-                  "---|---|---:|---:|---:|---:|:---:"), "")
+    s.out(
+        f"Timed runs: greedy, {new_tokens} new tokens per prompt, median of {repeat} pass(es) after a warm-up, "
+        f"{', '.join(f'{len(p)} {c}' for c, p in prompts.items())} prompt(s):",
+        "",
+        *_table(
+            ["category", "method", "tau", "tokens/s", "speedup vs ar", "predicted", "greedy = ar"],
+            [
+                [
+                    r["category"],
+                    r["method"],
+                    f(r["tau"], ".2f"),
+                    f(r["tokens_per_s"], ".1f"),
+                    f(r["speedup_vs_ar"], ".2f"),
+                    f(r["predicted_speedup"], ".2f"),
+                    "-" if r["greedy_equal"] is None else ("yes" if r["greedy_equal"] else "NO"),
+                ]
+                for r in rows
+            ],
+            "---|---|---:|---:|---:|---:|:---:",
+        ),
+        "",
+    )
     for name, why in skipped.items():
         s.out(f"- skipped {name}: {why}")
-    s.facts["rows"] = [{k: r[k] for k in ("category", "method", "tau", "speedup_vs_ar", "predicted_speedup",
-                                           "greedy_equal")} for r in rows]
+    s.facts["rows"] = [
+        {k: r[k] for k in ("category", "method", "tau", "speedup_vs_ar", "predicted_speedup", "greedy_equal")}
+        for r in rows
+    ]
 
 
 def _bench_dtype(args) -> str:
@@ -495,8 +660,10 @@ def section_bench_code(s: Section, args) -> None:
         s.out("- timed runs not made: the section's budget is spent")
     else:
         _bench_rows(s, pair, select(["code"], 1) if args.quick else select(None, 2), args.quick, timed)
-    s.note = f"{'real' if real else 'random, code-pair-shaped'}; {dtype}; " + \
-             f"ceiling {s.facts['sd_ceiling']['speedup']:.2f}x at gamma {s.facts['sd_ceiling']['gamma']}"
+    s.note = (
+        f"{'real' if real else 'random, code-pair-shaped'}; {dtype}; "
+        + f"ceiling {s.facts['sd_ceiling']['speedup']:.2f}x at gamma {s.facts['sd_ceiling']['gamma']}"
+    )
 
 
 def section_bench_1b(s: Section, args) -> None:
@@ -506,12 +673,17 @@ def section_bench_1b(s: Section, args) -> None:
     name = "tiny" if args.quick else "llama-1b"
     pair = random_pair(name, args.device, dtype)
     target_cfg, draft_cfg = RANDOM_PAIRS[name]
-    s.out(f"random pair `{name}` (bench.random_pair: a Llama target of {target_cfg['num_hidden_layers']} layers x "
-          f"{target_cfg['hidden_size']} and a draft of {draft_cfg['num_hidden_layers']} x {draft_cfg['hidden_size']}, "
-          f"vocabulary {target_cfg['vocab_size']}) on {args.device} in {dtype}"
-          + ("; --quick: the tiny shapes, not the 1B ones" if args.quick else ""), "")
+    s.out(
+        f"random pair `{name}` (bench.random_pair: a Llama target of {target_cfg['num_hidden_layers']} layers x "
+        f"{target_cfg['hidden_size']} and a draft of {draft_cfg['num_hidden_layers']} x {draft_cfg['hidden_size']}, "
+        f"vocabulary {target_cfg['vocab_size']}) on {args.device} in {dtype}"
+        + ("; --quick: the tiny shapes, not the 1B ones" if args.quick else ""),
+        "",
+    )
     _timings(s, pair, args.quick)
-    s.note = f"{name}; {dtype}; ceiling {s.facts['sd_ceiling']['speedup']:.2f}x at gamma {s.facts['sd_ceiling']['gamma']}"
+    s.note = (
+        f"{name}; {dtype}; ceiling {s.facts['sd_ceiling']['speedup']:.2f}x at gamma {s.facts['sd_ceiling']['gamma']}"
+    )
 
 
 def section_default_pair(s: Section, args) -> None:
@@ -534,13 +706,21 @@ def section_default_pair(s: Section, args) -> None:
             s.out(f"- greedy in {dtype} not run: the section's budget is spent")
             continue
         pair = load_pair(source, draft, device=args.device, dtype=dtype)
-        rows, runs, equal, diverged = _greedy_rows(s, pair, f"default pair, {dtype}", questions, new_tokens, chat=True,
-                                                   quick=args.quick)
-        s.out(f"Greedy against ar in {dtype}, {new_tokens} new tokens per chat question:", "",
-              *_table(["pair", "question", "algorithm", "tokens", "tau", "= ar", "first divergence"], rows,
-                      "---|---:|---|---:|---:|:---:|---"), "",
-              f"greedy equal to ar in {dtype}: {'true' if runs and equal == runs else 'false'} ({equal} of {runs} runs)",
-              "")
+        rows, runs, equal, diverged = _greedy_rows(
+            s, pair, f"default pair, {dtype}", questions, new_tokens, chat=True, quick=args.quick
+        )
+        s.out(
+            f"Greedy against ar in {dtype}, {new_tokens} new tokens per chat question:",
+            "",
+            *_table(
+                ["pair", "question", "algorithm", "tokens", "tau", "= ar", "first divergence"],
+                rows,
+                "---|---:|---|---:|---:|:---:|---",
+            ),
+            "",
+            f"greedy equal to ar in {dtype}: {'true' if runs and equal == runs else 'false'} ({equal} of {runs} runs)",
+            "",
+        )
         s.facts[f"greedy_{dtype}"] = {"runs": runs, "equal": equal, "divergences": diverged}
         statuses.append("pass" if runs and equal == runs else ("fail" if dtype == "float32" else "recorded"))
         del pair
@@ -560,8 +740,11 @@ def section_default_pair(s: Section, args) -> None:
     else:
         s.out("- timings not made: the section's budget is spent")
     s.status = "fail" if "fail" in statuses else ("recorded" if "recorded" in statuses or not statuses else "pass")
-    g = [f"{d}: {s.facts[f'greedy_{d}']['equal']}/{s.facts[f'greedy_{d}']['runs']} equal"
-         for d in ("float32", "bfloat16") if f"greedy_{d}" in s.facts]
+    g = [
+        f"{d}: {s.facts[f'greedy_{d}']['equal']}/{s.facts[f'greedy_{d}']['runs']} equal"
+        for d in ("float32", "bfloat16")
+        if f"greedy_{d}" in s.facts
+    ]
     s.note = "; ".join(g) or "greedy not run"
 
 
@@ -632,15 +815,21 @@ def _child_env() -> dict[str, str]:
     """This environment without an outer pytest's variables (the check may itself run inside pytest),
     offline, with the repository importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1",
-               HF_HUB_DISABLE_PROGRESS_BARS="1",
-               TRANSFORMERS_VERBOSITY="error")
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONUNBUFFERED="1",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+        TRANSFORMERS_VERBOSITY="error",
+    )
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     return env
 
 
-def run_worker_sections(args, names: list[str], budgets: dict[str, float], work: Path,
-                        results: dict[str, dict[str, Any]], deadline: float) -> None:
+def run_worker_sections(
+    args, names: list[str], budgets: dict[str, float], work: Path, results: dict[str, dict[str, Any]], deadline: float
+) -> None:
     """The Python sections in a worker process; a section past its budget (plus grace) is stopped with
     the worker, and a new worker takes the sections after it."""
     todo = list(names)
@@ -649,20 +838,37 @@ def run_worker_sections(args, names: list[str], budgets: dict[str, float], work:
         left = deadline - time.monotonic()
         if left < 5:
             for name in todo:
-                results[name] = {"status": "timeout", "note": "not reached: the check's total budget is spent",
-                                 "lines": [], "seconds": 0.0}
+                results[name] = {
+                    "status": "timeout",
+                    "note": "not reached: the check's total budget is spent",
+                    "lines": [],
+                    "seconds": 0.0,
+                }
             return
         scale = min(1.0, (left - 5) / sum(budgets[name] for name in todo))  # what is left, shared in proportion
         plan = [(name, max(5.0, budgets[name] * scale)) for name in todo]
         attempt += 1
         state, log = work / f"state{attempt}.jsonl", work / f"worker{attempt}.log"
-        cmd = [sys.executable, "-m", "specviz.bench.gpu_check", "--worker", str(state), "--device", args.device,
-               "--sections", ",".join(f"{n}:{b:.0f}" for n, b in plan)]
-        cmd += ["--quick"] * args.quick + (["--bench-dtype", args.bench_dtype] if args.bench_dtype else []) + \
-            (["--threads", str(args.threads)] if args.threads else [])
+        cmd = [
+            sys.executable,
+            "-m",
+            "specviz.bench.gpu_check",
+            "--worker",
+            str(state),
+            "--device",
+            args.device,
+            "--sections",
+            ",".join(f"{n}:{b:.0f}" for n, b in plan),
+        ]
+        cmd += (
+            ["--quick"] * args.quick
+            + (["--bench-dtype", args.bench_dtype] if args.bench_dtype else [])
+            + (["--threads", str(args.threads)] if args.threads else [])
+        )
         with open(log, "w") as fh:
-            proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=_child_env(), stdout=fh, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd, cwd=REPO_ROOT, env=_child_env(), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+            )
         stopped = None
         starts: dict[str, float] = {}
         while proc.poll() is None:
@@ -691,13 +897,19 @@ def run_worker_sections(args, names: list[str], budgets: dict[str, float], work:
         else:
             why = f"the worker process ended (exit status {proc.returncode}) in this section"
             status = "error"
-        results[name] = {"status": status, "note": why, "seconds": seconds,
-                         "lines": list(event.get("lines", [])) + ["", f"- {why}; the worker's last output:", "",
-                                                                   "```", *(_tail(log) or ["(none)"]), "```"]}
+        results[name] = {
+            "status": status,
+            "note": why,
+            "seconds": seconds,
+            "lines": list(event.get("lines", []))
+            + ["", f"- {why}; the worker's last output:", "", "```", *(_tail(log) or ["(none)"]), "```"],
+        }
 
 
-TEST_LINE = re.compile(r"(?:(tests/\S+::\S+)\s+(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS))|"
-                       r"(?:(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(tests/\S+::\S+))")
+TEST_LINE = re.compile(
+    r"(?:(tests/\S+::\S+)\s+(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS))|"
+    r"(?:(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(tests/\S+::\S+))"
+)
 
 
 def run_tests(args, budget: float, work: Path) -> dict[str, Any]:
@@ -713,26 +925,51 @@ def run_tests(args, budget: float, work: Path) -> dict[str, Any]:
     lines = [f"`pytest` on the device (`SPECVIZ_TEST_DEVICE={args.device}`), budget {budget:.0f} s."]
     if args.quick:
         env["SPECVIZ_EXACTNESS_RUNS"] = str(QUICK_EXACTNESS_RUNS)
-        lines.append(f"--quick: 4 tests, `test_exactness` at {QUICK_EXACTNESS_RUNS} runs (its stated power is at "
-                     "8000; this run checks the path, not the power).")
+        lines.append(
+            f"--quick: 4 tests, `test_exactness` at {QUICK_EXACTNESS_RUNS} runs (its stated power is at "
+            "8000; this run checks the path, not the power)."
+        )
     else:
-        lines.append("The reduced set: each exactness test at its own run count, with the negative controls that "
-                     "show its power; the warped settings and the other tree variants share these code paths.")
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-o", "addopts=",
-           "--continue-on-collection-errors", "-p", "specviz.bench.gpu_check"]
+        lines.append(
+            "The reduced set: each exactness test at its own run count, with the negative controls that "
+            "show its power; the warped settings and the other tree variants share these code paths."
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        "-o",
+        "addopts=",
+        "--continue-on-collection-errors",
+        "-p",
+        "specviz.bench.gpu_check",
+    ]
     if importlib.util.find_spec("plotly") is None:  # test_dyntree imports specviz.viz: figures it never draws here
         env["SPECVIZ_STUB_PLOTLY"] = "1"
-        lines.append("plotly is not installed: a stub stands in for it so that `test_dyntree.py` imports (the tests "
-                     "run here draw no figure).")
-    workers = min(8, (os.cpu_count() or 1) // 2) if (args.device.startswith("cuda") and (os.cpu_count() or 1) >= 8
-                                                    and importlib.util.find_spec("xdist") is not None) else 0
+        lines.append(
+            "plotly is not installed: a stub stands in for it so that `test_dyntree.py` imports (the tests "
+            "run here draw no figure)."
+        )
+    workers = (
+        min(8, (os.cpu_count() or 1) // 2)
+        if (
+            args.device.startswith("cuda")
+            and (os.cpu_count() or 1) >= 8
+            and importlib.util.find_spec("xdist") is not None
+        )
+        else 0
+    )
     if workers:
         cmd += ["-n", str(workers)]
         lines.append(f"{workers} pytest-xdist workers sharing the device.")
     log = work / "pytest.log"
     with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd + ids, cwd=REPO_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd + ids, cwd=REPO_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             proc.wait(timeout=budget)
             timed_out = False
@@ -745,8 +982,9 @@ def run_tests(args, budget: float, work: Path) -> dict[str, Any]:
         test, outcome = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         outcomes[test] = outcome
     counts = {k: sum(v == k for v in outcomes.values()) for k in ("PASSED", "FAILED", "ERROR", "SKIPPED")}
-    summary = next((ln.strip("= ") for ln in reversed(text.splitlines()) if re.search(r"\d+ (passed|failed|error)", ln)),
-                   "")
+    summary = next(
+        (ln.strip("= ") for ln in reversed(text.splitlines()) if re.search(r"\d+ (passed|failed|error)", ln)), ""
+    )
     lines += ["", *_table(["test", "outcome"], [[f"`{t}`", o] for t, o in sorted(outcomes.items())])]
     if summary:
         lines += ["", f"pytest: {summary}"]
@@ -756,8 +994,15 @@ def run_tests(args, budget: float, work: Path) -> dict[str, Any]:
     seconds = time.monotonic() - start
     note = ", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v) or "no test outcome read"
     if timed_out:
-        lines += ["", f"- stopped at its budget of {budget:.0f} s; the tests not listed above did not finish; "
-                      "pytest's last output:", "", "```", *text.strip().splitlines()[-8:], "```"]
+        lines += [
+            "",
+            f"- stopped at its budget of {budget:.0f} s; the tests not listed above did not finish; "
+            "pytest's last output:",
+            "",
+            "```",
+            *text.strip().splitlines()[-8:],
+            "```",
+        ]
         return {"status": "timeout", "note": note + f"; stopped at {budget:.0f} s", "lines": lines, "seconds": seconds}
     if proc.returncode == 0 and counts["PASSED"] and not counts["FAILED"] and not counts["ERROR"]:
         status = "pass"
@@ -797,20 +1042,36 @@ def report_markdown(args, results: dict[str, dict[str, Any]], total: float, budg
     facts = results.get("environment", {}).get("facts") or {}
     dtypes = f"greedy in float32 and bfloat16; benchmark in {_bench_dtype(args)}"
     cmd = "bash scripts/gpu_check.sh " + " ".join(sys.argv[1:])
-    lines = [f"# specviz GPU check: {facts.get('device_name', args.device)}", "",
-             f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; "
-             f"command: `{cmd.strip()}`; commit {facts.get('commit', 'unknown')}",
-             f"- device: {args.device} ({facts.get('device_name', 'unknown')}); driver: {facts.get('driver', 'unknown')}",
-             f"- torch {facts.get('torch', 'unknown')} (CUDA {facts.get('cuda', '-')}); transformers "
-             f"{facts.get('transformers', 'unknown')}; Python {facts.get('python', platform.python_version())}",
-             f"- dtype: {dtypes}",
-             f"- mode: {'--quick (reduced sizes; a smoke test of the check itself)' if args.quick else 'full'}; "
-             f"total {total:.0f} s " + (f"of a {budget:.0f} s budget" if budget < UNLIMITED else "(no time limits)"), "",
-             "## Summary", "",
-             *_table(["section", "status", "seconds", "note"],
-                     [[name, results[name]["status"], f"{results[name].get('seconds', 0.0):.1f}",
-                       (results[name].get("note") or "").replace("|", "/")] for name in SECTIONS if name in results],
-                     "---|---|---:|---"), ""]
+    lines = [
+        f"# specviz GPU check: {facts.get('device_name', args.device)}",
+        "",
+        f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; "
+        f"command: `{cmd.strip()}`; commit {facts.get('commit', 'unknown')}",
+        f"- device: {args.device} ({facts.get('device_name', 'unknown')}); driver: {facts.get('driver', 'unknown')}",
+        f"- torch {facts.get('torch', 'unknown')} (CUDA {facts.get('cuda', '-')}); transformers "
+        f"{facts.get('transformers', 'unknown')}; Python {facts.get('python', platform.python_version())}",
+        f"- dtype: {dtypes}",
+        f"- mode: {'--quick (reduced sizes; a smoke test of the check itself)' if args.quick else 'full'}; "
+        f"total {total:.0f} s " + (f"of a {budget:.0f} s budget" if budget < UNLIMITED else "(no time limits)"),
+        "",
+        "## Summary",
+        "",
+        *_table(
+            ["section", "status", "seconds", "note"],
+            [
+                [
+                    name,
+                    results[name]["status"],
+                    f"{results[name].get('seconds', 0.0):.1f}",
+                    (results[name].get("note") or "").replace("|", "/"),
+                ]
+                for name in SECTIONS
+                if name in results
+            ],
+            "---|---|---:|---",
+        ),
+        "",
+    ]
     for name in SECTIONS:
         if name in results:
             lines += [f"## {name}", "", f"status: {results[name]['status']}", "", *results[name].get("lines", []), ""]
@@ -820,13 +1081,24 @@ def report_markdown(args, results: dict[str, dict[str, Any]], total: float, budg
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="scripts/gpu_check.sh", description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
-    p.add_argument("--quick", action="store_true", help="reduced sizes, about 1-2 minutes on a CPU (the test suite's run)")
-    p.add_argument("--out", default=None, help="the report's path (default gpu-check-DEVICE.md in the current directory)")
-    p.add_argument("--bench-dtype", choices=("float32", "bfloat16", "float16"), default=None,
-                   help="the benchmark sections' dtype (default bfloat16 on cuda, float32 on cpu)")
+    p.add_argument(
+        "--quick", action="store_true", help="reduced sizes, about 1-2 minutes on a CPU (the test suite's run)"
+    )
+    p.add_argument(
+        "--out", default=None, help="the report's path (default gpu-check-DEVICE.md in the current directory)"
+    )
+    p.add_argument(
+        "--bench-dtype",
+        choices=("float32", "bfloat16", "float16"),
+        default=None,
+        help="the benchmark sections' dtype (default bfloat16 on cuda, float32 on cpu)",
+    )
     p.add_argument("--budget", type=float, default=None, help="total seconds (default 460; 900 with --quick)")
-    p.add_argument("--no-time-limits", action="store_true",
-                   help="stop no section for time (the test suite's run: a test may not depend on the machine's speed)")
+    p.add_argument(
+        "--no-time-limits",
+        action="store_true",
+        help="stop no section for time (the test suite's run: a test may not depend on the machine's speed)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch threads in the worker (default torch's choice)")
     p.add_argument("--sections", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -843,18 +1115,22 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="specviz-gpu-check-") as tmp:
         work = Path(tmp)
-        print(f"gpu_check: {', '.join(WORKER_SECTIONS)} in a worker, then the tests ({budget:.0f} s budget)",
-              flush=True)
-        run_worker_sections(args, list(WORKER_SECTIONS), budgets, work, results,
-                            deadline - min(budgets["tests"], 60))
+        print(
+            f"gpu_check: {', '.join(WORKER_SECTIONS)} in a worker, then the tests ({budget:.0f} s budget)", flush=True
+        )
+        run_worker_sections(args, list(WORKER_SECTIONS), budgets, work, results, deadline - min(budgets["tests"], 60))
         for name in WORKER_SECTIONS:
             print(f"gpu_check: {name}: {results[name]['status']} ({results[name].get('note', '')})", flush=True)
         left = deadline - time.monotonic()
         if left > 10:
             results["tests"] = run_tests(args, min(budgets["tests"], left - 5), work)
         else:
-            results["tests"] = {"status": "timeout", "note": "not run: the check's total budget is spent",
-                                "lines": [], "seconds": 0.0}
+            results["tests"] = {
+                "status": "timeout",
+                "note": "not run: the check's total budget is spent",
+                "lines": [],
+                "seconds": 0.0,
+            }
         print(f"gpu_check: tests: {results['tests']['status']} ({results['tests']['note']})", flush=True)
     total = time.monotonic() - start
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ This is a benchmark, not a test: nothing here asserts a speed. ``--goals`` runs 
 cases (the default pair, 1600 px: 4 columns paced with scrubs and a node click, 6 columns unpaced)
 and states each goal met or not. The history of these numbers is in ``docs/bench.md``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,16 @@ from typing import Any
 
 PAIRS = {"default": "smollm2-135m-offline", "code": "bundled-stdlib-pair"}
 COLUMNS = {1: ["sd"], 4: ["ar", "sd", "specinfer", "mcsd"], 6: ["ar", "sd", "specinfer", "mcsd", "sequoia", "eesd"]}
-GOALS = {"overhead_median_s": 0.100, "overhead_p95_s": 0.300, "gap_s": 1.0, "unpaced_ratio": 1.25,
-         "first_step_s": 1.5, "scrub_s": 0.3, "click_s": 0.5, "update_bytes": 50_000}
+GOALS = {
+    "overhead_median_s": 0.100,
+    "overhead_p95_s": 0.300,
+    "gap_s": 1.0,
+    "unpaced_ratio": 1.25,
+    "first_step_s": 1.5,
+    "scrub_s": 0.3,
+    "click_s": 0.5,
+    "update_bytes": 50_000,
+}
 
 # Runs in the page before anything else: records what the benchmark reads back (window.__svb)
 PAGE_PROBE = r"""
@@ -251,8 +260,14 @@ def analyse(rec_events: list[dict], sends: list[dict], browser: dict, t_click: f
         unexplained = max(unexplained, b - a - inside)
     # an update's time: built, waited for the page (before issue 34), serialised, received, drawn
     live = updates
-    parts: dict[str, list[float]] = {"build": [], "wait_page": [], "serialise": [], "transfer": [], "browser": [],
-                                     "plotly": []}
+    parts: dict[str, list[float]] = {
+        "build": [],
+        "wait_page": [],
+        "serialise": [],
+        "transfer": [],
+        "browser": [],
+        "plotly": [],
+    }
     sizes = [s.get("bytes", 0) for s in sends]
     gen_msgs = msgs[:]
     for i, u in enumerate(live):
@@ -268,27 +283,45 @@ def analyse(rec_events: list[dict], sends: list[dict], browser: dict, t_click: f
             continue
         arrive = m["t"] / 1000.0
         parts["transfer"].append(arrive - s["t_sent"])
-        shown = next((st for st in status if st["dom"] / 1000.0 >= arrive - 0.002 and st["step"] is not None
-                      and st["step"] >= u["steps"]), None)
+        shown = next(
+            (
+                st
+                for st in status
+                if st["dom"] / 1000.0 >= arrive - 0.002 and st["step"] is not None and st["step"] >= u["steps"]
+            ),
+            None,
+        )
         if shown is not None:
             parts["browser"].append(shown["paint"] / 1000.0 - arrive)
-            parts["plotly"].append(sum(p["d"] for p in browser["plotly"]
-                                       if arrive * 1000 <= p["t"] <= shown["paint"]) / 1000.0)
+            parts["plotly"].append(
+                sum(p["d"] for p in browser["plotly"] if arrive * 1000 <= p["t"] <= shown["paint"]) / 1000.0
+            )
     end = max(paints) if paints else float("nan")
     first_k = min(first_drawn) if first_drawn else None
     return {
-        "steps": n, "updates": len(updates), "decode_s": decode_s,
-        "on_screen_s": end - t_click, "screen_over_decode": (end - t_click) / decode_s if decode_s else float("nan"),
-        "overhead_median_s": med(overhead), "overhead_p95_s": pct(overhead, 0.95),
-        "longest_gap_s": longest[0], "decode_in_longest_gap_s": longest[1], "worst_gap_beyond_decoding_s": unexplained,
+        "steps": n,
+        "updates": len(updates),
+        "decode_s": decode_s,
+        "on_screen_s": end - t_click,
+        "screen_over_decode": (end - t_click) / decode_s if decode_s else float("nan"),
+        "overhead_median_s": med(overhead),
+        "overhead_p95_s": pct(overhead, 0.95),
+        "longest_gap_s": longest[0],
+        "decode_in_longest_gap_s": longest[1],
+        "worst_gap_beyond_decoding_s": unexplained,
         "first_step_s": (first_drawn[first_k] - dec_at[first_k]) if first_k else float("nan"),
         "click_to_first_step_s": (first_drawn[first_k] - t_click) if first_k else float("nan"),
-        "update_bytes_median": med(sizes[1:-1] or sizes), "update_bytes_max": max(sizes, default=0),
+        "update_bytes_median": med(sizes[1:-1] or sizes),
+        "update_bytes_max": max(sizes, default=0),
         "parts_median_s": {k: med(v) for k, v in parts.items()},
         "reports": sum(e["event"] == "reported" for e in rec_events),
-        "plotly_calls": {name: [sum(p["name"] == name for p in browser["plotly"]),
-                                round(sum(p["d"] for p in browser["plotly"] if p["name"] == name) / 1000.0, 3)]
-                         for name in sorted({p["name"] for p in browser["plotly"]})},
+        "plotly_calls": {
+            name: [
+                sum(p["name"] == name for p in browser["plotly"]),
+                round(sum(p["d"] for p in browser["plotly"] if p["name"] == name) / 1000.0, 3),
+            ]
+            for name in sorted({p["name"] for p in browser["plotly"]})
+        },
         "msg_bytes": [m["bytes"] for m in msgs],
         "longtask_s": sum(t["d"] for t in browser["longtasks"] if t["t"] / 1000.0 >= t_click) / 1000.0,
     }
@@ -313,7 +346,11 @@ def scrub_times(page: Any, n_cols: int, steps: int, tries: int = 4) -> list[floa
                  const text = h.innerText, done = text.includes('(done before step ' + k + ')');
                  if (!text.includes('step ' + k + '/') && !done) return false;
                  if (!done && title && title.startsWith('step ') && title !== 'step ' + k) return false; }
-               return true; }""", arg=[k, n_cols], polling="raf", timeout=120_000)
+               return true; }""",
+            arg=[k, n_cols],
+            polling="raf",
+            timeout=120_000,
+        )
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
         out.append(time.time() - t0)
     return out
@@ -324,7 +361,8 @@ def click_time(page: Any, n_cols: int) -> float | None:
     the step shown) to its distribution view drawn."""
     for i in range(n_cols):
         page.locator(f"#sv-tree-{i}").scroll_into_view_if_needed()
-        box = page.evaluate("""(i) => {
+        box = page.evaluate(
+            """(i) => {
             const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');
             if (!el || !el.data) return null;
             const traces = el.querySelectorAll('.scatterlayer .trace');
@@ -333,30 +371,44 @@ def click_time(page: Any, n_cols: int) -> float | None:
               const pt = traces[t] && traces[t].querySelector('.points path');
               if (pt) { const r = pt.getBoundingClientRect(); return {x: r.x + r.width / 2, y: r.y + r.height / 2}; }
             }
-            return null; }""", i)
+            return null; }""",
+            i,
+        )
         if box is None:
             continue
         t0 = time.time()
         page.mouse.click(box["x"], box["y"])
-        page.wait_for_function("""(i) => { const el = document.querySelector('#sv-dist-' + i + ' .js-plotly-plot');
+        page.wait_for_function(
+            """(i) => { const el = document.querySelector('#sv-dist-' + i + ' .js-plotly-plot');
                                            return !!(el && el.data && el.data.some(t => t.type === 'bar')); }""",
-                               arg=i, polling="raf", timeout=120_000)
+            arg=i,
+            polling="raf",
+            timeout=120_000,
+        )
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
         return time.time() - t0
     return None
 
 
-def run_case(page: Any, rec: Recorder, n_cols: int, paced: bool, pace_s: float, max_new: int,
-             interact: bool, shot: str | None) -> dict[str, Any]:
+def run_case(
+    page: Any, rec: Recorder, n_cols: int, paced: bool, pace_s: float, max_new: int, interact: bool, shot: str | None
+) -> dict[str, Any]:
     choose(page, COLUMNS[n_cols])
     set_number(page, "sv-max-new", max_new)
     set_number(page, "sv-pace", pace_s if paced else 0)
     time.sleep(1.0)  # the editor's and boxes' own events settle before Run
     rec.clear()
-    page.evaluate("() => { window.__svb.status.length = 0; window.__svb.msgs.length = 0; "
-                  "window.__svb.plotly.length = 0; window.__svb.longtasks.length = 0; }")
-    t_click = page.evaluate("() => { const t = performance.timeOrigin + performance.now(); "
-                            "document.querySelector('#sv-run').click(); return t; }") / 1000.0
+    page.evaluate(
+        "() => { window.__svb.status.length = 0; window.__svb.msgs.length = 0; "
+        "window.__svb.plotly.length = 0; window.__svb.longtasks.length = 0; }"
+    )
+    t_click = (
+        page.evaluate(
+            "() => { const t = performance.timeOrigin + performance.now(); "
+            "document.querySelector('#sv-run').click(); return t; }"
+        )
+        / 1000.0
+    )
     deadline = time.time() + 900
     while time.time() < deadline:
         time.sleep(1.0)
@@ -398,13 +450,19 @@ def goals_met(r: dict[str, Any], n_cols: int, paced: bool, pair: str) -> list[st
     if n_cols == 4:
         said.append(f"overhead median {fmt(r['overhead_median_s'])} s <= 0.1: {ok(r['overhead_median_s'] <= 0.1)}")
         said.append(f"overhead p95 {fmt(r['overhead_p95_s'])} s <= 0.3: {ok(r['overhead_p95_s'] <= 0.3)}")
-        said.append(f"gap beyond decoding {fmt(r['worst_gap_beyond_decoding_s'])} s <= 1: "
-                    f"{ok(r['worst_gap_beyond_decoding_s'] <= 1.0)}")
+        said.append(
+            f"gap beyond decoding {fmt(r['worst_gap_beyond_decoding_s'])} s <= 1: "
+            f"{ok(r['worst_gap_beyond_decoding_s'] <= 1.0)}"
+        )
         if pair == "default":
-            said.append(f"update {fmt(r['update_bytes_median'], 'kB')} kB (median; max "
-                        f"{fmt(r['update_bytes_max'], 'kB')}) <= 50 kB: {ok(r['update_bytes_median'] <= 50_000)}")
+            said.append(
+                f"update {fmt(r['update_bytes_median'], 'kB')} kB (median; max "
+                f"{fmt(r['update_bytes_max'], 'kB')}) <= 50 kB: {ok(r['update_bytes_median'] <= 50_000)}"
+            )
     if n_cols == 6 and not paced:
-        said.append(f"on screen {fmt(r['screen_over_decode'])}x decoding <= 1.25: {ok(r['screen_over_decode'] <= 1.25)}")
+        said.append(
+            f"on screen {fmt(r['screen_over_decode'])}x decoding <= 1.25: {ok(r['screen_over_decode'] <= 1.25)}"
+        )
     said.append(f"first step {fmt(r['first_step_s'])} s <= 1.5: {ok(r['first_step_s'] <= 1.5)}")
     if r.get("scrub_s"):
         said.append(f"scrub median {fmt(med(r['scrub_s']))} s <= 0.3: {ok(med(r['scrub_s']) <= 0.3)}")
@@ -413,9 +471,11 @@ def goals_met(r: dict[str, Any], n_cols: int, paced: bool, pair: str) -> list[st
     return said
 
 
-HEAD = ("| pair | cols | paced | px | steps | decode s | on screen s (x decode) | overhead med / p95 s | "
-        "longest gap s (decoding in it) | first step s | update kB med / max | build / wait page / serialise / "
-        "transfer / browser (plotly) s | scrub s | click s |")
+HEAD = (
+    "| pair | cols | paced | px | steps | decode s | on screen s (x decode) | overhead med / p95 s | "
+    "longest gap s (decoding in it) | first step s | update kB med / max | build / wait page / serialise / "
+    "transfer / browser (plotly) s | scrub s | click s |"
+)
 
 
 def row(case: tuple, r: dict[str, Any]) -> str:
@@ -424,11 +484,13 @@ def row(case: tuple, r: dict[str, Any]) -> str:
     parts = " / ".join(fmt(p[k]) for k in ("build", "wait_page", "serialise", "transfer", "browser"))
     parts += f" ({fmt(p['plotly'])})"
     scrub = fmt(med(r["scrub_s"])) if r.get("scrub_s") else "-"
-    return (f"| {pair} | {n_cols} | {'yes' if paced else 'no'} | {width} | {r['steps']} | {fmt(r['decode_s'])} | "
-            f"{fmt(r['on_screen_s'])} ({fmt(r['screen_over_decode'])}x) | {fmt(r['overhead_median_s'])} / "
-            f"{fmt(r['overhead_p95_s'])} | {fmt(r['longest_gap_s'])} ({fmt(r['decode_in_longest_gap_s'])}) | "
-            f"{fmt(r['first_step_s'])} | {fmt(r['update_bytes_median'], 'kB')} / {fmt(r['update_bytes_max'], 'kB')} | "
-            f"{parts} | {scrub} | {fmt(r.get('click_s'))} |")
+    return (
+        f"| {pair} | {n_cols} | {'yes' if paced else 'no'} | {width} | {r['steps']} | {fmt(r['decode_s'])} | "
+        f"{fmt(r['on_screen_s'])} ({fmt(r['screen_over_decode'])}x) | {fmt(r['overhead_median_s'])} / "
+        f"{fmt(r['overhead_p95_s'])} | {fmt(r['longest_gap_s'])} ({fmt(r['decode_in_longest_gap_s'])}) | "
+        f"{fmt(r['first_step_s'])} | {fmt(r['update_bytes_median'], 'kB')} / {fmt(r['update_bytes_max'], 'kB')} | "
+        f"{parts} | {scrub} | {fmt(r.get('click_s'))} |"
+    )
 
 
 def cases_from(args: argparse.Namespace) -> list[tuple[str, int, bool, int]]:
@@ -447,15 +509,25 @@ def cases_from(args: argparse.Namespace) -> list[tuple[str, int, bool, int]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
-        prog="python -m specviz.bench.live", description=__doc__.split("\n\n")[0],
+        prog="python -m specviz.bench.live",
+        description=__doc__.split("\n\n")[0],
         epilog="The goal cases in one command (4 minutes on a lightly loaded 2-core machine, 7 under load 10): "
-               "python -m specviz.bench.live --goals. The full matrix: python -m specviz.bench.live "
-               "(both pairs, 1/4/6 columns, paced and unpaced, 1600 and 400 px; about an hour).")
-    ap.add_argument("--goals", action="store_true", help="the issue's goal cases only: the default pair at 1600 px, "
-                    "4 columns paced (then 4 scrubs and a node click) and 6 columns unpaced")
+        "python -m specviz.bench.live --goals. The full matrix: python -m specviz.bench.live "
+        "(both pairs, 1/4/6 columns, paced and unpaced, 1600 and 400 px; about an hour).",
+    )
+    ap.add_argument(
+        "--goals",
+        action="store_true",
+        help="the issue's goal cases only: the default pair at 1600 px, "
+        "4 columns paced (then 4 scrubs and a node click) and 6 columns unpaced",
+    )
     ap.add_argument("--quick", action="store_true", help="the goal cases and the code pair's 4 columns paced at 400 px")
-    ap.add_argument("--pairs", default="default,code", help="default (SmolLM2 with its draft) and/or code (the bundled pair)")
-    ap.add_argument("--columns", default="1,4,6", help="column counts: 1 (sd), 4 (the page's default), 6 (+ sequoia, eesd)")
+    ap.add_argument(
+        "--pairs", default="default,code", help="default (SmolLM2 with its draft) and/or code (the bundled pair)"
+    )
+    ap.add_argument(
+        "--columns", default="1,4,6", help="column counts: 1 (sd), 4 (the page's default), 6 (+ sequoia, eesd)"
+    )
     ap.add_argument("--pace", default="paced,unpaced", help="paced (the page's default pace) and/or unpaced (0)")
     ap.add_argument("--widths", default="1600,400", help="viewport widths in px")
     ap.add_argument("--max-new", type=int, default=64, help="tokens per run (the page's default: 64)")
@@ -474,8 +546,9 @@ def main(argv: list[str] | None = None) -> None:
     results: list[tuple[tuple, dict]] = []
     print(f"# specviz live page · {load()} at start · {len(cases)} cases", flush=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, headless=True,
-                                     args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = pw.chromium.launch(
+            executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
         for pair in dict.fromkeys(c[0] for c in cases):
             demo, url = start_app(PAIRS[pair], rec)
             pace_s = demo.explorer.config.default_pace_s
@@ -484,8 +557,11 @@ def main(argv: list[str] | None = None) -> None:
                     _, n_cols, paced, width = case
                     page = open_page(browser, url, width)
                     interact = not args.no_interact and (paced or not args.goals)
-                    shot = os.path.join(args.shots, f"live-{pair}-{n_cols}-{'paced' if paced else 'unpaced'}-{width}.png") \
-                        if args.shots else None
+                    shot = (
+                        os.path.join(args.shots, f"live-{pair}-{n_cols}-{'paced' if paced else 'unpaced'}-{width}.png")
+                        if args.shots
+                        else None
+                    )
                     r = run_case(page, rec, n_cols, paced, pace_s, args.max_new, interact, shot)
                     page.close()
                     r["load"] = load()

@@ -9,6 +9,7 @@ steadier than a ratio of whole passes. Two direct estimates come with it, both f
 alone and free of drift: ``recording_share``, the seconds spent inside ``position_records`` over the
 rest of the run, and ``gc_share``, the seconds the cyclic garbage collector ran over the whole run
 (an indirect cost the recording's allocations could cause)."""
+
 from __future__ import annotations
 
 import gc
@@ -34,6 +35,7 @@ class _Stopwatch:
                 return f(*args, **kwargs)
             finally:
                 self.inside += time.perf_counter() - start
+
         return wrapper
 
     def gc_callback(self, phase: str, info: dict[str, int]) -> None:
@@ -43,8 +45,9 @@ class _Stopwatch:
             self.gc += time.perf_counter() - self._gc_start
 
 
-def trace_overhead(pair, algorithm: str, prompts: list[Any], max_new_tokens: int, rounds: int = 5,
-                   record_top_k: int = 8) -> dict[str, Any]:
+def trace_overhead(
+    pair, algorithm: str, prompts: list[Any], max_new_tokens: int, rounds: int = 5, record_top_k: int = 8
+) -> dict[str, Any]:
     """``{"trace_overhead", "spread", "pairs", "recording_share", "gc_share", "full_s", "off_s"}`` for
     greedy ``algorithm`` on ``prompts``, ``rounds`` pairs per prompt (``full_s`` / ``off_s``: median
     seconds per pass over the prompts)."""
@@ -79,6 +82,12 @@ def trace_overhead(pair, algorithm: str, prompts: list[Any], max_new_tokens: int
     finally:
         gc.callbacks.remove(watch.gc_callback)
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-    return {"trace_overhead": statistics.median(ratios), "spread": [quartiles[0], quartiles[2]], "pairs": len(ratios),
-            "recording_share": statistics.median(shares), "gc_share": statistics.median(gcs),
-            "full_s": statistics.median(full), "off_s": statistics.median(off)}
+    return {
+        "trace_overhead": statistics.median(ratios),
+        "spread": [quartiles[0], quartiles[2]],
+        "pairs": len(ratios),
+        "recording_share": statistics.median(shares),
+        "gc_share": statistics.median(gcs),
+        "full_s": statistics.median(full),
+        "off_s": statistics.median(off),
+    }

@@ -6,6 +6,7 @@ explanations, lists, code and arithmetic, written by hand so that none is one th
 draft was trained on. ``PROMPTS`` are for the code pair (``bundled-stdlib-pair``), trained on Python
 code: "prose" is the English a code model sees, docstrings and comments; "repetition" prompts repeat
 their own structure, where copying drafters (prompt lookup) should shine."""
+
 from __future__ import annotations
 
 PROMPTS: dict[str, list[str]] = {
@@ -64,8 +65,9 @@ CHAT_PROMPTS: dict[str, list[str]] = {
 }
 
 
-def select(categories: list[str] | None = None, per_category: int | None = None,
-           chat: bool = False) -> dict[str, list[str]]:
+def select(
+    categories: list[str] | None = None, per_category: int | None = None, chat: bool = False
+) -> dict[str, list[str]]:
     """The prompt sets of ``categories`` (default all) of the chat or the code prompts, each cut to
     ``per_category`` prompts."""
     table = CHAT_PROMPTS if chat else PROMPTS
@@ -74,6 +76,7 @@ def select(categories: list[str] | None = None, per_category: int | None = None,
     if unknown:
         from specviz.errors import InvalidParameterError
 
-        raise InvalidParameterError(f"Unknown prompt categories {unknown} for {'chat' if chat else 'code'} "
-                                    f"prompts; known: {', '.join(table)}.")
+        raise InvalidParameterError(
+            f"Unknown prompt categories {unknown} for {'chat' if chat else 'code'} prompts; known: {', '.join(table)}."
+        )
     return {c: table[c][:per_category] if per_category else list(table[c]) for c in names}

@@ -1,6 +1,7 @@
 """Randomly initialised pairs with real model shapes, for timing only (t(n), call overhead, the cost
 model): cost needs no trained weights. Acceptance between random models is meaningless, so these pairs
 are benchmarked on random token-id prompts and their tau is not reported as a result."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,14 +11,38 @@ import torch
 from specviz.errors import InvalidParameterError
 from specviz.models.loading import ModelPair, resolve_device_dtype
 
-LLAMA_32_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-                   num_key_value_heads=8, head_dim=64, vocab_size=128256, max_position_embeddings=4096,
-                   rope_theta=500000.0, tie_word_embeddings=True)
+LLAMA_32_1B = dict(
+    hidden_size=2048,
+    intermediate_size=8192,
+    num_hidden_layers=16,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    head_dim=64,
+    vocab_size=128256,
+    max_position_embeddings=4096,
+    rope_theta=500000.0,
+    tie_word_embeddings=True,
+)
 # the body of a 68M draft (LLaMA-68M: 2 layers, 768 wide) on the target's vocabulary
-LLAMA_68M = dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=2, num_attention_heads=12,
-                 num_key_value_heads=12, vocab_size=128256, max_position_embeddings=4096, tie_word_embeddings=True)
-TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            vocab_size=512, max_position_embeddings=1024)
+LLAMA_68M = dict(
+    hidden_size=768,
+    intermediate_size=3072,
+    num_hidden_layers=2,
+    num_attention_heads=12,
+    num_key_value_heads=12,
+    vocab_size=128256,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
+)
+TINY = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=512,
+    max_position_embeddings=1024,
+)
 TINY_DRAFT = dict(TINY, hidden_size=32, intermediate_size=64, num_hidden_layers=1)
 
 RANDOM_PAIRS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
@@ -40,8 +65,14 @@ def random_pair(name: str, device: str = "auto", dtype: str = "auto", seed: int 
         with torch.device(device):
             models.append(LlamaForCausalLM(config).to(torch_dtype).eval())
     target, draft = models
-    return ModelPair(target, draft, None, target.config.vocab_size, target_name=f"random {name} target",
-                     draft_name=f"random {name} draft")
+    return ModelPair(
+        target,
+        draft,
+        None,
+        target.config.vocab_size,
+        target_name=f"random {name} target",
+        draft_name=f"random {name} draft",
+    )
 
 
 def random_prompts(pair: ModelPair, count: int = 4, length: int = 32, seed: int = 0) -> dict[str, list[list[int]]]:

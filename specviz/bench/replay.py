@@ -9,6 +9,7 @@ panels follow in ``Explorer.replay_rest``, timed apart), ``Explorer.scrub`` to r
 move) and the resident memory before, after the upload and after the session is dropped. Prints a
 Markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,7 @@ def base_trace(max_new_tokens: int = 200, seed: int = 0) -> RunTrace:
     """A real ``sd`` run (gamma 4, T = 1) of a few hundred steps."""
     pair = _pair()
     prompt = "def main(argv=None):\n" if pair.tokenizer is not None else [1, 2, 3]
-    return specviz.decode(pair, "sd", prompt=prompt, max_new_tokens=max_new_tokens, temperature=1.0, seed=seed,
-                          gamma=4)
+    return specviz.decode(pair, "sd", prompt=prompt, max_new_tokens=max_new_tokens, temperature=1.0, seed=seed, gamma=4)
 
 
 def tiled(trace: RunTrace, n_steps: int) -> RunTrace:
@@ -85,8 +85,12 @@ def main(argv: list[str] | None = None) -> None:
         del trace
     gc.collect()
     size = os.path.getsize(path)
-    ex = Explorer(AppConfig(max_upload_bytes=64 * 1024 * 1024), registry=PairRegistry(),
-                  presets=[PairChoice("none", "/nonexistent", None)], preload=False)
+    ex = Explorer(
+        AppConfig(max_upload_bytes=64 * 1024 * 1024),
+        registry=PairRegistry(),
+        presets=[PairChoice("none", "/nonexistent", None)],
+        preload=False,
+    )
     # the parts of an upload on their own (the upload below does them again)
     from specviz.trace_io import read_trace_text
 
@@ -137,8 +141,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| session {i}: upload -> first view (parse, check, metrics, export, the columns) | {first:.2f} s |")
         print(f"| session {i}: then the comparison and theory panels (second event) | {rest:.2f} s |")
         print(f"| session {i}: then the second event's full collection, after the page has it | {collect:.2f} s |")
-        print(f"| session {i}: scrub to a random step, median of {len(scrubs)} (min-max) | "
-              f"{statistics.median(scrubs):.3f} s ({min(scrubs):.3f}-{max(scrubs):.3f}) |")
+        print(
+            f"| session {i}: scrub to a random step, median of {len(scrubs)} (min-max) | "
+            f"{statistics.median(scrubs):.3f} s ({min(scrubs):.3f}-{max(scrubs):.3f}) |"
+        )
         print(f"| session {i}: resident memory while shown / after the session ended | {held:.0f} / {dropped:.0f} MB |")
     print(f"| resident memory before the first upload | {rss[0]:.0f} MB |")
     if args.file is None:  # the trace built here

@@ -19,6 +19,7 @@ views' figures (``to_json``, as Gradio does before the page gets them). The uplo
 time. Prints a Markdown table with the machine's load average before and after. The history of these
 numbers is in ``docs/bench.md``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,8 +95,12 @@ def main(argv: list[str] | None = None) -> None:
             fh.write(gzip.compress(trace.to_json().encode("utf-8"), compresslevel=6, mtime=0))
         del trace
     gc.collect()
-    ex = Explorer(AppConfig(max_upload_bytes=64 * 1024 * 1024), registry=PairRegistry(),
-                  presets=[PairChoice("none", "/nonexistent", None)], preload=False)
+    ex = Explorer(
+        AppConfig(max_upload_bytes=64 * 1024 * 1024),
+        registry=PairRegistry(),
+        presets=[PairChoice("none", "/nonexistent", None)],
+        preload=False,
+    )
     modes = {"one event": 10**12, "two events": replay_mod.LATER_STEPS}
     _upload(ex, path)  # warm: imports, caches
     load0 = os.getloadavg()[0]
@@ -109,8 +114,10 @@ def main(argv: list[str] | None = None) -> None:
         replay_mod.LATER_STEPS = modes["two events"]
     load1 = os.getloadavg()[0]
     size = os.path.getsize(path)
-    print(f"{os.path.basename(path)}: {size / 1e6:.1f} MB on disk; {args.rounds} rounds, alternating; "
-          f"load average {load0:.1f} before, {load1:.1f} after, {os.cpu_count()} CPUs\n")
+    print(
+        f"{os.path.basename(path)}: {size / 1e6:.1f} MB on disk; {args.rounds} rounds, alternating; "
+        f"load average {load0:.1f} before, {load1:.1f} after, {os.cpu_count()} CPUs\n"
+    )
     print("| measure, median (min-max) | one event | two events |\n|---|---:|---:|")
 
     def cell(rows, i):
@@ -119,10 +126,15 @@ def main(argv: list[str] | None = None) -> None:
             return "-"
         return f"{statistics.median(xs):.2f} s ({min(xs):.2f}-{max(xs):.2f})"
 
-    for i, what in enumerate(("upload -> first view (`Explorer.upload`), wall", "the same, this process's CPU time",
-                              "the second event (`Explorer.replay_rest`), wall",
-                              "collector's catch-up after them (nobody waits)",
-                              "the views' figures to JSON")):
+    for i, what in enumerate(
+        (
+            "upload -> first view (`Explorer.upload`), wall",
+            "the same, this process's CPU time",
+            "the second event (`Explorer.replay_rest`), wall",
+            "collector's catch-up after them (nobody waits)",
+            "the views' figures to JSON",
+        )
+    ):
         print(f"| {what} | {cell(results['one event'], i)} | {cell(results['two events'], i)} |")
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)

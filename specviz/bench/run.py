@@ -17,6 +17,7 @@ drafts per layer), whose greedy output must equal ``beam``'s. Every row also rep
 the target's mean log-probability per token of its output (``target_logp``) and whether its greedy
 text equals ``beam``'s (``greedy_equal_beam``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,9 @@ from specviz.bench.goals import goals, goals_markdown
 from specviz.bench.overhead import trace_overhead
 from specviz.bench.peers import peer_functions
 from specviz.bench.prompts import select
-from specviz.pair_options import chat_on, load_pair_from_args
 from specviz.errors import SpecvizError
 from specviz.models.chat import encode_prompt
+from specviz.pair_options import chat_on, load_pair_from_args
 
 
 @dataclass
@@ -68,7 +69,9 @@ SdRows = tuple[tuple[str, dict[str, Any]], ...]
 def sd_rows(gammas: tuple[int, ...] = (), controllers: tuple[str, ...] = ()) -> SdRows:
     """Extra ``sd`` rows ``(name, params)``: at each draft length (``sd_g<k>``) and under each draft-length
     controller (``sd_<controller>``, its other settings at their defaults)."""
-    return tuple((f"sd_g{g}", {"gamma": g}) for g in gammas) + tuple((f"sd_{c}", {"controller": c}) for c in controllers)
+    return tuple((f"sd_g{g}", {"gamma": g}) for g in gammas) + tuple(
+        (f"sd_{c}", {"controller": c}) for c in controllers
+    )
 
 
 def drafter_rows(algos: list[str], drafters: tuple[str, ...]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -76,12 +79,17 @@ def drafter_rows(algos: list[str], drafters: tuple[str, ...]) -> list[tuple[str,
     (``sd@model``, ``sd@feature``, ...), beside the rows at its defaults."""
     import specviz
 
-    return [(f"{a}@{d}", a, {"drafter": d}) for a in algos for d in drafters
-            if any(p.name == "drafter" for p in specviz.ALGORITHMS[a].params)]
+    return [
+        (f"{a}@{d}", a, {"drafter": d})
+        for a in algos
+        for d in drafters
+        if any(p.name == "drafter" for p in specviz.ALGORITHMS[a].params)
+    ]
 
 
-def algorithm_variants(algos: list[str], beam_width: int, extra_sd: SdRows = (), drafters: tuple[str, ...] = ()
-                       ) -> list[tuple[str, str, dict[str, Any]]]:
+def algorithm_variants(
+    algos: list[str], beam_width: int, extra_sd: SdRows = (), drafters: tuple[str, ...] = ()
+) -> list[tuple[str, str, dict[str, Any]]]:
     """``(row name, algorithm, params)``: each algorithm with its defaults; ``beam`` with
     ``beam_width`` beams and ``dsbd`` both dynamic and with the width fixed at ``beam_width``; ``sd``
     also in each of ``extra_sd``'s rows (``sd_rows``)."""
@@ -118,8 +126,16 @@ def _peer_method(fn, pair, max_new_tokens: int) -> Callable[[Any], Outcome]:
     return run
 
 
-def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_peers: bool, beam_width: int = 4,
-                extra_sd: SdRows = (), drafters: tuple[str, ...] = ()):
+def methods_for(
+    pair,
+    algos: list[str],
+    max_new_tokens: int,
+    gamma: int,
+    with_peers: bool,
+    beam_width: int = 4,
+    extra_sd: SdRows = (),
+    drafters: tuple[str, ...] = (),
+):
     """``{name: (kind, lossless, fn)}`` for the specviz algorithms and the peers."""
     import specviz
 
@@ -132,11 +148,21 @@ def methods_for(pair, algos: list[str], max_new_tokens: int, gamma: int, with_pe
     return out
 
 
-def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tokens: int, repeat: int,
-              gamma: int = 4, with_peers: bool = True, t_target: dict[int, float] | None = None,
-              t_drafts: dict[str, dict[int, float] | None] | None = None, beam_width: int = 4,
-              switch: dict[str, float] | None = None, extra_sd: SdRows = (), drafters: tuple[str, ...] = ()
-              ) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def benchmark(
+    pair,
+    prompts: dict[str, list[Any]],
+    algos: list[str],
+    max_new_tokens: int,
+    repeat: int,
+    gamma: int = 4,
+    with_peers: bool = True,
+    t_target: dict[int, float] | None = None,
+    t_drafts: dict[str, dict[int, float] | None] | None = None,
+    beam_width: int = 4,
+    switch: dict[str, float] | None = None,
+    extra_sd: SdRows = (),
+    drafters: tuple[str, ...] = (),
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Rows (one per method and category) and the methods skipped with why (e.g. an algorithm that
     needs an early-exit head the pair lacks). ``t_target`` and ``t_drafts`` (t(n) per kind of drafter,
     ``AlgorithmSpec.drafter``: ``costs.forward_times``, ``costs.early_exit_times``) give each specviz
@@ -149,9 +175,13 @@ def benchmark(pair, prompts: dict[str, list[Any]], algos: list[str], max_new_tok
         live = {name: m for name, m in methods.items() if name not in skipped}
         # the shared routine (bench.timing): a warm-up pass (and Sequoia's one-off calibration) that
         # drops a method the pair cannot run, then the timed passes, methods interleaved within each
-        timings, _, failed = timing.time_calls({name: partial(_pass, fn, plist) for name, (_, _, fn) in live.items()},
-                                               max(1, repeat), device=str(pair.device), dtype=str(pair.dtype),
-                                               skip=(SpecvizError,))
+        timings, _, failed = timing.time_calls(
+            {name: partial(_pass, fn, plist) for name, (_, _, fn) in live.items()},
+            max(1, repeat),
+            device=str(pair.device),
+            dtype=str(pair.dtype),
+            skip=(SpecvizError,),
+        )
         skipped.update({name: str(exc) for name, exc in failed.items()})
         live = {name: m for name, m in live.items() if name in timings}
         rows.extend(_rows(pair, plist, category, live, timings, t_target, t_drafts or {}, switch))
@@ -178,20 +208,29 @@ def _rows(pair, prompts, category, live, timings, t_target, t_drafts, switch) ->
         drafted = sum(s.n_drafted for t in traces for s in t.steps)
         accepted = sum(s.n_accepted for t in traces for s in t.steps)
         row = {
-            "method": name, "category": category, "kind": kind, "lossless": lossless,
-            "new_tokens": new, "target_calls": calls, "draft_calls": sum(r.draft_calls for r in res),
+            "method": name,
+            "category": category,
+            "kind": kind,
+            "lossless": lossless,
+            "new_tokens": new,
+            "target_calls": calls,
+            "draft_calls": sum(r.draft_calls for r in res),
             "tau": new / calls if calls else None,
             "acceptance_rate": accepted / drafted if traces and drafted else None,
-            "wall_s": wall, "wall_s_min": min(times), "wall_s_max": max(times),
+            "wall_s": wall,
+            "wall_s_min": min(times),
+            "wall_s_max": max(times),
             "tokens_per_s": new / wall if wall else 0.0,
             "tokens_per_s_min": new / max(times) if max(times) else 0.0,
             "tokens_per_s_max": new / min(times) if min(times) else 0.0,
             "greedy_equal": [r.output_ids for r in res] == [r.output_ids for r in base] if base else None,
             "greedy_equal_beam": [r.output_ids for r in res] == [r.output_ids for r in beam] if beam else None,
             "target_logp": _mean_logp(pair, prompt_ids, res),
-            "predicted_speedup": (costs.predicted_speedup(traces, t_target, t_drafts.get(drafter),
-                                                          switch if drafter == "draft" else None)
-                                  if traces and t_target else None),
+            "predicted_speedup": (
+                costs.predicted_speedup(traces, t_target, t_drafts.get(drafter), switch if drafter == "draft" else None)
+                if traces and t_target
+                else None
+            ),
         }
         out.append(row)
     ar = next((r for r in out if r["method"] == "ar"), None)
@@ -218,16 +257,28 @@ def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200, 
     tokens (the runs' mean context, so attention and the cache's growth cost what they cost there)."""
     reps = max(20 if len(sizes) <= 16 else 8, repeat)
     t_target = costs.forward_times(pair.target, sizes, prefix, repeats=reps, vocab_size=pair.vocab_size)
-    t_draft = (costs.forward_times(pair.draft, sizes, prefix, repeats=reps, vocab_size=pair.vocab_size)
-               if pair.draft is not None else None)
+    t_draft = (
+        costs.forward_times(pair.draft, sizes, prefix, repeats=reps, vocab_size=pair.vocab_size)
+        if pair.draft is not None
+        else None
+    )
     t_exit = costs.early_exit_times(pair, sizes, prefix, repeats=reps) if pair.early_exit is not None else None
     t_feature = costs.feature_times(pair, sizes, prefix, repeats=reps) if pair.feature is not None else None
     switch = costs.switch_ms(pair, prefix, rounds=rounds // 2) if pair.draft is not None else None
     ms = costs.one_token_calls(pair, rounds=rounds)
-    out = {f"{name}_ms": ms.get(name) for name in
-           ("target_call", "draft_call", "bare_matmul", "stock_target_call", "stock_draft_call")}
-    out.update(t_target_ms=t_target, t_draft_ms=t_draft, t_early_exit_ms=t_exit, t_feature_ms=t_feature,
-               switch_ms=switch, t_prefix=prefix, threads=torch.get_num_threads())
+    out = {
+        f"{name}_ms": ms.get(name)
+        for name in ("target_call", "draft_call", "bare_matmul", "stock_target_call", "stock_draft_call")
+    }
+    out.update(
+        t_target_ms=t_target,
+        t_draft_ms=t_draft,
+        t_early_exit_ms=t_exit,
+        t_feature_ms=t_feature,
+        switch_ms=switch,
+        t_prefix=prefix,
+        threads=torch.get_num_threads(),
+    )
     out["feature_call_over_target"] = t_feature[1] / t_target[1] if t_feature else None
     out["target_call_over_bare"] = out["target_call_ms"] / out["bare_matmul_ms"]
     out["sd_ceiling"] = costs.ceiling(t_target, t_draft, switch=switch) if t_draft else None
@@ -235,10 +286,20 @@ def measure_calls(pair, sizes: tuple[int, ...], repeat: int, rounds: int = 200, 
     return out
 
 
-def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None, max_new_tokens: int = 64,
-            repeat: int = 3, gamma: int = 4, with_peers: bool = True,
-            sizes: tuple[int, ...] = costs.FULL_SIZES, beam_width: int = 4,
-            extra_sd: SdRows = (), chat: bool = False, drafters: tuple[str, ...] = ()) -> dict[str, Any]:
+def run_all(
+    pair,
+    prompts: dict[str, list[Any]],
+    algos: list[str] | None = None,
+    max_new_tokens: int = 64,
+    repeat: int = 3,
+    gamma: int = 4,
+    with_peers: bool = True,
+    sizes: tuple[int, ...] = costs.FULL_SIZES,
+    beam_width: int = 4,
+    extra_sd: SdRows = (),
+    chat: bool = False,
+    drafters: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """The whole report as plain data (what ``bench.json`` holds); ``chat`` records that the prompts
     are chat-formatted questions."""
     import specviz
@@ -247,21 +308,49 @@ def run_all(pair, prompts: dict[str, list[Any]], algos: list[str] | None = None,
     load_before = timing.load_average()
     lengths = [len(pair.encode(p) if isinstance(p, str) else p) for plist in prompts.values() for p in plist]
     calls = measure_calls(pair, sizes, repeat, prefix=round(statistics.mean(lengths)) + max_new_tokens // 2)
-    rows, skipped = benchmark(pair, prompts, algos, max_new_tokens, repeat, gamma, with_peers,
-                              calls["t_target_ms"], {"draft": calls["t_draft_ms"], "early_exit": calls["t_early_exit_ms"],
-                                                     "feature": calls["t_feature_ms"]},
-                              beam_width, calls["switch_ms"], tuple(extra_sd), tuple(drafters))
+    rows, skipped = benchmark(
+        pair,
+        prompts,
+        algos,
+        max_new_tokens,
+        repeat,
+        gamma,
+        with_peers,
+        calls["t_target_ms"],
+        {"draft": calls["t_draft_ms"], "early_exit": calls["t_early_exit_ms"], "feature": calls["t_feature_ms"]},
+        beam_width,
+        calls["switch_ms"],
+        tuple(extra_sd),
+        tuple(drafters),
+    )
     probe = "sd" if "sd" in algos and pair.draft is not None else "ar"
     first = next(iter(prompts.values()))
     over = trace_overhead(pair, probe, first, max_new_tokens, rounds=max(9, repeat))
-    report = {"pair": pair.describe(), "settings": {"max_new_tokens": max_new_tokens, "repeat": repeat, "chat": chat,
-                                                    "gamma": gamma, "greedy": True,
-                                                    "categories": {c: len(p) for c, p in prompts.items()}},
-              **calls, "trace_overhead": over["trace_overhead"], "trace_overhead_algorithm": probe,
-              "trace_overhead_detail": over, "rows": rows, "skipped": skipped,
-              "conditions": timing.Conditions(torch.get_num_threads(), str(pair.device),
-                                              str(pair.dtype).removeprefix("torch."), timing.cpu_count(), load_before,
-                                              timing.load_average()).as_dict()}
+    report = {
+        "pair": pair.describe(),
+        "settings": {
+            "max_new_tokens": max_new_tokens,
+            "repeat": repeat,
+            "chat": chat,
+            "gamma": gamma,
+            "greedy": True,
+            "categories": {c: len(p) for c, p in prompts.items()},
+        },
+        **calls,
+        "trace_overhead": over["trace_overhead"],
+        "trace_overhead_algorithm": probe,
+        "trace_overhead_detail": over,
+        "rows": rows,
+        "skipped": skipped,
+        "conditions": timing.Conditions(
+            torch.get_num_threads(),
+            str(pair.device),
+            str(pair.dtype).removeprefix("torch."),
+            timing.cpu_count(),
+            load_before,
+            timing.load_average(),
+        ).as_dict(),
+    }
     report["goals"] = goals(report)
     return report
 
@@ -280,37 +369,68 @@ def _speedup(row: dict[str, Any]) -> str:
 def to_markdown(report: dict[str, Any]) -> str:
     d, s, over = report["pair"], report["settings"], report["trace_overhead_detail"]
     cats = ", ".join(f"{n} {c}" for c, n in s["categories"].items())
-    lines = [f"## specviz bench: {d['target']} <- {d['draft']} on {d['device']} ({d['dtype']}), greedy, "
-             f"{s['max_new_tokens']} new tokens per prompt, {'chat ' if s.get('chat') else ''}prompts: {cats}; "
-             f"median of {s['repeat']} "
-             f"(min-max) after a warm-up", "",
-             *([f"- timed on {timing.Conditions(**report['conditions']).sentence()} (bench.timing: the routine "
-                "of the app's Measure and compare)"] if report.get("conditions") else []),
-             f"- one-token target call {report['target_call_ms']:.2f} ms (stock transformers forward "
-             f"{report['stock_target_call_ms']:.2f} ms); the same weight matrices as bare matmuls "
-             f"{report['bare_matmul_ms']:.2f} ms (ratio {report['target_call_over_bare']:.2f}); "
-             f"{report['threads']} torch threads",
-             f"- one-token draft call {_fmt(report['draft_call_ms'], '.2f')} ms "
-             f"(stock {_fmt(report['stock_draft_call_ms'], '.2f')} ms; "
-             f"{_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
-             *([f"- one-token feature-head draft call {report['t_feature_ms'][1]:.2f} ms "
-                f"({report['feature_call_over_target']:.3f} of a target call, both as t(1) of the cost model)"]
-               if report.get("t_feature_ms") else []),
-             *([f"- cost model: t(n) timed after {report['t_prefix']} cached tokens (the runs' mean context)"]
-               if report.get("t_prefix") else []),
-             *([f"- the cost model's ceiling for chain sd here (a draft always right): "
-                f"{report['sd_ceiling']['speedup']:.2f}x at gamma {report['sd_ceiling']['gamma']}"]
-               if report.get("sd_ceiling") else []),
-             *([f"- alternating the models (cost model): a draft call after a target call "
+    lines = [
+        f"## specviz bench: {d['target']} <- {d['draft']} on {d['device']} ({d['dtype']}), greedy, "
+        f"{s['max_new_tokens']} new tokens per prompt, {'chat ' if s.get('chat') else ''}prompts: {cats}; "
+        f"median of {s['repeat']} "
+        f"(min-max) after a warm-up",
+        "",
+        *(
+            [
+                f"- timed on {timing.Conditions(**report['conditions']).sentence()} (bench.timing: the routine "
+                "of the app's Measure and compare)"
+            ]
+            if report.get("conditions")
+            else []
+        ),
+        f"- one-token target call {report['target_call_ms']:.2f} ms (stock transformers forward "
+        f"{report['stock_target_call_ms']:.2f} ms); the same weight matrices as bare matmuls "
+        f"{report['bare_matmul_ms']:.2f} ms (ratio {report['target_call_over_bare']:.2f}); "
+        f"{report['threads']} torch threads",
+        f"- one-token draft call {_fmt(report['draft_call_ms'], '.2f')} ms "
+        f"(stock {_fmt(report['stock_draft_call_ms'], '.2f')} ms; "
+        f"{_fmt(report['draft_call_over_target'], '.2f')} of a target call)",
+        *(
+            [
+                f"- one-token feature-head draft call {report['t_feature_ms'][1]:.2f} ms "
+                f"({report['feature_call_over_target']:.3f} of a target call, both as t(1) of the cost model)"
+            ]
+            if report.get("t_feature_ms")
+            else []
+        ),
+        *(
+            [f"- cost model: t(n) timed after {report['t_prefix']} cached tokens (the runs' mean context)"]
+            if report.get("t_prefix")
+            else []
+        ),
+        *(
+            [
+                f"- the cost model's ceiling for chain sd here (a draft always right): "
+                f"{report['sd_ceiling']['speedup']:.2f}x at gamma {report['sd_ceiling']['gamma']}"
+            ]
+            if report.get("sd_ceiling")
+            else []
+        ),
+        *(
+            [
+                f"- alternating the models (cost model): a draft call after a target call "
                 f"+{report['switch_ms']['draft_after_target']:.2f} ms, a target call after a draft call "
-                f"+{report['switch_ms']['target_after_draft']:.2f} ms"] if report.get("switch_ms") else []),
-             f"- trace_overhead ({report['trace_overhead_algorithm']}, full recording vs record_top_k=0): "
-             f"{report['trace_overhead']:+.3f} (median of {over['pairs']} paired runs, quartiles "
-             f"{over['spread'][0]:+.3f} to {over['spread'][1]:+.3f}); time inside the recording / rest of the run: "
-             f"{over['recording_share']:.3f}; garbage collection / run: {over['gc_share']:.4f}", ""]
-    lines += ["| category | method | new tokens | target calls | draft calls | tau | accept | wall s (min-max) | "
-              "tokens/s | speedup vs ar (min-max) | predicted | efficiency | greedy = ar | target log p / token | greedy = beam |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|"]
+                f"+{report['switch_ms']['target_after_draft']:.2f} ms"
+            ]
+            if report.get("switch_ms")
+            else []
+        ),
+        f"- trace_overhead ({report['trace_overhead_algorithm']}, full recording vs record_top_k=0): "
+        f"{report['trace_overhead']:+.3f} (median of {over['pairs']} paired runs, quartiles "
+        f"{over['spread'][0]:+.3f} to {over['spread'][1]:+.3f}); time inside the recording / rest of the run: "
+        f"{over['recording_share']:.3f}; garbage collection / run: {over['gc_share']:.4f}",
+        "",
+    ]
+    lines += [
+        "| category | method | new tokens | target calls | draft calls | tau | accept | wall s (min-max) | "
+        "tokens/s | speedup vs ar (min-max) | predicted | efficiency | greedy = ar | target log p / token | greedy = beam |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|",
+    ]
     for r in report["rows"]:
         eq = "-" if r["greedy_equal"] is None else ("yes" if r["greedy_equal"] else "NO")
         eq_beam = "-" if r["greedy_equal_beam"] is None else ("yes" if r["greedy_equal_beam"] else "no")
@@ -319,7 +439,8 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"{_fmt(r['tau'], '.2f')} | {_fmt(r['acceptance_rate'], '.0%')} | {r['wall_s']:.3f} "
             f"({r['wall_s_min']:.3f}-{r['wall_s_max']:.3f}) | {r['tokens_per_s']:.1f} | "
             f"{_speedup(r)} | {_fmt(r['predicted_speedup'], '.2f')} | "
-            f"{_fmt(r['efficiency'], '.2f')} | {eq} | {_fmt(r['target_logp'], '.3f')} | {eq_beam} |")
+            f"{_fmt(r['efficiency'], '.2f')} | {eq} | {_fmt(r['target_logp'], '.3f')} | {eq_beam} |"
+        )
     for name, why in report["skipped"].items():
         lines.append(f"\nskipped {name}: {why}")
     lines += ["", "Goals (the performance issue's; per category where per category):", ""]
@@ -336,10 +457,13 @@ def write_report(report: dict[str, Any], out: str) -> None:
         json.dump(report, fh, indent=2, default=str)
     with open(os.path.join(out, "bench.md"), "w") as fh:
         fh.write(to_markdown(report))
-    figs = [speedup_figure(report["rows"]),
-            cost_figure(report["t_target_ms"], report["t_draft_ms"], report["pair"]["device"],
-                        report.get("t_early_exit_ms")),
-            efficiency_figure(report["rows"])]
+    figs = [
+        speedup_figure(report["rows"]),
+        cost_figure(
+            report["t_target_ms"], report["t_draft_ms"], report["pair"]["device"], report.get("t_early_exit_ms")
+        ),
+        efficiency_figure(report["rows"]),
+    ]
     write_html(figs, os.path.join(out, "bench.html"))
 
 
@@ -357,15 +481,17 @@ def check_args(args: argparse.Namespace) -> None:
         table = {None: {**PROMPTS, **CHAT_PROMPTS}, True: CHAT_PROMPTS, False: PROMPTS}[args.chat]
         unknown = [c for c in args.categories or () if c not in table]
         if unknown:
-            raise SpecvizError(f"--categories: unknown prompt categories {', '.join(map(repr, unknown))}; known: "
-                               f"{', '.join(table)}.")
+            raise SpecvizError(
+                f"--categories: unknown prompt categories {', '.join(map(repr, unknown))}; known: {', '.join(table)}."
+            )
     out = args.out
     if not isinstance(out, str) or not out.strip():
         raise SpecvizError(f"--out must name a directory to write bench.json, bench.md and bench.html to, got {out!r}.")
     path = os.path.abspath(out)
     if os.path.exists(path) and not os.path.isdir(path):
-        raise SpecvizError(f"--out {out}: a file is there; it must name a directory for bench.json, bench.md and "
-                           "bench.html.")
+        raise SpecvizError(
+            f"--out {out}: a file is there; it must name a directory for bench.json, bench.md and bench.html."
+        )
     existing = path
     while not os.path.exists(existing) and os.path.dirname(existing) != existing:
         existing = os.path.dirname(existing)
@@ -393,9 +519,20 @@ def main(args: argparse.Namespace) -> int:
         if chat:  # token ids of the chat-formatted questions, the same for specviz and the peers
             prompts = {c: [encode_prompt(pair, p, chat=True)[0] for p in plist] for c, plist in prompts.items()}
     with timing.torch_threads(args.threads):  # the whole run, restored after it
-        report = run_all(pair, prompts, args.algos, new_tokens, repeat, args.gamma, not args.no_hf, sizes,
-                         args.beam_width, sd_rows(tuple(args.sd_gammas or ()), tuple(args.sd_controllers or ())), chat,
-                         tuple(args.drafters or ()))
+        report = run_all(
+            pair,
+            prompts,
+            args.algos,
+            new_tokens,
+            repeat,
+            args.gamma,
+            not args.no_hf,
+            sizes,
+            args.beam_width,
+            sd_rows(tuple(args.sd_gammas or ()), tuple(args.sd_controllers or ())),
+            chat,
+            tuple(args.drafters or ()),
+        )
     try:
         write_report(report, args.out)
     except OSError as exc:  # checked before the run (check_args), so the disk or the directory changed since

@@ -8,6 +8,7 @@ timed rounds (median, fastest, slowest) and ``speedup`` compares two methods rou
 ``Conditions`` it ran under (torch threads, device, dtype, the load average before and after) go
 with every result. Clocks are injected (``clock``, ``loadavg``) so that tests drive time themselves.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -116,8 +117,14 @@ class Conditions:
         return f"{text}; load average {self.load_before:.2f} before, {self.load_after:.2f} after ({self.cpus} CPUs)"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"threads": self.threads, "device": self.device, "dtype": self.dtype, "cpus": self.cpus,
-                "load_before": self.load_before, "load_after": self.load_after}
+        return {
+            "threads": self.threads,
+            "device": self.device,
+            "dtype": self.dtype,
+            "cpus": self.cpus,
+            "load_before": self.load_before,
+            "load_after": self.load_after,
+        }
 
 
 @dataclass
@@ -190,8 +197,9 @@ class Event:
 Call = Callable[[], Any]
 
 
-def _timed_call(fn: Call, clock: Callable[[], float], sync: Callable[[], None] | None,
-                threads: int | None) -> Generator[None, None, tuple[float, Any]]:
+def _timed_call(
+    fn: Call, clock: Callable[[], float], sync: Callable[[], None] | None, threads: int | None
+) -> Generator[None, None, tuple[float, Any]]:
     """Time one call. A call that returns a generator is a pausable one: each of its yields stops the
     clock (this yields too) until it is resumed; its return value is the result."""
     start = clock()
@@ -214,10 +222,20 @@ def _timed_call(fn: Call, clock: Callable[[], float], sync: Callable[[], None] |
         start = clock()
 
 
-def rounds(calls: Mapping[Hashable, Call], repeats: int, *, warmup: int = 1, threads: int | None = None,
-           device: str = "cpu", dtype: str = "float32", clock: Callable[[], float] = time.perf_counter,
-           loadavg: Callable[[], float | None] = load_average, before: Mapping[Hashable, Call] | None = None,
-           sync: Callable[[], None] | None = None, skip: tuple[type[BaseException], ...] = ()) -> Iterator[Event]:
+def rounds(
+    calls: Mapping[Hashable, Call],
+    repeats: int,
+    *,
+    warmup: int = 1,
+    threads: int | None = None,
+    device: str = "cpu",
+    dtype: str = "float32",
+    clock: Callable[[], float] = time.perf_counter,
+    loadavg: Callable[[], float | None] = load_average,
+    before: Mapping[Hashable, Call] | None = None,
+    sync: Callable[[], None] | None = None,
+    skip: tuple[type[BaseException], ...] = (),
+) -> Iterator[Event]:
     """Time ``calls``: ``warmup`` untimed rounds then ``repeats`` timed ones, each round calling every
     method once in the order given, all under ``threads`` torch threads (None: as they are), restored
     when the measurement ends or is abandoned. ``before[name]``, where given, is called untimed right
@@ -253,13 +271,15 @@ def rounds(calls: Mapping[Hashable, Call], repeats: int, *, warmup: int = 1, thr
                     timings[name].seconds.append(seconds)
                     timings[name].result = result
                 yield Event("done", name, r, i, timed, seconds, result)
-        conditions = Conditions(in_force, str(device), str(dtype).removeprefix("torch."), cpu_count(), load_before,
-                                loadavg())
+        conditions = Conditions(
+            in_force, str(device), str(dtype).removeprefix("torch."), cpu_count(), load_before, loadavg()
+        )
         yield Event("end", timings=timings, conditions=conditions)
 
 
-def time_calls(calls: Mapping[Hashable, Call], repeats: int, **kwargs: Any
-               ) -> tuple[dict[Hashable, Timing], Conditions, dict[Hashable, BaseException]]:
+def time_calls(
+    calls: Mapping[Hashable, Call], repeats: int, **kwargs: Any
+) -> tuple[dict[Hashable, Timing], Conditions, dict[Hashable, BaseException]]:
     """``rounds`` run to its end: every method's ``Timing``, the ``Conditions`` and the methods
     skipped (name -> the exception of its warm-up)."""
     skipped: dict[Hashable, BaseException] = {}

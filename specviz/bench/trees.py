@@ -6,6 +6,7 @@ tokens / target calls, so methods are compared per verification call, the quanti
 draft and verify compute for. Wall time is reported too but is secondary on a CPU (a wide tree costs
 a wider target call). Sequoia's one-off calibration is done in a warm-up run before timing.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -33,9 +34,16 @@ def _label(algorithm: str, params: dict[str, Any]) -> str:
     return f"{algorithm}({inner})" if inner else algorithm
 
 
-def tree_vs_sd(pair, prompts: list, configs: list[tuple[str, dict[str, Any]]] | None = None, steps: int = 24,
-               seeds: tuple[int, ...] = (0, 1, 2), temperature: float = 1.0, top_k: int = 0,
-               top_p: float = 1.0) -> list[dict[str, Any]]:
+def tree_vs_sd(
+    pair,
+    prompts: list,
+    configs: list[tuple[str, dict[str, Any]]] | None = None,
+    steps: int = 24,
+    seeds: tuple[int, ...] = (0, 1, 2),
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+) -> list[dict[str, Any]]:
     """One row per configuration: tau at ``steps`` target calls (pooled over prompts x seeds), its
     spread over runs, nodes verified per call, draft calls per target call, wall time and
     ``tau_vs_sd`` (tau over that of the first ``sd`` configuration, when there is one)."""
@@ -63,20 +71,34 @@ def tree_vs_sd(pair, prompts: list, configs: list[tuple[str, dict[str, Any]]] | 
                     nodes += step.n_drafted + 1  # + the last committed token, fed with the tree
                     if isinstance(step.controller, SequoiaState) and not extra:
                         run_info = step.controller.run
-                        extra = {"n": run_info.n, "d": run_info.d, "expected_tokens": run_info.expected_tokens,
-                                 "acceptance": list(run_info.acceptance[:8])}
+                        extra = {
+                            "n": run_info.n,
+                            "d": run_info.d,
+                            "expected_tokens": run_info.expected_tokens,
+                            "acceptance": list(run_info.acceptance[:8]),
+                        }
                     if made >= steps:
                         break
                 wall += time.perf_counter() - start
                 tokens, calls = tokens + got, calls + made
                 per_run.append(got / made if made else 0.0)
-        rows.append({"method": _label(algorithm, params), "algorithm": algorithm, "params": params,
-                     "temperature": temperature, "target_calls": calls, "new_tokens": tokens,
-                     "tau": tokens / calls if calls else 0.0,
-                     "tau_stderr": statistics.stdev(per_run) / len(per_run) ** 0.5 if len(per_run) > 1 else 0.0,
-                     "nodes_per_call": nodes / calls if calls else 0.0,
-                     "draft_calls_per_call": draft_calls / calls if calls else 0.0,
-                     "wall_s": wall, "tokens_per_s": tokens / wall if wall > 0 else 0.0, **extra})
+        rows.append(
+            {
+                "method": _label(algorithm, params),
+                "algorithm": algorithm,
+                "params": params,
+                "temperature": temperature,
+                "target_calls": calls,
+                "new_tokens": tokens,
+                "tau": tokens / calls if calls else 0.0,
+                "tau_stderr": statistics.stdev(per_run) / len(per_run) ** 0.5 if len(per_run) > 1 else 0.0,
+                "nodes_per_call": nodes / calls if calls else 0.0,
+                "draft_calls_per_call": draft_calls / calls if calls else 0.0,
+                "wall_s": wall,
+                "tokens_per_s": tokens / wall if wall > 0 else 0.0,
+                **extra,
+            }
+        )
     sd_tau = next((r["tau"] for r in rows if r["algorithm"] == "sd"), None)
     for r in rows:
         r["tau_vs_sd"] = r["tau"] / sd_tau if sd_tau else None
@@ -89,7 +111,9 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
     lines = [head, "|" + "---|" * 9]
     for r in rows:
         vs = f"{r['tau_vs_sd']:.2f}" if r["tau_vs_sd"] is not None else "—"
-        lines.append(f"| {r['method']} | {r['temperature']:g} | {r['target_calls']} | {r['tau']:.2f} | "
-                     f"{r['tau_stderr']:.2f} | {vs} | {r['nodes_per_call']:.1f} | {r['draft_calls_per_call']:.1f} | "
-                     f"{r['tokens_per_s']:.1f} |")
+        lines.append(
+            f"| {r['method']} | {r['temperature']:g} | {r['target_calls']} | {r['tau']:.2f} | "
+            f"{r['tau_stderr']:.2f} | {vs} | {r['nodes_per_call']:.1f} | {r['draft_calls_per_call']:.1f} | "
+            f"{r['tokens_per_s']:.1f} |"
+        )
     return "\n".join(lines)

@@ -5,6 +5,7 @@ the fastest on this machine, and what the same model predicts on a GPU, said to 
 Plain data in, sentences out: the app's Measure and ``python -m specviz compare`` build the same
 ``VerdictRow``s from their timings and print what ``verdict`` says.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,10 +62,15 @@ def _fastest(rows: list[VerdictRow], base: VerdictRow | None) -> list[str]:
     tied = [r for r in ranked if _same_speed(r, ranked[0])]
     top = tied[0]
     if base is None:
-        lead = (f"Fastest: {_names(tied)}, tied at {top.tokens_per_s:.1f} tokens/s" if len(tied) > 1 else
-                f"Fastest: {top.label} at {top.tokens_per_s:.1f} tokens/s")
-        return [f"{lead}. There is no {BASE} column, so no speed-up over plain decoding was measured: add {BASE} "
-                "to get one."]
+        lead = (
+            f"Fastest: {_names(tied)}, tied at {top.tokens_per_s:.1f} tokens/s"
+            if len(tied) > 1
+            else f"Fastest: {top.label} at {top.tokens_per_s:.1f} tokens/s"
+        )
+        return [
+            f"{lead}. There is no {BASE} column, so no speed-up over plain decoding was measured: add {BASE} "
+            "to get one."
+        ]
     if len(tied) > 1:
         with_base = " (as fast as plain decoding)" if base in tied else ""
         return [f"Fastest: {_names(tied)}, tied at {top.tokens_per_s:.1f} tokens/s{with_base}."]
@@ -74,10 +80,16 @@ def _fastest(rows: list[VerdictRow], base: VerdictRow | None) -> list[str]:
     if top.speedup_lo is not None and top.speedup_lo <= 1:
         out.append(f"Its range reaches 1x, so in some rounds it was no faster than {BASE}.")
     runner = next((r for r in ranked[1:] if r is not base and r.speedup is not None), None)
-    if runner is not None and runner.speedup_hi is not None and top.speedup_lo is not None \
-            and runner.speedup_hi >= top.speedup_lo:
-        out.append(f"{runner.label}'s range ({runner.speedup_lo:.2f}–{runner.speedup_hi:.2f}x, median "
-                   f"{_x(runner.speedup)}) overlaps it, so their order may not hold.")
+    if (
+        runner is not None
+        and runner.speedup_hi is not None
+        and top.speedup_lo is not None
+        and runner.speedup_hi >= top.speedup_lo
+    ):
+        out.append(
+            f"{runner.label}'s range ({runner.speedup_lo:.2f}–{runner.speedup_hi:.2f}x, median "
+            f"{_x(runner.speedup)}) overlaps it, so their order may not hold."
+        )
     return out
 
 
@@ -99,8 +111,10 @@ def _predicted(focus: VerdictRow) -> list[str]:
         facts.append(f"a one-token target call {focus.target_ms:.1f} ms")
     if focus.draft_ms is not None:
         facts.append(f"a draft call {focus.draft_ms:.1f} ms")
-    text = (f"The cost model predicted {_x(focus.predicted)} for {focus.label} on this machine (its run priced "
-            f"call by call at t(n) timed here{': ' + ', '.join(facts) if facts else ''})")
+    text = (
+        f"The cost model predicted {_x(focus.predicted)} for {focus.label} on this machine (its run priced "
+        f"call by call at t(n) timed here{': ' + ', '.join(facts) if facts else ''})"
+    )
     if focus.speedup is not None and focus.predicted > 0:
         text += f"; measured over predicted {focus.speedup / focus.predicted:.2f}"
     return [text + "."]
@@ -116,11 +130,15 @@ def _gpu(rows: list[VerdictRow], focus: VerdictRow, base: VerdictRow | None) -> 
     if focus.gpu_draft_cost is None:
         cost = "its drafting calls no model"
     else:
-        cost = (f"a draft call costs {focus.gpu_draft_cost:.2f} of a target call (the larger of the drafter's share "
-                "of the layers and of the weights)")
-    return [f"{text}. That is a prediction, not a measurement: it assumes a call on n tokens costs what a "
-            f"one-token call does (at batch 1 a GPU reads the weights once per call), that {cost}, and that "
-            "switching models costs nothing."]
+        cost = (
+            f"a draft call costs {focus.gpu_draft_cost:.2f} of a target call (the larger of the drafter's share "
+            "of the layers and of the weights)"
+        )
+    return [
+        f"{text}. That is a prediction, not a measurement: it assumes a call on n tokens costs what a "
+        f"one-token call does (at batch 1 a GPU reads the weights once per call), that {cost}, and that "
+        "switching models costs nothing."
+    ]
 
 
 def verdict(rows: list[VerdictRow]) -> str:

@@ -29,6 +29,7 @@ Temperature 0 is a separate mode (MCSD §4.1, argmax sampling; Sequoia's tempera
 are the draft's top-k tokens (or its argmax repeated, with replacement) and a sibling is accepted iff it
 equals the target's argmax; ``greedy_schedule``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -58,14 +59,16 @@ class SiblingSchedule:
     residuals: list[torch.Tensor] = field(default_factory=list, repr=False)
 
 
-def reject_with_replacement(res: torch.Tensor, d: torch.Tensor, x: int,
-                            rejected: set[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def reject_with_replacement(
+    res: torch.Tensor, d: torch.Tensor, x: int, rejected: set[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """MCSD Algorithm 1 after rejecting x: residual against the unchanged q (Eq. 3); q stays."""
     return residual(res, d), d
 
 
-def reject_without_replacement(res: torch.Tensor, d: torch.Tensor, x: int,
-                               rejected: set[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def reject_without_replacement(
+    res: torch.Tensor, d: torch.Tensor, x: int, rejected: set[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """MCSD Algorithm 2 / Sequoia Algorithm 1 after rejecting x (``rejected`` already holds x).
 
     (a) residual with the D that x was drawn from (MCSD Eq. 10; Sequoia line 9), *before*
@@ -82,8 +85,7 @@ def reject_without_replacement(res: torch.Tensor, d: torch.Tensor, x: int,
     return res, d / d.sum()
 
 
-def sibling_schedule(p: torch.Tensor, q: torch.Tensor, candidates: list[int],
-                     replacement: bool) -> SiblingSchedule:
+def sibling_schedule(p: torch.Tensor, q: torch.Tensor, candidates: list[int], replacement: bool) -> SiblingSchedule:
     """Run the rule over all ``candidates`` (draw order) assuming each is rejected in turn.
 
     ``p``: the target's warped distribution at the parent; ``q``: the draft's at the parent (the one
@@ -175,8 +177,9 @@ def first_accepted(accept_probs: list[float], draw: Callable[[], float]) -> tupl
     return None, draws
 
 
-def draw_candidates(q: torch.Tensor, k: int, replacement: bool, generator: torch.Generator,
-                    fallback: bool = False) -> list[int]:
+def draw_candidates(
+    q: torch.Tensor, k: int, replacement: bool, generator: torch.Generator, fallback: bool = False
+) -> list[int]:
     """Draw up to ``k`` siblings from ``q`` in order.
 
     With replacement: k i.i.d. draws (MCSD Alg. 1; SpecInfer). Without: sequential draws without

@@ -66,6 +66,7 @@ Numerics: laws and ratios are computed in float64 from the given vectors; ``p_be
 ``sampling.warp`` in float32 (scores are shifted by their maximum first, so only score differences
 meet float32 rounding).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -81,13 +82,15 @@ LayerSource = str  # "accepted" | "residual" | "fresh" | "target" (see LayerVerd
 
 # --- candidates and scores (Eq 1) -------------------------------------------------------------
 
+
 def split_candidate(index: int, vocab: int) -> tuple[int, int]:
     """Flat candidate index over Omega = beams x V -> (beam row, token id)."""
     return index // vocab, index % vocab
 
 
-def candidate_scores(beam_logliks: torch.Tensor, logprobs: torch.Tensor,
-                     valid: torch.Tensor | None = None) -> torch.Tensor:
+def candidate_scores(
+    beam_logliks: torch.Tensor, logprobs: torch.Tensor, valid: torch.Tensor | None = None
+) -> torch.Tensor:
     """``[W, V]`` scores ``logL_i + log p(v | beam_i)``: the log of Eq 1's numerator, float64.
 
     ``beam_logliks``: ``[W]`` cumulative target log-likelihoods; ``logprobs``: ``[W, V]`` the target's
@@ -97,8 +100,10 @@ def candidate_scores(beam_logliks: torch.Tensor, logprobs: torch.Tensor,
     tokens warped out get ``-inf``.
     """
     if logprobs.dim() != 2 or beam_logliks.shape != logprobs.shape[:1]:
-        raise ValueError(f"beam_logliks {tuple(beam_logliks.shape)} must be [W] for logprobs [W, V], "
-                         f"got logprobs {tuple(logprobs.shape)}")
+        raise ValueError(
+            f"beam_logliks {tuple(beam_logliks.shape)} must be [W] for logprobs [W, V], "
+            f"got logprobs {tuple(logprobs.shape)}"
+        )
     scores = beam_logliks.double()[:, None] + logprobs.double()
     if valid is not None:
         scores = scores.masked_fill(~valid.bool()[:, None], float("-inf"))
@@ -155,6 +160,7 @@ def best_beam(logliks: Sequence[float] | torch.Tensor, lengths: Sequence[int] | 
 
 # --- law of the number of accepted drafts (Eqs 2-4) and the width rule (Eqs 5-7) ---------------
 
+
 def residual_sequence(p: torch.Tensor, q: torch.Tensor, m: int, residual_updates: int = 1) -> list[torch.Tensor]:
     """``p_1 .. p_m``: ``p_1 = p``, ``p_{j+1} = norm(max(p_j - q, 0))`` (App. A), the running target
     each successive rejected draft is tested against. ``residual_updates=2`` is the official code's
@@ -193,11 +199,11 @@ def accepted_count_law(p: torch.Tensor, q: torch.Tensor, m: int, residual_update
         raise ValueError(f"m (number of drafts) must be >= 0, got {m}")
     alpha = acceptance_rates(p, q, m, residual_updates)
     survive = torch.cumprod(torch.cat([torch.ones(1, dtype=torch.float64), 1.0 - alpha]), 0)  # prod_{j<=n}
-    first = alpha * survive[:-1]                                  # Eq 3: draft i is the first accepted
+    first = alpha * survive[:-1]  # Eq 3: draft i is the first accepted
     table = torch.zeros(m + 1, m + 1, dtype=torch.float64)
-    table[:, 0] = survive                                        # P(n, 0); P(0, 0) = 1
+    table[:, 0] = survive  # P(n, 0); P(0, 0) = 1
     for n in range(1, m + 1):
-        for k in range(1, n + 1):                               # Eq 2
+        for k in range(1, n + 1):  # Eq 2
             table[n, k] = sum(first[i - 1] * table[n - i, k - 1] for i in range(1, n - k + 2))
     return table[m]
 
@@ -270,8 +276,9 @@ class WidthChoice:
         return sum(k * v for k, v in enumerate(self.law))
 
 
-def width_rule(p_beam: torch.Tensor, q_beam: torch.Tensor, drafts: int, threshold: float, min_width: int,
-               dynamic: bool = True) -> WidthChoice:
+def width_rule(
+    p_beam: torch.Tensor, q_beam: torch.Tensor, drafts: int, threshold: float, min_width: int, dynamic: bool = True
+) -> WidthChoice:
     """The width of one layer from (p_beam, q_beam) and the number of drafts W_S (Eqs 2-7).
 
     ``dynamic=False`` keeps the width at ``min_width`` (fixed-width, exact beam sampling) but still
@@ -281,11 +288,13 @@ def width_rule(p_beam: torch.Tensor, q_beam: torch.Tensor, drafts: int, threshol
     surv = survival(law)
     tilde = _unfloored_width(surv, threshold)
     width = dynamic_width(law, threshold, min_width, drafts) if dynamic else min_width
-    return WidthChoice(width, tilde, tuple(float(v) for v in law), tuple(float(v) for v in surv),
-                       float(threshold), min_width, dynamic)
+    return WidthChoice(
+        width, tilde, tuple(float(v) for v in law), tuple(float(v) for v in surv), float(threshold), min_width, dynamic
+    )
 
 
 # --- one verified layer (Algorithm 1, corrected) ----------------------------------------------
+
 
 @dataclass
 class LayerVerdict:
@@ -324,9 +333,15 @@ class LayerVerdict:
             col.append(None)
 
 
-def verify_layer(p_beam: torch.Tensor, q_beam: torch.Tensor, drafts: Sequence[int], width: int,
-                 generator: torch.Generator, fill_to: int | None = None,
-                 paper_literal_ratio: bool = False) -> LayerVerdict:
+def verify_layer(
+    p_beam: torch.Tensor,
+    q_beam: torch.Tensor,
+    drafts: Sequence[int],
+    width: int,
+    generator: torch.Generator,
+    fill_to: int | None = None,
+    paper_literal_ratio: bool = False,
+) -> LayerVerdict:
     """Verify one draft layer (Algorithm 1 lines 12-27, corrected; see the module docstring).
 
     ``p_beam``, ``q_beam``: flat target and draft beam distributions over the layer's candidates;
@@ -366,10 +381,10 @@ def verify_layer(p_beam: torch.Tensor, q_beam: torch.Tensor, drafts: Sequence[in
             out.kept.append(int(x))
             out.sources.append("accepted")
             out.kept_draft.append(i)
-            cur = p                                    # reset after an acceptance
+            cur = p  # reset after an acceptance
         else:
             out.status.append("rejected")
-            cur = residual(cur, q)                     # one residual update per rejection
+            cur = residual(cur, q)  # one residual update per rejection
     if len(accepted) == width:
         out.passed = True
         return out

@@ -7,6 +7,7 @@ states of a run. Its weights are saved beside an early-exit head and read back b
 ``specviz.models.early_exit.calibration`` (``load_pair`` attaches it: ``pair.heads.calibration``);
 ``specviz.train.calibration`` fits it.
 """
+
 from __future__ import annotations
 
 import torch

@@ -18,14 +18,15 @@ transformers' assisted generation (``generation/candidate_generator.py``,
 
 None of them touches the acceptance rule, so every controller built on them keeps the output law.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
 
-FP_COST, FN_COST = 1, 3       # transformers: "a cost of 25% is assigned to false positives and 75% to false negatives"
-MIN_SAMPLES = 6               # transformers: len(probs) > 5, with both outcomes present
+FP_COST, FN_COST = 1, 3  # transformers: "a cost of 25% is assigned to false positives and 75% to false negatives"
+MIN_SAMPLES = 6  # transformers: len(probs) > 5, with both outcomes present
 
 
 def heuristic_length(length: int, drafted: int, accepted: int) -> int:

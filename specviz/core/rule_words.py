@@ -30,6 +30,7 @@ p is the target's warped law, q the draft's (the papers' letters are mapped to t
 * ``beam_sampling`` / ``beam_search``: nothing is tested; beams are drawn from ``p_beam`` (DSBD Eq 1)
   or are the W best candidates.
 """
+
 from __future__ import annotations
 
 import math
@@ -89,8 +90,17 @@ class RuleWords:
     rejection_is_tv = True
     rejection_words = "this rule's is Σ (1 − a) q"  # said after TV(p, q) when rejection_is_tv is False
 
-    def test(self, *, p: Number, p_res: Number, q: Number, earlier: int = 0, duplicate: bool = False,
-             fallback: bool = False, accepted: bool = False) -> Test:
+    def test(
+        self,
+        *,
+        p: Number,
+        p_res: Number,
+        q: Number,
+        earlier: int = 0,
+        duplicate: bool = False,
+        fallback: bool = False,
+        accepted: bool = False,
+    ) -> Test:
         """The test of a candidate with target ``p``, residual target ``p_res``, draft ``q`` (as drawn),
         ``earlier`` rejected siblings before it (``duplicate``: one had its token), drawn by the
         uniform ``fallback`` (its q was 0), and its outcome."""
@@ -115,23 +125,32 @@ class MultiCandidateWords(RuleWords):
 
     def test(self, *, p, p_res, q, earlier=0, duplicate=False, fallback=False, accepted=False) -> Test:
         if duplicate and self.replacement:
-            return Test(sentence="a = 0: the same token as an earlier rejected sibling (its residual mass is 0)",
-                        values=(("p_res", p_res),), compute=lambda p_res: 0.0)
+            return Test(
+                sentence="a = 0: the same token as an earlier rejected sibling (its residual mass is 0)",
+                values=(("p_res", p_res),),
+                compute=lambda p_res: 0.0,
+            )
         pn = "p_res" if earlier else "p"
         pv = p_res if p_res is not None or earlier else p
         qn, note = "q", ""
         if earlier and not self.replacement:
             qn = "q̄"
-            note = ("q̄ = 1/N: q had no mass left, so the draw was uniform over the N tokens not rejected yet, "
-                    "Sequoia Alg. 1 line 12" if fallback else
-                    f"q̄: q without the {earlier} earlier sibling{'s' if earlier != 1 else ''}, renormalised")
+            note = (
+                "q̄ = 1/N: q had no mass left, so the draw was uniform over the N tokens not rejected yet, "
+                "Sequoia Alg. 1 line 12"
+                if fallback
+                else f"q̄: q without the {earlier} earlier sibling{'s' if earlier != 1 else ''}, renormalised"
+            )
         return Test(f"min(1, {pn}/{qn})", ((pn, pv), (qn, q)), note, compute=lambda **v: _ratio(v[pn], v[qn]))
 
     def resample(self, rejected: int) -> Source:
         if rejected <= 1:
             return Source("the residual norm(max(0, p − q))", "residual", "residual")
-        how = ("each takes norm(max(0, p_res − q)) again, q unchanged" if self.replacement else
-               "each takes norm(max(0, p_res − q̄)), then drops the rejected token from q̄")
+        how = (
+            "each takes norm(max(0, p_res − q)) again, q unchanged"
+            if self.replacement
+            else "each takes norm(max(0, p_res − q̄)), then drops the rejected token from q̄"
+        )
         return Source(f"the final residual after {rejected} rejections ({how})", "final residual", "final_residual")
 
 
@@ -144,16 +163,27 @@ class PointMassWords(RuleWords):
 
     def test(self, *, p, p_res, q, earlier=0, duplicate=False, fallback=False, accepted=False) -> Test:
         if not earlier:
-            return Test("p", (("p", p_res if p_res is not None else p),),
-                        "x was chosen, not drawn: its proposal law is a point mass, so a = min(1, p/1)",
-                        compute=lambda p: p)
-        return Test("p_res", (("p_res", p_res),),
-                    f"p_res: p without the {earlier} earlier sibling{'s' if earlier != 1 else ''}, renormalised; "
-                    "x was chosen, not drawn, so a = min(1, p_res/1)", compute=lambda p_res: p_res)
+            return Test(
+                "p",
+                (("p", p_res if p_res is not None else p),),
+                "x was chosen, not drawn: its proposal law is a point mass, so a = min(1, p/1)",
+                compute=lambda p: p,
+            )
+        return Test(
+            "p_res",
+            (("p_res", p_res),),
+            f"p_res: p without the {earlier} earlier sibling{'s' if earlier != 1 else ''}, renormalised; "
+            "x was chosen, not drawn, so a = min(1, p_res/1)",
+            compute=lambda p_res: p_res,
+        )
 
     def resample(self, rejected: int) -> Source:
-        return Source(f"the final residual: p without the {rejected} chosen sibling{'s' if rejected != 1 else ''}, "
-                      "renormalised (SpecExec)", "final residual", "final_residual")
+        return Source(
+            f"the final residual: p without the {rejected} chosen sibling{'s' if rejected != 1 else ''}, "
+            "renormalised (SpecExec)",
+            "final residual",
+            "final_residual",
+        )
 
 
 class OverAcceptanceWords(RuleWords):
@@ -181,8 +211,11 @@ class OverAcceptanceWords(RuleWords):
 
     def resample(self, rejected: int) -> Source:
         if self.residual == "target":
-            return Source("the target p itself (Decoding-UNO: not a residual, so the rejected draft can come "
-                          "back)", "target p", "p")
+            return Source(
+                "the target p itself (Decoding-UNO: not a residual, so the rejected draft can come back)",
+                "target p",
+                "p",
+            )
         src = MultiCandidateWords(True).resample(rejected)
         return Source(f"{src.words} (Decoding-OPT)", src.label, src.law)
 
@@ -194,8 +227,11 @@ class ExactMatchWords(RuleWords):
     record = {"name": "exact_match"}
 
     def test(self, *, p, p_res, q, earlier=0, duplicate=False, fallback=False, accepted=False) -> Test:
-        return Test(sentence=f"exact match at T = 0: it is {'' if accepted else 'not '}the target's argmax",
-                    values=(("p", p),), compute=lambda p: 1.0 if p == 1.0 else 0.0)
+        return Test(
+            sentence=f"exact match at T = 0: it is {'' if accepted else 'not '}the target's argmax",
+            values=(("p", p),),
+            compute=lambda p: 1.0 if p == 1.0 else 0.0,
+        )
 
     def resample(self, rejected: int) -> Source:
         return Source("the target's argmax (T = 0)", "target argmax", "argmax")
@@ -216,18 +252,28 @@ class DsbdLayerWords(RuleWords):
     def test(self, *, p, p_res, q, earlier=0, duplicate=False, fallback=False, accepted=False) -> Test:
         note = "p_res: the layer's joint p_beam after its rejections since the last acceptance"
         if self.literal_ratio:
-            return Test("min(1, q/p_res)", (("q", q), ("p_res", p_res)),
-                        note + "; Alg. 1's printed ratio, 1 when p_res = 0: not exact",
-                        compute=lambda q, p_res: _ratio(q, p_res))
+            return Test(
+                "min(1, q/p_res)",
+                (("q", q), ("p_res", p_res)),
+                note + "; Alg. 1's printed ratio, 1 when p_res = 0: not exact",
+                compute=lambda q, p_res: _ratio(q, p_res),
+            )
         return Test("min(1, p_res/q)", (("p_res", p_res), ("q", q)), note, compute=lambda p_res, q: _ratio(p_res, q))
 
     def resample(self, rejected: int) -> Source:
-        return Source("the layer's final residual p_res (fewer than W drafts were accepted: the layer failed, "
-                      "DSBD Alg. 1)", "layer residual", "final_residual")
+        return Source(
+            "the layer's final residual p_res (fewer than W drafts were accepted: the layer failed, DSBD Alg. 1)",
+            "layer residual",
+            "final_residual",
+        )
 
     def bonus(self, drafted: bool) -> Source:
-        return Source("p_beam, the joint law of the beams' continuations (DSBD Eq 1: a bonus layer, or a fresh "
-                      "beam after a failed layer)", "p_beam", "p")
+        return Source(
+            "p_beam, the joint law of the beams' continuations (DSBD Eq 1: a bonus layer, or a fresh "
+            "beam after a failed layer)",
+            "p_beam",
+            "p",
+        )
 
 
 class DsbdGreedyWords(RuleWords):
@@ -238,12 +284,15 @@ class DsbdGreedyWords(RuleWords):
     record = {"name": "dsbd_greedy"}
 
     def test(self, *, p, p_res, q, earlier=0, duplicate=False, fallback=False, accepted=False) -> Test:
-        return Test(sentence=f"beam search at T = 0: it is {'' if accepted else 'not '}one of the target's W best "
-                             f"candidates of the layer")
+        return Test(
+            sentence=f"beam search at T = 0: it is {'' if accepted else 'not '}one of the target's W best "
+            f"candidates of the layer"
+        )
 
     def resample(self, rejected: int) -> Source:
-        return Source("the target's beam search at T = 0 (one of its W best candidates, not drafted)",
-                      "target beam search", "")
+        return Source(
+            "the target's beam search at T = 0 (one of its W best candidates, not drafted)", "target beam search", ""
+        )
 
     def bonus(self, drafted: bool) -> Source:
         return self.resample(0)
@@ -267,8 +316,9 @@ class BeamWords(RuleWords):
     def bonus(self, drafted: bool) -> Source:
         if self.greedy:
             return Source("beam search at T = 0 (one of the W best candidates by log-likelihood)", "beam search", "")
-        return Source("p_beam, the joint law of every beam's continuations, i.i.d. (beam sampling, DSBD Eq 1)",
-                      "p_beam", "p")
+        return Source(
+            "p_beam, the joint law of every beam's continuations, i.i.d. (beam sampling, DSBD Eq 1)", "p_beam", "p"
+        )
 
 
 class UnknownWords(RuleWords):
@@ -290,9 +340,14 @@ class UnknownWords(RuleWords):
 _BOOL = (lambda v: isinstance(v, bool), "true or false")
 RULES: dict[str, tuple[dict[str, tuple[Callable[[Any], bool], str]], Callable[..., RuleWords]]] = {
     "multi_candidate": ({"replacement": _BOOL}, MultiCandidateWords),
-    "over_acceptance": ({"eps": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
-                         "lam": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
-                         "residual": (lambda v: v in ("opt", "target"), "'opt' or 'target'")}, OverAcceptanceWords),
+    "over_acceptance": (
+        {
+            "eps": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
+            "lam": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
+            "residual": (lambda v: v in ("opt", "target"), "'opt' or 'target'"),
+        },
+        OverAcceptanceWords,
+    ),
     "point_mass": ({}, PointMassWords),
     "exact_match": ({}, ExactMatchWords),
     "dsbd_layer": ({"literal_ratio": _BOOL}, DsbdLayerWords),
@@ -317,8 +372,10 @@ def check_record(record: Any, path: str = "rule") -> str | None:
     params = spec[0]
     for key, value in record.items():
         if key != "name" and key not in params:
-            return (f"{path} has the key {key!r}, which the rule {record['name']!r} does not have (its keys: "
-                    f"{', '.join(params) or 'none'})")
+            return (
+                f"{path} has the key {key!r}, which the rule {record['name']!r} does not have (its keys: "
+                f"{', '.join(params) or 'none'})"
+            )
         if key != "name" and not params[key][0](value):
             return f"{path}.{key} must be {params[key][1]}, got {value!r:.60}"
     return None

@@ -26,6 +26,7 @@ exactly p; ``replacement`` how the drafter must draw the siblings for the rule t
 ``words()`` states its formula and residuals from that record (``core.rule_words``), so the views
 describe each decision by the rule that made it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -6,6 +6,7 @@ is warping only one side, or taking the p/q ratio in low precision; the guarante
 ``temperature == 0`` means greedy: the warped distribution is the one-hot of the argmax (first index
 on ties), so every acceptance rule below reduces to exact-match verification.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -27,8 +28,9 @@ class SamplingConfig:
         """Checked by ``specviz.validation`` (0 or [1e-3, 100]; an int >= 0; (0, 1]) and stored as exact types."""
         object.__setattr__(self, "temperature", validation.temperature(self.temperature))
         object.__setattr__(self, "top_k", validation.integer("top_k (0 disables it)", self.top_k, 0))
-        object.__setattr__(self, "top_p", validation.number("top_p (1 disables it)", self.top_p, 0.0, 1.0,
-                                                            lo_open=True))
+        object.__setattr__(
+            self, "top_p", validation.number("top_p (1 disables it)", self.top_p, 0.0, 1.0, lo_open=True)
+        )
 
     @property
     def greedy(self) -> bool:

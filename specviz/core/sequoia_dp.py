@@ -13,6 +13,7 @@ b``; ``literal_init=True`` keeps the printed form), vectorised over l, O(M^2 L K
 measured verify times; we charge d - 1 draft calls because that is what the engine makes for a
 d-level tree (the paper writes d c).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,10 +32,10 @@ class SequoiaDP:
     acceptance: tuple[float, ...]
     max_size: int
     max_depth: int
-    T: np.ndarray = field(repr=False)      # [M+1, L+1, K+1]
-    Tmax: np.ndarray = field(repr=False)   # [M+1, L+1] = G
-    Targ: np.ndarray = field(repr=False)   # best number of root children
-    Y: np.ndarray = field(repr=False)      # best split y for (m, l, b >= 2)
+    T: np.ndarray = field(repr=False)  # [M+1, L+1, K+1]
+    Tmax: np.ndarray = field(repr=False)  # [M+1, L+1] = G
+    Targ: np.ndarray = field(repr=False)  # best number of root children
+    Y: np.ndarray = field(repr=False)  # best split y for (m, l, b >= 2)
 
     def value(self, n: int, d: int) -> float:
         """G(n, d): best expected tokens per step, size exactly n, at most d levels (-inf if impossible)."""
@@ -84,8 +85,9 @@ class SequoiaDP:
         return out[::-1]
 
 
-def solve(acceptance: list[float] | tuple[float, ...], max_size: int, max_depth: int,
-          literal_init: bool = False) -> SequoiaDP:
+def solve(
+    acceptance: list[float] | tuple[float, ...], max_size: int, max_depth: int, literal_init: bool = False
+) -> SequoiaDP:
     """Run the bounded-depth DP (Algorithm 5, corrected) for all sizes <= max_size, depths <= max_depth.
 
     ``literal_init=True``: Algorithm 5 as printed (WRONG; for comparison): line 7 sets the infeasible
@@ -111,8 +113,8 @@ def solve(acceptance: list[float] | tuple[float, ...], max_size: int, max_depth:
         below = Tmax[m - 1, 1:L]  # best subtree of size m - 1, depth <= l - 1, for l = 2..L
         T[m, 2:, 1] = np.where(np.isfinite(below), 1.0 + p[1] * np.where(np.isfinite(below), below, 0.0), NEG)
         for b in range(2, (K if literal_init else min(K, m - 1)) + 1):  # b >= m is infeasible
-            left = T[1:m, 2:, b - 1]              # y = 1..m-1: the first b - 1 branches, size y
-            right = Tmax[m - 1:0:-1, 1:L]          # last branch: size m - y, depth <= l - 1
+            left = T[1:m, 2:, b - 1]  # y = 1..m-1: the first b - 1 branches, size y
+            right = Tmax[m - 1 : 0 : -1, 1:L]  # last branch: size m - y, depth <= l - 1
             ok = np.isfinite(left) & np.isfinite(right)
             vals = np.where(ok, np.where(ok, left, 0.0) + p[b] * np.where(ok, right, 0.0), NEG)
             best = np.argmax(vals, axis=0)
@@ -133,11 +135,12 @@ class SizeChoice:
     sizes: list[int]
     depths: list[int]
     table: list[list[float | None]]  # table[i][j] = Speedup(sizes[i], depths[j]); None if infeasible
-    best_per_size: list[dict]        # per size: best d, its G and speedup
+    best_per_size: list[dict]  # per size: best d, its G and speedup
 
 
-def choose_size_depth(dp: SequoiaDP, verify_ms: dict[int, float], draft_ms: float,
-                      max_depth: int | None = None) -> SizeChoice:
+def choose_size_depth(
+    dp: SequoiaDP, verify_ms: dict[int, float], draft_ms: float, max_depth: int | None = None
+) -> SizeChoice:
     """Maximise G(n, d) * t(1) / (t(n) + (d - 1) c) over the measured sizes n and d <= max_depth.
 
     ``verify_ms[n]``: measured time of one target call on n tokens (must include n = 1);
@@ -167,6 +170,13 @@ def choose_size_depth(dp: SequoiaDP, verify_ms: dict[int, float], draft_ms: floa
                 best = (float(s), n, d)
         table.append(row)
         if row_best[1] is not None:
-            per_size.append({"n": n, "d": row_best[1], "expected_tokens": dp.value(n, row_best[1]),
-                             "verify_ms": verify_ms[n], "speedup": float(row_best[0])})
+            per_size.append(
+                {
+                    "n": n,
+                    "d": row_best[1],
+                    "expected_tokens": dp.value(n, row_best[1]),
+                    "verify_ms": verify_ms[n],
+                    "speedup": float(row_best[0]),
+                }
+            )
     return SizeChoice(best[1], best[2], best[0], sizes, depths, table, per_size)

@@ -12,6 +12,7 @@ output position ``n + 1`` (row = previous token ``x_n``, column = next token), t
 respectively, ``n = 0 .. T - 1``; ``prompt`` is the law of ``x_0``. Expectations over prefixes are
 under the *target* chain (Thm 1: the output of an unbiased method is distributed as the target).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,6 +51,7 @@ def residual(p: Array, q: Array) -> tuple[torch.Tensor, torch.Tensor]:
 
 # ---------------------------------------------------------------- batch SD, one position (Alg. 4 root)
 
+
 def residual_chain(p: Array, q: Array, num_drafts: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Thm 3's chain ``p^1 = p, p^{m+1} = norm(max(0, p^m - q))``.
 
@@ -80,7 +82,7 @@ def batch_improvement_uniform(ratio: float, num_drafts: int) -> float:
     """Paper's closed form (Sec. 3.2): target uniform on V' within the draft's uniform support V,
     ``r = |V| / |V'|``: ``BI = (1 - 1/r) - (1 - 1/r)^M``."""
     a = 1.0 - 1.0 / ratio
-    return a - a ** num_drafts
+    return a - a**num_drafts
 
 
 def batch_improvement_bernoulli(draft: float, target: float, num_drafts: int) -> float:
@@ -120,11 +122,14 @@ def batch_root_law(p: Array, q: Array, num_drafts: int, fallback: Fallback = "co
 
 # ---------------------------------------------------------------- Markov chains: Thms 1 and 3, Prop 1
 
+
 def _chain_args(P: Array, Q: Array, prompt: Array) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     P, Q, prompt = as64(P), as64(Q), as64(prompt)
     if P.shape != Q.shape or P.dim() != 3 or P.shape[-1] != P.shape[-2] or prompt.shape != P.shape[-1:]:
-        raise ValueError(f"need P, Q of shape [T, V, V] and prompt [V]; got {tuple(P.shape)}, "
-                         f"{tuple(Q.shape)}, {tuple(prompt.shape)}.")
+        raise ValueError(
+            f"need P, Q of shape [T, V, V] and prompt [V]; got {tuple(P.shape)}, "
+            f"{tuple(Q.shape)}, {tuple(prompt.shape)}."
+        )
     return P, Q, prompt
 
 
@@ -170,6 +175,7 @@ def batch_rejections_per_position(P: Array, Q: Array, prompt: Array, num_drafts:
 
 
 # ---------------------------------------------------------------- relaxed acceptance: Thms 4 and 5
+
 
 def sd_accept_probs(p: Array, q: Array) -> torch.Tensor:
     """``min(1, p / q)``, the SD acceptance probability of each token (1 where ``q = 0``)."""
@@ -237,7 +243,9 @@ def min_bias(b: Array, p: Array, q: Array) -> torch.Tensor:
     return 0.5 * (p - b * q).abs().sum(-1) - 0.5 * rejection_prob(b, q)
 
 
-def tradeoff(b: Array, p: Array, q: Array, residual_kind: Literal["opt", "target"]) -> tuple[torch.Tensor, torch.Tensor]:
+def tradeoff(
+    b: Array, p: Array, q: Array, residual_kind: Literal["opt", "target"]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(rejection probability, TV(output law, p))`` of acceptance ``b`` with the given rejection law,
     the point of Fig. 4 for one position. OPT lands on Thm 5's line, UNO above it."""
     law = rejection_law(b, p, q, residual_kind)
@@ -278,8 +286,10 @@ def eps_for_rejection(p: Array, q: Array, rejection: float, tol: float = 1e-12) 
 
 # ---------------------------------------------------------------- measured vs theory along a run
 
-def run_rejection_probs(tvs: Array, is_root: Sequence[bool] | None = None,
-                        root_rejection: Array | None = None) -> torch.Tensor:
+
+def run_rejection_probs(
+    tvs: Array, is_root: Sequence[bool] | None = None, root_rejection: Array | None = None
+) -> torch.Tensor:
     """Per-position ``Pr(R_n = 1 | history)`` along one run: ``TV_n`` for SD; for batch SD ``Pi_n``
     (``root_rejection``) where position n starts a round and ``TV_n`` in a branch (Thm 3's proof).
     Summed over a run this is an unbiased estimate of E[N_rej] (the output follows the target)."""

@@ -13,6 +13,7 @@ tokens committed by the round. Read as ``a`` (the printed form), a round that ac
 
 Every random draw takes an explicit ``numpy.random.Generator``, so a seeded run replays exactly.
 """
+
 from __future__ import annotations
 
 import math
@@ -94,8 +95,10 @@ def coin(theta: float, rng: np.random.Generator) -> Coin:
 def beta_decide(state: BetaState, rng: np.random.Generator) -> Coin:
     """One draft step of Beta-TS: ``theta ~ Beta(alpha, beta)`` then the coin (Algorithm 2, lines 8-9)."""
     if not (state.alpha > 0 and state.beta > 0):
-        raise ValueError(f"Beta({state.alpha}, {state.beta}) is not a distribution: alpha and beta must be > 0 "
-                         "(the printed |Q_v| = accepted convention can reach this; see beta_rule)")
+        raise ValueError(
+            f"Beta({state.alpha}, {state.beta}) is not a distribution: alpha and beta must be > 0 "
+            "(the printed |Q_v| = accepted convention can reach this; see beta_rule)"
+        )
     return coin(float(rng.beta(state.alpha, state.beta)), rng)
 
 
@@ -207,7 +210,7 @@ def cali_prior(config: CaliConfig = CaliConfig()) -> CaliState:
 def cali_posterior(state: CaliState, theta_m: float, config: CaliConfig = CaliConfig()) -> CaliPosterior:
     """Eqs. 6-7: ``mu = w_m theta_M + (1 - w_m) theta_hat``, ``w_m = s_S^2 / (n s_M^2 + s_S^2)``,
     ``sigma^2 = s_M^2 s_S^2 / (s_S^2 + n s_M^2)`` with ``n = n_ver`` (or an ablation, see ``CaliConfig``)."""
-    sm2, ss2, n = config.sigma_m ** 2, config.sigma_s ** 2, state.n_ver
+    sm2, ss2, n = config.sigma_m**2, config.sigma_s**2, state.n_ver
     if config.mode == "model_only":
         w_m, var = 1.0, sm2
     elif config.mode == "sampling_only":
@@ -218,8 +221,9 @@ def cali_posterior(state: CaliState, theta_m: float, config: CaliConfig = CaliCo
     return CaliPosterior(float(theta_m), state.theta_hat, n, w_m, mu, math.sqrt(var))
 
 
-def cali_decide(state: CaliState, theta_m: float, rng: np.random.Generator,
-                config: CaliConfig = CaliConfig()) -> CaliDecision:
+def cali_decide(
+    state: CaliState, theta_m: float, rng: np.random.Generator, config: CaliConfig = CaliConfig()
+) -> CaliDecision:
     """One draft step of Cali-TS: theta ~ N(mu, sigma^2), clipped to [0, 1], then the coin
     (Algorithm 3, lines 8-12; the clipping is ours: a Bernoulli needs a probability)."""
     post = cali_posterior(state, theta_m, config)
@@ -227,8 +231,9 @@ def cali_decide(state: CaliState, theta_m: float, rng: np.random.Generator,
     return CaliDecision(post, theta, coin(theta, rng))
 
 
-def cali_update(state: CaliState, drafted: int, accepted: int,
-                config: CaliConfig = CaliConfig()) -> tuple[CaliState, CaliUpdate]:
+def cali_update(
+    state: CaliState, drafted: int, accepted: int, config: CaliConfig = CaliConfig()
+) -> tuple[CaliState, CaliUpdate]:
     """The running estimate after a round: ``theta_hat <- (theta_hat W + s) / (W + c)``, ``W <- W + c``.
 
     With ``|Q_v| = a + 1`` tokens committed:
@@ -265,8 +270,7 @@ def fixed_decide(i: int, fixed_length: int) -> int:
     return int(i < fixed_length)
 
 
-def stop_reason(i: int, chi: int, k_max: int | None = None, budget: int | None = None,
-                eos: bool = False) -> str | None:
+def stop_reason(i: int, chi: int, k_max: int | None = None, budget: int | None = None, eos: bool = False) -> str | None:
     """Why the round stops after its ``i``-th drafted token, or None to draft on.
 
     ``"eos"``: the token ends the sequence; ``"max_len"``: ``budget`` tokens drafted (``t + i = L``);

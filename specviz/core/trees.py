@@ -12,6 +12,7 @@ lowercase ``x``, nothing else). Size conventions differ between the papers and a
 counts speculated nodes (``4x2x2`` has 28); Sequoia's tree size ``n`` and depth ``d`` count the root
 (``n - 1`` speculated nodes, at most ``d - 1`` speculated levels, at most ``d`` tokens per step).
 """
+
 from __future__ import annotations
 
 import math
@@ -99,8 +100,10 @@ class TreeShape:
         return cls(tuple(ROOT if par == 0 else par - 1 for par in parents[1:]))
 
 
-K_CONFIG_GRAMMAR = (f"widths in ASCII digits joined by a lowercase x, like 4x2x2: no spaces, signs, underscores or "
-                    f"leading zeros, at most {MAX_K_CONFIG_DEPTH} levels and {MAX_K_CONFIG_NODES} nodes")
+K_CONFIG_GRAMMAR = (
+    f"widths in ASCII digits joined by a lowercase x, like 4x2x2: no spaces, signs, underscores or "
+    f"leading zeros, at most {MAX_K_CONFIG_DEPTH} levels and {MAX_K_CONFIG_NODES} nodes"
+)
 _K_CONFIG = re.compile(r"[0-9]+(?:x[0-9]+)*")  # ASCII only: ``int`` would also read "4_0", "+4", " 4", "٤", "４"
 
 
@@ -126,7 +129,8 @@ def parse_k_config(text: str) -> tuple[int, ...]:
     if total > MAX_K_CONFIG_NODES:
         raise InvalidParameterError(
             f"k_config {shown(text)} drafts {total if ks else 'over ' + str(MAX_K_CONFIG_NODES)} nodes per step; at "
-            f"most {MAX_K_CONFIG_NODES}: use smaller widths.")
+            f"most {MAX_K_CONFIG_NODES}: use smaller widths."
+        )
     return ks
 
 

@@ -7,6 +7,7 @@ transformers' ``apply_chat_template`` with the assistant's turn opened
 (``add_generation_prompt=True``), so the model's next token starts the answer. ``encode_prompt`` is
 the one place a prompt (text, chat text or token ids) becomes the ids the models read.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -34,10 +35,12 @@ def has_chat_template(tokenizer) -> bool:
 def format_chat(tokenizer, user_text: str) -> str:
     """``user_text`` as one user turn in the tokenizer's chat template, the assistant's turn opened."""
     if not has_chat_template(tokenizer):
-        raise validation.about(PromptError("This pair's tokenizer has no chat template: turn chat off to use the "
-                                           "prompt as it is."), "chat")
-    return tokenizer.apply_chat_template([{"role": "user", "content": user_text}], tokenize=False,
-                                         add_generation_prompt=True)
+        raise validation.about(
+            PromptError("This pair's tokenizer has no chat template: turn chat off to use the prompt as it is."), "chat"
+        )
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": user_text}], tokenize=False, add_generation_prompt=True
+    )
 
 
 def encode_prompt(pair: PromptPair, prompt: str | list[int], chat: bool = False) -> tuple[list[int], str]:

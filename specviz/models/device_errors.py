@@ -1,4 +1,5 @@
 """Out-of-memory and CUDA failures during decoding, turned into a ``DeviceError`` a user can act on."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -15,13 +16,18 @@ def device_message(exc: BaseException) -> str | None:
     """The user-facing message for an out-of-memory or device failure, ``None`` for any other error."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     oom = isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or (
-        isinstance(exc, RuntimeError) and ("out of memory" in str(exc).lower() or "can't allocate memory" in str(exc)))
+        isinstance(exc, RuntimeError) and ("out of memory" in str(exc).lower() or "can't allocate memory" in str(exc))
+    )
     if oom:
-        return (f"Out of memory while decoding ({text}). Ask for fewer new tokens, a smaller tree (gamma, size, "
-                f"k_config), a shorter prompt, or load a smaller pair or dtype.")
+        return (
+            f"Out of memory while decoding ({text}). Ask for fewer new tokens, a smaller tree (gamma, size, "
+            f"k_config), a shorter prompt, or load a smaller pair or dtype."
+        )
     if isinstance(exc, RuntimeError) and any(m in str(exc) for m in _CUDA_MARKERS):
-        return (f"The GPU failed while decoding ({text}). The CUDA context may be unusable now: restart specviz; "
-                f"if it happens again, run on --device cpu to get a readable error.")
+        return (
+            f"The GPU failed while decoding ({text}). The CUDA context may be unusable now: restart specviz; "
+            f"if it happens again, run on --device cpu to get a readable error."
+        )
     return None
 
 

@@ -20,6 +20,7 @@ of the position verified before it: the target has computed it in the call that 
 dtype's lowest value outside ``vocab``, so every warped q is 0 there (the residual of the target's
 verification produces those tokens at the target's rate).
 """
+
 from __future__ import annotations
 
 import json
@@ -55,13 +56,23 @@ class FeatureHeadConfig:
     rope_theta: float = 10000.0
 
     @classmethod
-    def for_target(cls, config, layers: tuple[int, ...], draft_vocab: int, intermediate: int | None = None
-                   ) -> "FeatureHeadConfig":
+    def for_target(
+        cls, config, layers: tuple[int, ...], draft_vocab: int, intermediate: int | None = None
+    ) -> "FeatureHeadConfig":
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
-        return cls(config.hidden_size, config.num_attention_heads, config.num_key_value_heads, head_dim,
-                   intermediate or config.intermediate_size, tuple(layers), draft_vocab, config.vocab_size,
-                   config.rms_norm_eps, float(theta))
+        return cls(
+            config.hidden_size,
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            head_dim,
+            intermediate or config.intermediate_size,
+            tuple(layers),
+            draft_vocab,
+            config.vocab_size,
+            config.rms_norm_eps,
+            float(theta),
+        )
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -92,7 +103,8 @@ class FeatureHead(nn.Module):
         self.up = nn.Linear(d, cfg.intermediate, bias=False)
         self.down = nn.Linear(cfg.intermediate, d, bias=False)
         self.norm_feature, self.norm_embed, self.norm_mlp, self.norm_out = (
-            nn.Parameter(torch.ones(d)) for _ in range(4))
+            nn.Parameter(torch.ones(d)) for _ in range(4)
+        )
         self.head = nn.Linear(d, cfg.draft_vocab, bias=False)
         if vocab is None:
             vocab = torch.arange(cfg.draft_vocab)
@@ -141,13 +153,14 @@ class FeatureHead(nn.Module):
         groups = self.cfg.heads // self.cfg.kv_heads
         if groups > 1:
             k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.cfg.head_dim ** -0.5)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.cfg.head_dim**-0.5)
         b, _, n, _ = out.shape
         return out.transpose(1, 2).reshape(b, n, -1)
 
     # ---- training: EAGLE-3's training-time test -----------------------------------------------------
-    def unrolled(self, features: torch.Tensor, ids: torch.Tensor, embed: torch.Tensor, steps: int
-                 ) -> list[torch.Tensor]:
+    def unrolled(
+        self, features: torch.Tensor, ids: torch.Tensor, embed: torch.Tensor, steps: int
+    ) -> list[torch.Tensor]:
         """The outputs ``h`` ``[B, L, d]`` of ``steps`` unrolled draft steps over sequences ``ids``
         ``[B, L]`` whose row ``j`` reads ``features[:, j]`` (the target's feature of position ``j - 1``;
         zeros for row 0). EAGLE-3's training-time test (arXiv 2503.01840, Section 3.2): step ``k`` row
@@ -167,7 +180,7 @@ class FeatureHead(nn.Module):
             cos, sin = self.rope(pos + k, x.dtype)
             q, kk, vv = self.qkv(x, F.embedding(tok, embed).to(x.dtype), cos, sin)
             kk, vv = kk.repeat_interleave(groups, 1), vv.repeat_interleave(groups, 1)
-            scale = c.head_dim ** -0.5
+            scale = c.head_dim**-0.5
             if k == 0:
                 keys0, values0 = kk, vv
                 scores = (q @ kk.transpose(-1, -2)) * scale
@@ -216,8 +229,10 @@ def load_feature_head(path: str | Path, target) -> FeatureHead:
     cfg = FeatureHeadConfig(**{**conf, "layers": tuple(conf["layers"])})
     t = target.config
     if cfg.hidden != t.hidden_size or cfg.target_vocab != t.vocab_size or max(cfg.layers) >= t.num_hidden_layers:
-        raise SpecvizError(f"the feature head at {str(path)!r} was trained for another target (width {cfg.hidden}, "
-                           f"vocabulary {cfg.target_vocab}, layers {cfg.layers})")
+        raise SpecvizError(
+            f"the feature head at {str(path)!r} was trained for another target (width {cfg.hidden}, "
+            f"vocabulary {cfg.target_vocab}, layers {cfg.layers})"
+        )
     state = {k: v for f in sorted(path.glob(WEIGHTS.replace("{:02d}", "*"))) for k, v in load_file(str(f)).items()}
     head = FeatureHead(cfg, state["vocab"])
     head.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
@@ -269,7 +284,7 @@ class FeatureLM(CachedLM):
             first = self.prefix_len  # the absolute index of the first context row's token
             if first + n - 1 > self.target.prefix_len:
                 raise SpecvizError("the target has not verified the positions the draft should read")
-            feats = self.target.rows[max(first - 1, 0): first + n - 1].to(self.fc_dtype)
+            feats = self.target.rows[max(first - 1, 0) : first + n - 1].to(self.fc_dtype)
             fused = self.head.fuse(feats)
             if first == 0:  # row 0 reads a zero feature
                 fused = torch.cat([torch.zeros_like(fused[:1]), fused])
@@ -285,8 +300,9 @@ class FeatureLM(CachedLM):
         return self.head.fc.weight.dtype
 
     @torch.inference_mode()
-    def compute(self, ids: torch.Tensor, positions: torch.Tensor, masks: dict[str, torch.Tensor],
-                position: int | None) -> torch.Tensor:
+    def compute(
+        self, ids: torch.Tensor, positions: torch.Tensor, masks: dict[str, torch.Tensor], position: int | None
+    ) -> torch.Tensor:
         n = ids.shape[1]
         feature = self._inputs(n)[None]
         embed = F.embedding(ids, self.embed).to(feature.dtype)

@@ -27,6 +27,7 @@ thread, calls on 2 to ``WEIGHT_MAJOR_MAX`` tokens use it (``SPECVIZ_WEIGHT_MAJOR
 logits equal the stock forward's to float32 rounding (tested to 1e-5), not bit for bit; one-token
 calls, single-threaded runs and GPUs keep the stock kernels exactly.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,7 +44,8 @@ WEIGHT_MAJOR_MAX = 32  # the most tokens a call computes weight-major (module do
 WEIGHT_MAJOR = os.environ.get("SPECVIZ_WEIGHT_MAJOR", "auto").strip().lower()  # auto, 0 or 1
 # rotary module -> {position: (cos, sin)} of one-token calls, kept across runs while the model lives
 _ROPE_MEMO: "weakref.WeakKeyDictionary[nn.Module, dict[int, tuple[torch.Tensor, torch.Tensor]]]" = (
-    weakref.WeakKeyDictionary())
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(frozen=True)
@@ -136,14 +138,23 @@ class LeanForward:
         self.rope_memo = _ROPE_MEMO.setdefault(self.rotary, {}) if static else None
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.groups = cfg.num_attention_heads // cfg.num_key_value_heads
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
         types, _ = get_layer_types_and_kwargs(cfg.get_text_config(decoder=True))
         self.layers = [
-            _Layer(layer.input_layernorm.weight, _linear(layer.self_attn.q_proj), _linear(layer.self_attn.k_proj),
-                   _linear(layer.self_attn.v_proj), _linear(layer.self_attn.o_proj),
-                   layer.post_attention_layernorm.weight, _linear(layer.mlp.gate_proj), _linear(layer.mlp.up_proj),
-                   _linear(layer.mlp.down_proj), layer.input_layernorm.variance_epsilon, kind,
-                   layer.self_attn.layer_idx)
+            _Layer(
+                layer.input_layernorm.weight,
+                _linear(layer.self_attn.q_proj),
+                _linear(layer.self_attn.k_proj),
+                _linear(layer.self_attn.v_proj),
+                _linear(layer.self_attn.o_proj),
+                layer.post_attention_layernorm.weight,
+                _linear(layer.mlp.gate_proj),
+                _linear(layer.mlp.up_proj),
+                _linear(layer.mlp.down_proj),
+                layer.input_layernorm.variance_epsilon,
+                kind,
+                layer.self_attn.layer_idx,
+            )
             for layer, kind in zip(base.layers[: cfg.num_hidden_layers], types)
         ]
 
@@ -160,8 +171,16 @@ class LeanForward:
         return known[1]
 
     @torch.inference_mode()
-    def __call__(self, input_ids: torch.Tensor, position_ids: torch.Tensor, masks: dict[str, torch.Tensor],
-                 cache, position: int | None = None, keep: tuple[int, ...] = (), head: torch.Tensor | None = None):
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        masks: dict[str, torch.Tensor],
+        cache,
+        position: int | None = None,
+        keep: tuple[int, ...] = (),
+        head: torch.Tensor | None = None,
+    ):
         """``position``: the position of a one-token call, as a Python int (its rotary cos/sin are memoised).
         ``keep``: also return the inputs of those layers (``hidden_states`` indices), concatenated
         ``[n, F]``: ``(logits, features)``. ``head``: the output rows to compute (a cut draft vocabulary's

@@ -5,6 +5,7 @@ pair load the same way. ``device="auto"`` picks CUDA when present and hands plac
 (``device_map="auto"``, which shards a target larger than one GPU); ``dtype="auto"`` is float32 on
 CPU and bfloat16 (or float16) on CUDA.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,9 +24,9 @@ from specviz.models.memory import check_fits, config_of
 from specviz.models.vocab import shared_vocab_size, unmodelled_special_ids
 
 if TYPE_CHECKING:
-    from specviz.models.feature_head import FeatureHead
     from specviz.core.cali_ts import CalibrationHead
     from specviz.models.early_exit import EarlyExitHead
+    from specviz.models.feature_head import FeatureHead
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -119,12 +120,18 @@ class ModelPair:
         if self.vocab_note:
             out["vocab_note"] = self.vocab_note
         if self.feature is not None:
-            out["feature"] = {"source": self.feature_source, "layers": list(self.feature.cfg.layers),
-                              "draft_vocab": self.feature.cfg.draft_vocab, "params": _n_params(self.feature)}
+            out["feature"] = {
+                "source": self.feature_source,
+                "layers": list(self.feature.cfg.layers),
+                "draft_vocab": self.feature.cfg.draft_vocab,
+                "params": _n_params(self.feature),
+            }
         if self.heads is not None:
-            out["early_exit"] = {"exit_layer": self.heads.early_exit.exit_layer,
-                                 "source": self.heads.source,
-                                 "params": _n_params(self.heads.early_exit)}
+            out["early_exit"] = {
+                "exit_layer": self.heads.early_exit.exit_layer,
+                "source": self.heads.source,
+                "params": _n_params(self.heads.early_exit),
+            }
         return out
 
     def decode_token(self, token_id: int) -> str:
@@ -150,7 +157,8 @@ class ModelPair:
 
             raise PromptError(
                 f"The prompt contains token(s) {[self.tokenizer.convert_ids_to_tokens(i) for i in unknown]} that "
-                f"the models have no output row for (ids >= {self.vocab_size}): remove them from the prompt.")
+                f"the models have no output row for (ids >= {self.vocab_size}): remove them from the prompt."
+            )
         return ids
 
 
@@ -184,8 +192,10 @@ def resolve_device_dtype(device: str, dtype: str | torch.dtype) -> tuple[str, to
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ModelLoadError(f"device={device!r} was asked for but CUDA is not available on this machine.")
     if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
-        raise ModelLoadError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
-                             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}.")
+        raise ModelLoadError(
+            f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+            f"cuda:0 to cuda:{torch.cuda.device_count() - 1}."
+        )
     if isinstance(dtype, torch.dtype):
         return device, dtype
     if dtype == "auto":
@@ -228,7 +238,7 @@ def _model_ref(param: str, value: Any, optional: bool = False) -> None:
     ``MAX_MODEL_REF`` characters (``None`` too when ``optional``)."""
     if optional and value is None:
         return
-    allowed = ("a model (hub id, local directory or package:DIST/FILE)" + (" or None" if optional else ""))
+    allowed = "a model (hub id, local directory or package:DIST/FILE)" + (" or None" if optional else "")
     if not isinstance(value, str) or not value.strip():
         raise validation.about(ModelLoadError(f"{param} must be {allowed}, got {validation.shown(value)}."), param)
     validation.text(param, value, MAX_MODEL_REF, error=ModelLoadError)
@@ -241,7 +251,8 @@ def resolve_source(name: str) -> str:
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise ModelLoadError(
                 f"{name!r} is a directory but not a Hugging Face model: it has no config.json. A model "
-                "directory holds config.json, the weights and the tokenizer files, as save_pretrained writes them.")
+                "directory holds config.json, the weights and the tokenizer files, as save_pretrained writes them."
+            )
         return path
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise ModelLoadError(f"No model directory at {name!r}: check the path (hub ids look like owner/name).")
@@ -265,9 +276,11 @@ def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust
         raise ModelLoadError(f"Out of GPU memory while loading {name!r}: pick a smaller pair or dtype.") from exc
     except (OSError, ValueError, KeyError) as exc:
         offline = os.environ.get("HF_HUB_OFFLINE") == "1"
-        hint = (" The hub is unreachable (offline); use a local directory such as assets/target."
-                if offline or "offline" in str(exc).lower() or "connect" in str(exc).lower() else
-                " Check the hub id (owner/name) or the local path.")
+        hint = (
+            " The hub is unreachable (offline); use a local directory such as assets/target."
+            if offline or "offline" in str(exc).lower() or "connect" in str(exc).lower()
+            else " Check the hub id (owner/name) or the local path."
+        )
         raise ModelLoadError(f"Could not load model {name!r}: {one_line(exc)}{hint}") from exc
     if not auto_map:
         model.to(device)
@@ -294,10 +307,16 @@ def load_tokenizer(name: str, trust_remote_code: bool = False):
         raise ModelLoadError(f"Could not load the tokenizer of {name!r}: {one_line(exc)}") from exc
 
 
-def load_pair(target: str | None = None, draft: str | None = None, device: str = "auto",
-              dtype: str | torch.dtype = "auto", trust_remote_code: bool = False,
-              early_exit: str | int | None = None, preset: str | None = None,
-              feature: str | None = None) -> ModelPair:
+def load_pair(
+    target: str | None = None,
+    draft: str | None = None,
+    device: str = "auto",
+    dtype: str | torch.dtype = "auto",
+    trust_remote_code: bool = False,
+    early_exit: str | int | None = None,
+    preset: str | None = None,
+    feature: str | None = None,
+) -> ModelPair:
     """Load a target and an optional draft, check they share a vocabulary, and return a ``ModelPair``.
 
     ``target`` / ``draft``: hub ids, local directories, or packaged checkpoints
@@ -353,7 +372,8 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
         pair.vocab_note = (
             f"The tokenizer has {len(t_tok)} tokens but the models only {vocab} output rows; the extra "
             f"{len(masked)} ({', '.join(map(str, names))}{', ...' if len(masked) > 5 else ''}) are added special "
-            f"tokens the models were not trained on: they are masked (never generated, refused in prompts).")
+            f"tokens the models were not trained on: they are masked (never generated, refused in prompts)."
+        )
         warnings.warn(pair.vocab_note, stacklevel=2)
     if early_exit is not None:
         attach_early_exit(pair, early_exit)
@@ -362,8 +382,7 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str =
     return pair
 
 
-def _from_preset(name: str, target, draft, early_exit, feature) -> tuple[str, str | None, str | int | None,
-                                                                          str | None]:
+def _from_preset(name: str, target, draft, early_exit, feature) -> tuple[str, str | None, str | int | None, str | None]:
     """The target, draft, early-exit head and feature head of the preset ``name`` (its packaged target, or the hub
     id it names when the package is missing); giving a target or draft as well is refused."""
     from specviz.presets import check_available, get_preset
@@ -374,8 +393,12 @@ def _from_preset(name: str, target, draft, early_exit, feature) -> tuple[str, st
         raise ModelLoadError(f"Give either preset={name!r} or target/draft, not both: a preset names its own models.")
     chosen = get_preset(name)
     check_available(chosen)
-    return (chosen.target_ref(), chosen.draft, early_exit if early_exit is not None else chosen.early_exit,
-            feature if feature is not None else chosen.feature)
+    return (
+        chosen.target_ref(),
+        chosen.draft,
+        early_exit if early_exit is not None else chosen.early_exit,
+        feature if feature is not None else chosen.feature,
+    )
 
 
 def attach_feature(pair: ModelPair, feature: str) -> ModelPair:
@@ -383,16 +406,18 @@ def attach_feature(pair: ModelPair, feature: str) -> ModelPair:
     from specviz.models.feature_head import load_feature_head
 
     if not isinstance(feature, (str, os.PathLike)):
-        raise validation.about(ModelLoadError(
-            f"feature must be a feature head directory, got {validation.shown(feature)}."), "feature")
+        raise validation.about(
+            ModelLoadError(f"feature must be a feature head directory, got {validation.shown(feature)}."), "feature"
+        )
     path = os.path.expanduser(str(feature))
     if not os.path.isdir(path):
         raise validation.about(ModelLoadError(f"feature: no feature head directory at {str(feature)!r}."), "feature")
     try:
         pair.feature = load_feature_head(path, pair.target)
     except (OSError, ValueError, KeyError, RuntimeError, SpecvizError) as exc:
-        raise validation.about(ModelLoadError(f"feature: could not load the feature head {str(feature)!r}: "
-                                              f"{one_line(exc)}"), "feature") from exc
+        raise validation.about(
+            ModelLoadError(f"feature: could not load the feature head {str(feature)!r}: {one_line(exc)}"), "feature"
+        ) from exc
     pair.feature_source = str(feature)
     return pair
 
@@ -414,9 +439,12 @@ def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
 
     calibration = None
     if isinstance(early_exit, bool) or not isinstance(early_exit, (int, str, os.PathLike)):
-        raise validation.about(ModelLoadError(
-            f"early_exit must be a head directory or an exit layer (int), got {validation.shown(early_exit)}."),
-            "early_exit")
+        raise validation.about(
+            ModelLoadError(
+                f"early_exit must be a head directory or an exit layer (int), got {validation.shown(early_exit)}."
+            ),
+            "early_exit",
+        )
     with loading("early_exit"):
         try:
             if isinstance(early_exit, int):
@@ -428,9 +456,9 @@ def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
                 head = load_early_exit(path, pair.target)
                 calibration = load_calibration(path, like=head.lm_head.weight)  # Cali-TS's theta_M head, sigma_M
         except (TypeError, ValueError, FileNotFoundError, OSError) as exc:
-            raise ModelLoadError(f"Could not attach the early-exit head {validation.shown(early_exit)}: "
-                                 f"{one_line(exc)}") from exc
+            raise ModelLoadError(
+                f"Could not attach the early-exit head {validation.shown(early_exit)}: {one_line(exc)}"
+            ) from exc
     cal, sigma_m = calibration if calibration is not None else (None, None)
     pair.heads = PairHeads(head, early_exit if isinstance(early_exit, int) else str(early_exit), cal, sigma_m)
     return pair
-

@@ -7,6 +7,7 @@ head on the same vector. EESD (Liu et al. 2024, arXiv 2406.03853, Sec. 3.1, Eq. 
 state after its exit layer ``N`` (with a trained exit layer and head of its own); the lens at layer
 ``N`` shows what the target already "knows" there through its own head.
 """
+
 from __future__ import annotations
 
 import torch
@@ -26,8 +27,13 @@ def shown_layers(n_layers: int, cap: int = MAX_LAYERS) -> list[int]:
 
 
 @torch.inference_mode()
-def lens_top1(model: torch.nn.Module, hidden: tuple[torch.Tensor, ...], rows: list[int], layers: list[int],
-              vocab_size: int | None = None) -> tuple[list[list[int]], list[list[float]]]:
+def lens_top1(
+    model: torch.nn.Module,
+    hidden: tuple[torch.Tensor, ...],
+    rows: list[int],
+    layers: list[int],
+    vocab_size: int | None = None,
+) -> tuple[list[list[int]], list[list[float]]]:
     """Per layer in ``layers`` (``hidden_states`` indices, 1..L) and row in ``rows`` of a forward call's
     ``hidden`` (each ``[1, n, d]`` or ``[n, d]``): the top-1 token id of softmax(head(norm(h))) and its
     probability, over the first ``vocab_size`` logits (the tokenizer's tokens). Layer L reads

@@ -4,6 +4,7 @@
 available) a config whose weights alone would not fit where they are going: a config file of a few
 hundred bytes can ask for terabytes (4000 layers), and instantiating it first would take the server down.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -79,7 +80,8 @@ def check_fits(name: str, config: Any, dtype: torch.dtype, device: str) -> None:
         raise ModelLoadError(
             f"{name!r} is too large for this machine: its config describes about {params:,} parameters, "
             f"{_size(needed)} in {str(dtype).removeprefix('torch.')}, and only {_size(free)} of {where} is "
-            "available. Pick a smaller model or dtype.")
+            "available. Pick a smaller model or dtype."
+        )
 
 
 def _size(n: int) -> str:
@@ -98,4 +100,3 @@ def config_of(source: str, trust_remote_code: bool) -> Any | None:
         return AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
     except Exception:  # noqa: BLE001 - any failure is reported by the load itself
         return None
-

@@ -16,6 +16,7 @@ A directory without that manifest (an interrupted first start), with a file of a
 (a corrupt cache) or converted from another source file is removed and rebuilt, never loaded. A file
 lock keeps two processes (two test workers, two app starts) from converting at once.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -58,8 +59,11 @@ def _sha256(path: Path) -> str:
 
 
 def _manifest_files(directory: Path) -> dict[str, dict]:
-    return {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
-            for p in sorted(directory.iterdir()) if p.is_file() and p.name != MANIFEST}
+    return {
+        p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
+        for p in sorted(directory.iterdir())
+        if p.is_file() and p.name != MANIFEST
+    }
 
 
 def cache_problem(directory: Path, source: dict | None = None) -> str | None:
@@ -156,8 +160,12 @@ def convert_packaged(ref: str, root: Path | None = None, log: Callable[[str], No
             os.chmod(work, 0o755)  # mkdtemp's 0700 would hide the cache from other users of the machine
             try:
                 _convert(gguf, work, log)
-                manifest = {"format": FORMAT, "version": FORMAT_VERSION, "source": source,
-                            "files": _manifest_files(work)}
+                manifest = {
+                    "format": FORMAT,
+                    "version": FORMAT_VERSION,
+                    "source": source,
+                    "files": _manifest_files(work),
+                }
                 (work / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
                 os.replace(work, target)
             finally:
@@ -167,12 +175,15 @@ def convert_packaged(ref: str, root: Path | None = None, log: Callable[[str], No
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
             raise _disk_full(target.parent, None) from None
-        raise ModelLoadError(f"Could not write the converted {packaged.name} into the specviz cache "
-                             f"({exc.strerror or type(exc).__name__}): set SPECVIZ_CACHE to a writable directory.") from None
+        raise ModelLoadError(
+            f"Could not write the converted {packaged.name} into the specviz cache "
+            f"({exc.strerror or type(exc).__name__}): set SPECVIZ_CACHE to a writable directory."
+        ) from None
 
 
 def _disk_full(where: Path, free: int | None) -> ModelLoadError:
     have = "" if free is None else f" ({free / 2**20:.0f} MB free)"
     return ModelLoadError(
         f"Not enough disk space to convert the packaged checkpoint: it needs about {NEEDED_BYTES // 2**20} MB in "
-        f"the specviz cache{have}. Free some space, or set SPECVIZ_CACHE to a directory on a larger disk.")
+        f"the specviz cache{have}. Free some space, or set SPECVIZ_CACHE to a directory on a larger disk."
+    )

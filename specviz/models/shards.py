@@ -11,6 +11,7 @@ a file that does not exist (``SPLIT_MARK``), so a plain ``from_pretrained`` stop
 ``FileNotFoundError`` instead of loading a model without that tensor; ``from_pretrained_any`` (which
 ``specviz.load_pair`` and the training recipes use) joins the parts and loads the same weights.
 """
+
 from __future__ import annotations
 
 import json

@@ -21,6 +21,7 @@ share the prefix cache instead of keeping one cache per beam. Nodes on *every* k
 for all hypotheses and move into the prefix. ``commit(path)`` is ``keep`` of one path (all of it
 moves into the prefix); ``rollback()`` keeps none. A chain is the one-branch case of a tree.
 """
+
 from __future__ import annotations
 
 import os
@@ -85,7 +86,9 @@ def layer_windows(config) -> dict[str, int | None]:
 
 
 # model -> (its config, layer_windows(config)): a decode wraps each model anew, the layout is read once
-_WINDOWS: "weakref.WeakKeyDictionary[PreTrainedModel, tuple[object, dict[str, int | None]]]" = weakref.WeakKeyDictionary()
+_WINDOWS: "weakref.WeakKeyDictionary[PreTrainedModel, tuple[object, dict[str, int | None]]]" = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def model_windows(model: PreTrainedModel) -> dict[str, int | None]:
@@ -123,14 +126,22 @@ class CachedLM:
     takes the stock forward, whose logits the lean one equals.
     """
 
-    def __init__(self, model: PreTrainedModel, vocab_size: int | None = None, lean: bool | None = None,
-                 features: tuple[int, ...] = (), head_rows: torch.Tensor | None = None, lens: bool = False):
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        vocab_size: int | None = None,
+        lean: bool | None = None,
+        features: tuple[int, ...] = (),
+        head_rows: torch.Tensor | None = None,
+        lens: bool = False,
+    ):
         self.model = model
         self.vocab_size = vocab_size
         self.features = tuple(features)
         self.head_rows = None if head_rows is None else head_rows.to(next(model.parameters()).device)
-        self.head_weight = (None if head_rows is None else
-                            model.get_output_embeddings().weight.detach()[self.head_rows].contiguous())
+        self.head_weight = (
+            None if head_rows is None else model.get_output_embeddings().weight.detach()[self.head_rows].contiguous()
+        )
         self.lean = LeanForward.build(model) if (LEAN_DEFAULT if lean is None else lean) else None
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
@@ -170,8 +181,9 @@ class CachedLM:
         n = len(tokens)
         start = len(self.tree)
         if not n or len(parents) != n:
-            raise SpecvizError(f"forward() needs at least one token and one parent per token, got {n} and "
-                               f"{len(parents)}")
+            raise SpecvizError(
+                f"forward() needs at least one token and one parent per token, got {n} and {len(parents)}"
+            )
         for i, par in enumerate(parents):
             if not (par == ROOT or 0 <= par < start + i):
                 raise SpecvizError(f"node {start + i} has invalid parent {par}")
@@ -182,8 +194,10 @@ class CachedLM:
         where = [prefix + d for d in depths[start:]]
         positions = torch.tensor(where)
         rows, cols = zip(*[(i, prefix + a) for i in range(n) for a in self.tree.ancestors(start + i)])
-        masks = {kind: self._float_mask(n, rows, cols, None if w is None else positions[:, None] - w)
-                 for kind, w in self.windows.items()}
+        masks = {
+            kind: self._float_mask(n, rows, cols, None if w is None else positions[:, None] - w)
+            for kind, w in self.windows.items()
+        }
         ids, positions = torch.tensor([tokens], device=self.device), positions[None].to(self.device)
         logits = self.compute(ids, positions, masks, where[0] if n == 1 else None)
         if self.new_rows is not None:
@@ -192,8 +206,9 @@ class CachedLM:
         self.fed.append(n)
         return logits[:, : self.vocab_size] if self.vocab_size else logits
 
-    def compute(self, ids: torch.Tensor, positions: torch.Tensor, masks: dict[str, torch.Tensor],
-                position: int | None) -> torch.Tensor:
+    def compute(
+        self, ids: torch.Tensor, positions: torch.Tensor, masks: dict[str, torch.Tensor], position: int | None
+    ) -> torch.Tensor:
         """The one place the model runs: float32 logits ``[n, V_model]`` of ``ids`` (``[1, n]``) at
         ``positions`` under ``masks`` (layer type -> additive mask), their KV appended to ``self.cache``.
         ``position``: a one-token call's position as an int (``LeanForward`` memoises its rotary table).
@@ -206,9 +221,14 @@ class CachedLM:
                 logits, self.new_rows = self.lean(ids, positions, masks, self.cache, position, self.features)
                 return self._cut(logits[0].float())
             return self._cut(self.lean(ids, positions, masks, self.cache, position)[0].float())
-        out = self.model(input_ids=ids, attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
-                         position_ids=positions, cache=self.cache, use_cache=True,
-                         output_hidden_states=bool(self.features) or self.lens)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=next(iter(masks.values())) if len(masks) == 1 else masks,
+            position_ids=positions,
+            cache=self.cache,
+            use_cache=True,
+            output_hidden_states=bool(self.features) or self.lens,
+        )
         if self.lens:
             self.last_hidden = out.hidden_states
         if self.features:
@@ -226,8 +246,9 @@ class CachedLM:
         """``logits`` with every token outside ``head_rows`` at the lowest value (no-op without a cut)."""
         return logits if self.head_rows is None else self._scatter(logits[:, self.head_rows])
 
-    def _float_mask(self, n: int, rows: tuple[int, ...], cols: tuple[int, ...], oldest: torch.Tensor | None
-                    ) -> torch.Tensor:
+    def _float_mask(
+        self, n: int, rows: tuple[int, ...], cols: tuple[int, ...], oldest: torch.Tensor | None
+    ) -> torch.Tensor:
         """The additive ``(1, 1, n, cached)`` mask: 0 where new node ``rows[j]`` may attend to cache position
         ``cols[j]`` (its pending ancestors and itself) or to any prefix position, the dtype's minimum
         elsewhere. ``oldest`` (``[n, 1]``, sliding windows): keys at positions up to it are masked too. A
@@ -259,9 +280,10 @@ class CachedLM:
         shifted = [k - 1 if par == ROOT else par + k for par in parents]
         logits = self.forward(list(context) + list(tokens), chain + shifted)
         self.prefix_len += k  # the context chain sits first in the tree: promote it into the prefix
-        self.tree = PendingTree([ROOT if par == k - 1 else par - k for par in shifted],
-                                [d - k for d in self.tree.depths[k:]])
-        return logits[k - 1:]
+        self.tree = PendingTree(
+            [ROOT if par == k - 1 else par - k for par in shifted], [d - k for d in self.tree.depths[k:]]
+        )
+        return logits[k - 1 :]
 
     def keep(self, paths: list[list[int]]) -> list[int]:
         """Keep the prefix plus the pending nodes on ``paths`` (root-to-node chains); drop all other nodes.
@@ -282,8 +304,10 @@ class CachedLM:
         self._select(shared + rest)
         index = {old: new for new, old in enumerate(rest)}
         last = shared[-1] if shared else ROOT
-        self.tree = PendingTree([ROOT if self.tree.parents[n] == last else index[self.tree.parents[n]] for n in rest],
-                                [self.tree.depths[n] - len(shared) for n in rest])
+        self.tree = PendingTree(
+            [ROOT if self.tree.parents[n] == last else index[self.tree.parents[n]] for n in rest],
+            [self.tree.depths[n] - len(shared) for n in rest],
+        )
         self.prefix_len += len(shared)
         return [index.get(path[-1], ROOT) if path else ROOT for path in paths]
 
@@ -304,8 +328,9 @@ class CachedLM:
         end = self.prefix_len + len(nodes)
         first = next((j for j, n in enumerate(nodes) if n != j), len(nodes))  # nodes[:first] are in place
         if self.rows is not None:
-            self.rows = torch.cat([self.rows[: self.prefix_len + first],
-                                   self.rows[[self.prefix_len + i for i in nodes[first:]]]])
+            self.rows = torch.cat(
+                [self.rows[: self.prefix_len + first], self.rows[[self.prefix_len + i for i in nodes[first:]]]]
+            )
         moved = None
         if first < len(nodes):
             moved = torch.tensor([self.prefix_len + i for i in nodes[first:]], device=self.device)

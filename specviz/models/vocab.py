@@ -8,6 +8,7 @@ special token the models were never trained on (transformers' Qwen2 tokenizer cl
 ``<|endoftext|>`` to a small vocabulary): those ids are accepted and masked (no model can produce
 them, and a prompt containing one is refused); any other excess is a real mismatch.
 """
+
 from __future__ import annotations
 
 from specviz.errors import TokenizerMismatchError
@@ -15,8 +16,9 @@ from specviz.errors import TokenizerMismatchError
 PROBE_TEXT = "def fibonacci(n):\n    return n if n < 2 else fibonacci(n - 1) + fibonacci(n - 2)  # Ünïcödé ✓ 123"
 
 
-def shared_vocab_size(target_tok, draft_tok, target_rows: int, draft_rows: int,
-                      target_name: str = "target", draft_name: str = "draft") -> int:
+def shared_vocab_size(
+    target_tok, draft_tok, target_rows: int, draft_rows: int, target_name: str = "target", draft_name: str = "draft"
+) -> int:
     """Return the number of logit rows both models share, or raise ``TokenizerMismatchError``.
 
     ``*_rows`` are the models' output vocab sizes (``config.vocab_size``, possibly padded).

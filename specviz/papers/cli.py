@@ -1,4 +1,5 @@
 """Arguments of ``python -m specviz papers``; the work is imported only when the command runs."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,17 +15,33 @@ SECTION_NAMES = ("theory", "sequoia", "mcsd", "eesd", "dsbd")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="papers-out", metavar="DIR",
-                   help="directory for papers.md (and papers.json unless --json says where) (default: %(default)s)")
-    p.add_argument("--json", metavar="PATH", help="write the JSON report here instead (the repository ships it as "
-                   "assets/papers/papers.json, which the app's Papers view reads)")
-    p.add_argument("--quick", action="store_true",
-                   help="a CI-sized run: the code pair only, two prompts, one seed, 8 tokens a run, few Monte Carlo runs")
-    p.add_argument("--threads", type=whole(1, os.cpu_count() or 1), default=1,
-                   help="torch intra-op threads (default: %(default)s, which on a machine shared with other work is "
-                        "many times faster than one thread per core; the report states it)")
-    p.add_argument("--sections", nargs="+", choices=SECTION_NAMES, default=list(SECTION_NAMES),
-                   help="papers to run (default: all)")
+    p.add_argument(
+        "--out",
+        default="papers-out",
+        metavar="DIR",
+        help="directory for papers.md (and papers.json unless --json says where) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write the JSON report here instead (the repository ships it as "
+        "assets/papers/papers.json, which the app's Papers view reads)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a CI-sized run: the code pair only, two prompts, one seed, 8 tokens a run, few Monte Carlo runs",
+    )
+    p.add_argument(
+        "--threads",
+        type=whole(1, os.cpu_count() or 1),
+        default=1,
+        help="torch intra-op threads (default: %(default)s, which on a machine shared with other work is "
+        "many times faster than one thread per core; the report states it)",
+    )
+    p.add_argument(
+        "--sections", nargs="+", choices=SECTION_NAMES, default=list(SECTION_NAMES), help="papers to run (default: all)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -38,8 +55,11 @@ def main(args: argparse.Namespace) -> int:
         if not args.json.strip() or os.path.isdir(args.json) or not os.access(folder, os.W_OK):
             raise SpecvizError(f"--json {args.json}: must name a file in a writable directory.")
     torch.set_num_threads(args.threads)
-    command = "python -m specviz papers " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == [
-        "papers"] else "python -m specviz papers" + (" --quick" if args.quick else "")
+    command = (
+        "python -m specviz papers " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        if sys.argv[1:2] == ["papers"]
+        else "python -m specviz papers" + (" --quick" if args.quick else "")
+    )
     report = collect(budget_for(args.quick), tuple(s for s in SECTION_NAMES if s in args.sections))
     problems = check(report)
     try:

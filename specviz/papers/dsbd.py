@@ -6,6 +6,7 @@ quality against beam sampling (Table 1, Table 2) and the speed-up over beam samp
 Quality is the target's mean log-likelihood per generated token of the returned sequence (nats; the
 paper scores tasks with exact match, execution accuracy and GPT-4, which specviz cannot run; its Fig.
 6 uses perplexity, the same measure)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,8 +28,8 @@ def target_loglik(pair: Any, trace: Any) -> float:
     if n == 0:
         return 0.0
     with torch.no_grad():
-        logits = pair.target(torch.tensor([ids], device=pair.device)).logits[0, -n - 1:-1].double()
-    lp = torch.log_softmax(logits[:, :pair.vocab_size], dim=-1)
+        logits = pair.target(torch.tensor([ids], device=pair.device)).logits[0, -n - 1 : -1].double()
+    lp = torch.log_softmax(logits[:, : pair.vocab_size], dim=-1)
     return float(lp.gather(1, torch.tensor(ids[-n:], device=lp.device)[:, None]).mean())
 
 
@@ -36,8 +37,13 @@ def configs() -> list[tuple[str, str, dict[str, Any]]]:
     out = [("ar", "ar", {}), ("beam", "beam", {"width": WIDTH})]
     for t in (0.7, 0.9):
         for form in ("paper", "code"):
-            out.append((f"dsbd t={t} {form}", "dsbd", {"width": WIDTH, "threshold": t, "gamma": 3, "min_width": 1,
-                                                        "output_width": form}))
+            out.append(
+                (
+                    f"dsbd t={t} {form}",
+                    "dsbd",
+                    {"width": WIDTH, "threshold": t, "gamma": 3, "min_width": 1, "output_width": form},
+                )
+            )
     return out
 
 
@@ -51,9 +57,11 @@ def rows(pairs: list[PairRun], budget: Budget) -> list[Claim]:
         load = load_average()
         runs = run_configs(pr, configs(), 1.0, pb.seeds, tokens)
         ll = {k: [target_loglik(pr.pair, t) for t in r.traces] for k, r in runs.items()}
-        ours = (f"{pr.label}, T = 1, W_S = {WIDTH} drafts per layer, gamma 3, W_min 1, beam sampling with "
-                f"{WIDTH} beams; {len(runs['ar'].traces)} runs of {tokens} tokens (prompts x seeds), round-robin; "
-                f"{load} at the start (shared, loaded machine)")
+        ours = (
+            f"{pr.label}, T = 1, W_S = {WIDTH} drafts per layer, gamma 3, W_min 1, beam sampling with "
+            f"{WIDTH} beams; {len(runs['ar'].traces)} runs of {tokens} tokens (prompts x seeds), round-robin; "
+            f"{load} at the start (shared, loaded machine)"
+        )
 
         def diff(a: str, b: str) -> tuple[float, float]:
             return mean_ci([x - y for x, y in zip(ll[a], ll[b])])
@@ -62,33 +70,60 @@ def rows(pairs: list[PairRun], budget: Budget) -> list[Claim]:
         dc, dc_ci = diff("dsbd t=0.7 code", "beam")
         da, _ = diff("ar", "beam")
         verdict = "unresolved" if d_ci is None else ("holds at small scale" if d + d_ci >= 0 else "does not hold")
-        out.append(Claim(
-            PAPER, "DSBD keeps beam sampling's quality", "Table 1; Table 2",
-            "MT-Bench 3.52 vs beam 3.51 (Llama-2-13B), 4.11 vs 4.10 (Llama-3-8B); SQuAD EM 86 vs multinomial 74",
-            PAPER_SETTING, ours + "; quality: the target's log-likelihood per token of the returned sequence", d, d_ci,
-            "1.96 s.e. over runs of the per-run difference (nats per token)",
-            f"t = 0.7 minus beam: W_L (paper) {d:+.3f}{pm(d_ci, 3)}, W_S (code) {dc:+.3f}{pm(dc_ci, 3)} nats/token; "
-            f"multinomial (ar) minus beam {da:+.3f}",
-            "a likelihood, not a task score: " + (
-                "DSBD is not below beam sampling beyond the spread" if d + (d_ci or 0) >= 0
-                else "DSBD's sequences are less likely under the target than beam sampling's at this width"),
-            verdict, {"loglik": {k: mean_ci(v)[0] for k, v in ll.items()}, "pair": pr.name}))
-        for t, paper in ((0.7, "1.36x (Llama-2-13B), 1.70x (Llama-3-8B) vs beam W = 5 (Table 1); 1.5-1.9x at equal "
-                               "quality (Figs. 4-5)"),
-                         (0.9, "1.5-1.9x vs beam sampling at equal quality (Figs. 4-5: t = 0.9 the fastest points)")):
+        out.append(
+            Claim(
+                PAPER,
+                "DSBD keeps beam sampling's quality",
+                "Table 1; Table 2",
+                "MT-Bench 3.52 vs beam 3.51 (Llama-2-13B), 4.11 vs 4.10 (Llama-3-8B); SQuAD EM 86 vs multinomial 74",
+                PAPER_SETTING,
+                ours + "; quality: the target's log-likelihood per token of the returned sequence",
+                d,
+                d_ci,
+                "1.96 s.e. over runs of the per-run difference (nats per token)",
+                f"t = 0.7 minus beam: W_L (paper) {d:+.3f}{pm(d_ci, 3)}, W_S (code) {dc:+.3f}{pm(dc_ci, 3)} nats/token; "
+                f"multinomial (ar) minus beam {da:+.3f}",
+                "a likelihood, not a task score: "
+                + (
+                    "DSBD is not below beam sampling beyond the spread"
+                    if d + (d_ci or 0) >= 0
+                    else "DSBD's sequences are less likely under the target than beam sampling's at this width"
+                ),
+                verdict,
+                {"loglik": {k: mean_ci(v)[0] for k, v in ll.items()}, "pair": pr.name},
+            )
+        )
+        for t, paper in (
+            (
+                0.7,
+                "1.36x (Llama-2-13B), 1.70x (Llama-3-8B) vs beam W = 5 (Table 1); 1.5-1.9x at equal "
+                "quality (Figs. 4-5)",
+            ),
+            (0.9, "1.5-1.9x vs beam sampling at equal quality (Figs. 4-5: t = 0.9 the fastest points)"),
+        ):
             s, s_ci = ratio(runs[f"dsbd t={t} paper"], runs["beam"])
             sc, sc_ci = ratio(runs[f"dsbd t={t} code"], runs["beam"])
             taus = {k: runs[k].tau()[0] for k in (f"dsbd t={t} paper", f"dsbd t={t} code", "beam")}
-            out.append(Claim(
-                PAPER, f"DSBD is faster than beam sampling (t = {t})", "Table 1; Figs. 4-5", paper, PAPER_SETTING,
-                ours, s, s_ci, "1.96 s.e. over runs of the per-run tokens/s ratio",
-                f"tokens/s over beam's: W_L (paper) {s:.2f}{pm(s_ci)}x, W_S (code) {sc:.2f}{pm(sc_ci)}x; tokens "
-                f"per target call {taus[f'dsbd t={t} paper']:.2f} / {taus[f'dsbd t={t} code']:.2f} vs beam "
-                f"{taus['beam']:.2f}",
-                "a CPU pays for every drafted node and beam row (no idle GPU width to fill), and a small draft agrees "
-                "less often, so fewer layers pass per call" if s < 1.36 else "in the paper's range",
-                above(s, s_ci, 1.0),
-                {"code": sc, "code_ci": sc_ci, "tau": taus, "pair": pr.name}))
+            out.append(
+                Claim(
+                    PAPER,
+                    f"DSBD is faster than beam sampling (t = {t})",
+                    "Table 1; Figs. 4-5",
+                    paper,
+                    PAPER_SETTING,
+                    ours,
+                    s,
+                    s_ci,
+                    "1.96 s.e. over runs of the per-run tokens/s ratio",
+                    f"tokens/s over beam's: W_L (paper) {s:.2f}{pm(s_ci)}x, W_S (code) {sc:.2f}{pm(sc_ci)}x; tokens "
+                    f"per target call {taus[f'dsbd t={t} paper']:.2f} / {taus[f'dsbd t={t} code']:.2f} vs beam "
+                    f"{taus['beam']:.2f}",
+                    "a CPU pays for every drafted node and beam row (no idle GPU width to fill), and a small draft agrees "
+                    "less often, so fewer layers pass per call"
+                    if s < 1.36
+                    else "in the paper's range",
+                    above(s, s_ci, 1.0),
+                    {"code": sc, "code_ci": sc_ci, "tau": taus, "pair": pr.name},
+                )
+            )
     return out
-
-

@@ -4,6 +4,7 @@ docs/papers.md), the pairs it runs on, and configurations decoded round-robin ov
 Round-robin (every configuration once per prompt and seed, in turn) makes a load that drifts during
 the report hit every configuration alike; speed is then compared per run, as a ratio against a
 baseline decoded on the same prompt and seed moments before (``ratio``)."""
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,9 @@ class Budget:
     chain_seeds: int
     bootstrap: int
     timings: int
-    sizes: tuple[int, ...]          # Sequoia tree sizes decoded (root included)
-    max_size: int                   # largest size of the DP and of t(n)
-    skip: tuple[str, ...] = ()      # rows left out (``runs``), for time: "scaling", "replacement", "dsbd"
+    sizes: tuple[int, ...]  # Sequoia tree sizes decoded (root included)
+    max_size: int  # largest size of the DP and of t(n)
+    skip: tuple[str, ...] = ()  # rows left out (``runs``), for time: "scaling", "replacement", "dsbd"
     per_pair: dict[str, dict[str, Any]] = field(default_factory=dict)  # overrides for one pair (a larger one)
 
     def runs(self, row: str) -> bool:
@@ -48,18 +49,47 @@ class Budget:
         return self.for_pair(pair).tokens
 
 
-QUICK = Budget("quick", pairs=("bundled-stdlib-pair",), prompts=2, seeds=1, tokens=8, calibration=16,
-               theory_runs=200, chain_seeds=5, bootstrap=3, timings=2, sizes=(3, 5), max_size=16)
-FULL = Budget("full", pairs=("bundled-stdlib-pair", "smollm2-135m-offline"), prompts=3, seeds=2, tokens=32,
-              calibration=128, theory_runs=5000, chain_seeds=20, bootstrap=20, timings=3, sizes=(5, 17, 65),
-              max_size=256, per_pair={"smollm2-135m-offline": dict(
-                  prompts=2, tokens=16, calibration=96, timings=2, skip=("scaling", "replacement", "dsbd"))})
+QUICK = Budget(
+    "quick",
+    pairs=("bundled-stdlib-pair",),
+    prompts=2,
+    seeds=1,
+    tokens=8,
+    calibration=16,
+    theory_runs=200,
+    chain_seeds=5,
+    bootstrap=3,
+    timings=2,
+    sizes=(3, 5),
+    max_size=16,
+)
+FULL = Budget(
+    "full",
+    pairs=("bundled-stdlib-pair", "smollm2-135m-offline"),
+    prompts=3,
+    seeds=2,
+    tokens=32,
+    calibration=128,
+    theory_runs=5000,
+    chain_seeds=20,
+    bootstrap=20,
+    timings=3,
+    sizes=(5, 17, 65),
+    max_size=256,
+    per_pair={
+        "smollm2-135m-offline": dict(
+            prompts=2, tokens=16, calibration=96, timings=2, skip=("scaling", "replacement", "dsbd")
+        )
+    },
+)
 # the default pair costs about 25 times the code pair a token on a CPU: its decoded rows other than EESD's are
 # left out of the full report (on a machine shared with other work it would take hours), and stated so
 
 
-LABELS = {"bundled-stdlib-pair": "the code pair (5.8M-parameter 6-layer target, 2-layer distilled draft; assets/)",
-          "smollm2-135m-offline": "SmolLM2-135M-Instruct with its 4-layer distilled draft (assets/smollm2)"}
+LABELS = {
+    "bundled-stdlib-pair": "the code pair (5.8M-parameter 6-layer target, 2-layer distilled draft; assets/)",
+    "smollm2-135m-offline": "SmolLM2-135M-Instruct with its 4-layer distilled draft (assets/smollm2)",
+}
 
 
 @dataclass
@@ -92,7 +122,7 @@ def load(name: str, budget: Budget) -> PairRun:
     else:
         cats = [PROMPTS[c] for c in ("code", "prose")]
     pool = [p for row in zip(*cats) for p in row]  # one of each category in turn
-    return PairRun(name, pair, pool[:budget.prompts], pair.has_chat_template)
+    return PairRun(name, pair, pool[: budget.prompts], pair.has_chat_template)
 
 
 @dataclass
@@ -116,8 +146,14 @@ class Runs:
         return [s for t in self.traces for s in t.steps]
 
 
-def run_configs(pr: PairRun, configs: list[tuple[str, str, dict[str, Any]]], temperature: float, seeds: int,
-                tokens: int, pair: Any = None) -> dict[str, Runs]:
+def run_configs(
+    pr: PairRun,
+    configs: list[tuple[str, str, dict[str, Any]]],
+    temperature: float,
+    seeds: int,
+    tokens: int,
+    pair: Any = None,
+) -> dict[str, Runs]:
     """Decode every (label, algorithm, params) on every prompt x seed (one seed at temperature 0),
     round-robin, after one short warm-up run of each; ``pair``: another pair to run on (same prompts)."""
     import specviz

@@ -5,6 +5,7 @@ the same rows with no model loaded. ``verdict`` is one of ``VERDICTS``; "reprodu
 a small-scale rerun can say a claim holds, holds at small scale, does not hold, or that the
 paper's number is not comparable with anything specviz can run, or that the difference it
 measured is inside its own spread ("unresolved": more runs would be needed to tell)."""
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ class Claim:
     difference: str
     verdict: str
     extra: dict[str, Any] = field(default_factory=dict)  # what a figure needs (series, per-config numbers)
-    pair: str = ""            # the preset a row ran on ("" for the theory paper's toy chains)
+    pair: str = ""  # the preset a row ran on ("" for the theory paper's toy chains)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

@@ -6,6 +6,7 @@ size against fixed sizes on this machine's measured t(n) (Eq. 1).
 The acceptance vector is measured as the paper's code does (``algorithms.sequoia_tune.
 estimate_acceptance``: depth-1 trees of W children drawn without replacement); its sampling spread is
 carried into the DP by a bootstrap over the counts of accepted ranks."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,14 +18,15 @@ from specviz.papers.measure import Budget, PairRun, load_average, run_configs
 from specviz.papers.rows import Claim, above, mean_ci, pm
 
 PAPER = "Sequoia (arXiv 2402.12374)"
-WIDTH = 8           # children per node the acceptance vector covers (the DP's K)
-DEPTH = 12          # the DP's deepest tree (levels, root included)
+WIDTH = 8  # children per node the acceptance vector covers (the DP's K)
+DEPTH = 12  # the DP's deepest tree (levels, root included)
 
 
 def acceptance(pr: PairRun, budget: Budget, temperature: float) -> AcceptanceEstimate:
     """The pair's acceptance vector of width ``WIDTH`` at ``temperature`` (cached on the pair)."""
-    return estimate_acceptance(pr.pair, SamplingConfig(temperature), WIDTH, steps=budget.calibration, seed=0,
-                               drafter="model")
+    return estimate_acceptance(
+        pr.pair, SamplingConfig(temperature), WIDTH, steps=budget.calibration, seed=0, drafter="model"
+    )
 
 
 def bootstrap(est: AcceptanceEstimate, draws: int, seed: int = 0) -> list[tuple[float, ...]]:
@@ -40,8 +42,12 @@ def bounds(vector: tuple[float, ...]) -> dict[str, float]:
     P = np.cumsum(vector)
     k = len(vector)
     inv = lambda x: float("inf") if x >= 1 else 1.0 / (1.0 - x)  # noqa: E731
-    return {"sequence": inv(P[0]), f"{k} independent sequences": 1.0 + float(P[-1]) * inv(P[0]),
-            "binary tree": inv(P[1]), f"{k}-ary tree": inv(P[-1])}
+    return {
+        "sequence": inv(P[0]),
+        f"{k} independent sequences": 1.0 + float(P[-1]) * inv(P[0]),
+        "binary tree": inv(P[1]),
+        f"{k}-ary tree": inv(P[-1]),
+    }
 
 
 def best_g(vector: tuple[float, ...], sizes: list[int]) -> list[float]:
@@ -66,19 +72,29 @@ def bounds_row(pr: PairRun, budget: Budget) -> Claim:
     else:  # a bound inside the band: larger trees (or more calibration steps) than this report's would tell
         verdict = "does not hold" if below else "unresolved"
     return Claim(
-        PAPER, "Sequoia trees' tokens per step grow without bound with the tree size, past every bound of Table 1's "
-        "fixed structures (sequence, k independent sequences, binary tree)", "Table 1; Thm 3.6",
-        "Sequoia: unbounded, Ω(b log n / log log n); the others bounded", "theory, any power-law acceptance",
+        PAPER,
+        "Sequoia trees' tokens per step grow without bound with the tree size, past every bound of Table 1's "
+        "fixed structures (sequence, k independent sequences, binary tree)",
+        "Table 1; Thm 3.6",
+        "Sequoia: unbounded, Ω(b log n / log log n); the others bounded",
+        "theory, any power-law acceptance",
         f"{pr.label}: the DP's best tree (≤ {DEPTH} levels, ≤ {WIDTH} children) for the acceptance vector measured "
         f"at T = 1 on {est.steps} calibration steps; spread: bootstrap over those steps ({budget.bootstrap} draws)",
-        g[-1], spread, "1.96 s.d. over bootstrap draws of the acceptance vector",
-        f"G(n) = " + ", ".join(f"{v:.2f}" for v in g) + f" at n = {', '.join(map(str, sizes))}; bounds: "
+        g[-1],
+        spread,
+        "1.96 s.d. over bootstrap draws of the acceptance vector",
+        "G(n) = "
+        + ", ".join(f"{v:.2f}" for v in g)
+        + f" at n = {', '.join(map(str, sizes))}; bounds: "
         + ", ".join(f"{k} {v:.2f}" for k, v in b.items()),
         f"at n = {sizes[-1]} the tree is above {len(beaten)} of {len(finite)} bounds beyond the spread"
-        + (f" and below {', '.join(below)}" if below else "") + f"; G(n) still rises ({growth:+.2f} tokens from "
+        + (f" and below {', '.join(below)}" if below else "")
+        + f"; G(n) still rises ({growth:+.2f} tokens from "
         f"n = {sizes[len(g) // 2]}; it never falls, a larger tree can always hold a smaller one); with at most {WIDTH} children per node it stays under "
         f"the {WIDTH}-ary bound {b[f'{WIDTH}-ary tree']:.2f}: the paper's unbounded growth needs unbounded width",
-        verdict, {"sizes": sizes, "G": g, "bounds": b, "acceptance": list(est.vector), "pair": pr.name})
+        verdict,
+        {"sizes": sizes, "G": g, "bounds": b, "acceptance": list(est.vector), "pair": pr.name},
+    )
 
 
 def chains_config(nodes: int) -> str:
@@ -93,32 +109,56 @@ def scaling_row(pr: PairRun, budget: Budget) -> Claim:
     vec = ",".join(f"{x:.6f}" for x in est.vector)
     configs = []
     for n in budget.sizes:
-        configs.append((f"sequoia n={n}", "sequoia", {"size": n, "depth": 8, "width": WIDTH, "acceptance": vec,
-                                                      "drafter": "model"}))
+        configs.append(
+            (
+                f"sequoia n={n}",
+                "sequoia",
+                {"size": n, "depth": 8, "width": WIDTH, "acceptance": vec, "drafter": "model"},
+            )
+        )
         configs.append((f"chains n={n}", "specinfer", {"k_config": chains_config(n - 1), "drafter": "model"}))
     runs = run_configs(pr, configs, 1.0, budget.seeds, budget.tokens_for(pr.name))
     seq = [runs[f"sequoia n={n}"].tau() for n in budget.sizes]
     ind = [runs[f"chains n={n}"].tau() for n in budget.sizes]
     last = budget.sizes[-1]
-    r, r_ci = mean_ci([a / b for a, b in zip(
-        [t.metrics["new_tokens"] / t.metrics["target_calls"] for t in runs[f"sequoia n={last}"].traces],
-        [t.metrics["new_tokens"] / t.metrics["target_calls"] for t in runs[f"chains n={last}"].traces])])
+    r, r_ci = mean_ci(
+        [
+            a / b
+            for a, b in zip(
+                [t.metrics["new_tokens"] / t.metrics["target_calls"] for t in runs[f"sequoia n={last}"].traces],
+                [t.metrics["new_tokens"] / t.metrics["target_calls"] for t in runs[f"chains n={last}"].traces],
+            )
+        ]
+    )
     grow_seq = seq[-1][0] - seq[0][0]
     grow_ind = ind[-1][0] - ind[0][0]
     verdict = above(r, r_ci, 1.0)
     return Claim(
-        PAPER, "as trees grow, Sequoia's tokens per step keep growing while k independent sequences level off; "
-        "Sequoia gives up to 33% more tokens per step", "Fig. 2; Fig. 5(a)",
+        PAPER,
+        "as trees grow, Sequoia's tokens per step keep growing while k independent sequences level off; "
+        "Sequoia gives up to 33% more tokens per step",
+        "Fig. 2; Fig. 5(a)",
         "up to 1.33x the tokens per step of k independent sequences (Fig. 5a, size ≤ 512)",
         "JF68M drafting for Llama2-13B, T = 0.6, CNN DailyMail, sizes up to 512 (Fig. 5a); WikiText-103 (Fig. 2)",
         f"{pr.label}, T = 1, sizes n = {', '.join(map(str, budget.sizes))} (root included): sequoia (depth ≤ 8) "
         f"against specinfer with n − 1 draft tokens as chains of 4; {len(runs[configs[0][0]].traces)} runs of "
-        f"{budget.tokens_for(pr.name)} tokens each", r, r_ci, "1.96 s.e. over runs (prompts x seeds)",
+        f"{budget.tokens_for(pr.name)} tokens each",
+        r,
+        r_ci,
+        "1.96 s.e. over runs (prompts x seeds)",
         f"tau at n = {last}: sequoia {seq[-1][0]:.2f}, chains {ind[-1][0]:.2f} (ratio {r:.2f}{pm(r_ci)}); from "
         f"n = {budget.sizes[0]} to {last}: sequoia {grow_seq:+.2f}, chains {grow_ind:+.2f}",
         f"paper 1.33x at up to 512 nodes on 13B; here {r:.2f}x at {last} nodes on a small pair",
-        verdict, {"sizes": list(budget.sizes), "sequoia": [s[0] for s in seq], "sequoia_ci": [s[1] for s in seq],
-                  "chains": [s[0] for s in ind], "chains_ci": [s[1] for s in ind], "pair": pr.name})
+        verdict,
+        {
+            "sizes": list(budget.sizes),
+            "sequoia": [s[0] for s in seq],
+            "sequoia_ci": [s[1] for s in seq],
+            "chains": [s[0] for s in ind],
+            "chains_ci": [s[1] for s in ind],
+            "pair": pr.name,
+        },
+    )
 
 
 def hardware_row(pr: PairRun, budget: Budget) -> Claim:
@@ -141,19 +181,26 @@ def hardware_row(pr: PairRun, budget: Budget) -> Claim:
     g, g_ci = mean_ci(gains[last])
     sp, sp_ci = mean_ci([p[2] for p in picks])
     return Claim(
-        PAPER, "the hardware-aware optimiser's tree beats fixed large trees: up to 38% (caption; 40% in the text)",
-        "Table 3", "L40 Llama2-13B/JF68M: 3.26x vs 3.16x (n = 128), 2.51x (n = 256); A100 Vicuna-33B/SL1.3B: 2.37x "
-        "vs 2.09x, 1.72x", "L40 and A100 GPUs, 13B and 33B targets, measured t(n) (Table 3)",
+        PAPER,
+        "the hardware-aware optimiser's tree beats fixed large trees: up to 38% (caption; 40% in the text)",
+        "Table 3",
+        "L40 Llama2-13B/JF68M: 3.26x vs 3.16x (n = 128), 2.51x (n = 256); A100 Vicuna-33B/SL1.3B: 2.37x "
+        "vs 2.09x, 1.72x",
+        "L40 and A100 GPUs, 13B and 33B targets, measured t(n) (Table 3)",
         f"{pr.label} on this machine's CPU ({load} when timed; the machine is shared and was loaded): t(n) measured "
         f"{budget.timings} times (fastest of 5 each), acceptance at T = 1; speed-ups predicted by Eq. 1 from those "
-        "times, not decoded", g, g_ci, "1.96 s.e. over the independent t(n) measurements",
+        "times, not decoded",
+        g,
+        g_ci,
+        "1.96 s.e. over the independent t(n) measurements",
         f"optimum n = {', '.join(str(p[0]) for p in picks)}, d = {', '.join(str(p[1]) for p in picks)}, predicted "
-        f"{sp:.2f}{pm(sp_ci)}x; gain over fixed n = " + ", ".join(
-            f"{n}: {mean_ci(gains[n])[0]:.2f}x" for n in big),
+        f"{sp:.2f}{pm(sp_ci)}x; gain over fixed n = " + ", ".join(f"{n}: {mean_ci(gains[n])[0]:.2f}x" for n in big),
         f"a CPU's t(n) grows from the first tokens (no memory-bound flat part), so large fixed trees cost most here "
         f"(paper: {3.26 / 2.51:.2f}x and {2.37 / 1.72:.2f}x over n = 256); the optimum is a maximum over sizes that "
         "include the fixed ones, so a gain ≥ 1 holds by construction: its size is the finding",
-        "holds", {"picks": picks, "gains": {str(k): v for k, v in gains.items()}, "pair": pr.name})
+        "holds",
+        {"picks": picks, "gains": {str(k): v for k, v in gains.items()}, "pair": pr.name},
+    )
 
 
 def rows(pairs: list[PairRun], budget: Budget) -> list[Claim]:

@@ -1,5 +1,6 @@
 """The beams' step states (``algorithms.beams``: ``beam``, ``dsbd``): the step's beam list and, for
 ``dsbd``, its verified layers."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +8,7 @@ from typing import Any, ClassVar
 
 from specviz import trace_values as check
 from specviz.step_state.codec import ControllerState, Record, flat, key
+
 
 @dataclass(frozen=True)
 class BeamRow(Record):

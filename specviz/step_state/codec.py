@@ -19,6 +19,7 @@ old trace still replays). ``STATE_VERSION`` is the version of this layout (trace
 No torch here: a trace is read and drawn without the model stack. A new state family imports only
 this module (``Record``, ``ControllerState``, ``key``, ``flat``, ``optional``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -66,17 +67,24 @@ def read_object(value: Any, where: Where) -> dict[str, Any]:
 
 # ---- the codec ------------------------------------------------------------------------------------------
 
+
 def _scalar(expected: str, types_: tuple[type, ...] | None) -> tuple[Reader, str]:
     def read(value: Any, where: Where) -> Any:
         if types_ is not None and type(value) not in types_:
             raise _refuse(where, expected, value)
         return value
+
     return read, expected
 
 
 # the exact types ``json.loads`` makes that each scalar annotation takes (never ``bool`` for a number)
-_SCALAR_TYPES: dict[Any, tuple[type, ...]] = {int: (int,), float: (int, float), bool: (bool,), str: (str,),
-                                              type(None): (type(None),)}
+_SCALAR_TYPES: dict[Any, tuple[type, ...]] = {
+    int: (int,),
+    float: (int, float),
+    bool: (bool,),
+    str: (str,),
+    type(None): (type(None),),
+}
 _SCALARS: dict[Any, tuple[Reader, str]] = {
     int: _scalar("a whole number", (int,)),
     float: _scalar("a number", (int, float)),
@@ -107,6 +115,7 @@ def _reader(tp: Any) -> tuple[Reader, str]:
                     if r.claims(value):
                         return r.from_json(value, where)
             raise _refuse(where, words, value)
+
         return read_union, words
     if origin is tuple:
         item, words = _reader(args[0])
@@ -120,12 +129,14 @@ def _reader(tp: Any) -> tuple[Reader, str]:
                     for i, v in enumerate(value):
                         item(v, (where, i))
                 return tuple(value)
+
             return read_numbers, f"a list of {words}"
 
         def read_tuple(value: Any, where: Where) -> tuple[Any, ...]:
             if type(value) is not list:
                 raise _refuse(where, f"a list of {words}", value)
             return tuple([item(v, (where, i)) for i, v in enumerate(value)])
+
         return read_tuple, f"a list of {words}"
     if origin is dict:
         return read_object, "an object"
@@ -184,8 +195,10 @@ class Record:
         known = _keys(cls)
         if not data.keys() <= known:
             unknown = [k for k in data if k not in known]
-            raise TraceFormatError(f"Malformed trace: unknown field {', '.join(map(repr, unknown))} of "
-                                   f"{_path(where)} (the fields are: {', '.join(sorted(known - {'kind'}))}).")
+            raise TraceFormatError(
+                f"Malformed trace: unknown field {', '.join(map(repr, unknown))} of "
+                f"{_path(where)} (the fields are: {', '.join(sorted(known - {'kind'}))})."
+            )
         return _build(cls, data, where)
 
 
@@ -214,8 +227,17 @@ def _slots(cls: type) -> tuple[_Slot, ...]:
     for f in dataclasses.fields(cls):
         flat = hints[f.name] if f.metadata.get("flat") else None
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        out.append(_Slot(f.name, f.metadata.get("key", f.name), _reader(hints[f.name])[0], required, flat,
-                         bool(f.metadata.get("omit_none")), f.default))
+        out.append(
+            _Slot(
+                f.name,
+                f.metadata.get("key", f.name),
+                _reader(hints[f.name])[0],
+                required,
+                flat,
+                bool(f.metadata.get("omit_none")),
+                f.default,
+            )
+        )
     return tuple(out)
 
 

@@ -1,6 +1,7 @@
 """The draft-length controllers' step states (``algorithms.length_controllers``): EESD's Thompson sampling
 (``beta_ts``, ``cali_ts``, ``fixed``) and transformers' schedules (``heuristic``, ``confidence``, ``adaptive``):
 a round's values before and after, a draw per drafted token, the update it learned."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """The theory probes' step state (``algorithms.theory_probe``: ``batch_sd``, ``biased_sd``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,6 +7,7 @@ from typing import Any, ClassVar, Union
 
 from specviz import trace_values as check
 from specviz.step_state.codec import ControllerState, Record, _reader
+
 
 @dataclass(frozen=True)
 class RejectionProbe(Record):

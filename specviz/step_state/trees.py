@@ -1,5 +1,6 @@
 """The tree controllers' step states: ``dyntree`` (``algorithms.dyntree``) and ``sequoia``
 (``algorithms.sequoia``: the chosen tree, its timing and the predicted and measured speed-ups)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +8,7 @@ from typing import ClassVar
 
 from specviz import trace_values as check
 from specviz.step_state.codec import ControllerState, Record, flat
+
 
 @dataclass(frozen=True, kw_only=True)
 class DynTreeState(ControllerState):

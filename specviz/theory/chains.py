@@ -1,5 +1,6 @@
 """Toy draft/target pairs of the theory paper's simulations (App. F): non-stationary first-order
 Markov chains on a few tokens. specviz's letters: ``target`` is the paper's q, ``draft`` its p."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

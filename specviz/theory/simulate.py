@@ -10,6 +10,7 @@ specviz's letters: ``p`` = target, ``q`` = draft (the paper's q and p).
 the relaxed (biased) rules of Sec. 4. These simulators exist to check the theory; the decoding
 algorithms on real models live in ``specviz.algorithms``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,8 +52,9 @@ def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.where(s > 0, h / np.where(s > 0, s, 1.0), p)
 
 
-def simulate_batch_sd(pair: MarkovPair, num_drafts: int, runs: int, seed: int = 0,
-                      fallback: Fallback = "corrected") -> BatchRuns:
+def simulate_batch_sd(
+    pair: MarkovPair, num_drafts: int, runs: int, seed: int = 0, fallback: Fallback = "corrected"
+) -> BatchRuns:
     """``runs`` independent runs of Algorithm 4 (M = ``num_drafts``; M = 1 is Algorithm 1).
 
     ``fallback`` as in ``core.theory.batch_root_law``: ``"corrected"`` samples ``p^{M+1}`` after all

@@ -4,6 +4,7 @@ Entry point: ``python -m specviz.train`` (see ``specviz/train/cli.py``); the sta
 ``pipeline.py`` and each helper module does one job (corpus, tokenizer, configs, data, loop,
 distill, evaluate).
 """
+
 from .recipes import STAGES, TrainConfig
 
 __all__ = ["STAGES", "TrainConfig", "run"]

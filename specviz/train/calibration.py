@@ -9,6 +9,7 @@ should take, is whether the draft's argmax there equals the target's. The head s
 Loss: cross-entropy of the 2-way softmax. ``sigma_m`` is the RMS error of theta_M against the labels
 on held-out sequences (Cali-TS's sigma_M).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ from .loop import train_loop
 
 
 @torch.no_grad()
-def greedy_sequences(target, stream, n: int, prompt_len: int, new_tokens: int, seed: int, device,
-                     batch_size: int = 32) -> torch.Tensor:
+def greedy_sequences(
+    target, stream, n: int, prompt_len: int, new_tokens: int, seed: int, device, batch_size: int = 32
+) -> torch.Tensor:
     """``n`` corpus prompts continued greedily by the target: ``(n, prompt_len + new_tokens)``."""
     gen = torch.Generator().manual_seed(seed)
     data = torch.as_tensor(stream, dtype=torch.long)
@@ -59,8 +61,12 @@ def calibration_features(target, head: EarlyExitHead, seqs: torch.Tensor, first_
         idx.append(torch.full_like(anchors, i))
     ct, cd, ii = torch.cat(cols_t), torch.cat(cols_d), torch.cat(idx)
     B = x.shape[0]
-    return (h_t[:, ct].reshape(B * len(ct), -1).float(), h_d[:, cd].reshape(B * len(cd), -1).float(),
-            ii.repeat(B), agree[:, cd].reshape(-1).float())
+    return (
+        h_t[:, ct].reshape(B * len(ct), -1).float(),
+        h_d[:, cd].reshape(B * len(cd), -1).float(),
+        ii.repeat(B),
+        agree[:, cd].reshape(-1).float(),
+    )
 
 
 def _theta(cal: CalibrationHead, h_t, h_d, idx) -> torch.Tensor:
@@ -74,9 +80,22 @@ def _theta(cal: CalibrationHead, h_t, h_d, idx) -> torch.Tensor:
     return torch.softmax(cal.w_p(torch.cat([proj, h_d], -1)), -1)[:, 1]
 
 
-def train_calibration(target, head: EarlyExitHead, stream, heldout_stream, steps: int = 200, lr: float = 1e-3,
-                      sequences: int = 64, prompt_len: int = 32, new_tokens: int = 64, batch_rows: int = 512,
-                      seed: int = 0, device="cpu", log=print, progress: bool = False) -> tuple[CalibrationHead, dict]:
+def train_calibration(
+    target,
+    head: EarlyExitHead,
+    stream,
+    heldout_stream,
+    steps: int = 200,
+    lr: float = 1e-3,
+    sequences: int = 64,
+    prompt_len: int = 32,
+    new_tokens: int = 64,
+    batch_rows: int = 512,
+    seed: int = 0,
+    device="cpu",
+    log=print,
+    progress: bool = False,
+) -> tuple[CalibrationHead, dict]:
     """A ``CalibrationHead`` fitted on greedy continuations of corpus prompts; returns it with its
     held-out report (``fit_calibration``)."""
     train = greedy_sequences(target, stream, sequences, prompt_len, new_tokens, seed, device)
@@ -93,8 +112,17 @@ def concat_features(parts: list[tuple]) -> tuple:
     return tuple(torch.cat([p[k] for p in parts]) for k in range(4))
 
 
-def fit_calibration(feats: tuple, held_feats: tuple, steps: int = 200, lr: float = 1e-3, batch_rows: int = 512,
-                    seed: int = 0, device="cpu", log=print, progress: bool = False) -> tuple[CalibrationHead, dict]:
+def fit_calibration(
+    feats: tuple,
+    held_feats: tuple,
+    steps: int = 200,
+    lr: float = 1e-3,
+    batch_rows: int = 512,
+    seed: int = 0,
+    device="cpu",
+    log=print,
+    progress: bool = False,
+) -> tuple[CalibrationHead, dict]:
     """Fit theta_M by binary cross-entropy on ``feats`` and report it on ``held_feats``: ``sigma_m`` (RMS
     error, Cali-TS's sigma_M) and accuracy, beside those of the constant predictor that always says
     the majority label of the training samples (what theta_M must beat to be worth using)."""
@@ -110,25 +138,41 @@ def fit_calibration(feats: tuple, held_feats: tuple, steps: int = 200, lr: float
         theta = _theta(cal, feats[0][r], feats[1][r], feats[2][r]).clamp(1e-6, 1 - 1e-6)
         return F.binary_cross_entropy(theta, feats[3][r])
 
-    summary = train_loop(cal.parameters(), lambda s: torch.cat([batch(s)] * 2, 1), loss, steps, lr, "calibration",
-                         weight_decay=0.0, log_every=max(1, steps // 4), log=log, progress=progress)
+    summary = train_loop(
+        cal.parameters(),
+        lambda s: torch.cat([batch(s)] * 2, 1),
+        loss,
+        steps,
+        lr,
+        "calibration",
+        weight_decay=0.0,
+        log_every=max(1, steps // 4),
+        log=log,
+        progress=progress,
+    )
     with torch.no_grad():
         theta = _theta(cal, *held_feats[:3])
         labels = held_feats[3]
         rate = float(feats[3].mean())
         constant = torch.full_like(labels, rate)
-        report = {"sigma_m": round(float(((theta - labels) ** 2).mean().sqrt()), 4),
-                  "heldout_accuracy": round(float(((theta > 0.5).float() == labels).float().mean()), 4),
-                  "heldout_label_rate": round(float(labels.mean()), 4),
-                  "constant_rms": round(float(((constant - labels) ** 2).mean().sqrt()), 4),
-                  "constant_accuracy": round(float(((constant > 0.5).float() == labels).float().mean()), 4),
-                  "heldout_samples": len(labels), "samples": n, "steps": steps,
-                  "final_loss": summary["final_loss"]}
+        report = {
+            "sigma_m": round(float(((theta - labels) ** 2).mean().sqrt()), 4),
+            "heldout_accuracy": round(float(((theta > 0.5).float() == labels).float().mean()), 4),
+            "heldout_label_rate": round(float(labels.mean()), 4),
+            "constant_rms": round(float(((constant - labels) ** 2).mean().sqrt()), 4),
+            "constant_accuracy": round(float(((constant > 0.5).float() == labels).float().mean()), 4),
+            "heldout_samples": len(labels),
+            "samples": n,
+            "steps": steps,
+            "final_loss": summary["final_loss"],
+        }
         report["beats_constant"] = report["sigma_m"] < report["constant_rms"]
     return cal.eval(), report
 
 
-def save_with_head(cal: CalibrationHead, head_dir: str | Path, report: dict, dtype: torch.dtype = torch.float32) -> None:
+def save_with_head(
+    cal: CalibrationHead, head_dir: str | Path, report: dict, dtype: torch.dtype = torch.float32
+) -> None:
     """Write the calibration head next to an early-exit head and record its report in ``early_exit.json``."""
     save_calibration(cal, head_dir, dtype)
     meta_path = Path(head_dir) / HEAD_CONFIG

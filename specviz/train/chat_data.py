@@ -6,6 +6,7 @@ through a logits processor placed before any warper, the target's ``top_k`` log-
 temperature 1 for every generated position: the distillation targets, kept without a second pass of
 the target over its own text. An answer ends at the first EOS (kept) or at ``max_new_tokens``.
 """
+
 from __future__ import annotations
 
 import time
@@ -33,7 +34,6 @@ class Answer:
     temperature: float
     features: torch.Tensor | None = None  # [len(ids) - 1, F] bfloat16: the target's fused hidden states
 
-
     @property
     def ids(self) -> list[int]:
         return self.prompt_ids + self.answer
@@ -53,6 +53,7 @@ class _CaptureLayers:
     def _keep(self, j: int):
         def hook(_module, args):
             self.parts[j].append(args[0].detach().to(torch.bfloat16).cpu())
+
         return hook
 
     def features(self) -> torch.Tensor:
@@ -76,9 +77,18 @@ class _RecordTopK:
         return scores
 
 
-def answer_prompts(model, tokenizer, prompts: list[str], temperature: float, max_new_tokens: int, seed: int,
-                   batch_size: int = 16, top_k: int = 32, log: Callable[[str], None] = print,
-                  feature_layers: tuple[int, ...] = ()) -> list[Answer]:
+def answer_prompts(
+    model,
+    tokenizer,
+    prompts: list[str],
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    batch_size: int = 16,
+    top_k: int = 32,
+    log: Callable[[str], None] = print,
+    feature_layers: tuple[int, ...] = (),
+) -> list[Answer]:
     """The target's answers to ``prompts`` (chat-formatted), greedy at ``temperature == 0``, else sampled
     at ``temperature`` with a generator seeded by ``seed`` and the batch index (deterministic on one
     machine and thread count). ``feature_layers``: also keep the target's hidden states at those
@@ -94,22 +104,29 @@ def answer_prompts(model, tokenizer, prompts: list[str], temperature: float, max
     answers: list[Answer | None] = [None] * len(prompts)
     t0, done_tokens = time.time(), 0
     for b, start in enumerate(range(0, len(order), batch_size)):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         width = max(len(encoded[i]) for i in idx)
         ids = torch.full((len(idx), width), pad, dtype=torch.long)
         mask = torch.zeros((len(idx), width), dtype=torch.long)
         for row, i in enumerate(idx):  # left padding: every prompt ends where generation starts
-            ids[row, width - len(encoded[i]):] = torch.tensor(encoded[i])
-            mask[row, width - len(encoded[i]):] = 1
+            ids[row, width - len(encoded[i]) :] = torch.tensor(encoded[i])
+            mask[row, width - len(encoded[i]) :] = 1
         recorder = _RecordTopK(top_k)
         capture = _CaptureLayers(model, feature_layers) if feature_layers else None
         torch.manual_seed(seed * 100003 + b)
         with torch.no_grad():
-            out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device),
-                                 max_new_tokens=max_new_tokens, do_sample=temperature > 0,
-                                 temperature=temperature if temperature > 0 else None, top_k=0, top_p=1.0,
-                                 logits_processor=LogitsProcessorList([recorder]), pad_token_id=pad,
-                                 eos_token_id=eos)
+            out = model.generate(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                max_new_tokens=max_new_tokens,
+                do_sample=temperature > 0,
+                temperature=temperature if temperature > 0 else None,
+                top_k=0,
+                top_p=1.0,
+                logits_processor=LogitsProcessorList([recorder]),
+                pad_token_id=pad,
+                eos_token_id=eos,
+            )
         new = out[:, width:].cpu()
         feats = capture.features() if capture is not None else None
         top_ids = torch.stack([s[0] for s in recorder.steps], 1)
@@ -117,14 +134,17 @@ def answer_prompts(model, tokenizer, prompts: list[str], temperature: float, max
         for row, i in enumerate(idx):
             toks = new[row].tolist()
             n = toks.index(eos) + 1 if eos in toks else len(toks)
-            kept = None if feats is None else feats[row, width - len(encoded[i]): width + n - 1].clone()
-            answers[i] = Answer(prompts[i], encoded[i], toks[:n], top_ids[row, :n].clone(), top_logp[row, :n].clone(),
-                                temperature, kept)
+            kept = None if feats is None else feats[row, width - len(encoded[i]) : width + n - 1].clone()
+            answers[i] = Answer(
+                prompts[i], encoded[i], toks[:n], top_ids[row, :n].clone(), top_logp[row, :n].clone(), temperature, kept
+            )
             done_tokens += n
         if b % 10 == 0 or start + batch_size >= len(order):
             rate = done_tokens / max(time.time() - t0, 1e-9)
-            log(f"[answers] T={temperature}: {min(start + batch_size, len(order))}/{len(order)} prompts, "
-                f"{done_tokens} answer tokens ({rate:.0f} tokens/s)")
+            log(
+                f"[answers] T={temperature}: {min(start + batch_size, len(order))}/{len(order)} prompts, "
+                f"{done_tokens} answer tokens ({rate:.0f} tokens/s)"
+            )
     return [a for a in answers if a is not None]
 
 

@@ -7,6 +7,7 @@ accepts and the shape of the law that sampled decoding accepts. Only answer posi
 (the draft never drafts a prompt token), and the student's LM head runs on those positions only: at
 a 49,152-token vocabulary the head is most of a narrow draft's arithmetic.
 """
+
 from __future__ import annotations
 
 import random
@@ -38,7 +39,7 @@ class AnswerBatches:
             self.rng.shuffle(fresh)
             self.order += fresh
             self.epochs += 1
-        picked, self.order = self.order[: self.batch_size], self.order[self.batch_size:]
+        picked, self.order = self.order[: self.batch_size], self.order[self.batch_size :]
         return self.batch([self.answers[i] for i in picked])
 
     def batch(self, answers: list[Answer]):
@@ -81,6 +82,7 @@ def answer_logits(model, ids: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
 
 def distill_loss(model) -> Callable:
     """``batch -> topk_cross_entropy`` of ``model`` on an ``AnswerBatches`` batch."""
+
     def loss(batch) -> torch.Tensor:
         ids, at, top_ids, top_logp = batch
         return topk_cross_entropy(answer_logits(model, ids, at), top_ids, top_logp)
@@ -93,20 +95,21 @@ def scored_tokens(batch) -> int:
 
 
 @torch.no_grad()
-def greedy_matches(logits_fn: Callable, answers: list[Answer], pad_id: int, batch_size: int = 8,
-                   max_len: int = 1024) -> list[list[bool]]:
+def greedy_matches(
+    logits_fn: Callable, answers: list[Answer], pad_id: int, batch_size: int = 8, max_len: int = 1024
+) -> list[list[bool]]:
     """Per greedy answer: does the model's argmax equal the target's token at each answer position
     (teacher-forced on the target's greedy text, the rows ``evaluate.greedy_sd_tau`` takes)."""
     rows = []
     greedy = [a for a in answers if a.temperature == 0 and a.answer]
     for i in range(0, len(greedy), batch_size):
-        chunk = greedy[i:i + batch_size]
+        chunk = greedy[i : i + batch_size]
         ids, at, top_ids, _ = collate(chunk, max_len, pad_id)
         pred = logits_fn(ids, at).argmax(-1)
         hit = (pred == top_ids[:, 0]).tolist()
         start = 0
         for a in chunk:
             n = min(len(a.answer), max_len - len(a.prompt_ids))
-            rows.append(hit[start:start + n])
+            rows.append(hit[start : start + n])
             start += n
     return rows

@@ -20,6 +20,7 @@ the answers, the cache) so one can be redone without the others:
 Everything is seeded; the report (settings, losses, agreement, timings) is ``out/smollm2_pair.json``.
 The ``answers`` stage always runs (from its cache when it can): the later stages read its output.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +35,8 @@ from typing import Callable
 import torch
 
 from .loop import torch_threads
-from .recipes import CHAT_STAGES as STAGES, ChatRecipe
+from .recipes import CHAT_STAGES as STAGES
+from .recipes import ChatRecipe
 
 REPORT = "smollm2_pair.json"
 
@@ -43,8 +45,18 @@ def answers_path(cfg: ChatRecipe, source: dict) -> Path:
     """Where the answers of these settings are cached (keyed by every setting that changes them)."""
     from specviz.models.packaged import cache_root
 
-    keyed = {k: getattr(cfg, k) for k in ("seed", "heldout_percent", "max_new_tokens", "sampled_fraction",
-                                          "sampled_temperature", "answer_batch", "top_k")}
+    keyed = {
+        k: getattr(cfg, k)
+        for k in (
+            "seed",
+            "heldout_percent",
+            "max_new_tokens",
+            "sampled_fraction",
+            "sampled_temperature",
+            "answer_batch",
+            "top_k",
+        )
+    }
     key = hashlib.sha256(json.dumps({**keyed, "source": source}, sort_keys=True).encode()).hexdigest()[:12]
     root = Path(cfg.cache_dir) if cfg.cache_dir else cache_root()
     return root / "chat-answers" / f"answers-{key}.pt"
@@ -82,21 +94,40 @@ def build_answers(cfg: ChatRecipe, model, tokenizer, log=print) -> tuple[list, l
     def make_train() -> list:
         rng = random.Random(cfg.seed + 5)
         sampled = rng.sample(train, int(round(len(train) * cfg.sampled_fraction)))
-        out = answer_prompts(model, tokenizer, train, 0.0, cfg.max_new_tokens, cfg.seed, cfg.answer_batch,
-                             cfg.top_k, log)
-        return out + answer_prompts(model, tokenizer, sampled, cfg.sampled_temperature, cfg.max_new_tokens,
-                                    cfg.seed + 1, cfg.answer_batch, cfg.top_k, log)
+        out = answer_prompts(
+            model, tokenizer, train, 0.0, cfg.max_new_tokens, cfg.seed, cfg.answer_batch, cfg.top_k, log
+        )
+        return out + answer_prompts(
+            model,
+            tokenizer,
+            sampled,
+            cfg.sampled_temperature,
+            cfg.max_new_tokens,
+            cfg.seed + 1,
+            cfg.answer_batch,
+            cfg.top_k,
+            log,
+        )
 
     answers, seconds = _cached(path, make_train, log, "training answers")
     heldout, held_seconds = _cached(
         path.with_name(path.stem + "-heldout.pt"),
-        lambda: answer_prompts(model, tokenizer, held, 0.0, cfg.max_new_tokens, cfg.seed, cfg.answer_batch,
-                               cfg.top_k, log), log, "held-out answers")
-    summary = {"train_prompts": len(train), "heldout_prompts": len(held), "answers": len(answers),
-               "answer_tokens": sum(len(a.answer) for a in answers),
-               "greedy_answers": sum(a.temperature == 0 for a in answers),
-               "heldout_answer_tokens": sum(len(a.answer) for a in heldout),
-               "seconds": seconds, "heldout_seconds": held_seconds}  # None: read from the cache
+        lambda: answer_prompts(
+            model, tokenizer, held, 0.0, cfg.max_new_tokens, cfg.seed, cfg.answer_batch, cfg.top_k, log
+        ),
+        log,
+        "held-out answers",
+    )
+    summary = {
+        "train_prompts": len(train),
+        "heldout_prompts": len(held),
+        "answers": len(answers),
+        "answer_tokens": sum(len(a.answer) for a in answers),
+        "greedy_answers": sum(a.temperature == 0 for a in answers),
+        "heldout_answer_tokens": sum(len(a.answer) for a in heldout),
+        "seconds": seconds,
+        "heldout_seconds": held_seconds,
+    }  # None: read from the cache
     return answers, heldout, summary
 
 
@@ -107,12 +138,22 @@ def draft_config(cfg: ChatRecipe, target):
 
     t = target.config
     return LlamaConfig(
-        vocab_size=t.vocab_size, hidden_size=cfg.draft_hidden, intermediate_size=cfg.draft_intermediate,
-        num_hidden_layers=cfg.draft_layers, num_attention_heads=cfg.draft_heads,
-        num_key_value_heads=cfg.draft_kv_heads, head_dim=cfg.draft_hidden // cfg.draft_heads,
-        max_position_embeddings=min(4096, t.max_position_embeddings), rms_norm_eps=t.rms_norm_eps,
-        rope_parameters=dict(t.rope_parameters), tie_word_embeddings=True, bos_token_id=t.bos_token_id,
-        eos_token_id=t.eos_token_id, pad_token_id=t.pad_token_id, attn_implementation="sdpa")
+        vocab_size=t.vocab_size,
+        hidden_size=cfg.draft_hidden,
+        intermediate_size=cfg.draft_intermediate,
+        num_hidden_layers=cfg.draft_layers,
+        num_attention_heads=cfg.draft_heads,
+        num_key_value_heads=cfg.draft_kv_heads,
+        head_dim=cfg.draft_hidden // cfg.draft_heads,
+        max_position_embeddings=min(4096, t.max_position_embeddings),
+        rms_norm_eps=t.rms_norm_eps,
+        rope_parameters=dict(t.rope_parameters),
+        tie_word_embeddings=True,
+        bos_token_id=t.bos_token_id,
+        eos_token_id=t.eos_token_id,
+        pad_token_id=t.pad_token_id,
+        attn_implementation="sdpa",
+    )
 
 
 def agreement(logits_fn: Callable, heldout: list, pad_id: int, gammas=(2, 3, 4, 5, 6)) -> dict:
@@ -142,17 +183,34 @@ def train_draft(cfg: ChatRecipe, target, answers: list, heldout: list, pad_id: i
     draft = LlamaForCausalLM(draft_config(cfg, target))
     copied = init_draft_from_target(draft, target)
     n_params = sum(p.numel() for p in draft.parameters())
-    log(f"[draft] {cfg.draft_layers} layers, d={cfg.draft_hidden}: {n_params / 1e6:.2f}M parameters, "
-        f"initialised from the target's {', '.join(copied)}; {cfg.draft_steps} steps of {cfg.draft_batch} answers")
+    log(
+        f"[draft] {cfg.draft_layers} layers, d={cfg.draft_hidden}: {n_params / 1e6:.2f}M parameters, "
+        f"initialised from the target's {', '.join(copied)}; {cfg.draft_steps} steps of {cfg.draft_batch} answers"
+    )
     batches = AnswerBatches(answers, cfg.draft_batch, cfg.draft_seq, cfg.seed + 12, pad_id)
-    evaluate = (lambda: agreement(lambda ids, at: answer_logits(draft, ids, at), heldout[:32], pad_id, (4,)))
+    evaluate = lambda: agreement(lambda ids, at: answer_logits(draft, ids, at), heldout[:32], pad_id, (4,))
     draft.train()
-    summary = train_loop(draft.parameters(), lambda _step: batches.next(), distill_loss(draft), cfg.draft_steps,
-                         cfg.draft_lr, "draft", log_every=cfg.log_every, log=log, count_tokens=scored_tokens,
-                         eval_fn=lambda: _eval_mode(draft, evaluate), eval_every=max(1, cfg.draft_steps // 4))
+    summary = train_loop(
+        draft.parameters(),
+        lambda _step: batches.next(),
+        distill_loss(draft),
+        cfg.draft_steps,
+        cfg.draft_lr,
+        "draft",
+        log_every=cfg.log_every,
+        log=log,
+        count_tokens=scored_tokens,
+        eval_fn=lambda: _eval_mode(draft, evaluate),
+        eval_every=max(1, cfg.draft_steps // 4),
+    )
     draft.eval()
-    report = {"parameters": n_params, "init": copied, "epochs": batches.epochs,
-              "training": {k: v for k, v in summary.items() if k != "history"}, "history": summary["history"]}
+    report = {
+        "parameters": n_params,
+        "init": copied,
+        "epochs": batches.epochs,
+        "training": {k: v for k, v in summary.items() if k != "history"},
+        "history": summary["history"],
+    }
     return draft, report
 
 
@@ -177,18 +235,34 @@ def train_exit_head(cfg: ChatRecipe, target, answers: list, heldout: list, pad_i
     head = EarlyExitHead(target, cfg.exit_layer, shared_head=True)
     model = head.exit_model
     n_params = sum(p.numel() for p in head.parameters())
-    log(f"[early_exit] exit after layer {cfg.exit_layer}: {n_params / 1e6:.2f}M trainable parameters, the "
-        f"target's output embedding shared; {cfg.ee_steps} steps")
+    log(
+        f"[early_exit] exit after layer {cfg.exit_layer}: {n_params / 1e6:.2f}M trainable parameters, the "
+        f"target's output embedding shared; {cfg.ee_steps} steps"
+    )
     batches = AnswerBatches(answers, cfg.draft_batch // 2, cfg.draft_seq, cfg.seed + 14, pad_id)
     before = agreement(lambda ids, at: answer_logits(model, ids, at), heldout, pad_id, (4,))
     head.train()
-    summary = train_loop(head.parameters(), lambda _step: batches.next(), distill_loss(model), cfg.ee_steps,
-                         cfg.ee_lr, "early_exit", log_every=cfg.log_every, log=log, count_tokens=scored_tokens)
+    summary = train_loop(
+        head.parameters(),
+        lambda _step: batches.next(),
+        distill_loss(model),
+        cfg.ee_steps,
+        cfg.ee_lr,
+        "early_exit",
+        log_every=cfg.log_every,
+        log=log,
+        count_tokens=scored_tokens,
+    )
     head.eval()
     with torch.no_grad():
         after = agreement(lambda ids, at: answer_logits(model, ids, at), heldout, pad_id)
-    report = {"parameters": n_params, "exit_layer": cfg.exit_layer, "heldout_before": before, "heldout_after": after,
-              "training": {k: v for k, v in summary.items() if k != "history"}}
+    report = {
+        "parameters": n_params,
+        "exit_layer": cfg.exit_layer,
+        "heldout_before": before,
+        "heldout_after": after,
+        "training": {k: v for k, v in summary.items() if k != "history"},
+    }
     return head, report
 
 
@@ -259,8 +333,12 @@ def _run(cfg: ChatRecipe, log) -> dict:
     report_path = out / REPORT
     report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
     report["config"] = asdict(cfg)
-    report["environment"] = {"python": sys.version.split()[0], "torch": torch.__version__, "threads": cfg.threads,
-                             "platform": platform.platform()}
+    report["environment"] = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "threads": cfg.threads,
+        "platform": platform.platform(),
+    }
     timings = report.setdefault("timings_s", {})
     source = str(convert_packaged(cfg.target, log=log)) if is_packaged(cfg.target) else cfg.target
     tokenizer = AutoTokenizer.from_pretrained(source)
@@ -281,8 +359,18 @@ def _run(cfg: ChatRecipe, log) -> dict:
     if "draft" in cfg.stages:
         t0 = time.time()
         draft, draft_report = train_draft(cfg, target, answers, heldout, pad_id, log)
-        save_draft(draft, tokenizer, out / "draft", {"role": "draft", "target": cfg.target, "seed": cfg.seed,
-                                                     "recipe": "python -m specviz train chat", **draft_report})
+        save_draft(
+            draft,
+            tokenizer,
+            out / "draft",
+            {
+                "role": "draft",
+                "target": cfg.target,
+                "seed": cfg.seed,
+                "recipe": "python -m specviz train chat",
+                **draft_report,
+            },
+        )
         with torch.no_grad():  # measured on the saved (bfloat16) weights, as the app loads them
             saved = from_pretrained_any(out / "draft", dtype=torch.float32).eval()
             draft_report["heldout"] = agreement(lambda ids, at: answer_logits(saved, ids, at), heldout, pad_id)
@@ -293,9 +381,17 @@ def _run(cfg: ChatRecipe, log) -> dict:
     if "early_exit" in cfg.stages:
         t0 = time.time()
         head, ee_report = train_exit_head(cfg, target, answers, heldout, pad_id, log)
-        save_early_exit(head, out / "early_exit", base=cfg.target, dtype=torch.bfloat16,
-                        extra={"training": ee_report["training"], "seed": cfg.seed,
-                               "loss": "cross-entropy against the target's top-k law on its chat answers"})
+        save_early_exit(
+            head,
+            out / "early_exit",
+            base=cfg.target,
+            dtype=torch.bfloat16,
+            extra={
+                "training": ee_report["training"],
+                "seed": cfg.seed,
+                "loss": "cross-entropy against the target's top-k law on its chat answers",
+            },
+        )
         report["early_exit"] = ee_report
         timings["early_exit"] = round(time.time() - t0, 1)
         log(f"[early_exit] held-out: {ee_report['heldout_after']}")
@@ -314,12 +410,14 @@ def _run(cfg: ChatRecipe, log) -> dict:
         from .evaluate import measured_sd_report
 
         t0 = time.time()
-        report["eval"] = measured_sd_report(cfg.target, out / "draft", EVAL_PROMPTS, gamma=cfg.eval_gamma,
-                                            max_new_tokens=cfg.eval_new_tokens, chat=True)
+        report["eval"] = measured_sd_report(
+            cfg.target, out / "draft", EVAL_PROMPTS, gamma=cfg.eval_gamma, max_new_tokens=cfg.eval_new_tokens, chat=True
+        )
         timings["eval"] = round(time.time() - t0, 1)
-        log(f"[eval] specviz.decode greedy sd gamma {cfg.eval_gamma} on held-out chat prompts: "
-            f"{ {k: v for k, v in report['eval'].items() if k != 'per_prompt'} }")
+        log(
+            f"[eval] specviz.decode greedy sd gamma {cfg.eval_gamma} on held-out chat prompts: "
+            f"{ {k: v for k, v in report['eval'].items() if k != 'per_prompt'} }"
+        )
     save_report()
     log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
     return report
-

@@ -15,6 +15,7 @@ feature drafter (EAGLE-3 style, reduced draft vocabulary; ``specviz/train/featur
 ``python -m specviz train early-exit --target DIR --exit-layer N [--text FILE] [--out DIR]`` trains an
 EESD early-exit head for any causal LM directory (see ``specviz/train/early_exit.py``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,20 +29,44 @@ from .recipes import STAGES, TrainConfig
 
 PRESETS: dict[str, dict] = {
     "cpu": {},  # the TrainConfig defaults: the shipped assets
-    "smoke": dict(max_files=40, vocab_size=512, seq_len=64, batch_size=8, target_size="tiny-target",
-                  draft_size="tiny-draft", target_steps=30, draft_steps=20, ee_steps=20, gen_sequences=16,
-                  gen_prompt_len=16, gen_new_tokens=49, exit_layer=1, calibration_steps=20, calibration_sequences=8,
-                  eval_windows=4, eval_new_tokens=16, log_every=10,
-                  measure_decode=False),
+    "smoke": dict(
+        max_files=40,
+        vocab_size=512,
+        seq_len=64,
+        batch_size=8,
+        target_size="tiny-target",
+        draft_size="tiny-draft",
+        target_steps=30,
+        draft_steps=20,
+        ee_steps=20,
+        gen_sequences=16,
+        gen_prompt_len=16,
+        gen_new_tokens=49,
+        exit_layer=1,
+        calibration_steps=20,
+        calibration_sequences=8,
+        eval_windows=4,
+        eval_new_tokens=16,
+        log_every=10,
+        measure_decode=False,
+    ),
     # not yet run: about 5 epochs of the corpus for the target
-    "gpu": dict(target_size="target-gpu", batch_size=64, target_steps=2500, draft_steps=2000,
-                ee_steps=1500, gen_sequences=8192, threads=8),
+    "gpu": dict(
+        target_size="target-gpu",
+        batch_size=64,
+        target_steps=2500,
+        draft_steps=2000,
+        ee_steps=1500,
+        gen_sequences=8192,
+        threads=8,
+    ),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m specviz.train", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m specviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="starting recipe (default: cpu)")
     p.add_argument("--out", help="output directory (default: assets)")
     p.add_argument("--stages", help=f"comma-separated subset of {','.join(STAGES)} (default: all)")

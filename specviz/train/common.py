@@ -2,6 +2,7 @@
 configuration, the device, loading a trained stage, the encoded corpus; and what both recipes
 (``pipeline``, ``chat_pair``) write a tokenizer with. Its own module so that neither imports the other
 (issue #22 point 1: no import circles)."""
+
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@ than one so that the draft can form induction heads (copying an identifier seen 
 most of what makes code predictable; its embedding starts as a PCA projection of the target's and it
 is then distilled.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

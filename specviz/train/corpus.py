@@ -11,6 +11,7 @@ Left out: ``site-packages``/``dist-packages`` (third-party code, other licences)
 ``encodings`` (mostly generated charmap tables) and files over ``max_file_bytes`` (generated data
 such as ``pydoc_data/topics.py``), none of which looks like the Python a user would prompt with.
 """
+
 from __future__ import annotations
 
 import hashlib

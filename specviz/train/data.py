@@ -1,4 +1,5 @@
 """Deterministic batches of fixed-length windows from a token stream."""
+
 from __future__ import annotations
 
 import numpy as np

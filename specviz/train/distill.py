@@ -1,4 +1,5 @@
 """Distilling a draft from the target: initialisation, generated data and the KL loss."""
+
 from __future__ import annotations
 
 import time
@@ -53,8 +54,18 @@ def kl_to_teacher(student_logits: torch.Tensor, teacher_logits: torch.Tensor, te
 
 
 @torch.no_grad()
-def build_generated_bank(target, stream, n_sequences: int, prompt_len: int, new_tokens: int, greedy_fraction: float,
-                         temperature: float, seed: int, batch_size: int = 64, log=print) -> torch.Tensor:
+def build_generated_bank(
+    target,
+    stream,
+    n_sequences: int,
+    prompt_len: int,
+    new_tokens: int,
+    greedy_fraction: float,
+    temperature: float,
+    seed: int,
+    batch_size: int = 64,
+    log=print,
+) -> torch.Tensor:
     """Target continuations of random corpus prompts: a (n, prompt_len + new_tokens) LongTensor.
 
     ``greedy_fraction`` of the rows are greedy, the rest sampled at ``temperature`` after a 3-token
@@ -70,8 +81,13 @@ def build_generated_bank(target, stream, n_sequences: int, prompt_len: int, new_
         starts = torch.randint(0, len(data) - prompt_len - 1, (b,), generator=gen)
         prompts = data[starts[:, None] + torch.arange(prompt_len)[None, :]]
         greedy = start < n_greedy
-        rows.append(generate(target, prompts, new_tokens, temperature=0.0 if greedy else temperature,
-                             greedy_prefix=3, generator=gen))
-        log(f"[generate] {start + b}/{n_sequences} sequences ({'greedy' if greedy else f'T={temperature}'}) "
-            f"{(start + b) * new_tokens / (time.time() - t0):.0f} tok/s")
+        rows.append(
+            generate(
+                target, prompts, new_tokens, temperature=0.0 if greedy else temperature, greedy_prefix=3, generator=gen
+            )
+        )
+        log(
+            f"[generate] {start + b}/{n_sequences} sequences ({'greedy' if greedy else f'T={temperature}'}) "
+            f"{(start + b) * new_tokens / (time.time() - t0):.0f} tok/s"
+        )
     return torch.cat(rows)

@@ -8,6 +8,7 @@ hybrid greedy-then-sampled text the paper distils on). The loss is KL(target || 
 (the target's logits are at hand, so the head learns its whole next-token law, not only the sampled
 token). Section 3.1 trains the exit layer, its norm and W; so do we (the trunk and the target stay frozen).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,12 +46,23 @@ def distill_loss(target, head: EarlyExitHead, device):
 def heldout_report(target, head: EarlyExitHead, windows: torch.Tensor, device) -> dict:
     """The head's held-out next-token loss / perplexity and its distillation loss KL(target || head)."""
     loss = distill_loss(target, head, device)
-    kl = sum(float(loss(windows[i:i + 8])) * len(windows[i:i + 8]) for i in range(0, len(windows), 8)) / len(windows)
+    kl = sum(float(loss(windows[i : i + 8])) * len(windows[i : i + 8]) for i in range(0, len(windows), 8)) / len(
+        windows
+    )
     return {**perplexity(head.logits_for, windows), "kl_to_target": round(kl, 5)}
 
 
-def train_early_exit(target, exit_layer: int, sampler, steps: int, lr: float, device, log=print, log_every: int = 25,
-                     progress: bool = False) -> tuple[EarlyExitHead, dict]:
+def train_early_exit(
+    target,
+    exit_layer: int,
+    sampler,
+    steps: int,
+    lr: float,
+    device,
+    log=print,
+    log_every: int = 25,
+    progress: bool = False,
+) -> tuple[EarlyExitHead, dict]:
     """A fresh head after layer ``exit_layer`` of ``target``, trained for ``steps`` AdamW steps on
     ``sampler.next()`` batches; returns the head (eval mode) and the loop's summary."""
     for p in target.parameters():
@@ -58,11 +70,22 @@ def train_early_exit(target, exit_layer: int, sampler, steps: int, lr: float, de
     target.eval()
     head = EarlyExitHead(target, exit_layer).to(device)
     n_params = sum(p.numel() for p in head.parameters())
-    log(f"[early_exit] exit after layer {exit_layer} of {len(getattr(*layout(target)[:2]))}: "
-        f"{n_params / 1e6:.2f}M trainable parameters (trunk frozen); {steps} steps")
+    log(
+        f"[early_exit] exit after layer {exit_layer} of {len(getattr(*layout(target)[:2]))}: "
+        f"{n_params / 1e6:.2f}M trainable parameters (trunk frozen); {steps} steps"
+    )
     head.train()
-    summary = train_loop(head.parameters(), lambda _step: sampler.next(), distill_loss(target, head, device), steps,
-                         lr, "early_exit", log_every=log_every, log=log, progress=progress)
+    summary = train_loop(
+        head.parameters(),
+        lambda _step: sampler.next(),
+        distill_loss(target, head, device),
+        steps,
+        lr,
+        "early_exit",
+        log_every=log_every,
+        log=log,
+        progress=progress,
+    )
     head.eval()
     return head, summary
 
@@ -111,44 +134,84 @@ def run(args: argparse.Namespace, log=None) -> dict:
             train_stream, heldout_stream = text_streams(tokenizer, args.text, cfg.heldout_percent)
             source = {"text_file": str(Path(args.text).resolve()), "train_tokens": int(len(train_stream))}
         else:
-            corpus = build_corpus(max_files=cfg.max_files, heldout_percent=cfg.heldout_percent,
-                                  include_tests=cfg.include_tests)
+            corpus = build_corpus(
+                max_files=cfg.max_files, heldout_percent=cfg.heldout_percent, include_tests=cfg.include_tests
+            )
             train_stream, heldout_stream = encoded_streams(tokenizer, corpus, cfg.cache_dir)
             source = {**corpus.describe(), "train_tokens": int(len(train_stream))}
-        held = heldout_stream if len(heldout_stream) > 2 else train_stream[-cfg.seq_len * 4:]
+        held = heldout_stream if len(heldout_stream) > 2 else train_stream[-cfg.seq_len * 4 :]
         eval_windows = sequential_windows(held, cfg.seq_len, cfg.eval_windows).to(device)
         bank = None
         if cfg.generated_fraction > 0 and cfg.gen_sequences > 0:
-            bank = build_generated_bank(target, train_stream, cfg.gen_sequences, cfg.gen_prompt_len,
-                                        cfg.gen_new_tokens, cfg.gen_greedy_fraction, cfg.gen_temperature,
-                                        cfg.seed + 23, batch_size=64, log=log).cpu()
-        sampler = MixedSampler(WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14), bank,
-                               cfg.generated_fraction, cfg.seed + 15)
+            bank = build_generated_bank(
+                target,
+                train_stream,
+                cfg.gen_sequences,
+                cfg.gen_prompt_len,
+                cfg.gen_new_tokens,
+                cfg.gen_greedy_fraction,
+                cfg.gen_temperature,
+                cfg.seed + 23,
+                batch_size=64,
+                log=log,
+            ).cpu()
+        sampler = MixedSampler(
+            WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14),
+            bank,
+            cfg.generated_fraction,
+            cfg.seed + 15,
+        )
         torch.manual_seed(cfg.seed + 3)
         before = heldout_report(target, EarlyExitHead(target, exit_layer).to(device).eval(), eval_windows, device)
         t0 = time.time()
-        head, summary = train_early_exit(target, exit_layer, sampler, steps, lr, device, log=log,
-                                         log_every=cfg.log_every, progress=not args.no_progress)
+        head, summary = train_early_exit(
+            target,
+            exit_layer,
+            sampler,
+            steps,
+            lr,
+            device,
+            log=log,
+            log_every=cfg.log_every,
+            progress=not args.no_progress,
+        )
         after = heldout_report(target, head, eval_windows, device)
         out = Path(args.out) if args.out else default_out(target_dir)
-        meta = {"training": {k: v for k, v in summary.items() if k != "history"},
-                "loss": "KL(target || head) on corpus windows and target continuations",
-                "seed": cfg.seed, "data": source, "heldout_before": before, "heldout_after": after,
-                "recipe": "python -m specviz train early-exit"}
+        meta = {
+            "training": {k: v for k, v in summary.items() if k != "history"},
+            "loss": "KL(target || head) on corpus windows and target continuations",
+            "seed": cfg.seed,
+            "data": source,
+            "heldout_before": before,
+            "heldout_after": after,
+            "recipe": "python -m specviz train early-exit",
+        }
         save_early_exit(head, out, base=os.path.relpath(target_dir.resolve(), out.resolve()), extra=meta)
         if cfg.calibration_steps > 0:
             from .calibration import save_with_head, train_calibration
 
-            cal, report = train_calibration(target, head, train_stream, heldout_stream, steps=cfg.calibration_steps,
-                                            sequences=cfg.calibration_sequences, seed=cfg.seed + 41, device=device,
-                                            log=log, progress=not args.no_progress)
+            cal, report = train_calibration(
+                target,
+                head,
+                train_stream,
+                heldout_stream,
+                steps=cfg.calibration_steps,
+                sequences=cfg.calibration_sequences,
+                seed=cfg.seed + 41,
+                device=device,
+                log=log,
+                progress=not args.no_progress,
+            )
             save_with_head(cal, out, report)
             meta["calibration"] = report
-            log(f"[calibration] sigma_M {report['sigma_m']}, held-out accuracy {report['heldout_accuracy']} "
-                f"(label rate {report['heldout_label_rate']})")
-        log(f"[early_exit] held-out KL to the target {before['kl_to_target']} -> {after['kl_to_target']}, "
-            f"loss {before['loss']} -> {after['loss']} in {time.time() - t0:.1f}s; saved to {out}")
+            log(
+                f"[calibration] sigma_M {report['sigma_m']}, held-out accuracy {report['heldout_accuracy']} "
+                f"(label rate {report['heldout_label_rate']})"
+            )
+        log(
+            f"[early_exit] held-out KL to the target {before['kl_to_target']} -> {after['kl_to_target']}, "
+            f"loss {before['loss']} -> {after['loss']} in {time.time() - t0:.1f}s; saved to {out}"
+        )
         return meta
     finally:
         torch.set_num_threads(threads)
-

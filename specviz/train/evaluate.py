@@ -3,6 +3,7 @@
 All functions take *logits functions* (``ids -> logits`` for a whole sequence, no cache) so the same
 code measures a ``*ForCausalLM``, a distilled draft and the early-exit head.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,7 +53,7 @@ def greedy_sd_tau(matches: torch.Tensor | list[list[bool]], gamma: int) -> dict:
     the tokens per step (tau, counting the bonus) follow with no model call.
     """
     steps = tokens = accepted = drafted = 0
-    for row in (matches.tolist() if isinstance(matches, torch.Tensor) else matches):
+    for row in matches.tolist() if isinstance(matches, torch.Tensor) else matches:
         j, n = 0, len(row)
         while j < n:
             k = 0
@@ -73,8 +74,14 @@ def greedy_sd_tau(matches: torch.Tensor | list[list[bool]], gamma: int) -> dict:
 
 
 @torch.no_grad()
-def generate(model, prompts: torch.Tensor, new_tokens: int, temperature: float = 0.0, greedy_prefix: int = 0,
-             generator: torch.Generator | None = None) -> torch.Tensor:
+def generate(
+    model,
+    prompts: torch.Tensor,
+    new_tokens: int,
+    temperature: float = 0.0,
+    greedy_prefix: int = 0,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Continue each row of ``prompts`` (equal lengths, no padding) by ``new_tokens`` with a KV cache.
 
     ``temperature == 0`` is greedy. With ``temperature > 0`` the first ``greedy_prefix`` tokens are
@@ -97,8 +104,15 @@ def generate(model, prompts: torch.Tensor, new_tokens: int, temperature: float =
 
 
 @torch.no_grad()
-def agreement_report(target, draft_fn: LogitsFn, heldout_windows: torch.Tensor, prompts: torch.Tensor,
-                     new_tokens: int = 64, gammas=(4,), batch_size: int = 8) -> dict:
+def agreement_report(
+    target,
+    draft_fn: LogitsFn,
+    heldout_windows: torch.Tensor,
+    prompts: torch.Tensor,
+    new_tokens: int = 64,
+    gammas=(4,),
+    batch_size: int = 8,
+) -> dict:
     """Greedy agreement on held-out text and on the target's own greedy continuations of ``prompts``,
     plus the greedy-SD tau those continuations imply for each gamma."""
     tfn = hf_logits(target)
@@ -132,8 +146,9 @@ def _median(xs: list[float]) -> float | None:
     return round(statistics.median(xs), 3) if xs else None
 
 
-def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int = 4, max_new_tokens: int = 64,
-                       chat: bool = False) -> dict:
+def measured_sd_report(
+    target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int = 4, max_new_tokens: int = 64, chat: bool = False
+) -> dict:
     """Greedy ``sd`` with the real decoder (``specviz.decode``) on code prompts, pooled over prompts:
     tau = new tokens / target calls, acceptance rate = accepted / drafted, and the wall-time ratio to
     ``ar`` on the same prompts. Also checks that every output equals greedy ``ar`` token for token, and
@@ -143,8 +158,16 @@ def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int =
     import specviz
 
     pair = specviz.load_pair(str(target_dir), str(draft_dir), device="cpu", dtype="float32")
-    tot = {"new_tokens": 0, "target_calls": 0, "accepted": 0, "drafted": 0, "sd_s": 0.0, "ar_s": 0.0,
-           "draft_ms": [], "target_ms": []}
+    tot = {
+        "new_tokens": 0,
+        "target_calls": 0,
+        "accepted": 0,
+        "drafted": 0,
+        "sd_s": 0.0,
+        "ar_s": 0.0,
+        "draft_ms": [],
+        "target_ms": [],
+    }
     per_prompt, identical = [], True
     for p in prompts:
         sd = specviz.decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, gamma=gamma, chat=chat)
@@ -157,7 +180,9 @@ def measured_sd_report(target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int =
         tot["ar_s"] += ar.metrics["wall_time_s"]
         tot["draft_ms"] += [s.timings["draft_ms"] / s.draft_calls for s in sd.steps[1:] if s.draft_calls]
         tot["target_ms"] += [s.timings["verify_ms"] for s in ar.steps[1:]]
-        per_prompt.append({"prompt": p, "tau": round(m["tau"], 3), "acceptance_rate": round(m["acceptance_rate"] or 0, 3)})
+        per_prompt.append(
+            {"prompt": p, "tau": round(m["tau"], 3), "acceptance_rate": round(m["acceptance_rate"] or 0, 3)}
+        )
     return {
         "gamma": gamma,
         "max_new_tokens": max_new_tokens,

@@ -6,6 +6,7 @@ itself (EAGLE-3, arXiv 2503.01840, Section 3: the target's own answers, its low,
 features). Each chunk is written to the cache as soon as it is done, under a name keyed by every
 setting that changes it, so a run that is cut off continues with the next missing chunk.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,30 +24,50 @@ def chunk_path(root: Path, settings: dict, prompts: list[str]) -> Path:
     return root / f"chunk-{key}.pt"
 
 
-def answer_chunks(model, tokenizer, prompts: list[str], temperature: float, max_new_tokens: int, seed: int,
-                  batch: int, top_k: int, layers: tuple[int, ...], root: Path, chunk: int = 256,
-                  log: Callable[[str], None] = print) -> tuple[list[Answer], float]:
+def answer_chunks(
+    model,
+    tokenizer,
+    prompts: list[str],
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    batch: int,
+    top_k: int,
+    layers: tuple[int, ...],
+    root: Path,
+    chunk: int = 256,
+    log: Callable[[str], None] = print,
+) -> tuple[list[Answer], float]:
     """Every prompt's answer with features, read from ``root`` where a chunk is cached; returns the answers
     and the seconds spent making the chunks that were missing."""
     root.mkdir(parents=True, exist_ok=True)
-    settings = {"temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed, "batch": batch,
-                "top_k": top_k, "layers": list(layers)}
+    settings = {
+        "temperature": temperature,
+        "max_new_tokens": max_new_tokens,
+        "seed": seed,
+        "batch": batch,
+        "top_k": top_k,
+        "layers": list(layers),
+    }
     out: list[Answer] = []
     spent = 0.0
     for c, start in enumerate(range(0, len(prompts), chunk)):
-        part = prompts[start:start + chunk]
+        part = prompts[start : start + chunk]
         path = chunk_path(root, settings, part)
         if path.is_file():
             out += load_answers(path)
             continue
         t0 = time.time()
-        made = answer_prompts(model, tokenizer, part, temperature, max_new_tokens, seed * 1009 + c, batch, top_k,
-                              log, layers)
+        made = answer_prompts(
+            model, tokenizer, part, temperature, max_new_tokens, seed * 1009 + c, batch, top_k, log, layers
+        )
         tmp = path.with_suffix(".tmp")
         save_answers(made, tmp)
         tmp.replace(path)  # a chunk is either whole in the cache or absent
         spent += time.time() - t0
         out += made
-        log(f"[answers] T={temperature}: chunk {c + 1}/{-(-len(prompts) // chunk)} done "
-            f"({sum(len(a.answer) for a in out)} answer tokens so far, {spent:.0f} s)")
+        log(
+            f"[answers] T={temperature}: chunk {c + 1}/{-(-len(prompts) // chunk)} done "
+            f"({sum(len(a.answer) for a in out)} answer tokens so far, {spent:.0f} s)"
+        )
     return out, round(spent, 1)

@@ -21,6 +21,7 @@ where it stopped:
 Everything is seeded; the report (settings, coverage, losses, agreement, timings) is
 ``out/feature_report.json`` next to the weights.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,8 @@ from pathlib import Path
 import torch
 
 from .loop import torch_threads
-from .recipes import FEATURE_STAGES as STAGES, FeatureRecipe
+from .recipes import FEATURE_STAGES as STAGES
+from .recipes import FeatureRecipe
 
 REPORT = "feature_report.json"
 
@@ -54,10 +56,16 @@ def _answers(cfg: FeatureRecipe, model, tokenizer, log) -> tuple[list, list, dic
     sampled_prompts = random.Random(cfg.seed + 5).sample(train, int(round(len(train) * cfg.sampled_fraction)))
     sampled, s_sampled = answer_chunks(model, tokenizer, sampled_prompts, cfg.sampled_temperature, *args, log=log)
     answers = greedy + sampled
-    summary = {"train_prompts": len(train), "heldout_prompts": len(held), "answers": len(answers),
-               "answer_tokens": sum(len(a.answer) for a in answers), "greedy_answers": len(greedy),
-               "sampled_answers": len(sampled), "heldout_answer_tokens": sum(len(a.answer) for a in heldout),
-               "seconds_this_run": round(s_held + s_greedy + s_sampled, 1)}
+    summary = {
+        "train_prompts": len(train),
+        "heldout_prompts": len(held),
+        "answers": len(answers),
+        "answer_tokens": sum(len(a.answer) for a in answers),
+        "greedy_answers": len(greedy),
+        "sampled_answers": len(sampled),
+        "heldout_answer_tokens": sum(len(a.answer) for a in heldout),
+        "seconds_this_run": round(s_held + s_greedy + s_sampled, 1),
+    }
     return answers, heldout, summary
 
 
@@ -81,8 +89,12 @@ def _run(cfg: FeatureRecipe, log) -> dict:
     report_path = out / REPORT
     report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
     report["config"] = asdict(cfg)
-    report["environment"] = {"python": sys.version.split()[0], "torch": torch.__version__, "threads": cfg.threads,
-                             "platform": platform.platform()}
+    report["environment"] = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "threads": cfg.threads,
+        "platform": platform.platform(),
+    }
     timings = report.setdefault("timings_s", {})
 
     def save_report() -> None:
@@ -119,4 +131,3 @@ def _run(cfg: FeatureRecipe, log) -> dict:
     save_report()
     log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
     return report
-

@@ -12,6 +12,7 @@
   all equal the target's argmax, a chain drafted there has exactly ``r`` accepted tokens, since its
   inputs then equal the teacher-forced ones.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,15 +41,21 @@ def build_vocab(cfg, answers: list, tokenizer, out: Path, log) -> dict:
     curve = {n: round(sum(counts[t] for t in ranked[:n]) / total, 5) for n in SIZES if n <= tokenizer.vocab_size}
     forced = {tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")} - {None}
     chosen = set(ranked[: cfg.draft_vocab - len(forced)]) | forced
-    rest = iter(t for t in ranked[cfg.draft_vocab - len(forced):] if t not in chosen)
+    rest = iter(t for t in ranked[cfg.draft_vocab - len(forced) :] if t not in chosen)
     while len(chosen) < cfg.draft_vocab:  # forced ids already among the top: fill up to N
         chosen.add(next(rest, None) or next(t for t in range(tokenizer.vocab_size) if t not in chosen))
     vocab = sorted(chosen)
     covered = round(sum(counts[t] for t in vocab) / total, 5)
     log(f"[vocab] {cfg.draft_vocab} tokens cover {covered:.2%} of {total} training answer tokens; curve {curve}")
     (out / VOCAB_FILE).write_text(json.dumps({"vocab": vocab}) + "\n")
-    return {"size": cfg.draft_vocab, "coverage": covered, "answer_tokens": total, "distinct_tokens": len(counts),
-            "coverage_curve": curve, "forced": sorted(forced)}
+    return {
+        "size": cfg.draft_vocab,
+        "coverage": covered,
+        "answer_tokens": total,
+        "distinct_tokens": len(counts),
+        "coverage_curve": curve,
+        "forced": sorted(forced),
+    }
 
 
 def read_vocab(out: Path) -> torch.Tensor:
@@ -79,7 +86,7 @@ def collate(answers: list, seq: int):
         s = a.ids[:width]
         ids[b, : len(s)] = torch.tensor(s)
         f = a.features[: len(s) - 1].float()
-        feats[b, 1: 1 + len(f)] = f
+        feats[b, 1 : 1 + len(f)] = f
         p = len(a.prompt_ids)
         for j in range(max(0, p - 1), len(s) - 1):
             at[b, j] = j + 1 - p
@@ -132,7 +139,7 @@ def batch_loss(head: FeatureHead, embed: torch.Tensor, batch, t2d: torch.Tensor,
         sid, slp = _shift(tid, k, -1), _shift(tlp, k, 0.0)
         rows = sid[..., 0] >= 0
         loss, n = step_loss(head.logits(h[rows]) if bool(rows.any()) else h[:0, 0, :1], sid[rows], slp[rows])
-        total = total + (0.8 ** k) * loss
+        total = total + (0.8**k) * loss
         parts.append((round(float(loss.detach()), 4), n))
     return total, parts
 
@@ -176,8 +183,10 @@ def train_drafter(cfg, target, answers: list, heldout: list, out: Path, log) -> 
         start, history, seconds = state["step"], state["history"], state["seconds"]
         log(f"[drafter] resumed at step {start} from {ckpt}")
     n_params = sum(p.numel() for p in head.parameters())
-    log(f"[drafter] {n_params / 1e6:.2f}M parameters, vocabulary {len(vocab)}, layers {hcfg.layers}; "
-        f"{cfg.steps} steps of {cfg.batch} answers, {cfg.ttt_steps} unrolled steps")
+    log(
+        f"[drafter] {n_params / 1e6:.2f}M parameters, vocabulary {len(vocab)}, layers {hcfg.layers}; "
+        f"{cfg.steps} steps of {cfg.batch} answers, {cfg.ttt_steps} unrolled steps"
+    )
     head.train()
     t0, smooth = time.time() - seconds, None
     for step in range(start, cfg.steps):
@@ -193,36 +202,62 @@ def train_drafter(cfg, target, answers: list, heldout: list, out: Path, log) -> 
         value = float(loss.detach())
         smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
-            history.append({"step": step + 1, "loss": round(smooth, 4), "steps": parts,
-                            "elapsed_s": round(time.time() - t0, 1)})
-            log(f"[drafter] step {step + 1}/{cfg.steps} loss {smooth:.4f} per step {parts} lr {lr:.2e} "
-                f"epoch {batches.epochs} {time.time() - t0:.0f} s")
+            history.append(
+                {"step": step + 1, "loss": round(smooth, 4), "steps": parts, "elapsed_s": round(time.time() - t0, 1)}
+            )
+            log(
+                f"[drafter] step {step + 1}/{cfg.steps} loss {smooth:.4f} per step {parts} lr {lr:.2e} "
+                f"epoch {batches.epochs} {time.time() - t0:.0f} s"
+            )
         if (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
             tmp = ckpt.with_suffix(".tmp")
-            torch.save({"head": head.state_dict(), "opt": opt.state_dict(), "rng": batches.rng.getstate(),
-                        "order": batches.order, "epochs": batches.epochs, "step": step + 1,
-                        "history": history, "seconds": time.time() - t0}, tmp)
+            torch.save(
+                {
+                    "head": head.state_dict(),
+                    "opt": opt.state_dict(),
+                    "rng": batches.rng.getstate(),
+                    "order": batches.order,
+                    "epochs": batches.epochs,
+                    "step": step + 1,
+                    "history": history,
+                    "seconds": time.time() - t0,
+                },
+                tmp,
+            )
             tmp.replace(ckpt)
     head.eval()
-    report = {"parameters": n_params, "config": {**hcfg.__dict__, "layers": list(hcfg.layers)},
-              "epochs": batches.epochs, "seconds": round(time.time() - t0, 1), "history": history}
-    head.save(out, {"recipe": "python -m specviz train feature", "seed": cfg.seed, "target": cfg.target,
-                    "training": {k: v for k, v in report.items() if k != "history"}})
+    report = {
+        "parameters": n_params,
+        "config": {**hcfg.__dict__, "layers": list(hcfg.layers)},
+        "epochs": batches.epochs,
+        "seconds": round(time.time() - t0, 1),
+        "history": history,
+    }
+    head.save(
+        out,
+        {
+            "recipe": "python -m specviz train feature",
+            "seed": cfg.seed,
+            "target": cfg.target,
+            "training": {k: v for k, v in report.items() if k != "history"},
+        },
+    )
     if ckpt.is_file():
         ckpt.unlink()
     return report
 
 
 @torch.no_grad()
-def agreement(head: FeatureHead, embed: torch.Tensor, answers: list, steps: int, seq: int,
-              gammas=(1, 2, 3, 4, 5, 6)) -> dict:
+def agreement(
+    head: FeatureHead, embed: torch.Tensor, answers: list, steps: int, seq: int, gammas=(1, 2, 3, 4, 5, 6)
+) -> dict:
     """Teacher-forced top-1 agreement with the target's argmax per draft position, and the greedy chain tau
     per gamma it implies (module docstring), over ``answers``' answer positions."""
     hits = [0] * steps
     seen = [0] * steps
     runs: list[int] = []
     for start in range(0, len(answers), 8):
-        ids, feats, at, chunk = collate(answers[start:start + 8], seq)
+        ids, feats, at, chunk = collate(answers[start : start + 8], seq)
         tid, _ = _targets(chunk, at, torch.arange(head.cfg.target_vocab))
         outs = head.unrolled(feats, ids, embed, steps)
         best = [head.vocab[head.logits(h).argmax(-1)] for h in outs]  # target ids [B, L]
@@ -242,8 +277,7 @@ def agreement(head: FeatureHead, embed: torch.Tensor, answers: list, steps: int,
             alive = alive & ok[k]
             run += alive.long()
         runs += run[rows].tolist()
-    out = {"agreement_by_position": [round(h / max(1, n), 4) for h, n in zip(hits, seen)],
-           "positions": seen[0]}
+    out = {"agreement_by_position": [round(h / max(1, n), 4) for h, n in zip(hits, seen)], "positions": seen[0]}
     for g in gammas:
         if g <= steps:
             out[f"greedy_sd_tau_gamma{g}"] = round(1 + sum(min(r, g) for r in runs) / max(1, len(runs)), 3)

@@ -1,4 +1,5 @@
 """One training loop for every stage: AdamW, linear warm-up then cosine decay, progress lines."""
+
 from __future__ import annotations
 
 import math
@@ -103,4 +104,10 @@ def train_loop(
             log(f"[{name}] eval at step {step + 1}: {eval_fn()}")
     if bar is not None:
         bar.close()
-    return {"steps": steps, "final_loss": smooth, "tokens": tokens, "seconds": round(time.time() - t0, 1), "history": history}
+    return {
+        "steps": steps,
+        "final_loss": smooth,
+        "tokens": tokens,
+        "seconds": round(time.time() - t0, 1),
+        "history": history,
+    }

@@ -5,6 +5,7 @@ Each stage writes its result under ``out`` (``target/``, ``draft/``, ``early_exi
 can be redone without the others. Everything is seeded: the corpus order, the tokenizer, model
 initialisation (``torch.manual_seed(seed + stage)``), batch order and generated data.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,16 @@ from .tokenizer import train_tokenizer
 
 # open lines: a prompt ending in a space or a bare newline splits a token BPE merges (" x", "\\n    ")
 SAMPLE_PROMPTS = ("def read_config(path", "import os\n", "class Stack(", "    def __init__(self", "for i in range(")
-AGREEMENT_PROMPTS = ("def ", "import ", "class Foo:\n    def ", "if __name__ == ", "    return ", "for ", "try:\n    ",
-                     "@property\n    def ")
+AGREEMENT_PROMPTS = (
+    "def ",
+    "import ",
+    "class Foo:\n    def ",
+    "if __name__ == ",
+    "    return ",
+    "for ",
+    "try:\n    ",
+    "@property\n    def ",
+)
 
 
 def _save_model(model, tokenizer, path: Path, meta: dict) -> None:
@@ -78,14 +87,21 @@ def _run(cfg: TrainConfig, log) -> dict:
     report_path = out / "bundled_pair.json"
     report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
     report["config"] = {k: v for k, v in asdict(cfg).items()}
-    report["environment"] = {"python": sys.version.split()[0], "torch": torch.__version__, "device": str(device),
-                             "threads": cfg.threads, "platform": platform.platform()}
+    report["environment"] = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "device": str(device),
+        "threads": cfg.threads,
+        "platform": platform.platform(),
+    }
 
     # corpus and tokenizer
     corpus = build_corpus(max_files=cfg.max_files, heldout_percent=cfg.heldout_percent, include_tests=cfg.include_tests)
     report["corpus"] = corpus.describe()
-    log(f"[corpus] {len(corpus.train_files)} training files, {len(corpus.heldout_files)} held-out files "
-        f"from {corpus.root} (sha256 {corpus.sha256[:12]})")
+    log(
+        f"[corpus] {len(corpus.train_files)} training files, {len(corpus.heldout_files)} held-out files "
+        f"from {corpus.root} (sha256 {corpus.sha256[:12]})"
+    )
     if "tokenizer" in cfg.stages:
         t0 = time.time()
         tokenizer = train_tokenizer(corpus.train_texts, cfg.vocab_size)
@@ -97,8 +113,10 @@ def _run(cfg: TrainConfig, log) -> dict:
     t0 = time.time()
     train_stream, heldout_stream = encoded_streams(tokenizer, corpus, cfg.cache_dir)
     report["corpus"].update(train_tokens=int(len(train_stream)), heldout_tokens=int(len(heldout_stream)))
-    log(f"[tokenizer] {len(train_stream)} training tokens, {len(heldout_stream)} held-out tokens "
-        f"({time.time() - t0:.1f}s)")
+    log(
+        f"[tokenizer] {len(train_stream)} training tokens, {len(heldout_stream)} held-out tokens "
+        f"({time.time() - t0:.1f}s)"
+    )
     vocab = len(tokenizer)
     eos = tokenizer.eos_token_id
     eval_windows = sequential_windows(heldout_stream, cfg.seq_len, cfg.eval_windows).to(device)
@@ -108,8 +126,17 @@ def _run(cfg: TrainConfig, log) -> dict:
     def fit(name: str, model, sampler, loss_fn, steps: int, lr: float, **eval_kw) -> dict:
         """Train ``model`` in place (the shared loop), record the stage's time and summary, leave it in eval mode."""
         model.train()
-        summary = train_loop(model.parameters(), lambda _step: sampler.next(), loss_fn, steps, lr, name,
-                             log_every=cfg.log_every, log=log, **eval_kw)
+        summary = train_loop(
+            model.parameters(),
+            lambda _step: sampler.next(),
+            loss_fn,
+            steps,
+            lr,
+            name,
+            log_every=cfg.log_every,
+            log=log,
+            **eval_kw,
+        )
         model.eval()
         timings[name] = summary["seconds"]
         report[f"{name}_training"] = {k: v for k, v in summary.items() if k != "history"}
@@ -120,18 +147,32 @@ def _run(cfg: TrainConfig, log) -> dict:
         torch.manual_seed(cfg.seed + 1)
         target = LlamaForCausalLM(configs.llama_config(cfg.target_size, vocab, eos)).to(device)
         n_params = configs.count_parameters(target)
-        log(f"[target] {cfg.target_size}: {n_params / 1e6:.2f}M parameters, {cfg.target_steps} steps of "
-            f"{cfg.batch_size}x{cfg.seq_len} tokens on {device}")
+        log(
+            f"[target] {cfg.target_size}: {n_params / 1e6:.2f}M parameters, {cfg.target_steps} steps of "
+            f"{cfg.batch_size}x{cfg.seq_len} tokens on {device}"
+        )
         sampler = WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 11)
 
         def target_loss(batch):
             batch = batch.to(device)
             return _ce(target(input_ids=batch[:, :-1]).logits, batch[:, 1:])
 
-        summary = fit("target", target, sampler, target_loss, cfg.target_steps, cfg.target_lr,
-                      eval_fn=lambda: perplexity(hf_logits(target), eval_windows[:8]), eval_every=300)
-        _save_model(target, tokenizer, out / "target", {**stage_meta, "role": "target", "training": summary,
-                                                         "size": configs.SIZES[cfg.target_size].as_dict()})
+        summary = fit(
+            "target",
+            target,
+            sampler,
+            target_loss,
+            cfg.target_steps,
+            cfg.target_lr,
+            eval_fn=lambda: perplexity(hf_logits(target), eval_windows[:8]),
+            eval_every=300,
+        )
+        _save_model(
+            target,
+            tokenizer,
+            out / "target",
+            {**stage_meta, "role": "target", "training": summary, "size": configs.SIZES[cfg.target_size].as_dict()},
+        )
         target.to(device)
         log(f"[target] saved to {out / 'target'}")
     else:
@@ -141,12 +182,23 @@ def _run(cfg: TrainConfig, log) -> dict:
         p.requires_grad_(False)
 
     bank = None
-    need_bank = ("draft" in cfg.stages or "early_exit" in cfg.stages) and cfg.generated_fraction > 0 and cfg.gen_sequences > 0
+    need_bank = (
+        ("draft" in cfg.stages or "early_exit" in cfg.stages) and cfg.generated_fraction > 0 and cfg.gen_sequences > 0
+    )
     if need_bank:
         t0 = time.time()
-        bank = build_generated_bank(target, train_stream, cfg.gen_sequences, cfg.gen_prompt_len, cfg.gen_new_tokens,
-                                    cfg.gen_greedy_fraction, cfg.gen_temperature, cfg.seed + 23,
-                                    batch_size=64, log=log).cpu()
+        bank = build_generated_bank(
+            target,
+            train_stream,
+            cfg.gen_sequences,
+            cfg.gen_prompt_len,
+            cfg.gen_new_tokens,
+            cfg.gen_greedy_fraction,
+            cfg.gen_temperature,
+            cfg.seed + 23,
+            batch_size=64,
+            log=log,
+        ).cpu()
         timings["generate"] = round(time.time() - t0, 1)
         log(f"[generate] {len(bank)} target continuations of {cfg.gen_new_tokens} tokens in {timings['generate']}s")
 
@@ -156,10 +208,16 @@ def _run(cfg: TrainConfig, log) -> dict:
         draft = LlamaForCausalLM(configs.llama_config(cfg.draft_size, vocab, eos)).to(device)
         copied = init_draft_from_target(draft, target)
         n_params = configs.count_parameters(draft)
-        log(f"[draft] {cfg.draft_size}: {n_params / 1e6:.2f}M parameters, initialised from the target's "
-            f"{', '.join(copied) or 'nothing'}; {cfg.draft_steps} distillation steps")
-        sampler = MixedSampler(WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 12), bank,
-                               cfg.generated_fraction, cfg.seed + 13)
+        log(
+            f"[draft] {cfg.draft_size}: {n_params / 1e6:.2f}M parameters, initialised from the target's "
+            f"{', '.join(copied) or 'nothing'}; {cfg.draft_steps} distillation steps"
+        )
+        sampler = MixedSampler(
+            WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 12),
+            bank,
+            cfg.generated_fraction,
+            cfg.seed + 13,
+        )
 
         def draft_loss(batch):
             batch = batch.to(device)
@@ -174,9 +232,19 @@ def _run(cfg: TrainConfig, log) -> dict:
 
         summary = fit("draft", draft, sampler, draft_loss, cfg.draft_steps, cfg.draft_lr)
         report["draft_init"] = copied
-        _save_model(draft, None, out / "draft", {**stage_meta, "role": "draft", "distilled_from": "../target",
-                                                       "training": summary, "init": copied,
-                                                       "size": configs.SIZES[cfg.draft_size].as_dict()})
+        _save_model(
+            draft,
+            None,
+            out / "draft",
+            {
+                **stage_meta,
+                "role": "draft",
+                "distilled_from": "../target",
+                "training": summary,
+                "init": copied,
+                "size": configs.SIZES[cfg.draft_size].as_dict(),
+            },
+        )
         draft.to(device)
         log(f"[draft] saved to {out / 'draft'}")
     elif (out / "draft" / "config.json").is_file():
@@ -191,22 +259,41 @@ def _run(cfg: TrainConfig, log) -> dict:
 
     if "early_exit" in cfg.stages:
         torch.manual_seed(cfg.seed + 3)
-        sampler = MixedSampler(WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14), bank,
-                               cfg.generated_fraction, cfg.seed + 15)
-        head, summary = train_early_exit(target, cfg.exit_layer, sampler, cfg.ee_steps, cfg.ee_lr, device, log=log,
-                                         log_every=cfg.log_every)
+        sampler = MixedSampler(
+            WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14),
+            bank,
+            cfg.generated_fraction,
+            cfg.seed + 15,
+        )
+        head, summary = train_early_exit(
+            target, cfg.exit_layer, sampler, cfg.ee_steps, cfg.ee_lr, device, log=log, log_every=cfg.log_every
+        )
         timings["early_exit"] = summary["seconds"]
         report["early_exit_training"] = {k: v for k, v in summary.items() if k != "history"}
-        save_early_exit(head, out / "early_exit", base="../target",
-                        extra={"training": report["early_exit_training"],
-                               "loss": "KL(target || head) on corpus windows and target continuations",
-                               "seed": cfg.seed})
+        save_early_exit(
+            head,
+            out / "early_exit",
+            base="../target",
+            extra={
+                "training": report["early_exit_training"],
+                "loss": "KL(target || head) on corpus windows and target continuations",
+                "seed": cfg.seed,
+            },
+        )
         if cfg.calibration_steps > 0:
             from .calibration import save_with_head, train_calibration
 
-            cal, cal_report = train_calibration(target, head, train_stream, heldout_stream, steps=cfg.calibration_steps,
-                                                sequences=cfg.calibration_sequences, seed=cfg.seed + 41,
-                                                device=device, log=log)
+            cal, cal_report = train_calibration(
+                target,
+                head,
+                train_stream,
+                heldout_stream,
+                steps=cfg.calibration_steps,
+                sequences=cfg.calibration_sequences,
+                seed=cfg.seed + 41,
+                device=device,
+                log=log,
+            )
             save_with_head(cal, out / "early_exit", cal_report)
             report["calibration"] = cal_report
             log(f"[calibration] {cal_report}")
@@ -224,19 +311,23 @@ def _run(cfg: TrainConfig, log) -> dict:
         prompts = _prompt_ids(tokenizer, AGREEMENT_PROMPTS, device)
         if draft is not None:
             ev["draft"] = perplexity(hf_logits(draft), eval_windows)
-            ev["draft"].update(agreement_report(target, hf_logits(draft), eval_windows, prompts,
-                                                cfg.eval_new_tokens, gammas=(2, 4, 6)))
+            ev["draft"].update(
+                agreement_report(target, hf_logits(draft), eval_windows, prompts, cfg.eval_new_tokens, gammas=(2, 4, 6))
+            )
         if head is not None:
             ev["early_exit"] = perplexity(head.logits_for, eval_windows)
-            ev["early_exit"].update(agreement_report(target, head.logits_for, eval_windows, prompts,
-                                                     cfg.eval_new_tokens, gammas=(2, 4, 6)))
+            ev["early_exit"].update(
+                agreement_report(target, head.logits_for, eval_windows, prompts, cfg.eval_new_tokens, gammas=(2, 4, 6))
+            )
         if draft is not None and cfg.measure_decode and (out / "draft" / "config.json").is_file():
             try:
                 ev["decode_sd_gamma4"] = measured_sd_report(out / "target", out / "draft")
             except Exception as exc:  # noqa: BLE001 - the decoder is optional for training
                 ev["decode_sd_gamma4"] = {"error": f"{type(exc).__name__}: {exc}"}
-            log(f"[eval] specviz.decode greedy sd gamma 4 on code prompts: "
-                f"{ {k: v for k, v in ev['decode_sd_gamma4'].items() if k != 'per_prompt'} }")
+            log(
+                f"[eval] specviz.decode greedy sd gamma 4 on code prompts: "
+                f"{ {k: v for k, v in ev['decode_sd_gamma4'].items() if k != 'per_prompt'} }"
+            )
         ev["parameters"] = {"target": configs.count_parameters(target)}
         if draft is not None:
             ev["parameters"]["draft"] = configs.count_parameters(draft)

@@ -2,6 +2,7 @@
 dataclass (``--stages`` comma-separated, tuple fields of ints comma-separated), parsed into the recipe,
 run, and a bad setting reported in one line. The parser and ``--help`` read only plain data (the
 dataclasses in ``recipes``, the recipe module's docstring from its source): no torch until a run."""
+
 from __future__ import annotations
 
 import argparse
@@ -37,17 +38,25 @@ def module_doc(module: str) -> str | None:
 def recipe_parser(name: str) -> argparse.ArgumentParser:
     """The parser of ``python -m specviz train NAME``, built from the recipe's dataclass."""
     recipe, stages, module, _ = RECIPES[name]
-    p = argparse.ArgumentParser(prog=f"python -m specviz train {name}", description=module_doc(module),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=f"python -m specviz train {name}",
+        description=module_doc(module),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--stages", help=f"comma-separated subset of {','.join(stages)} (default: all)")
     for f in dataclasses.fields(recipe):
         if f.name in ("stages", "extra"):
             continue
         listed = str(f.type).startswith("tuple")
-        help_ = f"default: {','.join(map(str, f.default)) if listed else f.default}" + (", comma-separated" if listed
-                                                                                        else "")
-        p.add_argument("--" + f.name.replace("_", "-"), type=str if listed else KINDS.get(str(f.type), str),
-                       default=None, help=help_)
+        help_ = f"default: {','.join(map(str, f.default)) if listed else f.default}" + (
+            ", comma-separated" if listed else ""
+        )
+        p.add_argument(
+            "--" + f.name.replace("_", "-"),
+            type=str if listed else KINDS.get(str(f.type), str),
+            default=None,
+            help=help_,
+        )
     return p
 
 

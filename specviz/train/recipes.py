@@ -2,6 +2,7 @@
 (``pipeline``), the default pair's ``ChatRecipe`` (``chat_pair``) and ``FeatureRecipe``
 (``feature_pair``), with their stages. The command line builds its flags and ``--help`` from these
 without importing the recipes' code."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -4,6 +4,7 @@ GPT-2 style: every byte is in the base alphabet (no unknown token), no automatic
 token ``<|endoftext|>`` (id 0) that serves as bos, eos and pad and separates files in the training
 stream. ``AutoTokenizer.from_pretrained(dir)`` loads the saved directory.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Sequence

@@ -17,6 +17,7 @@ new token once more, at most ``max_new_tokens`` positions on top of the draft mo
 ``run_cost`` returns the estimate and the parameter that dominates it; ``cost_refusal`` is the
 sentence a request over ``AppConfig.max_run_cost`` gets.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -44,8 +45,11 @@ def _priced(spec: AlgorithmSpec, given: dict[str, Any]) -> dict[str, Any]:
 
 def _unregistered(params: dict[str, Any], steps: int) -> Cost:
     """A name no algorithm registers (refused before it runs): the longest length parameter given."""
-    lengths = {k: int_param(params, k) for k in ("gamma", "fixed_length", "k_max", "num_tokens",
-                                                  "num_assistant_tokens") if k in params}
+    lengths = {
+        k: int_param(params, k)
+        for k in ("gamma", "fixed_length", "k_max", "num_tokens", "num_assistant_tokens")
+        if k in params
+    }
     if not lengths:
         return per_step(1, "max new tokens", steps)
     name = max(lengths, key=lengths.get)
@@ -81,5 +85,7 @@ def cost_refusal(algorithm: str, params: dict[str, Any], max_new_tokens: int, ca
     if cost.positions <= cap:
         return None
     advice = cost.advice or f"Lower {cost.parameter.replace(' x ', ' or ')} or max new tokens."
-    return (f"{algorithm}: {cost.detail} is about {cost.positions:,} token positions; this app allows "
-            f"{cap:,} per algorithm. {advice}")
+    return (
+        f"{algorithm}: {cost.detail} is about {cost.positions:,} token positions; this app allows "
+        f"{cap:,} per algorithm. {advice}"
+    )

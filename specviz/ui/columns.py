@@ -14,6 +14,7 @@ differs between them (``sd · gamma 2`` and ``sd · gamma 8``), each in the colu
 column of that algorithm a shade of it, so every column has its own colour in its header and in the
 comparison figures.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,8 @@ from specviz.algorithms.registry import AlgorithmSpec, Param
 from specviz.viz.style import algorithm_color
 
 SEP = " · "
-VALUE_CHARS = 16         # a setting's value in a label, at most (then an ellipsis)
-MAX_TEXT = 400           # the longest text the editor keeps for one setting (Param.validate says more)
+VALUE_CHARS = 16  # a setting's value in a label, at most (then an ellipsis)
+MAX_TEXT = 400  # the longest text the editor keeps for one setting (Param.validate says more)
 
 
 def param_value(param: Param, raw: Any) -> Any:
@@ -55,7 +56,7 @@ def storable(value: Any) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
-        return value if -2**63 <= value < 2**63 else str(value)
+        return value if -(2**63) <= value < 2**63 else str(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, str):
@@ -78,8 +79,9 @@ def short(value: Any, limit: int = VALUE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_columns(raw: Any, algorithms: Mapping[str, AlgorithmSpec], most: int
-                  ) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
+def check_columns(
+    raw: Any, algorithms: Mapping[str, AlgorithmSpec], most: int
+) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
     """``([(algorithm, settings)], None)`` for a valid columns value, else ``([], sentence)``: at least one
     and at most ``most`` columns, each a registered algorithm (or its name) with only settings it
     declares; the settings come back complete (defaults for those left out), their values checked by
@@ -87,20 +89,27 @@ def check_columns(raw: Any, algorithms: Mapping[str, AlgorithmSpec], most: int
     if raw is None or (isinstance(raw, (list, tuple)) and not raw):
         return [], "Select at least one algorithm: add a column."
     if not isinstance(raw, (list, tuple)):
-        return [], ("The columns must be a list of columns, each an algorithm's name or "
-                    '{"algorithm": name, "params": {setting: value}}.')
+        return [], (
+            "The columns must be a list of columns, each an algorithm's name or "
+            '{"algorithm": name, "params": {setting: value}}.'
+        )
     if len(raw) > most:
         return [], f"At most {most} columns at once; you asked for {len(raw)}."
     out = []
     for i, item in enumerate(raw, 1):
         if isinstance(item, str):
             name, given = item, {}
-        elif isinstance(item, Mapping) and isinstance(item.get("algorithm"), str) and set(item) <= {"algorithm",
-                                                                                                    "params"}:
+        elif (
+            isinstance(item, Mapping)
+            and isinstance(item.get("algorithm"), str)
+            and set(item) <= {"algorithm", "params"}
+        ):
             name, given = item["algorithm"], item.get("params", {})
         else:
-            return [], (f'Column {i} must be an algorithm\'s name or {{"algorithm": name, "params": {{...}}}}; '
-                        f"got {shown(item)}.")
+            return [], (
+                f'Column {i} must be an algorithm\'s name or {{"algorithm": name, "params": {{...}}}}; '
+                f"got {shown(item)}."
+            )
         spec = algorithms.get(name)
         if spec is None:
             return [], f"Column {i}: unknown algorithm {shown(name)}; registered: {', '.join(algorithms)}."
@@ -111,8 +120,10 @@ def check_columns(raw: Any, algorithms: Mapping[str, AlgorithmSpec], most: int
         declared = {p.name: p for p in spec.params}
         unknown = [k for k in given if k not in declared]
         if unknown:
-            return [], (f"Column {i} ({name}): {name} has no setting {shown(unknown[0])}; its settings: "
-                        f"{', '.join(declared) or 'none'}.")
+            return [], (
+                f"Column {i} ({name}): {name} has no setting {shown(unknown[0])}; its settings: "
+                f"{', '.join(declared) or 'none'}."
+            )
         out.append((name, {**spec.defaults, **{k: normalised(declared[k], v) for k, v in given.items()}}))
     return out, None
 
@@ -140,8 +151,9 @@ def differing_settings(columns: Sequence[tuple[Mapping[str, Any], Mapping[str, A
     return [[k for k in differ if k in eff] for _, eff in columns]
 
 
-def column_labels(configs: Sequence[tuple[str, Mapping[str, Any]]],
-                  algorithms: Mapping[str, AlgorithmSpec] | None = None) -> list[str]:
+def column_labels(
+    configs: Sequence[tuple[str, Mapping[str, Any]]], algorithms: Mapping[str, AlgorithmSpec] | None = None
+) -> list[str]:
     """One distinct label per column: the algorithm's name alone for a lone column of its algorithm,
     and for an algorithm in several columns its name and every setting that differs between those
     columns (``differing_settings``); same-algorithm columns that nothing tells apart are numbered."""
@@ -168,15 +180,19 @@ def column_labels(configs: Sequence[tuple[str, Mapping[str, Any]]],
 
 
 def _mix(color: str, toward: tuple[int, int, int], t: float) -> str:
-    r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+    r, g, b = (int(color[k : k + 2], 16) for k in (1, 3, 5))
     mixed = (round(c + (w - c) * t) for c, w in zip((r, g, b), toward))
     return "#" + "".join(f"{c:02x}" for c in mixed)
 
 
 # a repeat's shade of its algorithm's colour: darker, lighter, then further each way
-SHADES: tuple[tuple[tuple[int, int, int], float], ...] = (((0, 0, 0), 0.45), ((255, 255, 255), 0.45),
-                                                           ((0, 0, 0), 0.7), ((255, 255, 255), 0.68),
-                                                           ((0, 0, 0), 0.25))
+SHADES: tuple[tuple[tuple[int, int, int], float], ...] = (
+    ((0, 0, 0), 0.45),
+    ((255, 255, 255), 0.45),
+    ((0, 0, 0), 0.7),
+    ((255, 255, 255), 0.68),
+    ((0, 0, 0), 0.25),
+)
 
 
 def shade(color: str, k: int) -> str:
@@ -224,8 +240,9 @@ def picked(raw: Any, n: int) -> int:
     return max(0, min(int(raw), n - 1))
 
 
-def with_algorithms(cols: list[dict[str, Any]], chosen: Any, algorithms: Mapping[str, AlgorithmSpec], most: int
-                    ) -> list[dict[str, Any]]:
+def with_algorithms(
+    cols: list[dict[str, Any]], chosen: Any, algorithms: Mapping[str, AlgorithmSpec], most: int
+) -> list[dict[str, Any]]:
     """The columns after the algorithm checkboxes became ``chosen``: every column of an unchecked algorithm
     goes, a newly checked one gets a column at its defaults at the end (while fewer than ``most``)."""
     names = [a for a in chosen if isinstance(a, str) and a in algorithms] if isinstance(chosen, (list, tuple)) else []
@@ -243,19 +260,18 @@ def duplicated(cols: list[dict[str, Any]], i: int, most: int) -> tuple[list[dict
     if not cols or len(cols) >= most:
         return cols, i
     copy = {"algorithm": cols[i]["algorithm"], "params": dict(cols[i]["params"])}
-    return cols[: i + 1] + [copy] + cols[i + 1:], i + 1
+    return cols[: i + 1] + [copy] + cols[i + 1 :], i + 1
 
 
 def removed(cols: list[dict[str, Any]], i: int) -> tuple[list[dict[str, Any]], int]:
     """Without column ``i``; the one that took its place (or the last) is selected."""
     if not cols:
         return cols, 0
-    out = cols[:i] + cols[i + 1:]
+    out = cols[:i] + cols[i + 1 :]
     return out, max(0, min(i, len(out) - 1))
 
 
-def with_setting(cols: list[dict[str, Any]], i: int, algorithm: str, param: Param, raw: Any
-                 ) -> list[dict[str, Any]]:
+def with_setting(cols: list[dict[str, Any]], i: int, algorithm: str, param: Param, raw: Any) -> list[dict[str, Any]]:
     """Column ``i`` with setting ``param`` of ``algorithm`` set to the control's value ``raw`` (if column
     ``i`` is of that algorithm: a control of another algorithm's settings changes nothing)."""
     if not 0 <= i < len(cols) or cols[i]["algorithm"] != algorithm:

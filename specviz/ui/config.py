@@ -10,6 +10,7 @@ from other machines: a server name that is not loopback (``GRADIO_SERVER_NAME``,
 Space (``SPACE_ID``). Only ``SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS=1`` turns it off there, with a warning in
 the log (docs/hosting.md). ``trust_remote_code`` is never reachable from the app, in any mode.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 TRUE = {"1", "true", "yes", "on"}
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 UNSAFE_VAR = "SPECVIZ_UNSAFE_NO_PUBLIC_LIMITS"  # the one way to drop public mode on a network-facing app
-UNSAFE_FLAG = "--unsafe-no-public-limits"       # its python app.py option
+UNSAFE_FLAG = "--unsafe-no-public-limits"  # its python app.py option
 
 
 def is_loopback(host: str | None) -> bool:
@@ -81,37 +82,37 @@ class AppConfig:
     """What the app allows. Build with ``AppConfig.from_env()``; tests pass their own."""
 
     public: bool = False
-    max_new_tokens_cap: int = 1024        # the slider's maximum and the server-side clamp
+    max_new_tokens_cap: int = 1024  # the slider's maximum and the server-side clamp
     default_max_new_tokens: int = MAX_NEW_TOKENS  # specviz.defaults' (decode's and the command line's)
     max_prompt_chars: int = 20_000
     max_upload_bytes: int = 64 * 1024 * 1024  # one uploaded trace file, as sent (a .json.gz counts compressed)
     max_replay_json_bytes: int = 256 * 1024 * 1024  # JSON one replay reads, all its files together, decompressed
-    max_columns: int = 6                  # algorithms run side by side at once
-    concurrency: int = 2                  # decoding runs in flight at once (all visitors)
-    queue_max_size: int | None = 64       # waiting requests before new ones are turned away
-    max_pairs: int = 2                    # loaded pairs kept in memory
-    max_step_delay_s: float = 1.0         # the "pace" slider's maximum
-    default_pace_s: float = 0.3           # a live run's minimum time per step, so its steps can be watched
-    measure_repeats: int = 3              # timed runs per algorithm in Measure (after a warm-up)
-    max_measure_columns: int = 6          # algorithms one Measure times
-    max_run_cost: int | None = None       # token positions one algorithm's run may cost (ui.budget); None: no cap
-    run_deadline_s: int | None = None     # wall seconds a run or a Measure may take; None: no deadline
-    max_wait_s: int | None = None         # seconds a run may spend pacing and waiting for the page, in all
-    page_wait_s: float = 3.0              # a live update's report from the page counts lost after this (FrameGate)
+    max_columns: int = 6  # algorithms run side by side at once
+    concurrency: int = 2  # decoding runs in flight at once (all visitors)
+    queue_max_size: int | None = 64  # waiting requests before new ones are turned away
+    max_pairs: int = 2  # loaded pairs kept in memory
+    max_step_delay_s: float = 1.0  # the "pace" slider's maximum
+    default_pace_s: float = 0.3  # a live run's minimum time per step, so its steps can be watched
+    measure_repeats: int = 3  # timed runs per algorithm in Measure (after a warm-up)
+    max_measure_columns: int = 6  # algorithms one Measure times
+    max_run_cost: int | None = None  # token positions one algorithm's run may cost (ui.budget); None: no cap
+    run_deadline_s: int | None = None  # wall seconds a run or a Measure may take; None: no deadline
+    max_wait_s: int | None = None  # seconds a run may spend pacing and waiting for the page, in all
+    page_wait_s: float = 3.0  # a live update's report from the page counts lost after this (FrameGate)
     max_runs_per_minute: int | None = None  # runs and Measures one visitor (page) may start in a minute
-    max_uploads_per_minute: int | None = None        # upload requests one client address may make in a minute
-    max_upload_bytes_per_minute: int | None = None   # bytes one client address may upload in a minute
-    session_ttl_s: int | None = None      # a visitor's state is dropped this long after its last change
-    session_capacity: int = 10_000        # visitors' states kept at once (Gradio's state_session_capacity)
+    max_uploads_per_minute: int | None = None  # upload requests one client address may make in a minute
+    max_upload_bytes_per_minute: int | None = None  # bytes one client address may upload in a minute
+    session_ttl_s: int | None = None  # a visitor's state is dropped this long after its last change
+    session_capacity: int = 10_000  # visitors' states kept at once (Gradio's state_session_capacity)
     max_export_bytes: int = 1024 * 1024 * 1024  # exported traces kept on disk, all visitors (oldest go first)
-    max_temp_bytes: int = 4096 * 1024 * 1024    # Gradio's private file directory (uploads, served copies)
+    max_temp_bytes: int = 4096 * 1024 * 1024  # Gradio's private file directory (uploads, served copies)
     device: str = "auto"
     dtype: str = "auto"
-    torch_threads: int = 0                # 0 = the CPU cores shared out between concurrent runs
-    default_target: str | None = None     # overrides the first preset
+    torch_threads: int = 0  # 0 = the CPU cores shared out between concurrent runs
+    default_target: str | None = None  # overrides the first preset
     default_draft: str | None = None
     presets: tuple[str, ...] | None = None  # preset names offered; None = all (public: offline ones)
-    exposed: str | None = None            # why the server is reachable from other machines (from_env)
+    exposed: str | None = None  # why the server is reachable from other machines (from_env)
 
     @property
     def allow_custom_pairs(self) -> bool:
@@ -135,12 +136,16 @@ class AppConfig:
             public=public,
             exposed=exposure(env),
             max_new_tokens_cap=_int(env, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens_cap),
-            default_max_new_tokens=min(base.default_max_new_tokens,
-                                       _int(env, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens_cap)),
+            default_max_new_tokens=min(
+                base.default_max_new_tokens, _int(env, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens_cap)
+            ),
             max_prompt_chars=_int(env, "SPECVIZ_MAX_PROMPT_CHARS", base.max_prompt_chars),
             max_upload_bytes=_int(env, "SPECVIZ_MAX_UPLOAD_MB", base.max_upload_bytes // (1024 * 1024)) * 1024 * 1024,
-            max_replay_json_bytes=max(1, _int(env, "SPECVIZ_MAX_REPLAY_JSON_MB",
-                                              base.max_replay_json_bytes // (1024 * 1024))) * 1024 * 1024,
+            max_replay_json_bytes=max(
+                1, _int(env, "SPECVIZ_MAX_REPLAY_JSON_MB", base.max_replay_json_bytes // (1024 * 1024))
+            )
+            * 1024
+            * 1024,
             max_columns=max(1, _int(env, "SPECVIZ_MAX_COLUMNS", base.max_columns)),
             concurrency=max(1, _int(env, "SPECVIZ_CONCURRENCY", base.concurrency)),
             queue_max_size=_int(env, "SPECVIZ_QUEUE_SIZE", base.queue_max_size or 0) or None,
@@ -165,20 +170,38 @@ class AppConfig:
             default_target=env.get("SPECVIZ_TARGET") or None,
             default_draft=env.get("SPECVIZ_DRAFT") or None,
             presets=tuple(n.strip() for n in env["SPECVIZ_PRESETS"].split(",") if n.strip())
-            if env.get("SPECVIZ_PRESETS", "").strip() else None,
+            if env.get("SPECVIZ_PRESETS", "").strip()
+            else None,
         )
 
     @classmethod
     def public_defaults(cls) -> "AppConfig":
         """Public mode's limits (docs/hosting.md lists them; each variable above overrides its own)."""
-        return cls(public=True, max_new_tokens_cap=128, default_max_new_tokens=MAX_NEW_TOKENS, max_prompt_chars=2_000,
-                   max_upload_bytes=12 * 1024 * 1024, max_replay_json_bytes=48 * 1024 * 1024, max_columns=4,
-                   concurrency=2, queue_max_size=32,
-                   max_pairs=1, max_step_delay_s=0.5, measure_repeats=2, max_measure_columns=3,
-                   max_run_cost=16_384, run_deadline_s=120, max_wait_s=10, max_runs_per_minute=10,
-                   max_uploads_per_minute=10, max_upload_bytes_per_minute=32 * 1024 * 1024,
-                   session_ttl_s=1800,
-                   session_capacity=64, max_export_bytes=256 * 1024 * 1024, max_temp_bytes=512 * 1024 * 1024)
+        return cls(
+            public=True,
+            max_new_tokens_cap=128,
+            default_max_new_tokens=MAX_NEW_TOKENS,
+            max_prompt_chars=2_000,
+            max_upload_bytes=12 * 1024 * 1024,
+            max_replay_json_bytes=48 * 1024 * 1024,
+            max_columns=4,
+            concurrency=2,
+            queue_max_size=32,
+            max_pairs=1,
+            max_step_delay_s=0.5,
+            measure_repeats=2,
+            max_measure_columns=3,
+            max_run_cost=16_384,
+            run_deadline_s=120,
+            max_wait_s=10,
+            max_runs_per_minute=10,
+            max_uploads_per_minute=10,
+            max_upload_bytes_per_minute=32 * 1024 * 1024,
+            session_ttl_s=1800,
+            session_capacity=64,
+            max_export_bytes=256 * 1024 * 1024,
+            max_temp_bytes=512 * 1024 * 1024,
+        )
 
 
 def public_mode(env: Mapping[str, str]) -> bool:
@@ -190,13 +213,21 @@ def public_mode(env: Mapping[str, str]) -> bool:
     if reason is None:
         return False
     if env.get(UNSAFE_VAR, "").strip().lower() in TRUE:
-        log.warning("public mode is OFF although %s (%s=1): every visitor can load any model directory or hub "
-                    "repository this server can reach, under the private limits, not the public ones. "
-                    "See docs/hosting.md.", reason, UNSAFE_VAR)
+        log.warning(
+            "public mode is OFF although %s (%s=1): every visitor can load any model directory or hub "
+            "repository this server can reach, under the private limits, not the public ones. "
+            "See docs/hosting.md.",
+            reason,
+            UNSAFE_VAR,
+        )
         return False
     if flag:
-        log.warning("SPECVIZ_PUBLIC=%s is ignored: %s, so public mode stays on (%s=1 turns it off; "
-                    "see docs/hosting.md).", flag, reason, UNSAFE_VAR)
+        log.warning(
+            "SPECVIZ_PUBLIC=%s is ignored: %s, so public mode stays on (%s=1 turns it off; see docs/hosting.md).",
+            flag,
+            reason,
+            UNSAFE_VAR,
+        )
     return True
 
 
@@ -206,8 +237,12 @@ def public_notice(config: AppConfig) -> str:
     if not config.public:
         return ""
     why = f" because {config.exposed}" if config.exposed else ""
-    limits = [f"at most {config.max_new_tokens_cap} new tokens", f"prompts of {config.max_prompt_chars:,} characters",
-              f"{config.max_columns} columns", f"uploads of {config.max_upload_bytes // 2**20} MB"]
+    limits = [
+        f"at most {config.max_new_tokens_cap} new tokens",
+        f"prompts of {config.max_prompt_chars:,} characters",
+        f"{config.max_columns} columns",
+        f"uploads of {config.max_upload_bytes // 2**20} MB",
+    ]
     if config.max_runs_per_minute is not None:
         limits.append(f"{config.max_runs_per_minute} runs a minute per page")
     if config.run_deadline_s is not None:
@@ -216,8 +251,9 @@ def public_notice(config: AppConfig) -> str:
     return f"Public mode is on{why}: {pairs}, {', '.join(limits)} (docs/hosting.md)."
 
 
-def check_exposure(config: AppConfig, server_name: str | None = None, share: bool = False,
-                   env: Mapping[str, str] | None = None) -> None:
+def check_exposure(
+    config: AppConfig, server_name: str | None = None, share: bool = False, env: Mapping[str, str] | None = None
+) -> None:
     """Refuse to serve an app built without public mode on an address other machines can reach.
 
     ``AppConfig.from_env`` already turns public mode on for such an environment; this catches an app
@@ -237,9 +273,11 @@ def check_exposure(config: AppConfig, server_name: str | None = None, share: boo
         return
     from specviz.errors import SpecvizError
 
-    raise SpecvizError(f"Refusing to serve without public mode: {reason}. Build the app with "
-                       f"AppConfig.from_env() or AppConfig.public_defaults(), or serve on 127.0.0.1 "
-                       f"(docs/hosting.md).")
+    raise SpecvizError(
+        f"Refusing to serve without public mode: {reason}. Build the app with "
+        f"AppConfig.from_env() or AppConfig.public_defaults(), or serve on 127.0.0.1 "
+        f"(docs/hosting.md)."
+    )
 
 
 def private_temp_dir(env: MutableMapping[str, str] | None = None) -> str:

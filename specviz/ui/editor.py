@@ -15,6 +15,7 @@ app's number of columns; a picked index out of range is the first column) and ne
 here runs a model: Run checks the columns again (``ui.columns.check_columns``) and each setting's
 value (``AlgorithmSpec.resolve``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,20 +39,23 @@ def param_elem_id(algorithm: str, name: str) -> str:
 def param_component(spec: AlgorithmSpec, p: Param) -> gr.components.Component:
     """The control of one declared parameter, shown only if it applies under the defaults
     (``Param.applies``; ``ColumnEditor.param_visibility`` follows later changes)."""
-    kw = dict(label=p.name, info=p.help or None, visible=p.applies(spec.defaults),
-              elem_id=param_elem_id(spec.name, p.name))
+    kw = dict(
+        label=p.name, info=p.help or None, visible=p.applies(spec.defaults), elem_id=param_elem_id(spec.name, p.name)
+    )
     if p.kind == "bool":
         return gr.Checkbox(value=bool(p.default), **kw)
     if p.kind == "choice":
-        return gr.Dropdown(choices=[(str(c), i) for i, c in enumerate(p.choices)],
-                           value=list(p.choices).index(p.default) if p.default in p.choices else 0, **kw)
+        return gr.Dropdown(
+            choices=[(str(c), i) for i, c in enumerate(p.choices)],
+            value=list(p.choices).index(p.default) if p.default in p.choices else 0,
+            **kw,
+        )
     if p.kind == "str":
         return gr.Textbox(value=str(p.default), max_lines=1, **kw)
     if p.kind in ("int", "float") and p.min is not None and p.max is not None and (p.max - p.min) <= 1000:
         step = 1 if p.kind == "int" else (p.max - p.min) / 100
         return SliderBox(p.min, p.max, value=p.default, step=step, **kw)
-    return NumberBox(value=p.default, precision=0 if p.kind == "int" else None, minimum=p.min, maximum=p.max,
-                     **kw)
+    return NumberBox(value=p.default, precision=0 if p.kind == "int" else None, minimum=p.min, maximum=p.max, **kw)
 
 
 def control_value(p: Param, value: Any, algorithm: str) -> Any:
@@ -98,14 +102,23 @@ class ColumnEditor:
     def declare(cls, algorithms: Mapping[str, AlgorithmSpec], initial: list[str], most: int) -> "ColumnEditor":
         """The editor in the current Blocks context, with one column per algorithm of ``initial``."""
         cols = cfg.editable(initial, algorithms, most)
-        algos = gr.CheckboxGroup(choices=list(algorithms), value=[c["algorithm"] for c in cols], show_label=False,
-                                 info=f"each checked algorithm gets a column; duplicate a column to run it again "
-                                      f"with other settings (up to {most} columns)", elem_id="sv-algos")
-        pick = gr.Radio(label="columns (pick one to see and change its settings)", elem_id="sv-col-pick",
-                        **cls._pick_props(cols, 0, algorithms))
+        algos = gr.CheckboxGroup(
+            choices=list(algorithms),
+            value=[c["algorithm"] for c in cols],
+            show_label=False,
+            info=f"each checked algorithm gets a column; duplicate a column to run it again "
+            f"with other settings (up to {most} columns)",
+            elem_id="sv-algos",
+        )
+        pick = gr.Radio(
+            label="columns (pick one to see and change its settings)",
+            elem_id="sv-col-pick",
+            **cls._pick_props(cols, 0, algorithms),
+        )
         with gr.Row(elem_id="sv-col-actions"):
-            duplicate = gr.Button("+ duplicate column", size="sm", elem_id="sv-col-dup",
-                                  interactive=0 < len(cols) < most)
+            duplicate = gr.Button(
+                "+ duplicate column", size="sm", elem_id="sv-col-dup", interactive=0 < len(cols) < most
+            )
             remove = gr.Button("✕ remove column", size="sm", elem_id="sv-col-remove", interactive=bool(cols))
         note = gr.Markdown(cls._note(cols, 0, algorithms, most), elem_id="sv-col-note", elem_classes=["sv-note"])
         value = gr.JSON(cols, elem_id="sv-columns-spec", elem_classes=["sv-hidden"], show_label=False)
@@ -114,8 +127,9 @@ class ColumnEditor:
         for name, spec in algorithms.items():
             if not spec.params:
                 continue
-            with gr.Accordion(f"{name} settings", open=False, visible=name == shown,
-                              elem_id=f"sv-settings-{name}") as acc:
+            with gr.Accordion(
+                f"{name} settings", open=False, visible=name == shown, elem_id=f"sv-settings-{name}"
+            ) as acc:
                 for p in spec.params:
                     controls[name, p.name] = param_component(spec, p)
             groups[name] = acc
@@ -127,11 +141,9 @@ class ColumnEditor:
         return cfg.column_labels([(c["algorithm"], c["params"]) for c in cols], algorithms)
 
     @classmethod
-    def _pick_props(cls, cols: list[dict[str, Any]], i: int, algorithms: Mapping[str, AlgorithmSpec]
-                    ) -> dict[str, Any]:
+    def _pick_props(cls, cols: list[dict[str, Any]], i: int, algorithms: Mapping[str, AlgorithmSpec]) -> dict[str, Any]:
         labels = cls._labels(cols, algorithms)
-        return {"choices": [(f"{k + 1} · {label}", k) for k, label in enumerate(labels)],
-                "value": i if cols else None}
+        return {"choices": [(f"{k + 1} · {label}", k) for k, label in enumerate(labels)], "value": i if cols else None}
 
     @classmethod
     def _note(cls, cols: list[dict[str, Any]], i: int, algorithms: Mapping[str, AlgorithmSpec], most: int) -> str:
@@ -145,17 +157,28 @@ class ColumnEditor:
         return f"Column {i + 1} ({label}): its settings are in the group below · {count}"
 
     def outputs(self) -> list[Any]:
-        return [self.value, self.pick, self.algos, self.note, self.duplicate, self.remove,
-                *self.groups.values(), *self.controls.values()]
+        return [
+            self.value,
+            self.pick,
+            self.algos,
+            self.note,
+            self.duplicate,
+            self.remove,
+            *self.groups.values(),
+            *self.controls.values(),
+        ]
 
     def view(self, cols: list[dict[str, Any]], i: int, load: bool = True) -> Update:
         """The editor showing ``cols`` with column ``i`` picked; ``load`` puts its values in the controls."""
         shown = cols[i]["algorithm"] if cols else None
-        out: Update = {self.value: cols, self.pick: gr.Radio(**self._pick_props(cols, i, self.algorithms)),
-                       self.algos: [a for a in self.algorithms if any(c["algorithm"] == a for c in cols)],
-                       self.note: self._note(cols, i, self.algorithms, self.most),
-                       self.duplicate: gr.Button(interactive=0 < len(cols) < self.most),
-                       self.remove: gr.Button(interactive=bool(cols))}
+        out: Update = {
+            self.value: cols,
+            self.pick: gr.Radio(**self._pick_props(cols, i, self.algorithms)),
+            self.algos: [a for a in self.algorithms if any(c["algorithm"] == a for c in cols)],
+            self.note: self._note(cols, i, self.algorithms, self.most),
+            self.duplicate: gr.Button(interactive=0 < len(cols) < self.most),
+            self.remove: gr.Button(interactive=bool(cols)),
+        }
         for name, acc in self.groups.items():
             out[acc] = gr.Accordion(visible=name == shown)
         if load and shown is not None:
@@ -206,8 +229,11 @@ class ColumnEditor:
         cols, i = self._read(columns, pick)
         param = next(p for p in self.algorithms[algorithm].params if p.name == name)
         cols = cfg.with_setting(cols, i, algorithm, param, raw)
-        return {self.value: cols, self.pick: gr.Radio(**self._pick_props(cols, i, self.algorithms)),
-                self.note: self._note(cols, i, self.algorithms, self.most)}
+        return {
+            self.value: cols,
+            self.pick: gr.Radio(**self._pick_props(cols, i, self.algorithms)),
+            self.note: self._note(cols, i, self.algorithms, self.most),
+        }
 
     def param_visibility(self, algorithm: str, name: str, raw: Any) -> list[Any]:
         """Show or hide ``algorithm``'s parameters that depend on its parameter ``name``, now set to the
@@ -225,36 +251,51 @@ class ColumnEditor:
         last keys)."""
         # progress tracked on the note only (hidden): tracked on every output, the editor's ~80 controls
         # and groups would be updated by the page on every message of every later event (ui.app.wire)
-        kw = dict(queue=False, show_progress="hidden", show_progress_on=[self.note], api_visibility="private",
-                  trigger_mode="always_last")
+        kw = dict(
+            queue=False,
+            show_progress="hidden",
+            show_progress_on=[self.note],
+            api_visibility="private",
+            trigger_mode="always_last",
+        )
         outputs = self.outputs()
         self.algos.input(self.on_algorithms, [self.value, self.pick, self.algos], outputs, **kw)
         self.pick.input(self.on_pick, [self.value, self.pick], outputs, **kw)
         self.duplicate.click(self.on_duplicate, [self.value, self.pick], outputs, **kw)
         self.remove.click(self.on_remove, [self.value, self.pick], outputs, **kw)
         for (algorithm, name), control in self.controls.items():
-            control.input(_named(partial(self.on_setting, algorithm, name), "on_setting"),
-                          [self.value, self.pick, control], [self.value, self.pick, self.note], **kw)
+            control.input(
+                _named(partial(self.on_setting, algorithm, name), "on_setting"),
+                [self.value, self.pick, control],
+                [self.value, self.pick, self.note],
+                **kw,
+            )
         for algorithm, spec in self.algorithms.items():
             for source, params in dependent_params(spec).items():
                 shown = [self.controls[algorithm, p.name] for p in params]
                 self.controls[algorithm, source].change(
-                    _by_component(_named(partial(self.param_visibility, algorithm, source), "param_visibility"),
-                                  shown),
-                    [self.controls[algorithm, source]], shown, **kw)
+                    _by_component(_named(partial(self.param_visibility, algorithm, source), "param_visibility"), shown),
+                    [self.controls[algorithm, source]],
+                    shown,
+                    **kw,
+                )
 
 
 def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``fn`` (a partial) as a function Gradio names ``name`` (its handlers are listed by name)."""
+
     def call(*args: Any) -> Any:
         return fn(*args)
+
     call.__name__ = call.__qualname__ = name
     return call
 
 
 def _by_component(fn: Callable[..., list[Any]], outputs: list[Any]) -> Callable[..., dict[Any, Any]]:
     """``fn``'s list of updates as ``{component: update}`` (Gradio reads a one-element list as one value)."""
+
     def call(*args: Any) -> dict[Any, Any]:
         return dict(zip(outputs, fn(*args)))
+
     call.__name__ = call.__qualname__ = getattr(fn, "__name__", "param_visibility")
     return call

@@ -1,4 +1,5 @@
 """The example prompts under the prompt box, and what a click on one sets (no state)."""
+
 from __future__ import annotations
 
 from typing import Any, Sequence

@@ -1,4 +1,5 @@
 """``spaces.GPU`` where the ``spaces`` package is installed (Hugging Face ZeroGPU), a no-op elsewhere."""
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ A step that recorded its lens (a trace made with ``record_lens``, replayed) is d
 live run of the page keeps no hidden states, so for its steps the lens is computed on request
 (``algorithms.lens.lens_of_step``): one target call over the text up to the step, on the session's
 pair, bounded by what the run itself already read (``MAX_POSITIONS`` positions, at most 48 layers)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -20,9 +21,11 @@ from specviz.ui.safe_text import hide_paths
 from specviz.viz.layers import layers_figure, layers_narrative
 from specviz.viz.style import message_figure
 
-INTRO = ("What each layer of the target would predict at the step on screen, read through the target's own "
-         "final norm and output head (the logit lens), with the early-exit layer `eesd` drafts from marked. "
-         "Press the button after choosing a step.")
+INTRO = (
+    "What each layer of the target would predict at the step on screen, read through the target's own "
+    "final norm and output head (the logit lens), with the early-exit layer `eesd` drafts from marked. "
+    "Press the button after choosing a step."
+)
 
 
 class LayersView:
@@ -34,16 +37,25 @@ class LayersView:
 
     def declare(self) -> tuple[gr.Dropdown, gr.Button, gr.Plot, gr.Markdown]:
         """The view, in a closed accordion, inside the Blocks being built."""
-        with gr.Accordion("Layers: what each layer of the target predicts (logit lens)", open=False,
-                          elem_id="sv-layers"):
+        with gr.Accordion(
+            "Layers: what each layer of the target predicts (logit lens)", open=False, elem_id="sv-layers"
+        ):
             gr.Markdown(INTRO, elem_classes=["sv-note"])
             with gr.Row(equal_height=True):
-                column = gr.Dropdown([(f"column {i + 1}", i) for i in range(self.n_slots)], value=0, label="column",
-                                     scale=1, min_width=120, elem_id="sv-layers-column")
-                button = gr.Button("Show the layers of this step", size="sm", scale=0, min_width=200,
-                                   elem_id="sv-layers-btn")
-            plot = gr.Plot(message_figure("No layers shown yet.", title="Layers"), show_label=False,
-                           elem_id="sv-layers-plot")
+                column = gr.Dropdown(
+                    [(f"column {i + 1}", i) for i in range(self.n_slots)],
+                    value=0,
+                    label="column",
+                    scale=1,
+                    min_width=120,
+                    elem_id="sv-layers-column",
+                )
+                button = gr.Button(
+                    "Show the layers of this step", size="sm", scale=0, min_width=200, elem_id="sv-layers-btn"
+                )
+            plot = gr.Plot(
+                message_figure("No layers shown yet.", title="Layers"), show_label=False, elem_id="sv-layers-plot"
+            )
             words = gr.Markdown("", elem_id="sv-layers-words", elem_classes=["sv-note"])
         return column, button, plot, words
 

@@ -12,6 +12,7 @@ columns' components (``Slot``), their values (``render.SlotView``) and their upd
 name, element id, row and what draws it (``render.comparison``). Events take their inputs by name too
 (``Explorer.wire``: Gradio's ``inputs_kwargs``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -66,31 +67,44 @@ class Panel:
 # a column's panels, top to bottom; the element ids and classes are the page's (browser tests address them)
 PANELS: tuple[Panel, ...] = (
     Panel("header", lambda i: gr.HTML(elem_id=f"sv-head-{i}"), "", "always"),
-    Panel("tokens", lambda i: gr.HTML(max_height=230, autoscroll=True, elem_id=f"sv-text-{i}",
-                                      elem_classes=["sv-textbox"]), "", "text"),
+    Panel(
+        "tokens",
+        lambda i: gr.HTML(max_height=230, autoscroll=True, elem_id=f"sv-text-{i}", elem_classes=["sv-textbox"]),
+        "",
+        "text",
+    ),
     # drawn by the page's own script on an element that stays (ui.plotbox): a live run redraws it every step
     Panel("tree", lambda i: PlotBox(elem_id=f"sv-tree-{i}")),
-    Panel("narrative", lambda i: gr.Markdown(visible=False, elem_id=f"sv-story-{i}", elem_classes=["sv-story"]),
-          update=_shown_text(gr.Markdown)),
-    Panel("distribution", lambda i: PlotBox(visible=False, elem_id=f"sv-dist-{i}"),
-          update=_shown_value(PlotBox)),
-    Panel("controller", lambda i: PlotBox(visible=False, elem_id=f"sv-ctrl-{i}"),
-          update=_shown_value(PlotBox)),
+    Panel(
+        "narrative",
+        lambda i: gr.Markdown(visible=False, elem_id=f"sv-story-{i}", elem_classes=["sv-story"]),
+        update=_shown_text(gr.Markdown),
+    ),
+    Panel("distribution", lambda i: PlotBox(visible=False, elem_id=f"sv-dist-{i}"), update=_shown_value(PlotBox)),
+    Panel("controller", lambda i: PlotBox(visible=False, elem_id=f"sv-ctrl-{i}"), update=_shown_value(PlotBox)),
     # a Thompson-sampling controller: drafted vs accepted per round
-    Panel("lengths", lambda i: PlotBox(visible=False, elem_id=f"sv-lengths-{i}"),
-          update=_shown_value(PlotBox)),
+    Panel("lengths", lambda i: PlotBox(visible=False, elem_id=f"sv-lengths-{i}"), update=_shown_value(PlotBox)),
     # a state listing beams (beam / dsbd): the beams' texts and scores (HTML)
-    Panel("beams", lambda i: gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
-          update=_shown_text(gr.HTML)),
+    Panel(
+        "beams",
+        lambda i: gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
+        update=_shown_text(gr.HTML),
+    ),
     # the theory paper's quantities next to the measured ones
-    Panel("theory", lambda i: PlotBox(visible=False, elem_id=f"sv-theory-{i}"),
-          update=_shown_value(PlotBox)),
-    Panel("download", lambda i: gr.DownloadButton("⬇ trace", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
-          sent="full", update=_shown_value(gr.DownloadButton)),
+    Panel("theory", lambda i: PlotBox(visible=False, elem_id=f"sv-theory-{i}"), update=_shown_value(PlotBox)),
+    Panel(
+        "download",
+        lambda i: gr.DownloadButton("⬇ trace", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
+        sent="full",
+        update=_shown_value(gr.DownloadButton),
+    ),
     # the tokens' provenance as CSV, beside the JSON download
-    Panel("download_csv", lambda i: gr.DownloadButton("⬇ tokens CSV", visible=False, size="sm",
-                                                      elem_id=f"sv-dl-csv-{i}"),
-          sent="full", update=_shown_value(gr.DownloadButton)),
+    Panel(
+        "download_csv",
+        lambda i: gr.DownloadButton("⬇ tokens CSV", visible=False, size="sm", elem_id=f"sv-dl-csv-{i}"),
+        sent="full",
+        update=_shown_value(gr.DownloadButton),
+    ),
 )
 PANEL_NAMES = tuple(p.name for p in PANELS)
 if len(set(PANEL_NAMES)) != len(PANELS) or "column" in PANEL_NAMES:
@@ -229,15 +243,18 @@ class Page:
     def wire(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` returning (or yielding) views, as a Gradio callback returning ``{component: value}``."""
         if inspect.isgeneratorfunction(fn):
+
             @functools.wraps(fn)
             def gen(*args: Any, **kwargs: Any) -> Iterator[dict[Any, Any]]:
                 for view in fn(*args, **kwargs):
                     yield self.bind(view)
+
             return gen
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> dict[Any, Any]:
             return self.bind(fn(*args, **kwargs))
+
         return call
 
 
@@ -264,5 +281,5 @@ class Controls:
     play_btn: gr.Button
     pause_btn: gr.Button
     latest_btn: gr.Button
-    node_pick: gr.Textbox   # a click on a tree node writes "column:node:nonce" here (NODE_CLICK_JS)
+    node_pick: gr.Textbox  # a click on a tree node writes "column:node:nonce" here (NODE_CLICK_JS)
     page_report: gr.Textbox  # the page writes "step:nonce" here when it has drawn a live update

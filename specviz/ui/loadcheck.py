@@ -9,6 +9,7 @@ and seeds, every request going through the app's queue. Reports requests, errors
 percentiles, tokens generated, and the server's resident memory (sampled every second: start,
 peak, end; when it started the server).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,13 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PROMPTS = ["def fibonacci(n):\n", "import os\n\n\ndef walk(root):\n", "class Stack:\n    def __init__(self):\n",
-           "for i in range(len(items)):\n", "def parse_args(argv=None):\n"]
+PROMPTS = [
+    "def fibonacci(n):\n",
+    "import os\n\n\ndef walk(root):\n",
+    "class Stack:\n    def __init__(self):\n",
+    "for i in range(len(items)):\n",
+    "def parse_args(argv=None):\n",
+]
 
 
 def _free_port() -> int:
@@ -35,10 +41,15 @@ def _free_port() -> int:
 
 
 def _start_server(port: int, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_ANALYTICS_ENABLED": "False"}
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=open(log, "w"),
-                            stderr=subprocess.STDOUT)
+    env = {
+        **os.environ,
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+        "GRADIO_SERVER_PORT": str(port),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -100,8 +111,15 @@ def main(argv: list[str] | None = None) -> dict:
         defaults = {p["parameter_name"]: p.get("parameter_default") for p in api}
         k = 0
         while time.monotonic() < stop_at:
-            kwargs = {**defaults, "prompt": PROMPTS[(i + k) % len(PROMPTS)], "max_new_tokens": args.max_new_tokens,
-                      "temperature": args.temperature, "seed": 1000 * i + k, "columns": algorithms, "pace": 0.0}
+            kwargs = {
+                **defaults,
+                "prompt": PROMPTS[(i + k) % len(PROMPTS)],
+                "max_new_tokens": args.max_new_tokens,
+                "temperature": args.temperature,
+                "seed": 1000 * i + k,
+                "columns": algorithms,
+                "pace": 0.0,
+            }
             t0 = time.monotonic()
             ok, err = True, ""
             try:
@@ -112,8 +130,9 @@ def main(argv: list[str] | None = None) -> dict:
             except Exception as exc:  # noqa: BLE001 - counted and reported
                 ok, err = False, f"{type(exc).__name__}: {exc}"[:200]
             with lock:
-                results.append({"client": i, "ok": ok, "error": err, "latency_s": time.monotonic() - t0,
-                                "started_s": t0 - t_start})
+                results.append(
+                    {"client": i, "ok": ok, "error": err, "latency_s": time.monotonic() - t0, "started_s": t0 - t_start}
+                )
             k += 1
 
     sampler = threading.Thread(target=sample_memory, daemon=True)
@@ -136,16 +155,33 @@ def main(argv: list[str] | None = None) -> dict:
         return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else None
 
     summary = {
-        "clients": args.clients, "duration_s": round(wall, 1), "algorithms": algorithms,
-        "max_new_tokens": args.max_new_tokens, "requests": len(results),
+        "clients": args.clients,
+        "duration_s": round(wall, 1),
+        "algorithms": algorithms,
+        "max_new_tokens": args.max_new_tokens,
+        "requests": len(results),
         "errors": sum(not r["ok"] for r in results),
         "error_examples": sorted({r["error"] for r in results if not r["ok"]})[:3],
-        "runs_completed": len(lat), "tokens_requested": len(lat) * len(algorithms) * args.max_new_tokens,
-        "latency_s": {"p50": pct(0.5), "p90": pct(0.9), "p95": pct(0.95), "max": lat[-1] if lat else None,
-                      "mean": statistics.mean(lat) if lat else None},
-        "server_rss_mb": ({"start": round(memory[0], 1), "after_warmup": round(memory[min(len(memory) - 1, 10)], 1),
-                           "peak": round(max(memory), 1), "end": round(memory[-1], 1),
-                           "every_10s": [round(m) for m in memory[::10]]} if memory else None),
+        "runs_completed": len(lat),
+        "tokens_requested": len(lat) * len(algorithms) * args.max_new_tokens,
+        "latency_s": {
+            "p50": pct(0.5),
+            "p90": pct(0.9),
+            "p95": pct(0.95),
+            "max": lat[-1] if lat else None,
+            "mean": statistics.mean(lat) if lat else None,
+        },
+        "server_rss_mb": (
+            {
+                "start": round(memory[0], 1),
+                "after_warmup": round(memory[min(len(memory) - 1, 10)], 1),
+                "peak": round(max(memory), 1),
+                "end": round(memory[-1], 1),
+                "every_10s": [round(m) for m in memory[::10]],
+            }
+            if memory
+            else None
+        ),
         "cpu_count": os.cpu_count(),
     }
     text = json.dumps(summary, indent=2)
@@ -162,16 +198,32 @@ def load_figure(results: list[dict], memory_at: list[float], memory: list[float]
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=("request latency (s) by start time", "server resident memory (MB)"))
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.12,
+        subplot_titles=("request latency (s) by start time", "server resident memory (MB)"),
+    )
     for ok, name, color in ((True, "completed", "#1f77b4"), (False, "error", "#d62728")):
         rs = [r for r in results if r["ok"] is ok]
-        fig.add_trace(go.Scatter(x=[r["started_s"] for r in rs], y=[r["latency_s"] for r in rs], mode="markers",
-                                 name=name, marker={"color": color}), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=[r["started_s"] for r in rs],
+                y=[r["latency_s"] for r in rs],
+                mode="markers",
+                name=name,
+                marker={"color": color},
+            ),
+            row=1,
+            col=1,
+        )
     fig.add_trace(go.Scatter(x=memory_at, y=memory, mode="lines", name="RSS", line={"color": "#2ca02c"}), row=2, col=1)
     lat = summary["latency_s"]
-    title = (f"{summary['clients']} clients, {summary['requests']} requests, {summary['errors']} errors; "
-             f"p50 {lat['p50'] or 0:.1f} s, p95 {lat['p95'] or 0:.1f} s")
+    title = (
+        f"{summary['clients']} clients, {summary['requests']} requests, {summary['errors']} errors; "
+        f"p50 {lat['p50'] or 0:.1f} s, p95 {lat['p95'] or 0:.1f} s"
+    )
     fig.update_layout(title=title, height=600, template="plotly_white")
     fig.update_xaxes(title_text="seconds since start", row=2, col=1)
     return fig

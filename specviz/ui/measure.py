@@ -9,6 +9,7 @@ and the verdict in words (``bench.verdict``) with the cost model's predictions (
 row names only the settings that had an effect (``runner.effective_params``: no Thompson-sampling
 prior under ``controller=static``).
 """
+
 from __future__ import annotations
 
 import html
@@ -39,7 +40,7 @@ class Measurement:
     new_tokens: int
     target_calls: int
     repeats: int
-    speedup: float | None = None   # tokens/s over ar's tokens/s (when ar was measured)
+    speedup: float | None = None  # tokens/s over ar's tokens/s (when ar was measured)
     wall_s_min: float | None = None
     wall_s_max: float | None = None
     speedup_min: float | None = None  # the lowest and highest of the rounds' speed-ups, each against
@@ -48,7 +49,7 @@ class Measurement:
     predicted: float | None = None
     predicted_gpu: float | None = None
     gpu_draft_cost: float | None = None
-    target_ms: float | None = None   # the cost model's one-token calls here
+    target_ms: float | None = None  # the cost model's one-token calls here
     draft_ms: float | None = None
 
     def __post_init__(self) -> None:
@@ -76,9 +77,20 @@ class Measurement:
         return self.new_tokens / self.target_calls if self.target_calls else None
 
     def verdict_row(self) -> VerdictRow:
-        return VerdictRow(self.label, self.algorithm, self.tokens_per_s, self.speedup, self.speedup_min,
-                          self.speedup_max, self.predicted, self.predicted_gpu, self.tau, self.gpu_draft_cost,
-                          self.target_ms, self.draft_ms)
+        return VerdictRow(
+            self.label,
+            self.algorithm,
+            self.tokens_per_s,
+            self.speedup,
+            self.speedup_min,
+            self.speedup_max,
+            self.predicted,
+            self.predicted_gpu,
+            self.tau,
+            self.gpu_draft_cost,
+            self.target_ms,
+            self.draft_ms,
+        )
 
 
 def measure_label(algorithm: str, params: dict[str, Any]) -> str:
@@ -91,13 +103,22 @@ def measure_label(algorithm: str, params: dict[str, Any]) -> str:
 def row_labels(algorithms: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """One row label per column (``measure_label``); columns with the same label are numbered (#1, #2)."""
     labels = [measure_label(a, p) for a, p in algorithms]
-    return [f"{label} #{labels[:i + 1].count(label)}" if labels.count(label) > 1 else label
-            for i, label in enumerate(labels)]
+    return [
+        f"{label} #{labels[: i + 1].count(label)}" if labels.count(label) > 1 else label
+        for i, label in enumerate(labels)
+    ]
 
 
-def _decode(pair: ModelPair, algo: str, prompt: str | list[int], params: dict[str, Any], sampling: dict[str, Any],
-            should_stop: Callable[[], bool] | None, clock: Callable[[], float], tick_s: float
-            ) -> Generator[None, None, RunTrace | None]:
+def _decode(
+    pair: ModelPair,
+    algo: str,
+    prompt: str | list[int],
+    params: dict[str, Any],
+    sampling: dict[str, Any],
+    should_stop: Callable[[], bool] | None,
+    clock: Callable[[], float],
+    tick_s: float,
+) -> Generator[None, None, RunTrace | None]:
     """One whole decode call, step by step, as a pausable call of ``timing.rounds``: it yields at most
     every ``tick_s`` (by ``clock``) so the caller can hand control back (a Gradio generator notices a
     gone client only when it yields; the routine does not count the pause), and returns the trace, or
@@ -121,16 +142,33 @@ def _decode(pair: ModelPair, algo: str, prompt: str | list[int], params: dict[st
                 return None
 
 
-def _rows(labels: list[str], algorithms: list[tuple[str, dict[str, Any]]], seconds: list[list[float]],
-          traces: list[RunTrace], rounds: int, conditions: timing.Conditions | None) -> list[Measurement]:
+def _rows(
+    labels: list[str],
+    algorithms: list[tuple[str, dict[str, Any]]],
+    seconds: list[list[float]],
+    traces: list[RunTrace],
+    rounds: int,
+    conditions: timing.Conditions | None,
+) -> list[Measurement]:
     """A row per column from its first ``rounds`` timed rounds, each speed-up against ``ar``'s
     (``timing.speedup``: the ratio of the median rates, the range round by round)."""
     timings = [timing.Timing(s[:rounds], t) for s, t in zip(seconds, traces)]
     rows = []
     for label, (algo, _), t in zip(labels, algorithms, timings):
         m = t.result.metrics
-        rows.append(Measurement(label, algo, t.median, int(m["new_tokens"]), int(m["target_calls"]), rounds,
-                                wall_s_min=t.fastest, wall_s_max=t.slowest, conditions=conditions))
+        rows.append(
+            Measurement(
+                label,
+                algo,
+                t.median,
+                int(m["new_tokens"]),
+                int(m["target_calls"]),
+                rounds,
+                wall_s_min=t.fastest,
+                wall_s_max=t.slowest,
+                conditions=conditions,
+            )
+        )
     base_at = next((i for i, (algo, _) in enumerate(algorithms) if algo == "ar"), None)
     if base_at is None:
         return rows
@@ -167,12 +205,21 @@ def _note(algo: str, i: int, n: int, r: int, repeats: int) -> str:
     return f"measuring {algo} ({i + 1} of {n}), {when}…"
 
 
-def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str, dict[str, Any]]], *,
-            repeats: int = 3, should_stop: Callable[[], bool] | None = None,
-            clock: Callable[[], float] = time.monotonic, tick_s: float = 1.0,
-            timer: Callable[[], float] = time.perf_counter, threads: int | None = None,
-            loadavg: Callable[[], float | None] = timing.load_average, predict: bool = True,
-            **sampling: Any) -> Iterator[tuple[str, list[Measurement]]]:
+def measure(
+    pair: ModelPair,
+    prompt: str | list[int],
+    algorithms: list[tuple[str, dict[str, Any]]],
+    *,
+    repeats: int = 3,
+    should_stop: Callable[[], bool] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    tick_s: float = 1.0,
+    timer: Callable[[], float] = time.perf_counter,
+    threads: int | None = None,
+    loadavg: Callable[[], float | None] = timing.load_average,
+    predict: bool = True,
+    **sampling: Any,
+) -> Iterator[tuple[str, list[Measurement]]]:
     """Yield ``(progress sentence, measurements so far)`` before each decode, after each round, and
     at least every ``tick_s`` seconds of decoding in between (the same sentence again); the last yield
     has all. ``should_stop`` is asked between two decoding steps: Measure ends there, with the rounds
@@ -182,14 +229,17 @@ def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str
     whole decode call, by ``timer``, not counting the pauses at the ticks) under ``threads`` torch
     threads (None: as they are), then, with ``predict``, the cost model is timed for the verdict."""
     labels, n = row_labels(algorithms), len(algorithms)
-    calls = {i: partial(_decode, pair, algo, prompt, params, sampling, should_stop, clock, tick_s)
-             for i, (algo, params) in enumerate(algorithms)}
+    calls = {
+        i: partial(_decode, pair, algo, prompt, params, sampling, should_stop, clock, tick_s)
+        for i, (algo, params) in enumerate(algorithms)
+    }
     seconds: list[list[float]] = [[] for _ in algorithms]
     traces: list[Any] = [None] * n
     rows: list[Measurement] = []
     stopped = "stopped after {} of {} timed rounds"
-    events = timing.rounds(calls, repeats, threads=threads, device=str(pair.device), dtype=str(pair.dtype),
-                           clock=timer, loadavg=loadavg)
+    events = timing.rounds(
+        calls, repeats, threads=threads, device=str(pair.device), dtype=str(pair.dtype), clock=timer, loadavg=loadavg
+    )
     for event in events:
         if event.kind == "end":
             conditions = event.conditions
@@ -212,8 +262,10 @@ def measure(pair: ModelPair, prompt: str | list[int], algorithms: list[tuple[str
         if event.kind != "done" or (event.timed and event.index == n - 1):  # not twice for the same news
             yield note, rows
     rows = _rows(labels, algorithms, seconds, traces, repeats, None)
-    done = (f"measured {n} algorithm{'s' if n != 1 else ''}, interleaved: a warm-up round, then {repeats} timed "
-            f"round{'s' if repeats != 1 else ''}")
+    done = (
+        f"measured {n} algorithm{'s' if n != 1 else ''}, interleaved: a warm-up round, then {repeats} timed "
+        f"round{'s' if repeats != 1 else ''}"
+    )
     if predict and not (should_stop is not None and should_stop()):
         yield f"{done}; timing the cost model's calls for the verdict…", rows
         why = _predict(pair, rows, traces, threads or conditions.threads)
@@ -251,28 +303,33 @@ def measurements_html(rows: list[Measurement], note: str = "") -> str:
         f"<td>{_predicted(r)}</td>"
         f"<td>{_spread(r.tokens_per_s, r.tokens_per_s_min, r.tokens_per_s_max, '.1f')}</td>"
         f"<td>{_spread(r.wall_s, r.wall_s_min, r.wall_s_max, '.3f')}</td>"
-        f"<td>{r.new_tokens}</td><td>{r.target_calls}</td><td>{r.repeats}</td></tr>" for r in rows)
+        f"<td>{r.new_tokens}</td><td>{r.target_calls}</td><td>{r.repeats}</td></tr>"
+        for r in rows
+    )
     conditions = rows[0].conditions
     after = ""
     if conditions is not None:
         said = verdict([r.verdict_row() for r in rows])
-        after = (f'<p class="sv-note sv-conditions">Timed on {html.escape(conditions.sentence())}.</p>'
-                 + (f'<p class="sv-verdict"><strong>Verdict.</strong> {html.escape(said)}</p>' if said else ""))
-    return (f'<div class="sv-measure-note">{html.escape(note)}</div>'
-            # the speed-up first, after the name: what a reader looks for, in view at a phone's width (issue 35
-            # point 8); the quantities it is made of after it
-            '<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th>'
-            '<th title="median tokens/s over ar\'s; below it the lowest and highest of the rounds, each against '
-            'ar\'s run of the same round">speed-up vs ar</th>'
-            '<th title="the cost model\'s speed-up over ar for this run: on this machine (t(n) timed here) / on a '
-            'GPU (a prediction: t(n) = t(1), the draft call at its share of the layers or weights)">predicted '
-            'here / GPU</th>'
-            '<th title="median; below it the range over the timed rounds">tokens/s</th>'
-            '<th title="median wall-clock seconds of a whole decode call; below it the '
-            'fastest and the slowest timed round">median wall s</th>'
-            '<th>tokens</th><th>target calls</th><th>timed rounds</th></tr></thead>'
-            f"<tbody>{body}</tbody></table></div>{after}"
-            '<p class="sv-note">Interleaved and unpaced: a warm-up round, then timed rounds that each run every '
-            "column once, in order; medians of the timed rounds, under each its range (min–max) over them (the "
-            "method of <code>python -m specviz compare</code> and <code>bench</code>). A row lists only the "
-            "settings that apply to it.</p>")
+        after = f'<p class="sv-note sv-conditions">Timed on {html.escape(conditions.sentence())}.</p>' + (
+            f'<p class="sv-verdict"><strong>Verdict.</strong> {html.escape(said)}</p>' if said else ""
+        )
+    return (
+        f'<div class="sv-measure-note">{html.escape(note)}</div>'
+        # the speed-up first, after the name: what a reader looks for, in view at a phone's width (issue 35
+        # point 8); the quantities it is made of after it
+        '<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th>algorithm</th>'
+        "<th title=\"median tokens/s over ar's; below it the lowest and highest of the rounds, each against "
+        "ar's run of the same round\">speed-up vs ar</th>"
+        "<th title=\"the cost model's speed-up over ar for this run: on this machine (t(n) timed here) / on a "
+        'GPU (a prediction: t(n) = t(1), the draft call at its share of the layers or weights)">predicted '
+        "here / GPU</th>"
+        '<th title="median; below it the range over the timed rounds">tokens/s</th>'
+        '<th title="median wall-clock seconds of a whole decode call; below it the '
+        'fastest and the slowest timed round">median wall s</th>'
+        "<th>tokens</th><th>target calls</th><th>timed rounds</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></div>{after}"
+        '<p class="sv-note">Interleaved and unpaced: a warm-up round, then timed rounds that each run every '
+        "column once, in order; medians of the timed rounds, under each its range (min–max) over them (the "
+        "method of <code>python -m specviz compare</code> and <code>bench</code>). A row lists only the "
+        "settings that apply to it.</p>"
+    )

@@ -19,6 +19,7 @@ float, not as its text, so ``ui.validate.check_seed`` can say which it refused.
 
 Gradio writes a typing stub for a component class beside its module when it is imported
 (``numberbox.pyi``, rewritten when the class changes); it is committed so that a checkout stays clean."""
+
 from __future__ import annotations
 
 from typing import Any

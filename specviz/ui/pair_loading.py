@@ -3,6 +3,7 @@ pair loaded on request (a preset or, where allowed, any hub id or local director
 brought back when another visitor's load evicted it. The pairs themselves live in the shared
 ``ui.pairs.PairRegistry``; a session holds only its pair's key.
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,6 +48,7 @@ def first_sentence(message: str) -> str:
 
 def code_pair(presets: list[PairChoice]) -> PairChoice | None:
     """The offered preset that is the code pair (the bundled ``assets/`` pair), if one is."""
+
     def where(name: str) -> Path:
         return Path(resolve_model_path(name)).resolve()
 
@@ -59,9 +61,11 @@ def custom_load_failure(target: str, draft: str | None) -> str:
     directory, one without a model, a model that needs its own code), so a visitor cannot probe
     the server's file system through it."""
     names = f"{target!r}" + (f" and {draft!r}" if draft else "")
-    return (f"{names} could not be loaded as a hub model this server can download or a model directory "
-            "it can read (config.json, weights and tokenizer files, as save_pretrained writes them). Models "
-            "that need their own code (trust_remote_code) load only from the command line or the Python API.")
+    return (
+        f"{names} could not be loaded as a hub model this server can download or a model directory "
+        "it can read (config.json, weights and tokenizer files, as save_pretrained writes them). Models "
+        "that need their own code (trust_remote_code) load only from the command line or the Python API."
+    )
 
 
 def load_failed(message: str, previous: str) -> str:
@@ -76,7 +80,7 @@ class PairLoader:
         self.registry = registry
         self.presets = offered_presets(presets, config)
         self.default_key: str | None = None  # the default pair's key, once loaded (``preload``)
-        self.startup_message = ""            # why the default pair could not be loaded, if it could not
+        self.startup_message = ""  # why the default pair could not be loaded, if it could not
 
     def preload(self) -> None:
         """Load the first preset (the default pair) so the first run is immediate; if it cannot load, the
@@ -92,8 +96,10 @@ class PairLoader:
         if fallback is not None:
             try:
                 self.default_key = self._load_at_start(fallback)
-                self.startup_message = (f"The default pair ({first.name}) could not be loaded ({reason}), so the "
-                                        f"page opened on the code pair ({fallback.name}) instead.")
+                self.startup_message = (
+                    f"The default pair ({first.name}) could not be loaded ({reason}), so the "
+                    f"page opened on the code pair ({fallback.name}) instead."
+                )
                 log.warning("%s", self.startup_message)
                 return
             except SpecvizError as exc:
@@ -146,8 +152,14 @@ class PairLoader:
                 return p.target, p.draft, p.key
         raise specviz.ModelLoadError("Unknown preset: choose one from the list.")
 
-    def load(self, choice: str, target: str, draft: str, session: Session,
-             progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[str, Session]:
+    def load(
+        self,
+        choice: str,
+        target: str,
+        draft: str,
+        session: Session,
+        progress: gr.Progress = gr.Progress(track_tqdm=True),
+    ) -> tuple[str, Session]:
         """Load a pair for this session. On failure the message is shown and the previous pair kept.
         Never runs a model's own code: ``trust_remote_code`` is not reachable from the page or the API."""
         session = self.session(session)

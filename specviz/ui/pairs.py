@@ -9,6 +9,7 @@ previous pair. The app never loads remote code (``trust_remote_code`` is for the
 API only), and a loaded pair carries display names (``safe_text.display_name``), which the page and
 every exported trace show instead of the server's absolute paths.
 """
+
 from __future__ import annotations
 
 import logging
@@ -59,8 +60,12 @@ class PairChoice:
         return f"pair:{self.name}"
 
 
-BUNDLED = PairChoice("bundled offline pair", "assets/target", "assets/draft",
-                     "trained by the project on Python's standard library; runs on CPU")
+BUNDLED = PairChoice(
+    "bundled offline pair",
+    "assets/target",
+    "assets/draft",
+    "trained by the project on Python's standard library; runs on CPU",
+)
 
 
 def pair_key(target: str, draft: str | None) -> str:
@@ -114,8 +119,10 @@ def describe_pair(pair: ModelPair) -> str:
 
     draft = f" ← draft **{_short(d['draft'])}** ({size(d.get('draft_params'))})" if d.get("draft") else " (no draft)"
     tok = "" if pair.tokenizer is not None else " · no tokenizer: type token ids"
-    return (f"**{_short(d['target'])}** ({size(d.get('target_params'))}){draft} · `{d['device']}` · `{d['dtype']}` · "
-            f"vocab {d['shared_vocab_size']}{tok}")
+    return (
+        f"**{_short(d['target'])}** ({size(d.get('target_params'))}){draft} · `{d['device']}` · `{d['dtype']}` · "
+        f"vocab {d['shared_vocab_size']}{tok}"
+    )
 
 
 def _short(name: str | None) -> str:
@@ -176,10 +183,15 @@ class PairRegistry:
         with self._load_lock:  # one load at a time: two 7B loads at once would not fit
             if self.get(key) is not None:
                 return key
-            pair = specviz.load_pair(resolve_model_path(target), resolve_model_path(draft) if draft else None,
-                                     device=self.device, dtype=self.dtype, trust_remote_code=False,
-                                     early_exit=preset_early_exit(target, draft),
-                                     feature=preset_head(target, draft, "feature"))
+            pair = specviz.load_pair(
+                resolve_model_path(target),
+                resolve_model_path(draft) if draft else None,
+                device=self.device,
+                dtype=self.dtype,
+                trust_remote_code=False,
+                early_exit=preset_early_exit(target, draft),
+                feature=preset_head(target, draft, "feature"),
+            )
             self._remember(key, target, draft)
             return self.put(key, name_pair(pair, target, draft))
 
@@ -204,8 +216,9 @@ def preset_head(target: str, draft: str | None, head: str) -> str | None:
     from specviz.presets import load_presets
 
     try:
-        return next((getattr(p, head) for p in load_presets()
-                     if p.draft == draft and target in (p.target, p.hub_target)), None)
+        return next(
+            (getattr(p, head) for p in load_presets() if p.draft == draft and target in (p.target, p.hub_target)), None
+        )
     except specviz.SpecvizError:
         return None
 

@@ -1,6 +1,7 @@
 """The app's Papers view: each paper's headline claims against specviz's numbers, read from the report
 the repository ships (``assets/papers/papers.json``, written by ``python -m specviz papers``); static,
 no model needed and nothing a visitor sends reaches it."""
+
 from __future__ import annotations
 
 import html
@@ -24,25 +25,33 @@ def load_report(path: Path = REPORT) -> tuple[dict[str, Any] | None, str]:
         if not isinstance(rows, list) or not rows:
             raise ValueError("no rows")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return None, (f"No papers report in this install ({path.name}: {html.escape(str(exc))}). "
-                      "`python -m specviz papers` writes one.")
-    note = (f"From `{report.get('command', 'python -m specviz papers')}` ({report.get('created', '?')}; "
-            f"{report.get('machine', '')}). The full report, with every row's settings: docs/papers.md.")
+        return None, (
+            f"No papers report in this install ({path.name}: {html.escape(str(exc))}). "
+            "`python -m specviz papers` writes one."
+        )
+    note = (
+        f"From `{report.get('command', 'python -m specviz papers')}` ({report.get('created', '?')}; "
+        f"{report.get('machine', '')}). The full report, with every row's settings: docs/papers.md."
+    )
     return report, note
 
 
 def table_html(rows: list[dict[str, Any]]) -> str:
     """One paper's rows: claim, the paper's number with its table or figure, specviz's, the verdict."""
-    out = ['<table class="sv-papers"><thead><tr><th>#</th><th>claim</th><th>paper</th><th>pair</th>'
-           "<th>specviz</th><th>verdict</th></tr></thead><tbody>"]
+    out = [
+        '<table class="sv-papers"><thead><tr><th>#</th><th>claim</th><th>paper</th><th>pair</th>'
+        "<th>specviz</th><th>verdict</th></tr></thead><tbody>"
+    ]
     for i, r in enumerate(rows, 1):
         color = VERDICT_COLORS.get(r["verdict"], "#6b7280")
-        out.append(f"<tr><td>{i}</td><td>{html.escape(r['claim'])}</td><td>{html.escape(r['paper_value'])} "
-                   f"<small>({html.escape(r['source'])})</small></td>"
-                   f"<td>{html.escape(SHORT.get(r.get('pair', ''), r.get('pair') or 'toy chains'))}</td>"
-                   f"<td>{html.escape(r['measured'])}</td>"
-                   f'<td><b style="color:{color}">{html.escape(r["verdict"])}</b><br><small>'
-                   f"{html.escape(r['difference'])}</small></td></tr>")
+        out.append(
+            f"<tr><td>{i}</td><td>{html.escape(r['claim'])}</td><td>{html.escape(r['paper_value'])} "
+            f"<small>({html.escape(r['source'])})</small></td>"
+            f"<td>{html.escape(SHORT.get(r.get('pair', ''), r.get('pair') or 'toy chains'))}</td>"
+            f"<td>{html.escape(r['measured'])}</td>"
+            f'<td><b style="color:{color}">{html.escape(r["verdict"])}</b><br><small>'
+            f"{html.escape(r['difference'])}</small></td></tr>"
+        )
     out.append("</tbody></table>")
     return "".join(out)
 

@@ -10,6 +10,7 @@ that same ``<div>``: Plotly redraws only what changed, and the click and toolbar
 stay. Plotly is the one Gradio ships (its ``Plot`` chunk, loaded on first use). A figure that cannot be
 drawn says so in a sentence in the box.
 """
+
 from __future__ import annotations
 
 import functools
@@ -102,8 +103,12 @@ class PlotBox(gr.HTML):
 
     def __init__(self, value: Any = None, **kwargs: Any):
         kwargs.setdefault("apply_default_css", False)
-        super().__init__(value=value, html_template='<div class="sv-plotbox"></div>',
-                         js_on_load=PLOT_JS.replace("__CHUNK__", json.dumps(plotly_chunk())), **kwargs)
+        super().__init__(
+            value=value,
+            html_template='<div class="sv-plotbox"></div>',
+            js_on_load=PLOT_JS.replace("__CHUNK__", json.dumps(plotly_chunk())),
+            **kwargs,
+        )
 
     def postprocess(self, value: Any) -> Parts | None:  # type: ignore[override]
         """The figure as its named JSON parts (``None``: nothing drawn)."""

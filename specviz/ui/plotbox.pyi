@@ -103,8 +103,12 @@ class PlotBox(gr.HTML):
 
     def __init__(self, value: Any = None, **kwargs: Any):
         kwargs.setdefault("apply_default_css", False)
-        super().__init__(value=value, html_template='<div class="sv-plotbox"></div>',
-                         js_on_load=PLOT_JS.replace("__CHUNK__", json.dumps(plotly_chunk())), **kwargs)
+        super().__init__(
+            value=value,
+            html_template='<div class="sv-plotbox"></div>',
+            js_on_load=PLOT_JS.replace("__CHUNK__", json.dumps(plotly_chunk())),
+            **kwargs,
+        )
 
     def postprocess(self, value: Any) -> Parts | None:  # type: ignore[override]
         """The figure as its named JSON parts (``None``: nothing drawn)."""

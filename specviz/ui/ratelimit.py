@@ -4,6 +4,7 @@
 Runs: visitors are told apart by Gradio's session hash (one per open page), not by IP address, which
 behind a proxy or a Space is the proxy's. The hash is chosen by the client, so this paces a page, not
 a determined client: the queue and the decode slots bound those (docs/hosting.md)."""
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,14 @@ class SlidingWindow:
     (runs; uploads and bytes). ``charge`` counts a new charge if it fits every limit (None: no limit).
     At most ``max_keys`` keys are remembered, the least recently charged forgotten first."""
 
-    def __init__(self, limits: Sequence[int | None], clock: Callable[[], float], *, window_s: float = WINDOW_S,
-                 max_keys: int = MAX_VISITORS):
+    def __init__(
+        self,
+        limits: Sequence[int | None],
+        clock: Callable[[], float],
+        *,
+        window_s: float = WINDOW_S,
+        max_keys: int = MAX_VISITORS,
+    ):
         self.limits, self.clock, self.window_s, self.max_keys = tuple(limits), clock, window_s, max_keys
         self._charges: OrderedDict[Hashable, deque[tuple[float, tuple[int, ...]]]] = OrderedDict()
         self._lock = threading.Lock()

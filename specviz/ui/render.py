@@ -5,6 +5,7 @@ them component updates (each panel's ``update`` in ``layout.PANELS``). A scrub c
 only for the columns whose step changed: one tree, one text and one controller figure each, all
 computed from the stored traces.
 """
+
 from __future__ import annotations
 
 import html
@@ -23,7 +24,6 @@ from specviz.viz import registry as viz_registry
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.narrative import informative_step, step_narrative
 from specviz.viz.style import algorithm_color
-
 
 # a column's panels as plain values, one field per ``layout.PANELS`` entry (its ``hidden`` value the
 # default): ``SlotView(header=..., tree=...)``, read as ``view.tree``; an unknown name is a TypeError
@@ -44,8 +44,10 @@ def _chip(col: Column) -> str:
 
 def column_header(col: Column, i: int, step: int, running: bool) -> str:
     name = html.escape(col.label or col.algorithm)  # the configuration's label: "sd · gamma 2"
-    params = ", ".join(f"{html.escape(str(k))}={html.escape(short(v, 60))}"
-                       for k, v in effective_params(col.algorithm, col.params).items())
+    params = ", ".join(
+        f"{html.escape(str(k))}={html.escape(short(v, 60))}"
+        for k, v in effective_params(col.algorithm, col.params).items()
+    )
     head = f'<div class="sv-colhead">{_chip(col)}<b>{name}</b>'
     if params:
         head += f' <span class="sv-params">{params}</span>'
@@ -61,8 +63,12 @@ def column_header(col: Column, i: int, step: int, running: bool) -> str:
     n = len(t.steps)
     k = col.step_shown(step)
     s = t.steps[k]
-    bits = [f"step <b>{k + 1}</b>/{n}", f"drafted {s.n_drafted}", f"accepted {s.n_accepted}",
-            f"+{len(s.committed)} tok"]
+    bits = [
+        f"step <b>{k + 1}</b>/{n}",
+        f"drafted {s.n_drafted}",
+        f"accepted {s.n_accepted}",
+        f"+{len(s.committed)} tok",
+    ]
     if col.pin is not None:
         bits[0] += " (its most informative step)"
     elif step > n - 1 and col.done:
@@ -94,8 +100,13 @@ def greedy_baseline(session: Session) -> RunTrace | None:
     """The finished greedy ``ar`` run among the columns, the reference for the greedy check."""
     for c in session.columns:
         t = c.trace
-        if c.algorithm == "ar" and c.done and t is not None and t.finish_reason and \
-                float(t.sampling.get("temperature", 1.0)) == 0.0:
+        if (
+            c.algorithm == "ar"
+            and c.done
+            and t is not None
+            and t.finish_reason
+            and float(t.sampling.get("temperature", 1.0)) == 0.0
+        ):
             return t
     return None
 
@@ -113,8 +124,15 @@ def divergence(col: Column, baseline: RunTrace | None) -> int | None:
     return i if i is not None and i < len(t.output_ids) else None
 
 
-def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at: int | None = None,
-              text: bool = True, theory: bool = True) -> SlotView:
+def slot_view(
+    col: Column,
+    i: int,
+    step: int,
+    running: bool = False,
+    diverge_at: int | None = None,
+    text: bool = True,
+    theory: bool = True,
+) -> SlotView:
     """Header, coloured text, tree and controller figure of column ``i`` at ``step`` (0-based);
     ``text=False`` leaves the text out (``""``: it is O(steps), and a scrub does not re-send it);
     ``theory=False`` the theory panel (``None``: a long replay draws it in a second event).
@@ -126,8 +144,9 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     t = col.trace
     header = column_header(col, i, step, running)
     if col.error and (t is None or not t.steps):
-        return SlotView(header=header, tokens=viz.tokens_html(t),
-                        tree=viz.message_figure("No tree: the run did not start."))
+        return SlotView(
+            header=header, tokens=viz.tokens_html(t), tree=viz.message_figure("No tree: the run did not start.")
+        )
     if t is None or not t.steps:
         return SlotView(header=header, tokens=viz.tokens_html(t), tree=viz.tree_figure(None))
     n = len(t.steps)
@@ -141,14 +160,26 @@ def slot_view(col: Column, i: int, step: int, running: bool = False, diverge_at:
     beams_html = beams_view(t, k) if beams_view else None
     ctrl = viz_controller.column_figure(t, k)
     theory_fig = stepcache.theory_figure(col, k) if theory else None  # built once per run, its marker moved
-    story = story_view(t, k, col.selected) if story_view else step_narrative(t.steps[k], col.algorithm, drafter=t.drafter)
+    story = (
+        story_view(t, k, col.selected) if story_view else step_narrative(t.steps[k], col.algorithm, drafter=t.drafter)
+    )
     dist = None
     if col.selected is not None:
         dist = distribution_figure(t.steps[k], col.selected)
     lengths = lengths_view(t, k) if lengths_view else None
-    return SlotView(header=header, tokens=tokens, tree=tree, controller=ctrl, narrative=story, distribution=dist,
-                    download=col.path if col.done else None, beams=beams_html, theory=theory_fig, lengths=lengths,
-                    download_csv=col.csv_path if col.done else None)
+    return SlotView(
+        header=header,
+        tokens=tokens,
+        tree=tree,
+        controller=ctrl,
+        narrative=story,
+        distribution=dist,
+        download=col.path if col.done else None,
+        beams=beams_html,
+        theory=theory_fig,
+        lengths=lengths,
+        download_csv=col.csv_path if col.done else None,
+    )
 
 
 def opening_step(trace: RunTrace) -> int:
@@ -159,8 +190,11 @@ def opening_step(trace: RunTrace) -> int:
 def timing_caveat(session: Session) -> str | None:
     """Why the session's wall times are not comparable, or None when they are."""
     if session.source == "replay":
-        return "the traces were timed in separate runs, perhaps on different machines" if len(session.columns) > 1 \
+        return (
+            "the traces were timed in separate runs, perhaps on different machines"
+            if len(session.columns) > 1
             else None
+        )
     reasons = []
     if len([c for c in session.columns if c.trace is not None]) > 1:
         reasons.append("the columns ran interleaved, step by step, on one device")
@@ -186,8 +220,10 @@ def status_html(session: Session, note: str = "") -> str:
     elif running:
         text = f"Running {len(running)} of {len(cols)} · step {n}"
     elif any(c.trace is not None and c.trace.finish_reason == "stopped" for c in cols):
-        text = f'<span class="sv-stopped">■ Stopped</span> · {len(cols)} run{"s" if len(cols) > 1 else ""} · ' \
-               f"{n} steps · each column shows its last step"
+        text = (
+            f'<span class="sv-stopped">■ Stopped</span> · {len(cols)} run{"s" if len(cols) > 1 else ""} · '
+            f"{n} steps · each column shows its last step"
+        )
     else:
         text = f"Done · {len(cols)} run{'s' if len(cols) > 1 else ''} · {n} steps"
     if errors:
@@ -203,8 +239,10 @@ def step_label(session: Session) -> str:
         return "no steps yet"
     k = session.view_step()
     if any(c.pin is not None for c in session.columns):
-        return (f"each column opened on its most informative step (the largest tree with a rejection); "
-                f"move the slider to show step {k + 1} of {n} in every column")
+        return (
+            f"each column opened on its most informative step (the largest tree with a rejection); "
+            f"move the slider to show step {k + 1} of {n} in every column"
+        )
     follow = " (following live)" if session.step is None and session.running else ""
     return f"step {k + 1} of {n}{follow}"
 

@@ -3,6 +3,7 @@ upload cap and, decompressed, within what is left of the replay's JSON cap, and 
 (``runner.load_trace_file``), one column per trace, the download's copy, and the sidebar set to what
 the traces ran with (the column editor and the sampling settings) so Run runs them again here.
 """
+
 from __future__ import annotations
 
 import gc
@@ -47,8 +48,10 @@ def replayed_settings(trace: Any, pair: ModelPair | None, max_new_tokens_cap: in
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             lo, hi = SLIDER_RANGES.get(name, (0, math.inf))
             if not lo <= value <= hi:
-                said.append(f"the trace's {name.replace('_', '-')} {value:g} is outside its slider's "
-                            f"{lo:g} to {hi:g}, so it is left as it was")
+                said.append(
+                    f"the trace's {name.replace('_', '-')} {value:g} is outside its slider's "
+                    f"{lo:g} to {hi:g}, so it is left as it was"
+                )
                 continue
             out[name] = value
     return {k: v for k, v in out.items() if v is not None}, "; ".join(said) + ("." if said else "")
@@ -78,14 +81,20 @@ def replayed_columns(session: Any, algorithms: Mapping[str, AlgorithmSpec]) -> l
 class Replay:
     """The upload handler of a page of ``n_slots`` columns; refused while a run goes (``runs``)."""
 
-    def __init__(self, config: AppConfig, pairs: PairLoader, algorithms: Mapping[str, AlgorithmSpec],
-                 n_slots: int, runs: RunRegistry):
+    def __init__(
+        self,
+        config: AppConfig,
+        pairs: PairLoader,
+        algorithms: Mapping[str, AlgorithmSpec],
+        n_slots: int,
+        runs: RunRegistry,
+    ):
         self.config = config
         self.pairs = pairs
         self.algorithms = algorithms
         self.n_slots = n_slots
         self.runs = runs
-        self.page: Page | None = None            # the page, its column editor and upload box, once built (``bind``)
+        self.page: Page | None = None  # the page, its column editor and upload box, once built (``bind``)
         self.editor: ColumnEditor | None = None
         self.box: Any = None
 
@@ -139,8 +148,9 @@ class Replay:
         session.step, session.source, session.running, session.pace = 0, "replay", False, 0.0
         later = sum(c.n_steps for c in session.columns) > LATER_STEPS
         session.drawn_later = session.run_id if later else None
-        settings, lowered = replayed_settings(traces[0], self.pairs.registry.get(session.pair_key),
-                                              self.config.max_new_tokens_cap)
+        settings, lowered = replayed_settings(
+            traces[0], self.pairs.registry.get(session.pair_key), self.config.max_new_tokens_cap
+        )
         if lowered:
             note = (note + " · " if note else "") + html.escape(lowered)
         view = full_view(session, self.n_slots, note, force=True, later=later)

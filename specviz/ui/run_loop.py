@@ -3,6 +3,7 @@
 run's deadline, the columns advanced together and drawn as fast as the browser keeps up (or paced
 for watching), Stop, and the page's reports of what it has drawn.
 """
+
 from __future__ import annotations
 
 import time
@@ -17,25 +18,42 @@ from specviz.ui.layout import View
 from specviz.ui.measure import measure, measurements_html
 from specviz.ui.ratelimit import RunLimiter, visitor_key
 from specviz.ui.request import RequestChecker, deadline, input_view, over_budget
-from specviz.ui.runner import (FrameGate, RunControl, RunRegistry, Session, Throttle, advance, export_finished,
-                               given_session, parse_prompt, start_columns, stop_columns)
+from specviz.ui.runner import (
+    FrameGate,
+    RunControl,
+    RunRegistry,
+    Session,
+    Throttle,
+    advance,
+    export_finished,
+    given_session,
+    parse_prompt,
+    start_columns,
+    stop_columns,
+)
 from specviz.ui.validate import check_pace
 from specviz.ui.views import buttons, full_view, message_view
 
-STREAM_INTERVAL_S = 0.25   # unpaced live column updates at most this often (and see Throttle)
+STREAM_INTERVAL_S = 0.25  # unpaced live column updates at most this often (and see Throttle)
 COMPARE_INTERVAL_S = 15.0  # live comparison table and figures at most this often (seven figures to redraw)
-TEXT_INTERVAL_S = 0.75     # live texts at most this often (each is a large HTML swap in the browser)
-PAGE_POLL_S = 0.05         # a paced run looks for the page's report of its last update this often
-MEASURE_TICK_S = 1.0       # Measure hands control back to Gradio at least this often (client gone? stop)
+TEXT_INTERVAL_S = 0.75  # live texts at most this often (each is a large HTML swap in the browser)
+PAGE_POLL_S = 0.05  # a paced run looks for the page's report of its last update this often
+MEASURE_TICK_S = 1.0  # Measure hands control back to Gradio at least this often (client gone? stop)
 BUSY = "A run is already going in this page: press Stop first."
 
 
 class RunLoop:
     """Runs and measurements, one at a time per page (``runs``), within the visitors' rate (``limiter``)."""
 
-    def __init__(self, config: AppConfig, checker: RequestChecker, n_slots: int, *,
-                 clock: Callable[[], float] = time.monotonic,
-                 pause: Callable[[RunControl, float], bool] = RunControl.pause):
+    def __init__(
+        self,
+        config: AppConfig,
+        checker: RequestChecker,
+        n_slots: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[RunControl, float], bool] = RunControl.pause,
+    ):
         """``clock`` (throttling, pacing, the page's patience, deadlines) and ``pause`` (waits up to the
         given seconds for the run's Stop, returns whether it came) are injectable so tests drive a live
         run's time explicitly."""
@@ -63,8 +81,20 @@ class RunLoop:
             return None, message_view(session, refusal or BUSY)
         return control, None
 
-    def run(self, session: Session, *, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
-            top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
+    def run(
+        self,
+        session: Session,
+        *,
+        prompt: str,
+        max_new_tokens: float,
+        temperature: float,
+        top_p: float,
+        top_k: float,
+        seed: float,
+        columns: list[Any],
+        pace: float,
+        chat: bool,
+    ) -> Iterator[View]:
         """Run the columns side by side (``columns``: each an algorithm and its settings, ``ui.columns``),
         yielding the page as the steps come in. ``chat`` formats the prompt as a user turn in the pair's
         chat template. The page passes every value by its parameter's name (``Explorer.wire``); each is
@@ -77,14 +107,24 @@ class RunLoop:
         them; the latest step wins, and the slider shows them all afterwards). Stop sets this run's flag; the run notices between two steps and ends with
         its own update, marked "stopped". Its last update re-sends every panel in full."""
         session = self.checker.pairs.session(session)
-        req = self.checker.check(session, prompt=prompt, max_new_tokens=max_new_tokens, top_k=top_k, seed=seed,
-                                 columns=columns, chat=chat, temperature=temperature, top_p=top_p)
+        req = self.checker.check(
+            session,
+            prompt=prompt,
+            max_new_tokens=max_new_tokens,
+            top_k=top_k,
+            seed=seed,
+            columns=columns,
+            chat=chat,
+            temperature=temperature,
+            top_p=top_p,
+        )
         if req.refusal:
             yield {**message_view(session, req.refusal), **(input_view(req.checked) if req.checked else {})}
             return
         pace, problem = check_pace(pace, self.config.max_step_delay_s)
-        control, refused = self.admit(session, problem or over_budget(req.columns, req.checked.max_new_tokens,
-                                                                     self.config))
+        control, refused = self.admit(
+            session, problem or over_budget(req.columns, req.checked.max_new_tokens, self.config)
+        )
         if refused:
             yield refused
             return
@@ -112,9 +152,17 @@ class RunLoop:
         # the comparison figures on screen show steps (an earlier run's, a replay's): the opening view
         # clears them; else (a page's first run) it leaves them blank until the run has some to compare
         compared = any(c.n_steps for c in session.columns)
-        session.columns = start_columns(req.pair, prompt, req.columns,
-                                        max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
-                                        top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat)
+        session.columns = start_columns(
+            req.pair,
+            prompt,
+            req.columns,
+            max_new_tokens=checked.max_new_tokens,
+            temperature=float(temperature),
+            top_p=float(top_p),
+            top_k=checked.top_k,
+            seed=checked.seed,
+            chat=chat,
+        )
         session.step, session.source, session.running, session.pace = None, "live", True, pace
         cols = session.columns
         throttle = Throttle(STREAM_INTERVAL_S, clock=self.clock)
@@ -163,8 +211,14 @@ class RunLoop:
                 out = full_view(session, self.n_slots, compare=compare_throttle(), text=text_throttle())
                 throttle.rendered(time.perf_counter() - t0)
                 gate.sent(session.n_steps, self.clock())
-                self._note("update", steps=session.n_steps, t_ready=t_ready, t_build=t_build, t_built=time.time(),
-                           t_yield=time.time())
+                self._note(
+                    "update",
+                    steps=session.n_steps,
+                    t_ready=t_ready,
+                    t_build=t_build,
+                    t_built=time.time(),
+                    t_yield=time.time(),
+                )
                 yield out
                 if paced:  # sending a paced step is pacing too
                     wait_left[0] = min(wait_left[0], budget - (self.clock() - t_out))
@@ -178,12 +232,19 @@ class RunLoop:
                         c.pin = render.opening_step(c.trace)
             export_finished(cols, self.config.max_export_bytes)
             session.running = False
-            note = (f'<span class="sv-bad">⚠ stopped: a run may take {self.config.run_deadline_s} s on this app '
-                    "(ask for fewer tokens or algorithms)</span>") if timed_out else ""
+            note = (
+                (
+                    f'<span class="sv-bad">⚠ stopped: a run may take {self.config.run_deadline_s} s on this app '
+                    "(ask for fewer tokens or algorithms)</span>"
+                )
+                if timed_out
+                else ""
+            )
             t_ready = time.time()
             last_view = {**full_view(session, self.n_slots, note, force=True), **buttons(False)}
-            self._note("update", steps=session.n_steps, t_ready=t_ready, t_built=time.time(), t_yield=time.time(),
-                       final=True)
+            self._note(
+                "update", steps=session.n_steps, t_ready=t_ready, t_built=time.time(), t_yield=time.time(), final=True
+            )
             yield last_view
         finally:
             self.runs.end(id(session), control)
@@ -191,19 +252,41 @@ class RunLoop:
                 session.running = False
                 stop_columns(cols)
 
-    def measure(self, session: Session, *, prompt: str, max_new_tokens: float, temperature: float, top_p: float,
-                top_k: float, seed: float, columns: list[Any], pace: float, chat: bool) -> Iterator[View]:
+    def measure(
+        self,
+        session: Session,
+        *,
+        prompt: str,
+        max_new_tokens: float,
+        temperature: float,
+        top_p: float,
+        top_k: float,
+        seed: float,
+        columns: list[Any],
+        pace: float,
+        chat: bool,
+    ) -> Iterator[View]:
         """Time the columns (each an algorithm and its settings) one after another, unpaced, with a warm-up
         and repeats (medians): one row per column. ``pace`` is not used (Measure is never paced). The
         values come by name, as Run's."""
         session = self.checker.pairs.session(session)
-        req = self.checker.check(session, prompt=prompt, max_new_tokens=max_new_tokens, top_k=top_k, seed=seed,
-                                 columns=columns, chat=chat, temperature=temperature, top_p=top_p)
+        req = self.checker.check(
+            session,
+            prompt=prompt,
+            max_new_tokens=max_new_tokens,
+            top_k=top_k,
+            seed=seed,
+            columns=columns,
+            chat=chat,
+            temperature=temperature,
+            top_p=top_p,
+        )
         if req.refusal:
             yield message_view(session, req.refusal)
             return
-        control, refused = self.admit(session, over_budget(req.columns, req.checked.max_new_tokens, self.config,
-                                                           measure=True))
+        control, refused = self.admit(
+            session, over_budget(req.columns, req.checked.max_new_tokens, self.config, measure=True)
+        )
         if refused:
             yield refused
             return
@@ -214,12 +297,21 @@ class RunLoop:
             rows, note = [], ""
             # it yields at least every MEASURE_TICK_S of decoding, so Gradio can end it when its client
             # has gone (a generator is only dropped at a yield) and Stop and the deadline act between steps
-            for note, rows in measure(req.pair, parse_prompt(req.pair, prompt), req.columns,
-                                      repeats=self.config.measure_repeats,
-                                      should_stop=lambda: control.stopped() or expired(),
-                                      clock=self.clock, tick_s=MEASURE_TICK_S,
-                                      max_new_tokens=checked.max_new_tokens, temperature=float(temperature),
-                                      top_p=float(top_p), top_k=checked.top_k, seed=checked.seed, chat=chat):
+            for note, rows in measure(
+                req.pair,
+                parse_prompt(req.pair, prompt),
+                req.columns,
+                repeats=self.config.measure_repeats,
+                should_stop=lambda: control.stopped() or expired(),
+                clock=self.clock,
+                tick_s=MEASURE_TICK_S,
+                max_new_tokens=checked.max_new_tokens,
+                temperature=float(temperature),
+                top_p=float(top_p),
+                top_k=checked.top_k,
+                seed=checked.seed,
+                chat=chat,
+            ):
                 yield {"measurements": measurements_html(rows, note)}
             if expired() and not control.stopped() and note.startswith("stopped"):
                 note += f": a Measure may take {self.config.run_deadline_s} s on this app"
@@ -261,7 +353,9 @@ class RunLoop:
         if not isinstance(report, str) or len(report) > 64:
             return
         head = report.split(":")[0].strip()
-        if not (head.isascii() and head.isdigit()) or len(head) > 9:  # digits only: no sign, no "1_000", no unicode digits
+        if (
+            not (head.isascii() and head.isdigit()) or len(head) > 9
+        ):  # digits only: no sign, no "1_000", no unicode digits
             return
         given = given_session(session)
         if given is not None:

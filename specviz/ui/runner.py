@@ -5,6 +5,7 @@ and sampling settings; ``advance`` moves every unfinished run forward by one ste
 advance together, one target call at a time. A failing run becomes a message in its column; the
 others go on.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,8 @@ import specviz
 from specviz import decoding, interrupt, metrics, trace_io
 from specviz.algorithms.registry import ALGORITHMS
 from specviz.errors import SpecvizError
-from specviz.models.loading import ModelPair
 from specviz.export_tokens import tokens_csv
+from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace, StepRecord
 from specviz.ui.columns import column_colors, column_labels
 
@@ -52,15 +53,15 @@ class Column:
     label: str
     algorithm: str
     params: dict[str, Any] = field(default_factory=dict)
-    color: str = ""                    # the column's own colour (header chip, figure lines); "" = its algorithm's
+    color: str = ""  # the column's own colour (header chip, figure lines); "" = its algorithm's
     trace: RunTrace | None = None
     error: str | None = None
     done: bool = False
-    path: str | None = None            # exported JSON, once finished
-    csv_path: str | None = None        # its tokens with their provenance (export_tokens), beside the JSON
-    pin: int | None = None             # the step this column shows regardless of the slider (after a run)
-    selected: int | None = None        # the tree node whose distribution is shown (at the step shown)
-    replayed: bool = False             # read from an uploaded file (``load_trace_file``): not run here
+    path: str | None = None  # exported JSON, once finished
+    csv_path: str | None = None  # its tokens with their provenance (export_tokens), beside the JSON
+    pin: int | None = None  # the step this column shows regardless of the slider (after a run)
+    selected: int | None = None  # the tree node whose distribution is shown (at the step shown)
+    replayed: bool = False  # read from an uploaded file (``load_trace_file``): not run here
     shown: dict[str, tuple] = field(default_factory=dict)  # what each panel group on screen shows (ui.views)
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # a finished run's reused views (ui.stepcache)
     _it: Iterator[StepRecord] | None = field(default=None, repr=False)
@@ -88,11 +89,11 @@ class Session:
     columns: list[Column] = field(default_factory=list)
     step: int | None = None
     running: bool = False
-    source: str = ""              # "live" or "replay"
+    source: str = ""  # "live" or "replay"
     run_id: int = 0
-    pace: float = 0.0             # seconds per step the live run was paced at (0: unpaced)
+    pace: float = 0.0  # seconds per step the live run was paced at (0: unpaced)
     drawn_later: int | None = None  # the replay (its run_id) whose comparison a second event draws
-    page_reports: bool = False    # the page reports what it has drawn (``PAGE_JS``): live updates wait for it
+    page_reports: bool = False  # the page reports what it has drawn (``PAGE_JS``): live updates wait for it
 
     @property
     def n_steps(self) -> int:
@@ -161,9 +162,18 @@ def parse_prompt(pair: ModelPair, prompt: str) -> str | list[int]:
     return [int(i) for i in ids]
 
 
-def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict[str, Any]]], *,
-                  max_new_tokens: int, temperature: float, top_p: float, top_k: int, seed: int,
-                  chat: bool = False) -> list[Column]:
+def start_columns(
+    pair: ModelPair,
+    prompt: str,
+    algorithms: list[tuple[str, dict[str, Any]]],
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float,
+    top_k: int,
+    seed: int,
+    chat: bool = False,
+) -> list[Column]:
     """One column per ``(algorithm, params)`` (an algorithm may come several times, with other settings),
     labelled and coloured as configurations (``label_columns``); argument errors end up in the column's
     ``error``."""
@@ -180,9 +190,18 @@ def start_columns(pair: ModelPair, prompt: str, algorithms: list[tuple[str, dict
             col.error, col.done = prompt_error, True
         else:
             try:
-                live = decoding.stream(pair, algo, prompt=parsed, max_new_tokens=max_new_tokens,
-                                      temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, chat=chat,
-                                      **effective_params(algo, params))  # a hidden control's value: not sent
+                live = decoding.stream(
+                    pair,
+                    algo,
+                    prompt=parsed,
+                    max_new_tokens=max_new_tokens,
+                    temperature=temperature,
+                    top_p=top_p,
+                    top_k=top_k,
+                    seed=seed,
+                    chat=chat,
+                    **effective_params(algo, params),
+                )  # a hidden control's value: not sent
                 col.trace = live.trace
                 col.params = dict(live.params)
                 col._it = iter(live)
@@ -302,8 +321,7 @@ def enforce_quota(root: str, max_bytes: int, keep: str | None = None, min_age_s:
     return removed
 
 
-def start_quota_sweeper(root: str, max_bytes: int, every_s: float = 15.0, min_age_s: float = 5.0
-                        ) -> threading.Event:
+def start_quota_sweeper(root: str, max_bytes: int, every_s: float = 15.0, min_age_s: float = 5.0) -> threading.Event:
     """Keep ``root`` (the app's private Gradio directory: uploads, which Gradio takes without any event,
     and copies of served files) under ``max_bytes``, oldest first, every ``every_s`` seconds, in a
     daemon thread. Set the returned event to end it."""
@@ -394,13 +412,15 @@ def load_trace_file(path: str, max_bytes: int | trace_io.ReadBudget) -> RunTrace
     (``RunTrace.from_json``'s one reading, ``metrics.read_metrics``). ``max_bytes``: the file's cap (its
     JSON then up to ``trace_io.MAX_JSON_BYTES`` once decompressed), or a ``trace_io.ReadBudget`` shared by the files of one replay, charged with the
     JSON this one held."""
-    budget = max_bytes if isinstance(max_bytes, trace_io.ReadBudget) else \
-        trace_io.ReadBudget(max_bytes, trace_io.MAX_JSON_BYTES, "the limit is {cap} MB")
+    budget = (
+        max_bytes
+        if isinstance(max_bytes, trace_io.ReadBudget)
+        else trace_io.ReadBudget(max_bytes, trace_io.MAX_JSON_BYTES, "the limit is {cap} MB")
+    )
     name = os.path.basename(path)
     if budget.left <= 0:
         raise specviz.TraceFormatError(f"{name} was not read: {budget.says()}.")
-    text = trace_io.read_trace_text(path, budget.file_bytes, min(budget.left, trace_io.MAX_JSON_BYTES),
-                                    budget.says())
+    text = trace_io.read_trace_text(path, budget.file_bytes, min(budget.left, trace_io.MAX_JSON_BYTES), budget.says())
     budget.charge(len(text))
     try:
         return RunTrace.from_json(text)  # checked, metrics recomputed: the Python API's one reading
@@ -411,8 +431,7 @@ def load_trace_file(path: str, max_bytes: int | trace_io.ReadBudget) -> RunTrace
 def columns_from_traces(traces: list[RunTrace]) -> list[Column]:
     """One finished column per replayed trace, marked ``replayed`` (its heading says it came from a file),
     labelled and coloured as configurations: two traces of one algorithm are two columns."""
-    cols = [Column(t.algorithm, t.algorithm, dict(t.params or {}), trace=t, done=True, replayed=True)
-            for t in traces]
+    cols = [Column(t.algorithm, t.algorithm, dict(t.params or {}), trace=t, done=True, replayed=True) for t in traces]
     return label_columns(cols)
 
 
@@ -483,8 +502,8 @@ class RunControl:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self.shown_step = -1          # the last step the page reported drawn (see ``PAGE_JS``, ``FrameGate``)
-        self.page_reports = False     # whether the page reported in this run (a browser does; tests may not)
+        self.shown_step = -1  # the last step the page reported drawn (see ``PAGE_JS``, ``FrameGate``)
+        self.page_reports = False  # whether the page reported in this run (a browser does; tests may not)
 
     def stop(self) -> None:
         self._event.set()

@@ -5,6 +5,7 @@ as an element); ``display_name`` turns a model path into what the page and the t
 to the project, or the directory's own name: never the server's absolute path); ``hide_paths`` does
 the same to every absolute path inside a message.
 """
+
 from __future__ import annotations
 
 import html
@@ -44,9 +45,10 @@ def display_name(name: str | None) -> str | None:
 
 def hide_paths(message: str) -> str:
     """``message`` with every absolute path replaced by its ``display_name``."""
+
     def short(match: re.Match[str]) -> str:
         path = match.group(0)
         tail = len(path) - len(path.rstrip(".:"))  # the sentence's own full stop or colon
-        return str(display_name(path[: len(path) - tail] or path)) + path[len(path) - tail:]
+        return str(display_name(path[: len(path) - tail] or path)) + path[len(path) - tail :]
 
     return _ABS_PATH.sub(short, str(message))

@@ -2,6 +2,7 @@
 tree node (its distribution view). Each answers with the step's view (``ui.views.step_view``); a
 session of another type or without columns changes nothing.
 """
+
 from __future__ import annotations
 
 import time

@@ -9,6 +9,7 @@ only the outputs that change and puts the skips back in their places: the client
 what Gradio would have sent (``tests/test_skip_blocks.py`` compares the two, so a Gradio that
 changes what a skip means fails there) and the session's component state is the one a skip leaves.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,8 +33,13 @@ class SkipBlocks(gr.Blocks):
         outputs = block_fn.outputs
         if isinstance(predictions, dict) and predictions and all(isinstance(k, Block) for k in predictions):
             predictions = convert_component_dict_to_list(outputs, predictions)  # {component: value}, the rest skipped
-        if (block_fn.batch or block_fn.is_validator_function or len(outputs) < 2
-                or not isinstance(predictions, (list, tuple)) or len(predictions) != len(outputs)):
+        if (
+            block_fn.batch
+            or block_fn.is_validator_function
+            or len(outputs) < 2
+            or not isinstance(predictions, (list, tuple))
+            or len(predictions) != len(outputs)
+        ):
             return await super().postprocess_data(block_fn, predictions, state)
         changed = [i for i, value in enumerate(predictions) if outputs[i].stateful or not is_skip(value)]
         if len(changed) == len(outputs):

@@ -10,6 +10,7 @@ The cache lives and dies with the column: a new run or replay, or the session's 
 
 A long run's text is sent as a window of ``TEXT_WINDOW`` steps around the current one (``tokens_html``).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -84,9 +85,13 @@ def tokens_html(col: Column, k: int, current: int | None, diverge_at: int | None
     a, b = text_window(col, k)
     if (a, b) == (0, col.n_steps):
         return viz.tokens_html(t, current_step=current, diverge_at=diverge_at)
-    body = viz.tokens_html(replace(t, steps=t.steps[a:b]), current_step=current, diverge_at=diverge_at,
-                           show_prompt=a == 0)
+    body = viz.tokens_html(
+        replace(t, steps=t.steps[a:b]), current_step=current, diverge_at=diverge_at, show_prompt=a == 0
+    )
     before = f'<div class="sv-elided">… steps 1–{a} not shown: move the slider there to see them</div>' if a else ""
-    after = (f'<div class="sv-elided">… steps {b + 1}–{col.n_steps} not shown: move the slider there to see them</div>'
-             if b < col.n_steps else "")
+    after = (
+        f'<div class="sv-elided">… steps {b + 1}–{col.n_steps} not shown: move the slider there to see them</div>'
+        if b < col.n_steps
+        else ""
+    )
     return before + body + after

@@ -1,4 +1,5 @@
 """The app's look: theme, CSS and the header."""
+
 from __future__ import annotations
 
 import gradio as gr
@@ -15,15 +16,17 @@ HEADER_HTML = f"""
 <div class="sv-hero">
   <div class="sv-title">specviz <span>· speculative decoding, step by step</span></div>
   <div class="sv-sub">A small <b>draft</b> model proposes tokens; the <b>target</b> checks them all in one forward pass.
-  Each proposal is <b style="color:{STATUS_COLORS['accepted']}">accepted</b> with probability min(1, p/q) or
-  <b style="color:{STATUS_COLORS['rejected']}">rejected</b>; a rejection is replaced by a token
-  <b style="color:{STATUS_COLORS['resampled']}">resampled</b> from the residual, and a fully accepted draft earns a
-  <b style="color:{STATUS_COLORS['bonus']}">bonus</b> token from the target. Run several algorithms on the same prompt
+  Each proposal is <b style="color:{STATUS_COLORS["accepted"]}">accepted</b> with probability min(1, p/q) or
+  <b style="color:{STATUS_COLORS["rejected"]}">rejected</b>; a rejection is replaced by a token
+  <b style="color:{STATUS_COLORS["resampled"]}">resampled</b> from the residual, and a fully accepted draft earns a
+  <b style="color:{STATUS_COLORS["bonus"]}">bonus</b> token from the target. Run several algorithms on the same prompt
   and seed, then scrub through the steps.</div>
 </div>
 """
 
-APP_CSS = VIZ_CSS + """
+APP_CSS = (
+    VIZ_CSS
+    + """
 .sv-hero { padding: 4px 2px 2px 2px; }
 .sv-title { font-size: 22px; font-weight: 700; color: #111827; }
 .sv-title span { font-weight: 400; color: #6b7280; font-size: 17px; }
@@ -74,6 +77,7 @@ APP_CSS = VIZ_CSS + """
   .sv-title { font-size: 18px; }
 }
 """
+)
 
 
 # Runs in the browser whenever the step slider changes: moves the selected-step marker of the two

@@ -9,6 +9,7 @@ loopback by default). Not Gradio's session hash: the upload request carries none
 does not trust, every visitor has the proxy's address and the limit counts them together
 (docs/hosting.md). Bytes are the request's declared ``Content-Length``, counted before the body is read;
 a request without one is refused (411)."""
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,9 @@ class UploadLimiter:
     """``allow(address, size)``: None if this address may upload ``size`` bytes now (and it is counted),
     else the sentence refusing it and the seconds to wait (None: never, the upload is too large)."""
 
-    def __init__(self, per_minute: int | None, bytes_per_minute: int | None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, per_minute: int | None, bytes_per_minute: int | None, clock: Callable[[], float] = time.monotonic
+    ):
         self.per_minute, self.bytes_per_minute = per_minute, bytes_per_minute
         self.window = SlidingWindow([per_minute, bytes_per_minute], clock)
 
@@ -44,10 +46,14 @@ class UploadLimiter:
         if wait is None:
             return None
         if math.isinf(wait):
-            return (f"This upload is {size / 2**20:.1f} MB; this app takes at most {self.describe()} "
-                    "from one address.", None)
-        return (f"This app takes at most {self.describe()} from one address; try again in {seconds(wait)} s.",
-                seconds(wait))
+            return (
+                f"This upload is {size / 2**20:.1f} MB; this app takes at most {self.describe()} from one address.",
+                None,
+            )
+        return (
+            f"This app takes at most {self.describe()} from one address; try again in {seconds(wait)} s.",
+            seconds(wait),
+        )
 
     def describe(self) -> str:
         parts = []
@@ -59,8 +65,11 @@ class UploadLimiter:
 
 
 def is_upload(scope: Scope) -> bool:
-    return (scope.get("type") == "http" and scope.get("method") == "POST"
-            and str(scope.get("path", "")).rstrip("/").endswith(UPLOAD_PATH))
+    return (
+        scope.get("type") == "http"
+        and scope.get("method") == "POST"
+        and str(scope.get("path", "")).rstrip("/").endswith(UPLOAD_PATH)
+    )
 
 
 def content_length(scope: Scope) -> int | None:
@@ -96,8 +105,9 @@ class UploadLimitMiddleware:
         await refuse(receive, send, 429, text, [] if wait is None else [(b"retry-after", str(wait).encode())])
 
 
-async def refuse(receive: Receive, send: Send, status: int, text: str,
-                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def refuse(
+    receive: Receive, send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     """Read and drop the request's body (up to ``DRAIN_MAX``; a client still sending would otherwise see
     the connection reset instead of the answer), then answer ``status`` with ``text``."""
     read = 0
@@ -109,7 +119,15 @@ async def refuse(receive: Receive, send: Send, status: int, text: str,
         if not message.get("more_body", False):
             break
     body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

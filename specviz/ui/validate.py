@@ -3,6 +3,7 @@
 ``check_inputs`` is called both when an input changes (the message appears under the inputs) and
 by Run (which refuses with the same sentences), so the page and the server agree on what is valid.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,7 @@ class Checked:
     top_k: int | None = None
     seed: int | None = None
     prompt_tokens: int | None = None
-    max_new_limit: int | None = None      # context - prompt tokens (capped by the app's limit)
+    max_new_limit: int | None = None  # context - prompt tokens (capped by the app's limit)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -54,9 +55,11 @@ def check_seed(raw: Any) -> tuple[int | None, str | None]:
     where it is a whole number of at most 2^53, which it holds exactly; above that it may already be
     another number than the one meant, so it is refused with a sentence saying to send the digits."""
     if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer() and abs(raw) > EXACT_FLOAT:
-        return None, (f"seed must be a whole number from 0 to {SEED_MAX} (2^63 − 1), sent as an integer or as "
-                      f"text in digits; got the floating-point number {_shown(raw)}, which holds whole numbers "
-                      "exactly only up to 2^53.")
+        return None, (
+            f"seed must be a whole number from 0 to {SEED_MAX} (2^63 − 1), sent as an integer or as "
+            f"text in digits; got the floating-point number {_shown(raw)}, which holds whole numbers "
+            "exactly only up to 2^53."
+        )
     v = whole_number(raw)
     if v is None or not 0 <= v <= SEED_MAX:
         return None, f"seed must be a whole number from 0 to {SEED_MAX} (2^63 − 1); got {_shown(raw)}."
@@ -91,8 +94,15 @@ def max_new_limit(context_length: int | None, prompt_tokens: int | None, cap: in
     return max(0, min(cap, context_length - (prompt_tokens or 0)))
 
 
-def check_inputs(max_new_tokens: Any, top_k: Any, seed: Any, *, cap: int, context_length: int | None = None,
-                 prompt_tokens: int | None = None) -> Checked:
+def check_inputs(
+    max_new_tokens: Any,
+    top_k: Any,
+    seed: Any,
+    *,
+    cap: int,
+    context_length: int | None = None,
+    prompt_tokens: int | None = None,
+) -> Checked:
     """Every sampling input at once; ``prompt_tokens`` and ``context_length`` come from the loaded pair."""
     out = Checked(prompt_tokens=prompt_tokens)
     out.seed, problem = check_seed(seed)
@@ -105,12 +115,16 @@ def check_inputs(max_new_tokens: Any, top_k: Any, seed: Any, *, cap: int, contex
     out.max_new_limit = limit
     n = whole_number(max_new_tokens, text=False)
     if n is None or n < 1:
-        out.problems.append(f"max new tokens must be a whole number of at least 1{_as_text(max_new_tokens)}; "
-                            f"got {_shown(max_new_tokens)}.")
+        out.problems.append(
+            f"max new tokens must be a whole number of at least 1{_as_text(max_new_tokens)}; "
+            f"got {_shown(max_new_tokens)}."
+        )
     elif n > limit:
         if context_length is not None and context_length - (prompt_tokens or 0) <= cap:
-            why = (f"the pair's context is {context_length} tokens and the prompt takes {prompt_tokens}, "
-                   f"so at most {limit} new tokens fit")
+            why = (
+                f"the pair's context is {context_length} tokens and the prompt takes {prompt_tokens}, "
+                f"so at most {limit} new tokens fit"
+            )
         else:
             why = f"this app allows at most {limit}"
         out.problems.append(f"max new tokens is {n}, but {why}.")

@@ -5,6 +5,7 @@ Every Plotly redraw and every large HTML swap costs the browser tens of millisec
 panels are re-sent only when what they show changes (``slot_views``); moving the selected step within
 a text and the step markers of the comparison figures is done in the browser (``STEP_JS``).
 """
+
 from __future__ import annotations
 
 import html
@@ -16,8 +17,16 @@ from specviz.ui.layout import PANELS, View
 from specviz.ui.runner import Session
 
 
-def slot_views(session: Session, step: int, n_slots: int, *, full: bool, force: bool = False,
-               text: bool = True, theory: bool = True) -> View:
+def slot_views(
+    session: Session,
+    step: int,
+    n_slots: int,
+    *,
+    full: bool,
+    force: bool = False,
+    text: bool = True,
+    theory: bool = True,
+) -> View:
     """Per-column panels, sending only what changed on screen unless ``force``.
 
     Each panel is sent as its ``layout.PANELS`` entry says: a column's text only when the text itself
@@ -58,15 +67,26 @@ def slot_views(session: Session, step: int, n_slots: int, *, full: bool, force: 
     return out
 
 
-def full_view(session: Session, n_slots: int, note: str = "", compare: bool = True, force: bool = False,
-              text: bool = True, later: bool = False) -> View:
+def full_view(
+    session: Session,
+    n_slots: int,
+    note: str = "",
+    compare: bool = True,
+    force: bool = False,
+    text: bool = True,
+    later: bool = False,
+) -> View:
     """Every output. ``compare=False`` leaves the comparison table and figures as they are (a live
     run refreshes them less often than the columns); ``later=True`` sends the columns without their
     theory panels and the comparison as being drawn, for ``later_view`` to draw in a second event (a
     long replay: the columns appear first)."""
     step = session.view_step()
-    view: View = {"session": session, "status": render.status_html(session, note),
-                  "slider": slider(session), "step_label": render.step_label(session)}
+    view: View = {
+        "session": session,
+        "status": render.status_html(session, note),
+        "slider": slider(session),
+        "step_label": render.step_label(session),
+    }
     if compare:
         view.update(render.comparison_pending(session) if later else render.comparison(session, step))
     view.update(slot_views(session, step, n_slots, full=True, force=force, text=text, theory=not later))
@@ -89,8 +109,10 @@ def step_view(session: Session, n_slots: int, with_slider: bool = True) -> View:
     """Outputs of a step change: slider (unless ``with_slider=False``), label and the columns. The step
     markers of the comparison figures and the highlighted step in the texts move in the browser
     (``STEP_JS``)."""
-    view: View = {"step_label": render.step_label(session),
-                  **slot_views(session, session.view_step(), n_slots, full=False)}
+    view: View = {
+        "step_label": render.step_label(session),
+        **slot_views(session, session.view_step(), n_slots, full=False),
+    }
     if with_slider:
         view["slider"] = slider(session)
     return view
@@ -98,14 +120,19 @@ def step_view(session: Session, n_slots: int, with_slider: bool = True) -> View:
 
 def message_view(session: Session, note: str) -> View:
     """Only the status line changes (a refused request)."""
-    return {"session": session,
-            "status": render.status_html(Session(), f'<span class="sv-bad">⚠ {html.escape(note)}</span>')}
+    return {
+        "session": session,
+        "status": render.status_html(Session(), f'<span class="sv-bad">⚠ {html.escape(note)}</span>'),
+    }
 
 
 def buttons(running: bool) -> View:
     """Run and Measure are disabled while a run or a measurement goes; Stop only then enabled."""
-    return {"run_btn": gr.Button(interactive=not running), "measure_btn": gr.Button(interactive=not running),
-            "stop_btn": gr.Button(interactive=running)}
+    return {
+        "run_btn": gr.Button(interactive=not running),
+        "measure_btn": gr.Button(interactive=not running),
+        "stop_btn": gr.Button(interactive=running),
+    }
 
 
 def slider(session: Session) -> gr.Slider:

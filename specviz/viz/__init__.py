@@ -3,10 +3,14 @@
 No Gradio here and no model: everything is computed from ``RunTrace`` / ``StepRecord`` data, so the
 same functions draw a live run, a replayed JSON trace or a benchmark result.
 """
-from specviz.viz.compare import (acceptance_histogram_figure, cumulative_figure, time_breakdown_figure,
-                                 tokens_per_step_figure)
-from specviz.viz.controller import (CONTROLLER_VIEWS, controller_figure, controller_kind, register_view,
-                                    thompson_figures)
+
+from specviz.viz.compare import (
+    acceptance_histogram_figure,
+    cumulative_figure,
+    time_breakdown_figure,
+    tokens_per_step_figure,
+)
+from specviz.viz.controller import CONTROLLER_VIEWS, controller_figure, controller_kind, register_view, thompson_figures
 from specviz.viz.distribution import distribution_figure
 from specviz.viz.narrative import informative_step, step_narrative
 from specviz.viz.race import race_figure
@@ -19,12 +23,38 @@ from specviz.viz.tree import tree_figure, tree_layout
 CSS = TOKENS_CSS + TABLE_CSS
 
 __all__ = [
-    "CONTROLLER_VIEWS", "CSS", "STATUS_COLORS", "STATUS_LABELS", "TABLE_CSS", "TOKENS_CSS",
-    "acceptance_histogram_figure", "acceptance_per_position_figure", "algorithm_color", "comparison_rows",
-    "comparison_table_html", "controller_figure", "controller_kind", "cumulative_figure", "distribution_figure",
-    "first_divergence", "greedy_check", "informative_step", "legend_html", "message_figure", "race_figure", "register_view",
-    "step_latency_figure", "step_narrative", "step_tree_figure", "text_upto", "thompson_figures",
-    "time_breakdown_figure", "tokens_html", "tokens_per_step_figure", "tree_figure", "tree_layout",
+    "CONTROLLER_VIEWS",
+    "CSS",
+    "STATUS_COLORS",
+    "STATUS_LABELS",
+    "TABLE_CSS",
+    "TOKENS_CSS",
+    "acceptance_histogram_figure",
+    "acceptance_per_position_figure",
+    "algorithm_color",
+    "comparison_rows",
+    "comparison_table_html",
+    "controller_figure",
+    "controller_kind",
+    "cumulative_figure",
+    "distribution_figure",
+    "first_divergence",
+    "greedy_check",
+    "informative_step",
+    "legend_html",
+    "message_figure",
+    "race_figure",
+    "register_view",
+    "step_latency_figure",
+    "step_narrative",
+    "step_tree_figure",
+    "text_upto",
+    "thompson_figures",
+    "time_breakdown_figure",
+    "tokens_html",
+    "tokens_per_step_figure",
+    "tree_figure",
+    "tree_layout",
 ]
 
 
@@ -34,5 +64,4 @@ def step_tree_figure(trace, step: int, **kwargs):
         return tree_figure(None, **kwargs)
     step = max(0, min(step, len(trace.steps) - 1))
     feature = (trace.drafter or {}).get("kind") == "feature"
-    return tree_figure(trace.steps[step], context=trace.prompt_text + text_upto(trace, step), feature=feature,
-                       **kwargs)
+    return tree_figure(trace.steps[step], context=trace.prompt_text + text_upto(trace, step), feature=feature, **kwargs)

@@ -20,19 +20,29 @@ here layer by layer, from the trace alone:
 ``beam`` (beam sampling / search with the target alone) draws W beams i.i.d. from p_beam, or keeps
 the W best candidates at T = 0: nothing is drafted or tested.
 """
+
 from __future__ import annotations
 
 from specviz.step_state import BeamStepState, BonusLayer, DsbdState, VerifiedLayer
 from specviz.trace import DRAFTED, RunTrace, StepRecord, TreeNode
 from specviz.viz.beams import _beams, _state, beam_rows
-from specviz.viz.registry import register_view
-from specviz.viz.explain import (TESTED, StepIndex, beam_layer_reason, describe_test, escape_ws, is_greedy_step,
-                                 node_decision)
+from specviz.viz.explain import (
+    TESTED,
+    StepIndex,
+    beam_layer_reason,
+    describe_test,
+    escape_ws,
+    is_greedy_step,
+    node_decision,
+)
 from specviz.viz.narrative import _md
+from specviz.viz.registry import register_view
 from specviz.viz.style import fmt_prob
 
-P_BEAM = ("p_beam, the target's joint law over the candidates (beam, next token): T(softmax(logL_beam + "
-          "log p(token | beam))), DSBD Eq 1")
+P_BEAM = (
+    "p_beam, the target's joint law over the candidates (beam, next token): T(softmax(logL_beam + "
+    "log p(token | beam))), DSBD Eq 1"
+)
 Q_BEAM = "q_beam, the draft's joint law over the same (beam, next token) candidates"
 TAIL = 40  # characters of a beam's text quoted in the narrative
 
@@ -61,8 +71,10 @@ def width_sentence(lv: VerifiedLayer, dynamic: bool = True) -> str:
     if not law:
         return f"width W_L = {width}."
     t, floor = lv.threshold, lv.min_width
-    line = (f"P(m = k) for k = 0..{len(law) - 1}, the law of the number m of accepted drafts among the "
-            f"W_S = {ws} (Eqs 2-4, from p_beam and q_beam): {_probs(law)}; P(m ≥ K): {_probs(surv)}. ")
+    line = (
+        f"P(m = k) for k = 0..{len(law) - 1}, the law of the number m of accepted drafts among the "
+        f"W_S = {ws} (Eqs 2-4, from p_beam and q_beam): {_probs(law)}; P(m ≥ K): {_probs(surv)}. "
+    )
     if not dynamic:
         return line + f"Dynamic width off: W_L = W_min = {width} (the law is shown for reference)."
     tilde = lv.unfloored
@@ -82,40 +94,60 @@ def _orphan(n: TreeNode, idx: StepIndex) -> str:
     return ""
 
 
-def _layer_lines(step: StepRecord, idx: StepIndex, lv: BonusLayer | VerifiedLayer, dynamic: bool,
-                 greedy: bool) -> list[str]:
+def _layer_lines(
+    step: StepRecord, idx: StepIndex, lv: BonusLayer | VerifiedLayer, dynamic: bool, greedy: bool
+) -> list[str]:
     depth = lv.layer - 1
     if isinstance(lv, BonusLayer):
-        return [f"**Bonus layer {lv.layer}**: every draft layer passed; {_plural(lv.kept, 'beam')} "
-                f"drawn from {'the target beam search (T = 0)' if greedy else 'p_beam'} after the last layer's "
-                f"accepted drafts: one more token at no extra call."]
+        return [
+            f"**Bonus layer {lv.layer}**: every draft layer passed; {_plural(lv.kept, 'beam')} "
+            f"drawn from {'the target beam search (T = 0)' if greedy else 'p_beam'} after the last layer's "
+            f"accepted drafts: one more token at no extra call."
+        ]
     head = f"**Layer {lv.layer}** ({_plural(lv.parents, 'parent beam')}, {lv.candidates} drafts)"
-    out = [f"{head}: " + ("the target's beam search keeps its W_L best candidates; a draft is accepted iff it is "
-                          f"one of them (W_L = {lv.width})." if greedy else width_sentence(lv, dynamic))]
+    out = [
+        f"{head}: "
+        + (
+            "the target's beam search keeps its W_L best candidates; a draft is accepted iff it is "
+            f"one of them (W_L = {lv.width})."
+            if greedy
+            else width_sentence(lv, dynamic)
+        )
+    ]
     nodes = [n for n in step.forest if n.depth == depth and n.status in DRAFTED]
-    tests = [f"({i}) {_tok(n)} (beam {n.root}, node {n.id}): {describe_test(n, idx)}{_orphan(n, idx)}"
-             for i, n in enumerate((n for n in nodes if n.status in TESTED), 1)]
+    tests = [
+        f"({i}) {_tok(n)} (beam {n.root}, node {n.id}): {describe_test(n, idx)}{_orphan(n, idx)}"
+        for i, n in enumerate((n for n in nodes if n.status in TESTED), 1)
+    ]
     if tests:
         rule = "" if greedy else " (accept when u < a)"
         out.append(f"- Tested in draw order{rule}: " + "; ".join(tests) + ".")
     skipped = [n for n in nodes if n.status == "not_reached"]
     if skipped and lv.passed:
-        out.append(f"- Never tested: {', '.join(_tok(n) for n in skipped)} (W_L = {lv.width} drafts were "
-                   f"already accepted).")
+        out.append(
+            f"- Never tested: {', '.join(_tok(n) for n in skipped)} (W_L = {lv.width} drafts were already accepted)."
+        )
     elif skipped:
         out.append(f"- Never tested: {', '.join(_tok(n) for n in skipped)} (below a rejected draft).")
     acc = lv.accepted
     if lv.passed:
-        out.append(f"- Accepted {acc} of the {lv.width} needed: **passed**; its accepted drafts are the "
-                   f"beams layer {lv.layer + 1} extends.")
+        out.append(
+            f"- Accepted {acc} of the {lv.width} needed: **passed**; its accepted drafts are the "
+            f"beams layer {lv.layer + 1} extends."
+        )
     elif greedy:
-        out.append(f"- Accepted {acc} of the {lv.width} needed: **failed**; the step ends here: its beams are "
-                   f"the target's beam-search choices, drafted or not.")
+        out.append(
+            f"- Accepted {acc} of the {lv.width} needed: **failed**; the step ends here: its beams are "
+            f"the target's beam-search choices, drafted or not."
+        )
     else:
         fill = max(lv.kept - acc - 1, 0)
-        out.append(f"- Accepted {acc} of the {lv.width} needed: **failed**; the step ends here with its "
-                   f"{_plural(acc, 'accepted draft')}, one beam resampled from the layer's final residual"
-                   + (f" and {_plural(fill, 'fresh draw')} from p_beam" if fill else "") + " (DSBD Alg. 1).")
+        out.append(
+            f"- Accepted {acc} of the {lv.width} needed: **failed**; the step ends here with its "
+            f"{_plural(acc, 'accepted draft')}, one beam resampled from the layer's final residual"
+            + (f" and {_plural(fill, 'fresh draw')} from p_beam" if fill else "")
+            + " (DSBD Alg. 1)."
+        )
     return out
 
 
@@ -155,16 +187,29 @@ def _kept_lines(trace: RunTrace, k: int) -> list[str]:
         if node is None or i >= len(rows):
             continue
         r = rows[i]
-        flags = [f for f, on in (("best", r["best"]), ("finished at EOS, set aside", r["finished"]),
-                                 ("not carried on", not r["finished"] and i not in carried)) if on]
-        items.append(f"- beam {i} {_quote(r['text'])}: {kept_reason(step, node)}, extending input beam {node.root} "
-                     f"(log-lik {r['loglik']:.2f})" + (f" · {', '.join(flags)}" if flags else ""))
-    extra = [r for r in rows[len(kept):] if r["finished"]]
+        flags = [
+            f
+            for f, on in (
+                ("best", r["best"]),
+                ("finished at EOS, set aside", r["finished"]),
+                ("not carried on", not r["finished"] and i not in carried),
+            )
+            if on
+        ]
+        items.append(
+            f"- beam {i} {_quote(r['text'])}: {kept_reason(step, node)}, extending input beam {node.root} "
+            f"(log-lik {r['loglik']:.2f})" + (f" · {', '.join(flags)}" if flags else "")
+        )
+    extra = [r for r in rows[len(kept) :] if r["finished"]]
     for r in extra:
-        items.append(f"- beam {r['index']} {_quote(r['text'])}: the best finished beam of an earlier step"
-                     + (" · best" if r["best"] else ""))
-    head = f"**Kept** {_plural(len(kept), 'beam')} (★ in the forest); the best by mean log-probability is " \
-           f"the output if the run ends here:"
+        items.append(
+            f"- beam {r['index']} {_quote(r['text'])}: the best finished beam of an earlier step"
+            + (" · best" if r["best"] else "")
+        )
+    head = (
+        f"**Kept** {_plural(len(kept), 'beam')} (★ in the forest); the best by mean log-probability is "
+        f"the output if the run ends here:"
+    )
     return [head, *items]
 
 
@@ -180,23 +225,29 @@ def beam_narrative(trace: RunTrace, k: int) -> str:
     if not isinstance(st, DsbdState):
         w = len(step.forest)
         if greedy:
-            out.append(f"**Scored** every (beam, next token) candidate of {_plural(n_in, 'input beam')} in one "
-                       f"target call by logL_beam + log p(token | beam) and **kept** the {w} best (beam search).")
+            out.append(
+                f"**Scored** every (beam, next token) candidate of {_plural(n_in, 'input beam')} in one "
+                f"target call by logL_beam + log p(token | beam) and **kept** the {w} best (beam search)."
+            )
         else:
-            out.append(f"**Drew** {w} beams i.i.d. (with replacement) from {P_BEAM}, over "
-                       f"{_plural(n_in, 'input beam')}, in one target call: "
-                       + "; ".join(f"{_tok(n)} after beam {n.root} (p_beam = {fmt_prob(n.p)})" for n in step.forest)
-                       + ". Nothing is drafted or tested.")
+            out.append(
+                f"**Drew** {w} beams i.i.d. (with replacement) from {P_BEAM}, over "
+                f"{_plural(n_in, 'input beam')}, in one target call: "
+                + "; ".join(f"{_tok(n)} after beam {n.root} (p_beam = {fmt_prob(n.p)})" for n in step.forest)
+                + ". Nothing is drafted or tested."
+            )
     else:
         levels = st.levels
         drafted = [n for n in step.forest if n.status in DRAFTED]
         g = len(st.verified)
         calls = f", in {_plural(step.draft_calls, 'draft call')}" if step.draft_calls else ""
         if drafted:
-            out.append(f"**Drafted** a forest from {_plural(n_in, 'input beam')}: {_plural(g, 'layer')} of W_S = "
-                       f"{st.drafts} drafts ({_plural(len(drafted), 'node')}), drawn i.i.d. from "
-                       f"{Q_BEAM}{calls}. "
-                       f"Each layer is tested as a whole against {P_BEAM}.")
+            out.append(
+                f"**Drafted** a forest from {_plural(n_in, 'input beam')}: {_plural(g, 'layer')} of W_S = "
+                f"{st.drafts} drafts ({_plural(len(drafted), 'node')}), drawn i.i.d. from "
+                f"{Q_BEAM}{calls}. "
+                f"Each layer is tested as a whole against {P_BEAM}."
+            )
         else:
             out.append("**Drafted** nothing this step (no room left under max new tokens).")
         idx = StepIndex(step)
@@ -204,12 +255,18 @@ def beam_narrative(trace: RunTrace, k: int) -> str:
             out += ["", *_layer_lines(step, idx, lv, st.dynamic, greedy)]
         unverified = [n for n in drafted if n.depth >= len(levels) or isinstance(levels[n.depth], BonusLayer)]
         if unverified:
-            out += ["", f"{_plural(len(unverified), 'drafted node')} in the layers after the last verified one "
-                        f"{'was' if len(unverified) == 1 else 'were'} never tested."]
+            out += [
+                "",
+                f"{_plural(len(unverified), 'drafted node')} in the layers after the last verified one "
+                f"{'was' if len(unverified) == 1 else 'were'} never tested.",
+            ]
     out += ["", *_kept_lines(trace, k)]
     n = len(step.committed)
-    out += ["", f"**Bought** +{_plural(n, 'token')} (the prefix every beam now agrees on, or the best beam at the "
-                f"end) for {_plural(step.target_calls, 'target call')} and {_plural(step.draft_calls, 'draft call')}."]
+    out += [
+        "",
+        f"**Bought** +{_plural(n, 'token')} (the prefix every beam now agrees on, or the best beam at the "
+        f"end) for {_plural(step.target_calls, 'target call')} and {_plural(step.draft_calls, 'draft call')}.",
+    ]
     return "\n".join(out)
 
 
@@ -222,12 +279,14 @@ def beam_node_story(trace: RunTrace, k: int, node_id: int) -> str:
         return f"**Node {node_id}**: not in step {k + 1}'s forest (select a node of this step)."
     st = _state(step)
     idx = StepIndex(step)
-    out = [f"**Selected: node {node.id}** {_tok(node)}, extending beam {node.root}, layer {node.depth + 1} · "
-           f"{node.status.replace('_', ' ')}",
-           ("- p_beam: none at T = 0" if node.p is None else f"- p_beam = {fmt_prob(node.p)}")
-           + ("" if node.q is None else f", q_beam = {fmt_prob(node.q)}")
-           + (f", p_res = {fmt_prob(node.p_residual)}" if node.p_residual is not None else "")
-           + " (joint laws over the layer's (beam, token) candidates)."]
+    out = [
+        f"**Selected: node {node.id}** {_tok(node)}, extending beam {node.root}, layer {node.depth + 1} · "
+        f"{node.status.replace('_', ' ')}",
+        ("- p_beam: none at T = 0" if node.p is None else f"- p_beam = {fmt_prob(node.p)}")
+        + ("" if node.q is None else f", q_beam = {fmt_prob(node.q)}")
+        + (f", p_res = {fmt_prob(node.p_residual)}" if node.p_residual is not None else "")
+        + " (joint laws over the layer's (beam, token) candidates).",
+    ]
     levels = st.levels if isinstance(st, DsbdState) else ()
     lv = levels[node.depth] if node.depth < len(levels) else None
     if node.status == "not_reached":

@@ -24,6 +24,7 @@ for those types (``viz.controller.register_view``): the forest as the ``"tree"``
 table as ``"beams"``, the widths as ``dsbd``'s controller view; a ``beam`` column shows no controller
 plot (its width is the same every step).
 """
+
 from __future__ import annotations
 
 import html
@@ -34,10 +35,26 @@ import plotly.graph_objects as go
 
 from specviz.step_state import BeamList, BeamSearchState, BeamStepState, DsbdState
 from specviz.trace import RunTrace, StepRecord, TreeNode
-from specviz.viz.registry import hide_panel, register_view
 from specviz.viz.explain import TESTED, StepIndex, describe_test, node_decision
-from specviz.viz.style import (CURRENT_COLOR, EDGE_COLOR, MONO, STATUS_COLORS, STATUS_LABELS, axis, base_layout,
-                               figure, fmt, html_escape, message_figure, series_color, title_lines, titled, visible_text, wrap_html)
+from specviz.viz.registry import hide_panel, register_view
+from specviz.viz.style import (
+    CURRENT_COLOR,
+    EDGE_COLOR,
+    MONO,
+    STATUS_COLORS,
+    STATUS_LABELS,
+    axis,
+    base_layout,
+    figure,
+    fmt,
+    html_escape,
+    message_figure,
+    series_color,
+    title_lines,
+    titled,
+    visible_text,
+    wrap_html,
+)
 
 # the widths heat map writes each cell's width in it up to this many steps (at phone width a cell is
 # then about 10 px wide); beyond, the hover says it
@@ -63,6 +80,7 @@ def is_beam_trace(trace: RunTrace | None) -> bool:
 
 # ---- beams and their texts -------------------------------------------------------------------
 
+
 def beam_rows(trace: RunTrace, step: int) -> list[dict[str, Any]]:
     """The beams after step ``step``: ``text`` and ``tokens`` (generated so far), ``loglik``, ``mean_logprob`` (per
     token of that beam: a beam that finished early at EOS is shorter), ``best``, ``carried`` and
@@ -79,10 +97,21 @@ def beam_rows(trace: RunTrace, step: int) -> list[dict[str, Any]]:
         texts = [(texts[b.parent] if k else "") + b.text for b, k in zip(beams, known)]
         toks = [(toks[b.parent] if k else []) + list(b.tokens) for b, k in zip(beams, known)]
         carried = set(st.carried)
-        rows = [{"index": i, "parent": b.parent, "text": t, "tokens": ids, "new": b.text,
-                 "loglik": b.loglik, "mean_logprob": b.loglik / max(b.length, 1),
-                 "best": i == st.best, "carried": i in carried, "finished": b.finished}
-                for i, (b, t, ids) in enumerate(zip(beams, texts, toks))]
+        rows = [
+            {
+                "index": i,
+                "parent": b.parent,
+                "text": t,
+                "tokens": ids,
+                "new": b.text,
+                "loglik": b.loglik,
+                "mean_logprob": b.loglik / max(b.length, 1),
+                "best": i == st.best,
+                "carried": i in carried,
+                "finished": b.finished,
+            }
+            for i, (b, t, ids) in enumerate(zip(beams, texts, toks))
+        ]
     return rows
 
 
@@ -94,18 +123,21 @@ def beams_html(trace: RunTrace | None, step: int) -> str:
     body = []
     for r in sorted(beam_rows(trace, step), key=lambda r: -r["loglik"]):
         old = html.escape(r["text"][: len(r["text"]) - len(r["new"])])
-        flags = " ".join(f for f, on in (("best", r["best"]), ("carried", r["carried"]), ("finished (EOS)", r["finished"]))
-                         if on)
+        flags = " ".join(
+            f for f, on in (("best", r["best"]), ("carried", r["carried"]), ("finished (EOS)", r["finished"])) if on
+        )
         body.append(
             f"<tr><td><span style='display:inline-block;width:10px;height:10px;border-radius:5px;"
             f"background:{series_color(r['index'] + 1)}'></span> {r['index']}</td>"
             f"<td style='font-family:{MONO};white-space:pre-wrap'>{old}<b>{html.escape(r['new'])}</b></td>"
-            f"<td>{fmt(r['loglik'])}</td><td>{fmt(r['mean_logprob'])}</td><td>{flags}</td></tr>")
+            f"<td>{fmt(r['loglik'])}</td><td>{fmt(r['mean_logprob'])}</td><td>{flags}</td></tr>"
+        )
     head = "<tr><th>beam</th><th>text</th><th>log-lik</th><th>mean log p</th><th></th></tr>"
     return f"<table class='beams'>{head}{''.join(body)}</table>"
 
 
 # ---- the forest ---------------------------------------------------------------------------------
+
 
 def forest_layout(forest: list[TreeNode], n_beams: int) -> tuple[dict[int, tuple[float, float]], list[float]]:
     """Positions of the forest's nodes (x = depth + 1, leaves on consecutive rows, a parent midway
@@ -145,8 +177,13 @@ def _said(n: TreeNode, idx: StepIndex | None) -> str:
     """The node's test, or what it was drawn from, in its step's rule's words (``core.rule_words``)."""
     if idx is None:
         return ""
-    line = describe_test(n, idx) if n.status in TESTED else \
-        node_decision(n, idx) if n.status in ("resampled", "bonus") else ""
+    line = (
+        describe_test(n, idx)
+        if n.status in TESTED
+        else node_decision(n, idx)
+        if n.status in ("resampled", "bonus")
+        else ""
+    )
     return "<br>" + wrap_html(line, 64) if line else ""
 
 
@@ -169,47 +206,103 @@ def forest_figure(step: StepRecord | None, beam_texts: list[str] | None = None, 
         a = pos[n.parent] if n.parent in byid else (0.0, beam_y[n.root])
         ex += [a[0], pos[n.id][0], None]
         ey += [a[1], pos[n.id][1], None]
-    data.append({"type": "scatter", "mode": "lines", "x": ex, "y": ey, "hoverinfo": "skip", "showlegend": False,
-                 "line": {"color": EDGE_COLOR, "width": 1.2}})
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": ex,
+            "y": ey,
+            "hoverinfo": "skip",
+            "showlegend": False,
+            "line": {"color": EDGE_COLOR, "width": 1.2},
+        }
+    )
     for b, y in enumerate(beam_y):
         text = beam_texts[b] if beam_texts and b < len(beam_texts) else ""
         # named beside its square (and coloured as in the beams table): no legend entry, so the legend
         # keeps one row however many beams there are
-        data.append({"type": "scatter", "mode": "markers+text", "x": [0.0], "y": [y], "name": f"beam {b}",
-                     "showlegend": False, "meta": "beam", "text": [f"beam {b}"], "textposition": "middle left",
-                     "cliponaxis": False,  # the label may reach into the left margin in a narrow column
-                     "hovertext": [html_escape(visible_text(text[-60:], 60)) or f"beam {b}"], "hoverinfo": "text",
-                     "marker": {"size": 14, "symbol": "square", "color": series_color(b + 1)}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "x": [0.0],
+                "y": [y],
+                "name": f"beam {b}",
+                "showlegend": False,
+                "meta": "beam",
+                "text": [f"beam {b}"],
+                "textposition": "middle left",
+                "cliponaxis": False,  # the label may reach into the left margin in a narrow column
+                "hovertext": [html_escape(visible_text(text[-60:], 60)) or f"beam {b}"],
+                "hoverinfo": "text",
+                "marker": {"size": 14, "symbol": "square", "color": series_color(b + 1)},
+            }
+        )
     for b, status in sorted({(n.root, n.status) for n in step.forest}):
         # one trace per beam and status: ``meta`` the status and ``customdata`` the node ids, the tree
         # view's contract, so a click on a node opens its view (``ui.style.PAGE_JS``)
         nodes = [n for n in step.forest if n.root == b and n.status == status]
-        data.append({
-            "type": "scatter", "mode": "markers+text", "showlegend": False, "name": f"beam {b}",
-            "meta": status, "customdata": [n.id for n in nodes],
-            "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
-            "text": [html_escape(visible_text(n.token_text, 8)) for n in nodes], "textposition": "top center",
-            "textfont": {"family": MONO, "size": 10},
-            "hovertext": [f"node {n.id} · beam {b}{' · ★ kept' if n.id in kept else ''}<br>{html_escape(repr(n.token_text))}"
-                          f"<br>status {n.status}"
-                          f"<br>q {fmt(n.q)} · p {fmt(n.p)} · accept {fmt(n.accept_prob)}{_said(n, idx)}"
-                          for n in nodes],
-            "hoverinfo": "text",
-            # a kept node is drawn as a star, in its place: no mark of its own beside it, which would fall on
-            # the edges to its children or its neighbours' labels at some widths
-            "marker": {"size": [KEPT_SIZE if n.id in kept else NODE_SIZE for n in nodes],
-                       "symbol": ["star" if n.id in kept else "circle" for n in nodes], "color": series_color(b + 1),
-                       "line": {"width": 3, "color": [STATUS_COLORS.get(n.status, "#9ca3af") for n in nodes]}}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "showlegend": False,
+                "name": f"beam {b}",
+                "meta": status,
+                "customdata": [n.id for n in nodes],
+                "x": [pos[n.id][0] for n in nodes],
+                "y": [pos[n.id][1] for n in nodes],
+                "text": [html_escape(visible_text(n.token_text, 8)) for n in nodes],
+                "textposition": "top center",
+                "textfont": {"family": MONO, "size": 10},
+                "hovertext": [
+                    f"node {n.id} · beam {b}{' · ★ kept' if n.id in kept else ''}<br>{html_escape(repr(n.token_text))}"
+                    f"<br>status {n.status}"
+                    f"<br>q {fmt(n.q)} · p {fmt(n.p)} · accept {fmt(n.accept_prob)}{_said(n, idx)}"
+                    for n in nodes
+                ],
+                "hoverinfo": "text",
+                # a kept node is drawn as a star, in its place: no mark of its own beside it, which would fall on
+                # the edges to its children or its neighbours' labels at some widths
+                "marker": {
+                    "size": [KEPT_SIZE if n.id in kept else NODE_SIZE for n in nodes],
+                    "symbol": ["star" if n.id in kept else "circle" for n in nodes],
+                    "color": series_color(b + 1),
+                    "line": {"width": 3, "color": [STATUS_COLORS.get(n.status, "#9ca3af") for n in nodes]},
+                },
+            }
+        )
     if any(n.id in kept for n in step.forest):  # the legend's entry only: the stars are the nodes themselves
-        data.append({"type": "scatter", "mode": "markers", "name": "kept beams", "x": [None], "y": [None],
-                     "hoverinfo": "skip", "marker": {"symbol": "star", "size": KEPT_SIZE, "color": "#6b7280"}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "kept beams",
+                "x": [None],
+                "y": [None],
+                "hoverinfo": "skip",
+                "marker": {"symbol": "star", "size": KEPT_SIZE, "color": "#6b7280"},
+            }
+        )
     counts = Counter(n.status for n in step.forest)
     for status, label in STATUS_LABELS.items():  # what a node's outline says (its fill is its beam's colour)
         if counts[status]:
-            data.append({"type": "scatter", "mode": "markers", "name": f"{label} ({counts[status]})", "x": [None],
-                         "y": [None], "hoverinfo": "skip",
-                         "marker": {"symbol": "circle", "size": NODE_SIZE, "color": "white",
-                                    "line": {"width": 3, "color": STATUS_COLORS[status]}}})
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": f"{label} ({counts[status]})",
+                    "x": [None],
+                    "y": [None],
+                    "hoverinfo": "skip",
+                    "marker": {
+                        "symbol": "circle",
+                        "size": NODE_SIZE,
+                        "color": "white",
+                        "line": {"width": 3, "color": STATUS_COLORS[status]},
+                    },
+                }
+            )
     rows = len({y for _, y in pos.values()}) + len(beam_y)
     title = f"Beam forest · step {step.index + 1}"
     layout = base_layout(title)
@@ -235,6 +328,7 @@ def step_forest_figure(trace: RunTrace, step: int, height: int | None = None) ->
 
 # ---- widths -------------------------------------------------------------------------------------
 
+
 def width_matrix(trace: RunTrace) -> list[list[float | None]]:
     """``[layer][step]`` kept width W_L (``None`` where the step ended earlier); beam steps: 1 layer."""
     cols = []
@@ -257,10 +351,20 @@ def width_figure(trace: RunTrace | None, step: int, height: int = 246) -> go.Fig
     step = max(0, min(step, len(trace.steps) - 1))
     z = width_matrix(trace)
     steps = list(range(1, len(trace.steps) + 1))
-    data: list[dict[str, Any]] = [{
-        "type": "heatmap", "z": z, "x": steps, "y": [f"L{i + 1}" for i in range(len(z))], "colorscale": "Blues", "reversescale": True,
-        "showscale": False, "hovertemplate": "step %{x} · layer %{y}<br>kept width %{z}<extra></extra>",
-        "name": "kept width", "showlegend": False}]
+    data: list[dict[str, Any]] = [
+        {
+            "type": "heatmap",
+            "z": z,
+            "x": steps,
+            "y": [f"L{i + 1}" for i in range(len(z))],
+            "colorscale": "Blues",
+            "reversescale": True,
+            "showscale": False,
+            "hovertemplate": "step %{x} · layer %{y}<br>kept width %{z}<extra></extra>",
+            "name": "kept width",
+            "showlegend": False,
+        }
+    ]
     if len(steps) <= CELL_TEXT_STEPS:  # more cells than that: too narrow for their numbers in a narrow column
         data[0].update(texttemplate="%{z}", textfont={"size": 10})
     st = _state(trace.steps[step])
@@ -270,12 +374,31 @@ def width_figure(trace: RunTrace | None, step: int, height: int = 246) -> go.Fig
     for i, lv in enumerate(levels):
         color = series_color(i + 1)
         ks = list(range(len(lv.p_accept)))
-        data.append({"type": "bar", "x": ks, "y": list(lv.p_accept), "name": f"L{lv.layer} P(m = k)",
-                     "xaxis": "x2", "yaxis": "y2", "marker": {"color": color, "opacity": 0.55}})
-        data.append({"type": "scatter", "mode": "lines+markers", "x": ks, "y": list(lv.survival),
-                     "name": f"L{lv.layer} P(m ≥ K)", "xaxis": "x2", "yaxis": "y2",
-                     "hovertemplate": f"P(m ≥ %{{x}}) = %{{y:.3f}}<extra>L{lv.layer}: W_L = {lv.width}</extra>",
-                     "line": {"color": color, "shape": "hv", "width": 1.5}, "marker": {"size": 6}})
+        data.append(
+            {
+                "type": "bar",
+                "x": ks,
+                "y": list(lv.p_accept),
+                "name": f"L{lv.layer} P(m = k)",
+                "xaxis": "x2",
+                "yaxis": "y2",
+                "marker": {"color": color, "opacity": 0.55},
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": ks,
+                "y": list(lv.survival),
+                "name": f"L{lv.layer} P(m ≥ K)",
+                "xaxis": "x2",
+                "yaxis": "y2",
+                "hovertemplate": f"P(m ≥ %{{x}}) = %{{y:.3f}}<extra>L{lv.layer}: W_L = {lv.width}</extra>",
+                "line": {"color": color, "shape": "hv", "width": 1.5},
+                "marker": {"size": 6},
+            }
+        )
         threshold = lv.threshold
     title = f"Beam widths · step {step + 1}"
     layout = base_layout(title, barmode="group")
@@ -286,17 +409,50 @@ def width_figure(trace: RunTrace | None, step: int, height: int = 246) -> go.Fig
     if levels:
         layout["xaxis2"] = axis("k accepted drafts (K)", domain=[0.64, 1], anchor="y2", dtick=1)
         layout["yaxis2"] = axis("probability", anchor="x2", range=[0, 1.05])
-    shapes = [{"type": "line", "x0": step + 0.5, "x1": step + 1.5, "y0": 0, "y1": 0, "xref": "x",
-               "yref": "paper", "line": {"color": CURRENT_COLOR, "width": 3}}]
+    shapes = [
+        {
+            "type": "line",
+            "x0": step + 0.5,
+            "x1": step + 1.5,
+            "y0": 0,
+            "y1": 0,
+            "xref": "x",
+            "yref": "paper",
+            "line": {"color": CURRENT_COLOR, "width": 3},
+        }
+    ]
     if threshold is not None:  # the threshold's value labels its own line, at its right end
-        shapes.append({"type": "line", "x0": 0, "x1": 1, "xref": "x2 domain", "y0": threshold, "y1": threshold,
-                       "yref": "y2", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dash"},
-                       "label": {"text": f"t = {threshold:g}", "textposition": "end", "xanchor": "right",
-                                 "yanchor": "bottom", "font": {"size": 10, "color": CURRENT_COLOR}}})
+        shapes.append(
+            {
+                "type": "line",
+                "x0": 0,
+                "x1": 1,
+                "xref": "x2 domain",
+                "y0": threshold,
+                "y1": threshold,
+                "yref": "y2",
+                "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dash"},
+                "label": {
+                    "text": f"t = {threshold:g}",
+                    "textposition": "end",
+                    "xanchor": "right",
+                    "yanchor": "bottom",
+                    "font": {"size": 10, "color": CURRENT_COLOR},
+                },
+            }
+        )
     elif not levels:  # no axes on the right, the note on three short lines (under 100 px wide at phone width)
-        layout["annotations"] = [{"text": "no verified<br>draft layer<br>at this step", "x": 0.81, "y": 0.5,
-                                  "xref": "paper", "yref": "paper", "showarrow": False,
-                                  "font": {"size": 12, "color": "#6b7280"}}]
+        layout["annotations"] = [
+            {
+                "text": "no verified<br>draft layer<br>at this step",
+                "x": 0.81,
+                "y": 0.5,
+                "xref": "paper",
+                "yref": "paper",
+                "showarrow": False,
+                "font": {"size": 12, "color": "#6b7280"},
+            }
+        ]
     layout["shapes"] = shapes
     titled(layout, title_lines(title, [f"L{lv.layer}: W_L = {lv.width}" for lv in levels]), data, height)
     return figure(data, layout)

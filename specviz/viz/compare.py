@@ -5,6 +5,7 @@ the same in every figure, column header and replay; a second run of the same alg
 by a dashed line / hatched bars. ``current_step`` (0-based) marks the selected step in the time series.
 All counts come from ``specviz.metrics``; nothing here recomputes an algorithm.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -13,8 +14,16 @@ import plotly.graph_objects as go
 
 from specviz import metrics
 from specviz.trace import RunTrace
-from specviz.viz.style import (CURRENT_COLOR, algorithm_color, axis, base_layout, figure, message_figure, title_lines,
-                               titled)
+from specviz.viz.style import (
+    CURRENT_COLOR,
+    algorithm_color,
+    axis,
+    base_layout,
+    figure,
+    message_figure,
+    title_lines,
+    titled,
+)
 
 Runs = Sequence[tuple[str, RunTrace]]
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
@@ -35,8 +44,15 @@ def run_styles(runs: Runs) -> list[tuple[str, int]]:
 
 
 def _marker_shape(x: float) -> dict[str, Any]:
-    return {"type": "line", "x0": x, "x1": x, "y0": 0, "y1": 1, "yref": "paper",
-            "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}
+    return {
+        "type": "line",
+        "x0": x,
+        "x1": x,
+        "y0": 0,
+        "y1": 1,
+        "yref": "paper",
+        "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"},
+    }
 
 
 # The top margin these figures had with a title and one legend row: their plots keep the height under it.
@@ -58,11 +74,20 @@ def tokens_per_step_figure(runs: Runs, current_step: int | None = None, height: 
     for (label, trace), (color, rep) in zip(runs, run_styles(runs)):
         ys = metrics.tokens_per_step(trace)
         acc = metrics.accepted_per_step(trace)
-        data.append({"type": "scatter", "mode": "lines+markers" if len(ys) <= 80 else "lines",
-                     "name": label, "x": list(range(1, len(ys) + 1)), "y": ys, "customdata": acc,
-                     "line": {"color": color, "width": 2, "shape": "hvh", "dash": DASHES[rep % len(DASHES)]},
-                     "marker": {"size": 5, "color": color}, "opacity": 0.9,
-                     "hovertemplate": f"<b>{label}</b><br>step %{{x}}<br>+%{{y}} tokens (%{{customdata}} accepted drafts)<extra></extra>"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers" if len(ys) <= 80 else "lines",
+                "name": label,
+                "x": list(range(1, len(ys) + 1)),
+                "y": ys,
+                "customdata": acc,
+                "line": {"color": color, "width": 2, "shape": "hvh", "dash": DASHES[rep % len(DASHES)]},
+                "marker": {"size": 5, "color": color},
+                "opacity": 0.9,
+                "hovertemplate": f"<b>{label}</b><br>step %{{x}}<br>+%{{y}} tokens (%{{customdata}} accepted drafts)<extra></extra>",
+            }
+        )
     layout = base_layout("Tokens per step", height=height)
     n_max = max(len(t.steps) for _, t in runs)
     layout["xaxis"] = axis("step (target call)", rangemode="tozero", **_int_ticks(n_max))
@@ -83,17 +108,42 @@ def cumulative_figure(runs: Runs, current_step: int | None = None, height: int =
         ys = metrics.cumulative_tokens(trace)
         calls = metrics.cumulative_target_calls(trace)
         xmax = max(xmax, calls[-1] if calls else 0)
-        data.append({"type": "scatter", "mode": "lines", "name": label, "x": [0, *calls], "y": [0, *ys],
-                     "line": {"color": color, "width": 2.2, "dash": DASHES[rep % len(DASHES)]},
-                     "hovertemplate": f"<b>{label}</b><br>%{{x}} target calls → %{{y}} tokens<extra></extra>"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": label,
+                "x": [0, *calls],
+                "y": [0, *ys],
+                "line": {"color": color, "width": 2.2, "dash": DASHES[rep % len(DASHES)]},
+                "hovertemplate": f"<b>{label}</b><br>%{{x}} target calls → %{{y}} tokens<extra></extra>",
+            }
+        )
         if current_step is not None and trace.steps:
             k = min(current_step, len(trace.steps) - 1)
-            data.append({"type": "scatter", "mode": "markers", "x": [calls[k]], "y": [ys[k]], "showlegend": False,
-                         "marker": {"size": 10, "color": color, "line": {"color": CURRENT_COLOR, "width": 2}},
-                         "hovertemplate": f"<b>{label}</b> at step {k + 1}: %{{y}} tokens<extra></extra>",
-                         "meta": "current"})
-    data.append({"type": "scatter", "mode": "lines", "x": [0, xmax], "y": [0, xmax], "name": "1 token / call",
-                 "line": {"color": "#d1d5db", "width": 1, "dash": "dash"}, "hoverinfo": "skip"})
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "x": [calls[k]],
+                    "y": [ys[k]],
+                    "showlegend": False,
+                    "marker": {"size": 10, "color": color, "line": {"color": CURRENT_COLOR, "width": 2}},
+                    "hovertemplate": f"<b>{label}</b> at step {k + 1}: %{{y}} tokens<extra></extra>",
+                    "meta": "current",
+                }
+            )
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": [0, xmax],
+            "y": [0, xmax],
+            "name": "1 token / call",
+            "line": {"color": "#d1d5db", "width": 1, "dash": "dash"},
+            "hoverinfo": "skip",
+        }
+    )
     layout = base_layout("Cumulative tokens vs target calls", height=height)
     layout["xaxis"] = axis("target calls", rangemode="tozero", **_int_ticks(xmax))
     layout["yaxis"] = axis("tokens generated", rangemode="tozero")
@@ -112,10 +162,17 @@ def acceptance_histogram_figure(runs: Runs, height: int = 300) -> go.Figure:
         hist = metrics.acceptance_histogram(trace)
         n = sum(hist.values()) or 1
         xs = sorted(hist)
-        data.append({"type": "bar", "name": label, "x": xs, "y": [hist[j] / n for j in xs],
-                     "customdata": [hist[j] for j in xs],
-                     "marker": {"color": color, "pattern": {"shape": PATTERNS[rep % len(PATTERNS)]}},
-                     "hovertemplate": f"<b>{label}</b><br>%{{x}} accepted: %{{customdata}} steps (%{{y:.0%}})<extra></extra>"})
+        data.append(
+            {
+                "type": "bar",
+                "name": label,
+                "x": xs,
+                "y": [hist[j] / n for j in xs],
+                "customdata": [hist[j] for j in xs],
+                "marker": {"color": color, "pattern": {"shape": PATTERNS[rep % len(PATTERNS)]}},
+                "hovertemplate": f"<b>{label}</b><br>%{{x}} accepted: %{{customdata}} steps (%{{y:.0%}})<extra></extra>",
+            }
+        )
     layout = base_layout("Acceptance-length histogram", height=height, barmode="group", bargap=0.25)
     layout["xaxis"] = axis("draft tokens accepted in a step", dtick=1)
     layout["yaxis"] = axis("share of steps", tickformat=".0%", rangemode="tozero")
@@ -145,13 +202,26 @@ def time_breakdown_figure(runs: Runs, height: int = 300) -> go.Figure:
         parts["other"].append(max(total - draft - verify, 0.0) / n)
     colors = {"draft": "#93c5fd", "verify": "#1e3a8a", "other": "#d1d5db"}
     names = {"draft": "draft model", "verify": "target verify", "other": "bookkeeping"}
-    data = [{"type": "bar", "orientation": "h", "name": names[k], "y": labels, "x": v,
-             "marker": {"color": colors[k]},
-             "hovertemplate": f"%{{y}}: %{{x:.2f}} ms/token ({names[k]})<extra></extra>"} for k, v in parts.items()]
+    data = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": names[k],
+            "y": labels,
+            "x": v,
+            "marker": {"color": colors[k]},
+            "hovertemplate": f"%{{y}}: %{{x:.2f}} ms/token ({names[k]})<extra></extra>",
+        }
+        for k, v in parts.items()
+    ]
     layout = base_layout("Wall time per generated token", barmode="stack")
     layout["xaxis"] = axis("ms per token", rangemode="tozero")
     layout["yaxis"] = axis(None, autorange="reversed")
     layout["margin"] = {"l": 110, "r": 16, "t": TOP, "b": 40}
-    titled(layout, title_lines("Wall time per generated token", ["lower is faster"]), data,
-           max(height, 80 + 36 * len(rows)) - TOP)
+    titled(
+        layout,
+        title_lines("Wall time per generated token", ["lower is faster"]),
+        data,
+        max(height, 80 + 36 * len(rows)) - TOP,
+    )
     return figure(data, layout)

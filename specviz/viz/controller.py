@@ -8,6 +8,7 @@ this specviz does not know (``UnknownState``, with a note), shows its state with
 reads typed fields (checked once, when the trace was read), so it needs no type checks. The modules
 below import the other views so that every one is registered once this module is.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,17 +16,46 @@ from typing import Any, Callable
 
 import plotly.graph_objects as go
 
-from specviz.step_state import (BetaTSState, CaliTSState, ControllerState, FixedState, LengthState, SequoiaState,
-                                ThompsonState, UnknownState)
+from specviz.step_state import (
+    BetaTSState,
+    CaliTSState,
+    ControllerState,
+    FixedState,
+    LengthState,
+    SequoiaState,
+    ThompsonState,
+    UnknownState,
+)
 from specviz.trace import RunTrace
 from specviz.viz import beam_story, beams, theory  # noqa: F401 - they register their views
 from specviz.viz.registry import ABSENT, VIEWS, controller_kind, register_view, state_type, view_for
-from specviz.viz.style import (CURRENT_COLOR, MESSAGE_CHARS, STATUS_COLORS, axis, base_layout, figure,
-                               message_figure, series_color, title_lines, titled, wrap_html)
+from specviz.viz.style import (
+    CURRENT_COLOR,
+    MESSAGE_CHARS,
+    STATUS_COLORS,
+    axis,
+    base_layout,
+    figure,
+    message_figure,
+    series_color,
+    title_lines,
+    titled,
+    wrap_html,
+)
 
 CONTROLLER_VIEWS = VIEWS  # the registry (``viz.registry``), under its old name
-__all__ = ["CONTROLLER_VIEWS", "column_figure", "controller_figure", "controller_kind", "draft_lengths_figure",
-           "generic_view", "parameters_figure", "posterior_figure", "register_view", "thompson_figures"]
+__all__ = [
+    "CONTROLLER_VIEWS",
+    "column_figure",
+    "controller_figure",
+    "controller_kind",
+    "draft_lengths_figure",
+    "generic_view",
+    "parameters_figure",
+    "posterior_figure",
+    "register_view",
+    "thompson_figures",
+]
 
 
 def controller_figure(trace: RunTrace | None, step: int, height: int = 280) -> go.Figure | None:
@@ -71,7 +101,7 @@ def tick_step(n: int, most: int) -> int:
     step of 1 Sequoia's 32 ranks ran into one another)."""
     step = 1
     while -(-n // step) > most:
-        step = next(s * 10 ** e for e in range(12) for s in (1, 2, 5) if s * 10 ** e > step)
+        step = next(s * 10**e for e in range(12) for s in (1, 2, 5) if s * 10**e > step)
     return step
 
 
@@ -97,12 +127,29 @@ def generic_view(trace: RunTrace, step: int) -> go.Figure:
     data: list[dict[str, Any]] = []
     xs = list(range(1, len(states) + 1))
     for i, k in enumerate(scalars):
-        data.append({"type": "scatter", "mode": "lines+markers", "name": k, "x": xs,
-                     "y": [(st or {}).get(k) if _is_num((st or {}).get(k)) else None for st in states],
-                     "line": {"color": series_color(i + 1), "width": 2}, "marker": {"size": 4}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": k,
+                "x": xs,
+                "y": [(st or {}).get(k) if _is_num((st or {}).get(k)) else None for st in states],
+                "line": {"color": series_color(i + 1), "width": 2},
+                "marker": {"size": 4},
+            }
+        )
     for i, k in enumerate(lists):
-        data.append({"type": "bar", "name": f"{k} (step {step + 1})", "x": list(range(len(cur[k]))), "y": cur[k],
-                     "xaxis": "x2", "yaxis": "y2", "marker": {"color": series_color(i + 4)}})
+        data.append(
+            {
+                "type": "bar",
+                "name": f"{k} (step {step + 1})",
+                "x": list(range(len(cur[k]))),
+                "y": cur[k],
+                "xaxis": "x2",
+                "yaxis": "y2",
+                "marker": {"color": series_color(i + 4)},
+            }
+        )
     kind = cur.get("kind", controller_kind(trace))
     state = trace.steps[step].controller
     note = [state.note] if isinstance(state, UnknownState) and state.note else []
@@ -116,8 +163,18 @@ def generic_view(trace: RunTrace, step: int) -> go.Figure:
         layout["xaxis"] = axis("step")
         layout["yaxis"] = axis(None)
     layout["xaxis"]["title"] = {"text": "step", "font": {"size": 11}}
-    layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "paper",
-                         "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
+    layout["shapes"] = [
+        {
+            "type": "line",
+            "x0": step + 1,
+            "x1": step + 1,
+            "y0": 0,
+            "y1": 1,
+            "yref": "paper",
+            "xref": "x",
+            "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"},
+        }
+    ]
     titled(layout, title_lines(f"Controller state: {kind}", note), data, 210)
     return figure(data, layout)
 
@@ -134,8 +191,9 @@ def _state_message(state: dict[str, Any], kind: Any, note: list[str] = (), limit
     fig = message_figure(lines, height=max(240, 100 + 18 * rows), title=f"Controller: {kind}")
     if said:  # why the state is drawn this way, under it
         fig.layout.annotations[0].y = 0.6
-        fig.add_annotation(text=said, x=0.5, y=0.15, xref="paper", yref="paper", showarrow=False,
-                           font={"size": 12, "color": "#6b7280"})
+        fig.add_annotation(
+            text=said, x=0.5, y=0.15, xref="paper", yref="paper", showarrow=False, font={"size": 12, "color": "#6b7280"}
+        )
     return fig
 
 
@@ -169,8 +227,9 @@ def _density(st: ControllerState | None) -> tuple[Callable[[float], float], str,
 GRID = [i / 200 for i in range(1, 200)]
 
 
-def _posterior_traces(states: list[ControllerState | None], step: int, history: int,
-                      axes: dict[str, str]) -> list[dict[str, Any]] | None:
+def _posterior_traces(
+    states: list[ControllerState | None], step: int, history: int, axes: dict[str, str]
+) -> list[dict[str, Any]] | None:
     """The selected round's density (filled), the ``history`` rounds before it faded behind it (older
     fainter), and every theta sampled in the round (continue ▲ / stop ✕)."""
     st = states[step]
@@ -185,26 +244,54 @@ def _posterior_traces(states: list[ControllerState | None], step: int, history: 
         if d is None:
             continue
         alpha = 0.12 + 0.4 * (n + 1) / len(earlier)
-        data.append({"type": "scatter", "mode": "lines", "x": GRID, "y": [d[0](x) for x in GRID], **axes,
-                     "name": "past rounds", "legendgroup": "earlier", "showlegend": n == len(earlier) - 1,
-                     "line": {"color": f"rgba(107,114,128,{alpha:.2f})", "width": 1.2},
-                     "hovertemplate": f"round {i + 1}: {d[1]}<extra></extra>"})
-    data.append({"type": "scatter", "mode": "lines", "x": GRID, "y": [dens(x) for x in GRID], **axes,
-                 "name": f"round {step + 1}", "line": {"color": "#2563eb", "width": 2.5}, "fill": "tozeroy",
-                 "fillcolor": "rgba(37,99,235,0.10)",
-                 "hovertemplate": "θ=%{x:.2f} density %{y:.2f}<extra>" + label + "</extra>"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": GRID,
+                "y": [d[0](x) for x in GRID],
+                **axes,
+                "name": "past rounds",
+                "legendgroup": "earlier",
+                "showlegend": n == len(earlier) - 1,
+                "line": {"color": f"rgba(107,114,128,{alpha:.2f})", "width": 1.2},
+                "hovertemplate": f"round {i + 1}: {d[1]}<extra></extra>",
+            }
+        )
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": GRID,
+            "y": [dens(x) for x in GRID],
+            **axes,
+            "name": f"round {step + 1}",
+            "line": {"color": "#2563eb", "width": 2.5},
+            "fill": "tozeroy",
+            "fillcolor": "rgba(37,99,235,0.10)",
+            "hovertemplate": "θ=%{x:.2f} density %{y:.2f}<extra>" + label + "</extra>",
+        }
+    )
     draws = st.draws
-    for group, name, sym, color in (([d for d in draws if d.go_on], "θ → continue", "triangle-up",
-                                     STATUS_COLORS["accepted"]),
-                                    ([d for d in draws if not d.go_on], "θ → stop", "x", STATUS_COLORS["rejected"])):
+    for group, name, sym, color in (
+        ([d for d in draws if d.go_on], "θ → continue", "triangle-up", STATUS_COLORS["accepted"]),
+        ([d for d in draws if not d.go_on], "θ → stop", "x", STATUS_COLORS["rejected"]),
+    ):
         if group:
-            data.append({"type": "scatter", "mode": "markers", "name": name, **axes,
-                         "x": [float(d.theta) for d in group],
-                         "y": [dens(min(max(float(d.theta), 1e-3), 1 - 1e-3)) for d in group],
-                         "marker": {"symbol": sym, "size": 11, "color": color, "line": {"width": 1, "color": "white"}},
-                         "customdata": [[d.i, d.u, stop_hover(d.stop)] for d in group],
-                         "hovertemplate": "draft token %{customdata[0]}: θ=%{x:.3f}  u=%{customdata[1]}"
-                                          " %{customdata[2]}<extra>" + name + "</extra>"})
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": name,
+                    **axes,
+                    "x": [float(d.theta) for d in group],
+                    "y": [dens(min(max(float(d.theta), 1e-3), 1 - 1e-3)) for d in group],
+                    "marker": {"symbol": sym, "size": 11, "color": color, "line": {"width": 1, "color": "white"}},
+                    "customdata": [[d.i, d.u, stop_hover(d.stop)] for d in group],
+                    "hovertemplate": "draft token %{customdata[0]}: θ=%{x:.3f}  u=%{customdata[1]}"
+                    " %{customdata[2]}<extra>" + name + "</extra>",
+                }
+            )
     return data
 
 
@@ -220,8 +307,13 @@ def _posterior_round(states: list[ControllerState | None], step: int) -> int | N
 # chi ~ Bernoulli(theta) drawn after a drafted token came up 0, ``k_cap`` the optional safety cap k_max
 # ended a round the coin would have continued, ``max_len`` no room left under max new tokens, ``eos`` an
 # end-of-text token drafted. The code itself is kept for the hover texts.
-STOP_WORDS = {"chi0": "a θ coin flip said stop", "k_cap": "hit the k_max cap", "max_len": "max new tokens reached",
-              "eos": "drafted the end of text", "fixed_length": "drafted its fixed length"}
+STOP_WORDS = {
+    "chi0": "a θ coin flip said stop",
+    "k_cap": "hit the k_max cap",
+    "max_len": "max new tokens reached",
+    "eos": "drafted the end of text",
+    "fixed_length": "drafted its fixed length",
+}
 
 
 def stop_words(code: Any) -> str:
@@ -249,8 +341,17 @@ def _round_title(st: ControllerState | None, step: int, label: str, mean: float,
 
 def _mark(layout: dict[str, Any], step: int, xref: str, yref: str) -> None:
     layout.setdefault("shapes", []).append(
-        {"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": yref, "xref": xref,
-         "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}})
+        {
+            "type": "line",
+            "x0": step + 1,
+            "x1": step + 1,
+            "y0": 0,
+            "y1": 1,
+            "yref": yref,
+            "xref": xref,
+            "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"},
+        }
+    )
 
 
 def posterior_figure(trace: RunTrace, step: int, history: int = 12, height: int = 226) -> go.Figure | None:
@@ -281,18 +382,31 @@ def _over_rounds_traces(states: list[ControllerState | None], axes: tuple[str, s
     x, y_left, y_right = axes
     xs = list(range(1, len(states) + 1))
     line = lambda name, ys, color, yaxis, dash="solid": {  # noqa: E731
-        "type": "scatter", "mode": "lines+markers", "name": name, "x": xs, "y": ys, "xaxis": x, "yaxis": yaxis,
-        "line": {"color": color, "width": 2, "dash": dash}, "marker": {"size": 4}}
+        "type": "scatter",
+        "mode": "lines+markers",
+        "name": name,
+        "x": xs,
+        "y": ys,
+        "xaxis": x,
+        "yaxis": yaxis,
+        "line": {"color": color, "width": 2, "dash": dash},
+        "marker": {"size": 4},
+    }
     if any(isinstance(s, BetaTSState) for s in states):
         a = _series(states, BetaTSState, lambda s: s.before.alpha)
         b = _series(states, BetaTSState, lambda s: s.before.beta)
         mean = [ai / (ai + bi) if ai is not None and bi is not None and ai + bi > 0 else None for ai, bi in zip(a, b)]
-        return [line("α", a, "#1f9d55", y_left), line("β", b, "#d64545", y_left),
-                line("mean α/(α+β)", mean, "#2563eb", y_right, "dot")]
-    out = [line("θ_M (model)", _series(states, CaliTSState, lambda s: s.theta_m), "#e08a00", y_left),
-           line("θ̂ (running)", _series(states, CaliTSState, lambda s: s.before.theta_hat), "#1f9d55", y_left),
-           line("μ (blend)", _series(states, CaliTSState, lambda s: s.mu), "#2563eb", y_left),
-           line("w_M (weight)", _series(states, CaliTSState, lambda s: s.w_m), "#9ca3af", y_left, "dot")]
+        return [
+            line("α", a, "#1f9d55", y_left),
+            line("β", b, "#d64545", y_left),
+            line("mean α/(α+β)", mean, "#2563eb", y_right, "dot"),
+        ]
+    out = [
+        line("θ_M (model)", _series(states, CaliTSState, lambda s: s.theta_m), "#e08a00", y_left),
+        line("θ̂ (running)", _series(states, CaliTSState, lambda s: s.before.theta_hat), "#1f9d55", y_left),
+        line("μ (blend)", _series(states, CaliTSState, lambda s: s.mu), "#2563eb", y_left),
+        line("w_M (weight)", _series(states, CaliTSState, lambda s: s.w_m), "#9ca3af", y_left, "dot"),
+    ]
     return [t for t in out if any(v is not None for v in t["y"])]
 
 
@@ -312,8 +426,9 @@ def parameters_figure(trace: RunTrace, step: int, height: int = 216) -> go.Figur
     layout["yaxis"] = axis("α, β" if beta else "θ", **({} if beta else {"range": [0, 1.02]}))
     layout["yaxis2"] = axis("mean", overlaying="y", side="right", range=[0, 1], showgrid=False, tickvals=[0, 0.5, 1])
     layout["margin"]["r"] = 48
-    titled(layout, title_lines(title, [f"θ_M from an {source}"] if source.startswith("untrained") else []),
-           data, height)
+    titled(
+        layout, title_lines(title, [f"θ_M from an {source}"] if source.startswith("untrained") else []), data, height
+    )
     _mark(layout, step, "x", "paper")
     return figure(data, layout)
 
@@ -328,15 +443,30 @@ def draft_lengths_figure(trace: RunTrace, step: int, height: int = 196) -> go.Fi
     reasons = _series(states, LengthState, lambda s: s.stop_reason or "")
     drafted = _series(states, LengthState, lambda s: s.drafted)
     accepted = _series(states, LengthState, lambda s: s.accepted)
-    data = [{"type": "bar", "name": name, "x": xs, "y": ys, "marker": {"color": color},
-             "customdata": [stop_hover(r) for r in reasons],
-             "hovertemplate": "round %{x}: %{y} " + name + "<br>%{customdata}<extra></extra>"}
-            for name, ys, color in (("drafted", drafted, "#aab2bd"), ("accepted", accepted, STATUS_COLORS["accepted"]))]
+    data = [
+        {
+            "type": "bar",
+            "name": name,
+            "x": xs,
+            "y": ys,
+            "marker": {"color": color},
+            "customdata": [stop_hover(r) for r in reasons],
+            "hovertemplate": "round %{x}: %{y} " + name + "<br>%{customdata}<extra></extra>",
+        }
+        for name, ys, color in (("drafted", drafted, "#aab2bd"), ("accepted", accepted, STATUS_COLORS["accepted"]))
+    ]
     capped = [x for x, r in zip(xs, reasons) if r == "k_cap"]
     if capped:
-        data.append({"type": "scatter", "mode": "markers", "name": "hit k_max", "x": capped,
-                     "y": [drafted[x - 1] for x in capped],
-                     "marker": {"symbol": "line-ew-open", "size": 14, "color": STATUS_COLORS["rejected"]}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "hit k_max",
+                "x": capped,
+                "y": [drafted[x - 1] for x in capped],
+                "marker": {"symbol": "line-ew-open", "size": 14, "color": STATUS_COLORS["rejected"]},
+            }
+        )
     layout = base_layout("Drafted vs accepted per round", barmode="overlay", bargap=0.25)
     layout["xaxis"] = axis("round")
     layout["yaxis"] = axis("tokens")
@@ -349,8 +479,11 @@ def thompson_figures(trace: RunTrace, step: int) -> dict[str, go.Figure]:
     """Every EESD view of round ``step`` that the trace has data for: ``posterior``, ``parameters``
     (Beta-TS posterior / Cali-TS estimates over rounds) and ``lengths`` (drafted vs accepted)."""
     step = max(0, min(step, len(trace.steps) - 1))
-    figs = {"posterior": posterior_figure(trace, step), "parameters": parameters_figure(trace, step),
-            "lengths": draft_lengths_figure(trace, step)}
+    figs = {
+        "posterior": posterior_figure(trace, step),
+        "parameters": parameters_figure(trace, step),
+        "lengths": draft_lengths_figure(trace, step),
+    }
     return {k: v for k, v in figs.items() if v is not None}
 
 
@@ -372,8 +505,16 @@ def thompson_view(trace: RunTrace, step: int) -> go.Figure | None:
     layout["xaxis2"]["title"] = {"text": "round", "font": {"size": 11}}
     # the right margin holds the three short ticks of the mean's axis; pushed wider by plotly, it would
     # narrow the plots and the legend's columns
-    layout["yaxis3"] = axis(None, overlaying="y2", side="right", range=[0, 1], showgrid=False, anchor="x2",
-                            tickvals=[0, 0.5, 1], automargin=False)
+    layout["yaxis3"] = axis(
+        None,
+        overlaying="y2",
+        side="right",
+        range=[0, 1],
+        showgrid=False,
+        anchor="x2",
+        tickvals=[0, 0.5, 1],
+        automargin=False,
+    )
     layout["margin"]["r"] = 30
     _mark(layout, step, "x2", "y2 domain")
     titled(layout, _round_title(states[step], step, label, mean, shown), data, 240)
@@ -404,29 +545,66 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
         return None
     xs = list(range(1, len(states) + 1))
     predicted = _series(states, SequoiaState, lambda s: s.predicted_tokens)
-    measured = [s.measured_tokens if isinstance(s, SequoiaState) else len(trace.steps[i].committed)
-                for i, s in enumerate(states)]
+    measured = [
+        s.measured_tokens if isinstance(s, SequoiaState) else len(trace.steps[i].committed)
+        for i, s in enumerate(states)
+    ]
     data: list[dict[str, Any]] = [
-        {"type": "scatter", "mode": "lines", "name": "predicted (DP)", "x": xs, "y": predicted,
-         "line": {"color": "#7c3aed", "width": 2, "dash": "dash", "shape": "hvh"}},
-        {"type": "scatter", "mode": "lines+markers", "name": "measured", "x": xs, "y": measured,
-         "line": {"color": STATUS_COLORS["accepted"], "width": 1.5, "shape": "hvh"}, "marker": {"size": 4}},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "predicted (DP)",
+            "x": xs,
+            "y": predicted,
+            "line": {"color": "#7c3aed", "width": 2, "dash": "dash", "shape": "hvh"},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "measured",
+            "x": xs,
+            "y": measured,
+            "line": {"color": STATUS_COLORS["accepted"], "width": 1.5, "shape": "hvh"},
+            "marker": {"size": 4},
+        },
     ]
     run = st.run
     widths = list(run.tree.level_widths)
     right_title, right_y = "level (depth)", "nodes"
     if widths:
-        data.append({"type": "bar", "name": "chosen tree: nodes per level", "x": list(range(len(widths))), "y": widths,
-                     "xaxis": "x2", "yaxis": "y2", "marker": {"color": "#c4b5fd"},
-                     "hovertemplate": "level %{x}: %{y} nodes<extra></extra>"})
+        data.append(
+            {
+                "type": "bar",
+                "name": "chosen tree: nodes per level",
+                "x": list(range(len(widths))),
+                "y": widths,
+                "xaxis": "x2",
+                "yaxis": "y2",
+                "marker": {"color": "#c4b5fd"},
+                "hovertemplate": "level %{x}: %{y} nodes<extra></extra>",
+            }
+        )
     else:
         acc = list(run.acceptance)
         if acc:
-            data.append({"type": "bar", "name": "acceptance vector p_k", "x": list(range(1, len(acc) + 1)), "y": acc,
-                         "xaxis": "x2", "yaxis": "y2", "marker": {"color": "#db2777"}})
+            data.append(
+                {
+                    "type": "bar",
+                    "name": "acceptance vector p_k",
+                    "x": list(range(1, len(acc) + 1)),
+                    "y": acc,
+                    "xaxis": "x2",
+                    "yaxis": "y2",
+                    "marker": {"color": "#db2777"},
+                }
+            )
             right_title, right_y = "sibling rank k", "P(k-th child accepted)"
-    bits = [f"n={run.n}", f"d={run.d}", f"E[tokens/step]={float(run.expected_tokens):.2f}",
-            f"this step {float(st.predicted_tokens):.2f} → {st.measured_tokens}"]
+    bits = [
+        f"n={run.n}",
+        f"d={run.d}",
+        f"E[tokens/step]={float(run.expected_tokens):.2f}",
+        f"this step {float(st.predicted_tokens):.2f} → {st.measured_tokens}",
+    ]
     layout = base_layout("Sequoia")
     # the right plot's y title and ticks need about 36 px left of it: at phone width (plots about 250 px
     # wide) 0.11 of the width left them over the left plot
@@ -437,8 +615,18 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     layout["xaxis2"]["title"] = {"text": right_title, "font": {"size": 11}}
     layout["xaxis2"]["dtick"] = tick_step(len(widths) if widths else len(run.acceptance), 8)
     layout["yaxis2"]["title"] = {"text": right_y, "font": {"size": 11}}
-    layout["shapes"] = [{"type": "line", "x0": step + 1, "x1": step + 1, "y0": 0, "y1": 1, "yref": "y domain",
-                         "xref": "x", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}]
+    layout["shapes"] = [
+        {
+            "type": "line",
+            "x0": step + 1,
+            "x1": step + 1,
+            "y0": 0,
+            "y1": 1,
+            "yref": "y domain",
+            "xref": "x",
+            "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"},
+        }
+    ]
     tuned = _sequoia_tuning_panels(st, data, layout, with_acceptance=bool(widths))
     if tuned:
         for ax in ("yaxis", "yaxis2"):
@@ -447,8 +635,9 @@ def sequoia_view(trace: RunTrace, step: int) -> go.Figure | None:
     return figure(data, layout)
 
 
-def _sequoia_tuning_panels(st: SequoiaState, data: list[dict[str, Any]], layout: dict[str, Any],
-                           with_acceptance: bool) -> bool:
+def _sequoia_tuning_panels(
+    st: SequoiaState, data: list[dict[str, Any]], layout: dict[str, Any], with_acceptance: bool
+) -> bool:
     """Add the bottom row of ``sequoia_view`` (acceptance vector; t(n) and speed-up vs n)."""
     run = st.run
     acc = list(run.acceptance) if with_acceptance else None
@@ -458,23 +647,60 @@ def _sequoia_tuning_panels(st: SequoiaState, data: list[dict[str, Any]], layout:
     if not acc and not (sizes and verify):
         return False
     if acc:
-        data.append({"type": "bar", "name": "acceptance vector p_k", "x": list(range(1, len(acc) + 1)), "y": acc,
-                     "xaxis": "x3", "yaxis": "y3", "marker": {"color": "#db2777"},
-                     "hovertemplate": "rank %{x}: P(k-th child accepted) = %{y:.3f}<extra></extra>"})
+        data.append(
+            {
+                "type": "bar",
+                "name": "acceptance vector p_k",
+                "x": list(range(1, len(acc) + 1)),
+                "y": acc,
+                "xaxis": "x3",
+                "yaxis": "y3",
+                "marker": {"color": "#db2777"},
+                "hovertemplate": "rank %{x}: P(k-th child accepted) = %{y:.3f}<extra></extra>",
+            }
+        )
         layout["xaxis3"] = axis("sibling rank k", domain=[0, 0.51], anchor="y3", dtick=tick_step(len(acc), 8))
         layout["yaxis3"] = axis("p_k", domain=[0, 0.4], anchor="x3", rangemode="tozero")
     if sizes and verify:
-        data.append({"type": "scatter", "mode": "lines+markers", "name": "verify time t(n), ms", "x": sizes,
-                     "y": verify, "xaxis": "x4", "yaxis": "y4", "line": {"color": "#0f766e"}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "verify time t(n), ms",
+                "x": sizes,
+                "y": verify,
+                "xaxis": "x4",
+                "yaxis": "y4",
+                "line": {"color": "#0f766e"},
+            }
+        )
         layout["xaxis4"] = axis("tree size n", domain=[0.68, 1], anchor="y4", type="log")
         layout["yaxis4"] = axis("t(n) ms", domain=[0, 0.4], anchor="x4", rangemode="tozero")
         best_x = [n for n in sizes if n in best_at]
         if best_x:
-            data.append({"type": "scatter", "mode": "lines+markers", "name": "best predicted speed-up at n",
-                         "x": best_x, "y": [best_at[int(n)] for n in best_x], "xaxis": "x4", "yaxis": "y5",
-                         "line": {"color": "#7c3aed", "dash": "dash"}})
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines+markers",
+                    "name": "best predicted speed-up at n",
+                    "x": best_x,
+                    "y": [best_at[int(n)] for n in best_x],
+                    "xaxis": "x4",
+                    "yaxis": "y5",
+                    "line": {"color": "#7c3aed", "dash": "dash"},
+                }
+            )
             layout["yaxis5"] = axis("speed-up", overlaying="y4", side="right", anchor="x4", rangemode="tozero")
         layout.setdefault("shapes", []).append(
-            {"type": "line", "x0": run.n, "x1": run.n, "y0": 0, "y1": 1, "xref": "x4", "yref": "y4 domain",
-             "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}})
+            {
+                "type": "line",
+                "x0": run.n,
+                "x1": run.n,
+                "y0": 0,
+                "y1": 1,
+                "xref": "x4",
+                "yref": "y4 domain",
+                "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"},
+            }
+        )
     return True

@@ -10,6 +10,7 @@ with ``u < a`` is accepted and the later ones are never tested. A step without t
 by exact match where every test was one (temperature 0: ``a`` is 0 or 1, no draw). A v1 trace has
 no ``p_residual``: the text then says the residual was used without giving its value.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,7 +20,6 @@ from specviz.core.rule_words import RuleWords, Source, Test
 from specviz.step_state import DsbdState
 from specviz.trace import DRAFTED, TESTED, PositionRecord, StepRecord, TreeNode
 from specviz.viz.style import fmt_prob
-
 
 Key = tuple[int | None, int]  # (parent node id, root) of a sibling group / verified position
 
@@ -70,7 +70,6 @@ class StepIndex:
         return position_of(self.step, node)
 
 
-
 def copies(step: StepRecord) -> dict[int, int]:
     """Drafted node id -> the id of the first earlier sibling at its position with the same token: a
     copy. Only sampling with replacement drafts copies (at T = 0 every draw is the draft's argmax); a
@@ -85,6 +84,7 @@ def copies(step: StepRecord) -> dict[int, int]:
                 out[n.id] = orig
     return out
 
+
 def position_of(step: StepRecord, node: TreeNode) -> PositionRecord | None:
     """The ``PositionRecord`` whose ``parent`` is ``node.parent`` (for roots, the one of its tree,
     else any roots' position); ``None`` for v1 traces or when positions were not recorded."""
@@ -97,8 +97,13 @@ def position_of(step: StepRecord, node: TreeNode) -> PositionRecord | None:
 def is_exact_match(node: TreeNode) -> bool:
     """A test with no randomness because the target was one-hot (temperature 0): ``a`` is 0 or 1,
     no draw, and ``p`` (one-hot) equals ``a``. Read off the node: for steps without a rule record."""
-    return (node.draw is None and node.accept_prob in (0.0, 1.0) and node.p in (0.0, 1.0)
-            and node.accept_prob == node.p and node.status in TESTED)
+    return (
+        node.draw is None
+        and node.accept_prob in (0.0, 1.0)
+        and node.p in (0.0, 1.0)
+        and node.accept_prob == node.p
+        and node.status in TESTED
+    )
 
 
 def is_greedy_step(step: StepRecord) -> bool:
@@ -146,9 +151,14 @@ def node_test(node: TreeNode, idx: StepIndex | None = None, greedy: bool | None 
     if pos is not None and pos.q is not None and node.token_id in pos.ids:
         fallback = pos.q[pos.ids.index(node.token_id)] == 0.0  # drawn by the uniform fallback (Sequoia)
     return _words(node, idx, greedy).test(
-        p=node.p, p_res=node.p_residual, q=node.q, earlier=len(earlier),
-        duplicate=any(s.token_id == node.token_id for s in earlier), fallback=fallback,
-        accepted=node.status == "accepted")
+        p=node.p,
+        p_res=node.p_residual,
+        q=node.q,
+        earlier=len(earlier),
+        duplicate=any(s.token_id == node.token_id for s in earlier),
+        fallback=fallback,
+        accepted=node.status == "accepted",
+    )
 
 
 def describe_test(node: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None) -> str:
@@ -206,10 +216,14 @@ def not_reached_reason(node: TreeNode, idx: StepIndex) -> str:
         parent_ok = parent is None or parent.status == "accepted"
         if cur.status == "not_reached" and parent_ok and acc is not None:
             if cur is node:
-                return (f"never tested: an earlier sibling, {token_label(acc)} (node {acc.id}), was accepted at this "
-                        f"position, so the later siblings are skipped")
-            return (f"never verified: the token {token_label(cur)} on its path was never tested (an earlier "
-                    f"sibling, {token_label(acc)}, was accepted there)")
+                return (
+                    f"never tested: an earlier sibling, {token_label(acc)} (node {acc.id}), was accepted at this "
+                    f"position, so the later siblings are skipped"
+                )
+            return (
+                f"never verified: the token {token_label(cur)} on its path was never tested (an earlier "
+                f"sibling, {token_label(acc)}, was accepted there)"
+            )
         if cur.status == "rejected" and cur is not node:
             return f"never verified: the token {token_label(cur)} on its path was rejected"
         if parent is None:
@@ -227,13 +241,19 @@ def beam_layer_reason(node: TreeNode, step: StepRecord) -> str | None:
         return None
     levels = c.verified
     if node.depth < len(levels) and levels[node.depth].passed:
-        return (f"never tested: layer {node.depth + 1} had already accepted the W_L = "
-                f"{levels[node.depth].width} drafts it needed, so its later drafts are skipped")
+        return (
+            f"never tested: layer {node.depth + 1} had already accepted the W_L = "
+            f"{levels[node.depth].width} drafts it needed, so its later drafts are skipped"
+        )
     if levels and levels[-1].passed:  # no parent left: every draft it accepted was EOS
-        return (f"never verified: the step ended after layer {len(levels)}, whose accepted drafts all ended at "
-                f"EOS, before this node's layer {node.depth + 1}")
-    return (f"never verified: the step ended at layer {len(levels)}, which failed, before this node's layer "
-            f"{node.depth + 1}")
+        return (
+            f"never verified: the step ended after layer {len(levels)}, whose accepted drafts all ended at "
+            f"EOS, before this node's layer {node.depth + 1}"
+        )
+    return (
+        f"never verified: the step ended at layer {len(levels)}, which failed, before this node's layer "
+        f"{node.depth + 1}"
+    )
 
 
 def node_decision(node: TreeNode, idx: StepIndex, greedy: bool | None = None) -> str:

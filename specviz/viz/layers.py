@@ -7,6 +7,7 @@ early-exit layer of the pair (EESD's N; Liu et al. 2024, arXiv 2406.03853, Sec. 
 marked, and a line on the right gives per layer the share of positions that already agree with the
 last layer. Plain data in, a figure out: no model.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,8 +15,18 @@ from typing import Any
 import plotly.graph_objects as go
 
 from specviz.trace import LayerLens, StepRecord
-from specviz.viz.style import CURRENT_COLOR, axis, base_layout, figure, fmt_prob, html_escape, message_figure, \
-    title_lines, titled, visible_text
+from specviz.viz.style import (
+    CURRENT_COLOR,
+    axis,
+    base_layout,
+    figure,
+    fmt_prob,
+    html_escape,
+    message_figure,
+    title_lines,
+    titled,
+    visible_text,
+)
 
 AGREE, DISAGREE = "#1f9d55", "#d64545"
 ROW_PX, MIN_BODY_PX = 18, 220
@@ -60,32 +71,87 @@ def layers_figure(step: StepRecord | None, algorithm: str = "") -> go.Figure:
     z = [[(1 if a else -1) * (0.25 + 0.75 * p) for a, p in zip(arow, prow)] for arow, prow in zip(agree, lens.probs)]
     cells = [[visible_text(t, 6) for t in row] for row in lens.texts]
     final = lens.texts[-1]
-    hover = [[f"layer {layer} at position {j + 1} (reads {html_escape(visible_text(lens.reads[j], 16))})<br>"
-              f"top-1 {html_escape(visible_text(t, 16))} p = {fmt_prob(p)}<br>"
-              f"{'= the last layer' if a else 'last layer: ' + html_escape(visible_text(final[j], 16))}"
-              for j, (t, p, a) in enumerate(zip(trow, prow, arow))]
-             for layer, trow, prow, arow in zip(lens.layers, lens.texts, lens.probs, agree)]
+    hover = [
+        [
+            f"layer {layer} at position {j + 1} (reads {html_escape(visible_text(lens.reads[j], 16))})<br>"
+            f"top-1 {html_escape(visible_text(t, 16))} p = {fmt_prob(p)}<br>"
+            f"{'= the last layer' if a else 'last layer: ' + html_escape(visible_text(final[j], 16))}"
+            for j, (t, p, a) in enumerate(zip(trow, prow, arow))
+        ]
+        for layer, trow, prow, arow in zip(lens.layers, lens.texts, lens.probs, agree)
+    ]
     share = [sum(row) / n for row in agree]
     data: list[dict[str, Any]] = [
-        {"type": "heatmap", "x": x, "y": y, "z": z, "zmin": -1, "zmax": 1, "showscale": False, "xgap": 1,
-         "ygap": 1, "colorscale": [[0, DISAGREE], [0.5, "#ffffff"], [1, AGREE]], "text": cells,
-         "texttemplate": "%{text}", "textfont": {"size": 9}, "customdata": hover,
-         "hovertemplate": "%{customdata}<extra></extra>", "name": "top-1 token", "showlegend": False,
-         "xaxis": "x", "yaxis": "y"},
-        {"type": "scatter", "x": share, "y": y, "mode": "lines+markers", "name": "agrees with the last layer",
-         "line": {"color": AGREE, "width": 2}, "marker": {"size": 4}, "xaxis": "x2", "yaxis": "y",
-         "hovertemplate": "%{y}: %{x:.0%} of positions agree<extra></extra>"},
+        {
+            "type": "heatmap",
+            "x": x,
+            "y": y,
+            "z": z,
+            "zmin": -1,
+            "zmax": 1,
+            "showscale": False,
+            "xgap": 1,
+            "ygap": 1,
+            "colorscale": [[0, DISAGREE], [0.5, "#ffffff"], [1, AGREE]],
+            "text": cells,
+            "texttemplate": "%{text}",
+            "textfont": {"size": 9},
+            "customdata": hover,
+            "hovertemplate": "%{customdata}<extra></extra>",
+            "name": "top-1 token",
+            "showlegend": False,
+            "xaxis": "x",
+            "yaxis": "y",
+        },
+        {
+            "type": "scatter",
+            "x": share,
+            "y": y,
+            "mode": "lines+markers",
+            "name": "agrees with the last layer",
+            "line": {"color": AGREE, "width": 2},
+            "marker": {"size": 4},
+            "xaxis": "x2",
+            "yaxis": "y",
+            "hovertemplate": "%{y}: %{x:.0%} of positions agree<extra></extra>",
+        },
     ]
     shapes: list[dict[str, Any]] = []
     row = exit_row(lens)
     if row is not None:
-        shapes.append({"type": "rect", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": row - 0.5,
-                       "y1": row + 0.5, "line": {"color": CURRENT_COLOR, "width": 2}, "fillcolor": "rgba(0,0,0,0)"})
-        data.append({"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": f"exit layer {lens.exit_layer}",
-                     "line": {"color": CURRENT_COLOR, "width": 2}, "xaxis": "x2", "yaxis": "y", "hoverinfo": "skip"})
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "paper",
+                "yref": "y",
+                "x0": 0,
+                "x1": 1,
+                "y0": row - 0.5,
+                "y1": row + 0.5,
+                "line": {"color": CURRENT_COLOR, "width": 2},
+                "fillcolor": "rgba(0,0,0,0)",
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "x": [None],
+                "y": [None],
+                "mode": "lines",
+                "name": f"exit layer {lens.exit_layer}",
+                "line": {"color": CURRENT_COLOR, "width": 2},
+                "xaxis": "x2",
+                "yaxis": "y",
+                "hoverinfo": "skip",
+            }
+        )
     head = f"Layers · step {step.index + 1}" + (f" · {algorithm}" if algorithm else "")
-    details = [f"{n} position{'s' if n != 1 else ''} × {len(lens.layers)} of {lens.n_layers} layers",
-               "green: the last layer's token", "red: another", "darker: likelier"]
+    details = [
+        f"{n} position{'s' if n != 1 else ''} × {len(lens.layers)} of {lens.n_layers} layers",
+        "green: the last layer's token",
+        "red: another",
+        "darker: likelier",
+    ]
     if lens.exit_layer is not None:
         details.append(f"exit layer {lens.exit_layer}: {fmt_share(share[row]) if row is not None else '?'} agree")
     layout = base_layout(head)
@@ -104,18 +170,24 @@ def fmt_share(x: float) -> str:
 def layers_narrative(step: StepRecord | None) -> str:
     """What the step's layer view says about drafting from an early layer, in a few sentences (markdown)."""
     if step is None or step.lens is None:
-        return ("The layer view shows, for a step's positions, what each layer of the target would predict "
-                "through the target's own output head (the logit lens). Turn it on before the run.")
+        return (
+            "The layer view shows, for a step's positions, what each layer of the target would predict "
+            "through the target's own output head (the logit lens). Turn it on before the run."
+        )
     lens = step.lens
     agree = agreement(lens)
     n = len(lens.reads)
     settled = first_agreeing(lens)
     known = [s for s in settled if s is not None]
-    parts = [f"Step {step.index + 1}: {n} position{'s' if n != 1 else ''}, each read through the target's final "
-             f"norm and output head at {len(lens.layers)} of its {lens.n_layers} layers (the logit lens)."]
+    parts = [
+        f"Step {step.index + 1}: {n} position{'s' if n != 1 else ''}, each read through the target's final "
+        f"norm and output head at {len(lens.layers)} of its {lens.n_layers} layers (the logit lens)."
+    ]
     if known:
-        parts.append(f"The last layer's token is settled from layer {min(known)} at the earliest and "
-                     f"{max(known)} at the latest (median {sorted(known)[len(known) // 2]}).")
+        parts.append(
+            f"The last layer's token is settled from layer {min(known)} at the earliest and "
+            f"{max(known)} at the latest (median {sorted(known)[len(known) // 2]})."
+        )
     row = exit_row(lens)
     if row is not None:
         k = sum(agree[row])
@@ -124,8 +196,11 @@ def layers_narrative(step: StepRecord | None) -> str:
             f"last layer's token at {k} of {n} position{'s' if n != 1 else ''}. Where it does not, a draft read "
             "there has to learn what the remaining layers add, and its exit layer and head are trained for "
             "exactly that (EESD, Liu et al. 2024, Sec. 3.1); a low agreement here is why a shallow exit "
-            "drafts tokens the target rejects, and why deeper exits accept more but cost more per draft token.")
+            "drafts tokens the target rejects, and why deeper exits accept more but cost more per draft token."
+        )
     elif lens.exit_layer is None:
-        parts.append("This pair has no early-exit head; the rows show how early the target's answer forms, which "
-                     "is what an early-exit drafter (EESD) could read at most through the target's own head.")
+        parts.append(
+            "This pair has no early-exit head; the rows show how early the target's answer forms, which "
+            "is what an early-exit drafter (EESD) could read at most through the target's own head."
+        )
     return " ".join(parts)

@@ -12,6 +12,7 @@ became of them (never tested after an accepted first, rejected after a rejected 
 shows them). It reads only the trace: a v1 step (no
 positions, no ``p_residual``) gets the same story without the numbers it does not carry.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -19,8 +20,18 @@ from typing import Callable
 from specviz.core import rule_words
 from specviz.core.rule_words import RuleWords, Source
 from specviz.trace import DRAFTED, PositionRecord, RunTrace, StepRecord, TreeNode
-from specviz.viz.explain import (TESTED, StepIndex, copies, describe_test, escape_ws, is_greedy_step,
-                                 not_reached_reason, position_of, produced_source, token_label)
+from specviz.viz.explain import (
+    TESTED,
+    StepIndex,
+    copies,
+    describe_test,
+    escape_ws,
+    is_greedy_step,
+    not_reached_reason,
+    position_of,
+    produced_source,
+    token_label,
+)
 from specviz.viz.style import fmt_prob
 
 TOP_RESIDUAL = 3
@@ -59,8 +70,10 @@ def _drafted_line(step: StepRecord, idx: StepIndex, algorithm: str) -> str:
     else:
         kind = f"a forest of {roots} trees" if roots > 1 else "a tree"
         n_roots = sum(1 for n in drafted if n.parent is None)
-        shape = (f"{kind}: {_plural(len(drafted), 'node')} over {_plural(levels, 'level')} "
-                 f"(widths {', '.join(str(widths[d]) for d in sorted(widths))}; {_plural(n_roots, 'root')})")
+        shape = (
+            f"{kind}: {_plural(len(drafted), 'node')} over {_plural(levels, 'level')} "
+            f"(widths {', '.join(str(widths[d]) for d in sorted(widths))}; {_plural(n_roots, 'root')})"
+        )
     calls = f" in {_plural(step.draft_calls, 'draft call')}" if step.draft_calls else ""
     return f"**Drafted** {shape}{calls}."
 
@@ -80,12 +93,16 @@ def copies_line(step: StepRecord, greedy: bool) -> str | None:
     if fates == {"accepted"}:
         fate = "The first was accepted, so its copies were never tested (later siblings are skipped)."
     elif fates == {"rejected"}:
-        fate = ("The first was rejected, so its copies were rejected too: a token that is not the target's argmax "
-                "fails each time.")
+        fate = (
+            "The first was rejected, so its copies were rejected too: a token that is not the target's argmax "
+            "fails each time."
+        )
     else:
         fate = "A copy after an accepted first is never tested; after a rejected one it is rejected too."
-    return (f"**Copies** ({drafted}): the siblings are drawn with replacement, and at T = 0 the draft's warped law "
-            f"is a point mass on its argmax, so every i.i.d. draw is the same token. {fate}")
+    return (
+        f"**Copies** ({drafted}): the siblings are drawn with replacement, and at T = 0 the draft's warped law "
+        f"is a point mass on its argmax, so every i.i.d. draw is the same token. {fate}"
+    )
 
 
 def _where(key_parent: int | None, idx: StepIndex, root: int, multi_root: bool) -> str:
@@ -149,28 +166,36 @@ def law_values(pos: PositionRecord, source: Source) -> list[float] | None:
     return None
 
 
-def _residual_bits(pos: PositionRecord, texts: dict[int, str], decode: Callable[[int], str] | None,
-                   source: Source, words: RuleWords) -> str:
+def _residual_bits(
+    pos: PositionRecord, texts: dict[int, str], decode: Callable[[int], str] | None, source: Source, words: RuleWords
+) -> str:
     bits = []
     if pos.texts is not None:  # trace v2 records the texts of the ids it keeps
         texts = {**texts, **dict(zip(pos.ids, pos.texts))}
     if pos.residual_mass is not None:
         if words.rejection_is_tv:
-            bits.append(f"residual mass Σ max(0, p − q) = TV(p, q) = {fmt_prob(pos.residual_mass)}, the chance a "
-                        f"single draft here is rejected")
+            bits.append(
+                f"residual mass Σ max(0, p − q) = TV(p, q) = {fmt_prob(pos.residual_mass)}, the chance a "
+                f"single draft here is rejected"
+            )
         else:
-            bits.append(f"TV(p, q) = {fmt_prob(pos.residual_mass)}, the exact rule's chance of rejecting a single "
-                        f"draft here ({words.rejection_words})")
+            bits.append(
+                f"TV(p, q) = {fmt_prob(pos.residual_mass)}, the exact rule's chance of rejecting a single "
+                f"draft here ({words.rejection_words})"
+            )
     dist = law_values(pos, source)
     if dist:
         top = sorted(zip(pos.ids, dist), key=lambda t: -t[1])[:TOP_RESIDUAL]
-        bits.append(f"top of the {source.label}: " + ", ".join(f"{_token_text(t, texts, decode)} {fmt_prob(v)}"
-                                                              for t, v in top if v > 0))
+        bits.append(
+            f"top of the {source.label}: "
+            + ", ".join(f"{_token_text(t, texts, decode)} {fmt_prob(v)}" for t, v in top if v > 0)
+        )
     return "; ".join(bits)
 
 
-def _produced_line(step: StepRecord, idx: StepIndex, greedy: bool, decode: Callable[[int], str] | None,
-                   algorithm: str) -> str | None:
+def _produced_line(
+    step: StepRecord, idx: StepIndex, greedy: bool, decode: Callable[[int], str] | None, algorithm: str
+) -> str | None:
     last = next((n for n in reversed(step.forest) if n.status in ("resampled", "bonus")), None)
     if last is None:
         return None
@@ -181,7 +206,9 @@ def _produced_line(step: StepRecord, idx: StepIndex, greedy: bool, decode: Calla
         source = rule_words.words(None, greedy=True).bonus(False)  # an older trace's target-only step at T = 0
     if last.status == "resampled":
         rejected = [n for n in idx.drafted_at(last) if n.status == "rejected"]
-        line = f"**Resampled** {_tok(last)}" + ("" if greedy else f" (p = {fmt_prob(last.p)})") + f" from {source.words}"
+        line = (
+            f"**Resampled** {_tok(last)}" + ("" if greedy else f" (p = {fmt_prob(last.p)})") + f" from {source.words}"
+        )
         if greedy:
             line += ": every draft here was rejected" if len(rejected) > 1 else ": the draft here was rejected"
         elif pos is not None:
@@ -192,32 +219,42 @@ def _produced_line(step: StepRecord, idx: StepIndex, greedy: bool, decode: Calla
     p = "" if greedy or source.law == "argmax" else f" (p = {fmt_prob(last.p)})"
     if algorithm == "ar" or not idx.groups:
         return f"**Drew** {_tok(last)} from {source.words}{p}."
-    return (f"**Bonus** {_tok(last)} drawn from {source.words}{p} after the last draft on the path was accepted: "
-            f"one more token at no extra call.")
+    return (
+        f"**Bonus** {_tok(last)} drawn from {source.words}{p} after the last draft on the path was accepted: "
+        f"one more token at no extra call."
+    )
 
 
 def feature_line(step: StepRecord, drafter: dict) -> str:
     """How a feature drafter (EAGLE-3 style, ``RunTrace.drafter`` kind ``feature``) drafted ``step``."""
     if step.index == 0 and not step.n_drafted:
-        return ("The feature head drafts from the target's own hidden states, which exist only once the "
-                "target has read the prompt: this first call reads it and drafts nothing (EAGLE's prefill).")
+        return (
+            "The feature head drafts from the target's own hidden states, which exist only once the "
+            "target has read the prompt: this first call reads it and drafts nothing (EAGLE's prefill)."
+        )
     layers = ", ".join(str(x) for x in drafter.get("layers") or []) or "?"
     vocab = drafter.get("draft_vocab")
     size = f"{vocab:,}" if isinstance(vocab, int) else "its"
-    return (f"The **feature head** drafted it: the first token from the target's own hidden states (layers "
-            f"{layers}) at the last verified position, read from the previous target call (no extra call), "
-            f"deeper tokens from the head's own output feature. It proposes only {size} tokens of the target's "
-            f"vocabulary (q = 0 for the rest): any other token enters the text only through the residual.")
+    return (
+        f"The **feature head** drafted it: the first token from the target's own hidden states (layers "
+        f"{layers}) at the last verified position, read from the previous target call (no extra call), "
+        f"deeper tokens from the head's own output feature. It proposes only {size} tokens of the target's "
+        f"vocabulary (q = 0 for the rest): any other token enters the text only through the residual."
+    )
 
 
-def step_narrative(step: StepRecord, algorithm: str, decode: Callable[[int], str] | None = None,
-                   drafter: dict | None = None) -> str:
+def step_narrative(
+    step: StepRecord, algorithm: str, decode: Callable[[int], str] | None = None, drafter: dict | None = None
+) -> str:
     """Markdown telling what ``step`` did; ``decode`` (optional) names token ids that no node carries;
     ``drafter`` (``RunTrace.drafter``): a feature drafter's step says where its tokens came from."""
     idx = StepIndex(step)
     greedy = is_greedy_step(step)
-    out = [f"**Step {step.index + 1}** · `{algorithm}`" + (" · greedy (T = 0)" if greedy else ""), "",
-           _drafted_line(step, idx, algorithm)]
+    out = [
+        f"**Step {step.index + 1}** · `{algorithm}`" + (" · greedy (T = 0)" if greedy else ""),
+        "",
+        _drafted_line(step, idx, algorithm),
+    ]
     why_copies = copies_line(step, greedy)
     if why_copies:
         out += ["", why_copies]
@@ -226,11 +263,16 @@ def step_narrative(step: StepRecord, algorithm: str, decode: Callable[[int], str
     tests = _test_lines(step, idx, greedy)
     if tests:
         out += ["", "**Tests** (accept when u < a):", *tests]
-        skipped_deep = [n for n in step.forest if n.status == "not_reached"
-                        and not not_reached_reason(n, idx).startswith("never tested")]
+        skipped_deep = [
+            n
+            for n in step.forest
+            if n.status == "not_reached" and not not_reached_reason(n, idx).startswith("never tested")
+        ]
         if skipped_deep:
-            out.append(f"- {_plural(len(skipped_deep), 'more drafted node')} never verified: below a rejected or "
-                       f"skipped token.")
+            out.append(
+                f"- {_plural(len(skipped_deep), 'more drafted node')} never verified: below a rejected or "
+                f"skipped token."
+            )
     accepted = [n for n in step.forest if n.status == "accepted"]
     drafted = step.n_drafted
     if drafted:
@@ -243,8 +285,11 @@ def step_narrative(step: StepRecord, algorithm: str, decode: Callable[[int], str
     if produced:
         out += ["", produced]
     n = len(step.committed)
-    out += ["", f"**Bought** +{_plural(n, 'token')} for {_plural(step.target_calls, 'target call')} and "
-                f"{_plural(step.draft_calls, 'draft call')}."]
+    out += [
+        "",
+        f"**Bought** +{_plural(n, 'token')} for {_plural(step.target_calls, 'target call')} and "
+        f"{_plural(step.draft_calls, 'draft call')}.",
+    ]
     return "\n".join(out)
 
 

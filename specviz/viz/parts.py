@@ -6,6 +6,7 @@ same in ``ui.plotbox.PLOT_JS``). A live run streams a column's tree as these par
 streamed value as the difference from the one before (``gradio.utils.diff``): a part that did not change
 (the template, an unchanged trace) travels once, a changed one as its new string. No Gradio, no model.
 """
+
 from __future__ import annotations
 
 import json

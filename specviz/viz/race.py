@@ -9,6 +9,7 @@ cumulated over the run (for a chain drafted by a model each is one draft forward
 nothing). One figure (``race_figure``): the drafted length as a line and the ideal as rings in the
 run's colour on top, the cumulative waste below.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,32 +57,80 @@ def race_figure(runs: Runs, current_step: int | None = None, height: int = 380) 
         r = race(trace)
         xs = list(range(1, len(r.drafted) + 1))
         dash = DASHES[rep % len(DASHES)]
-        data.append({"type": "scatter", "mode": "lines", "name": f"{label}", "legendgroup": str(label),
-                     "x": xs, "y": r.drafted, "customdata": r.ideal, "xaxis": "x", "yaxis": "y",
-                     "line": {"color": color, "width": 2, "shape": "hvh", "dash": dash},
-                     "hovertemplate": f"<b>{label}</b><br>step %{{x}}: drafted to depth %{{y}}, "
-                                      "ideal %{customdata}<extra></extra>"})
-        data.append({"type": "scatter", "mode": "markers", "name": f"{label}: ideal", "legendgroup": str(label),
-                     "showlegend": False, "x": xs, "y": r.ideal, "xaxis": "x", "yaxis": "y",
-                     "marker": {"color": color, "size": 8, "symbol": "circle-open", "line": {"width": 1.5}},
-                     "hoverinfo": "skip"})
-        data.append({"type": "scatter", "mode": "lines", "name": f"{label}: waste", "legendgroup": str(label),
-                     "showlegend": False, "x": xs, "y": r.wasted, "xaxis": "x2", "yaxis": "y2",
-                     "line": {"color": color, "width": 2, "dash": dash},
-                     "hovertemplate": f"<b>{label}</b><br>after step %{{x}}: %{{y}} drafted tokens "
-                                      "not accepted<extra></extra>"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{label}",
+                "legendgroup": str(label),
+                "x": xs,
+                "y": r.drafted,
+                "customdata": r.ideal,
+                "xaxis": "x",
+                "yaxis": "y",
+                "line": {"color": color, "width": 2, "shape": "hvh", "dash": dash},
+                "hovertemplate": f"<b>{label}</b><br>step %{{x}}: drafted to depth %{{y}}, "
+                "ideal %{customdata}<extra></extra>",
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{label}: ideal",
+                "legendgroup": str(label),
+                "showlegend": False,
+                "x": xs,
+                "y": r.ideal,
+                "xaxis": "x",
+                "yaxis": "y",
+                "marker": {"color": color, "size": 8, "symbol": "circle-open", "line": {"width": 1.5}},
+                "hoverinfo": "skip",
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{label}: waste",
+                "legendgroup": str(label),
+                "showlegend": False,
+                "x": xs,
+                "y": r.wasted,
+                "xaxis": "x2",
+                "yaxis": "y2",
+                "line": {"color": color, "width": 2, "dash": dash},
+                "hovertemplate": f"<b>{label}</b><br>after step %{{x}}: %{{y}} drafted tokens "
+                "not accepted<extra></extra>",
+            }
+        )
     body = height - TOP
     layout = base_layout("Draft-length race", height=height)
     layout["xaxis"] = axis(None, anchor="y", matches="x2", showticklabels=False, rangemode="tozero")
     layout["yaxis"] = axis("draft length", domain=[0.45, 1.0], rangemode="tozero")
     layout["xaxis2"] = axis("step (target call)", anchor="y2", rangemode="tozero")
     layout["yaxis2"] = axis("wasted (cum.)", domain=[0.0, 0.33], rangemode="tozero")
-    titled(layout, title_lines("Draft-length race", ["line: drafted depth", "○: ideal = accepted + 1",
-                                                     "below: drafted tokens not accepted, cumulative"]),
-           data, body)
+    titled(
+        layout,
+        title_lines(
+            "Draft-length race",
+            ["line: drafted depth", "○: ideal = accepted + 1", "below: drafted tokens not accepted, cumulative"],
+        ),
+        data,
+        body,
+    )
     if current_step is not None:
-        layout["shapes"] = [{"type": "line", "x0": current_step + 1, "x1": current_step + 1, "y0": 0, "y1": 1,
-                             "xref": ax, "yref": "paper", "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"}}
-                            for ax in ("x", "x2")]
+        layout["shapes"] = [
+            {
+                "type": "line",
+                "x0": current_step + 1,
+                "x1": current_step + 1,
+                "y0": 0,
+                "y1": 1,
+                "xref": ax,
+                "yref": "paper",
+                "line": {"color": CURRENT_COLOR, "width": 1.5, "dash": "dot"},
+            }
+            for ax in ("x", "x2")
+        ]
     return figure(data, layout)
-

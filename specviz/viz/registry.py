@@ -14,6 +14,7 @@ Panels, and what their views take and return:
 * ``"lengths"`` (drafted vs accepted per round), ``"tree"`` (the step's tree or forest) and
   ``"beams"`` (HTML): ``(trace, step)``; ``"narrative"``: ``(trace, step, selected node) -> markdown``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -30,14 +31,17 @@ ABSENT: Any = object()  # nothing registered for a type and panel
 def register_view(state: type[ControllerState], panel: str = "controller") -> Callable[[View], View]:
     """Register the decorated function as ``panel``'s view of ``state`` (and its subclasses)."""
     if not (isinstance(state, type) and issubclass(state, ControllerState)):
-        raise TypeError(f"register_view takes a state type (a specviz.step_state.ControllerState subclass), "
-                        f"not {state!r}: views are found by the state's type, not its kind's name")
+        raise TypeError(
+            f"register_view takes a state type (a specviz.step_state.ControllerState subclass), "
+            f"not {state!r}: views are found by the state's type, not its kind's name"
+        )
     if panel not in PANELS:
         raise ValueError(f"unknown panel {panel!r}; one of {', '.join(PANELS)}")
 
     def wrap(fn: View) -> View:
         VIEWS[state, panel] = fn
         return fn
+
     return wrap
 
 

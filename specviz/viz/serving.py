@@ -6,6 +6,7 @@ its step times), drawn from the trace: ``runs`` is a list of ``(label, RunTrace)
 come from ``specviz.metrics`` (``acceptance_per_position``, ``step_latencies``); nothing here
 recomputes an algorithm or loads a model.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -19,11 +20,11 @@ from specviz.viz.style import axis, base_layout, figure, html_escape, message_fi
 
 Runs = Sequence[tuple[str, RunTrace]]
 FEW_SAMPLES = 10  # a position tested fewer times than this is drawn open and its hover says so
-Z = 1.96          # the error bars: Wilson's 95% interval of the rate
-SPREAD = 0.08     # runs' points at one position are this far apart (draft positions), centred on it
+Z = 1.96  # the error bars: Wilson's 95% interval of the rate
+SPREAD = 0.08  # runs' points at one position are this far apart (draft positions), centred on it
 PART_NAMES = {"draft_ms": "draft", "verify_ms": "verify", "bookkeeping_ms": "bookkeeping"}
 OFF_SCALE = 2.0  # the shared ms scale's top: this times the largest run's 90th-percentile step (a warm-up
-                 # or set-up step far above it is drawn to the top, marked, its value in the hover)
+# or set-up step far above it is drawn to the top, marked, its value in the hover)
 PART_COLORS = {"draft_ms": "#93c5fd", "verify_ms": "#1e3a8a", "bookkeeping_ms": "#d1d5db"}  # as time_breakdown
 
 
@@ -38,8 +39,10 @@ def position_hover(label: str, pa: metrics.PositionAcceptance) -> str:
         return f"{head}: drafted in {pa.drafted} steps, never reached"
     low, high = pa.interval(Z)
     few = f"<br>few samples (fewer than {FEW_SAMPLES} tests)" if pa.reached < FEW_SAMPLES else ""
-    return (f"{head}: {_pct(pa.rate)}<br>accepted in {pa.accepted} of the {pa.reached} steps that reached it"
-            f"<br>95% interval {_pct(low)}–{_pct(high)}<br>drafted this deep in {pa.drafted} steps{few}")
+    return (
+        f"{head}: {_pct(pa.rate)}<br>accepted in {pa.accepted} of the {pa.reached} steps that reached it"
+        f"<br>95% interval {_pct(low)}–{_pct(high)}<br>drafted this deep in {pa.drafted} steps{few}"
+    )
 
 
 def acceptance_per_position_figure(runs: Runs, height: int = 300) -> go.Figure:
@@ -61,20 +64,39 @@ def acceptance_per_position_figure(runs: Runs, height: int = 300) -> go.Figure:
         shift = gap * (k - (len(vectors) - 1) / 2)
         ys = [pa.rate for pa in vec]
         bands = [pa.interval(Z) if pa.rate is not None else (None, None) for pa in vec]
-        data.append({
-            "type": "scatter", "mode": "lines+markers", "name": label, "y": ys,
-            "x": [pa.position + shift for pa in vec],
-            "line": {"color": color, "width": 2, "dash": DASHES[rep % len(DASHES)]},
-            "marker": {"size": 8, "color": color, "line": {"color": color, "width": 1.5},
-                       "symbol": ["circle" if pa.reached >= FEW_SAMPLES else "circle-open" for pa in vec]},
-            "error_y": {"type": "data", "symmetric": False, "color": color, "thickness": 1, "width": 3,
-                        "array": [None if hi is None else hi - y for (_, hi), y in zip(bands, ys)],
-                        "arrayminus": [None if lo is None else y - lo for (lo, _), y in zip(bands, ys)]},
-            "text": [position_hover(label, pa) for pa in vec], "hovertemplate": "%{text}<extra></extra>",
-            "connectgaps": False})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": label,
+                "y": ys,
+                "x": [pa.position + shift for pa in vec],
+                "line": {"color": color, "width": 2, "dash": DASHES[rep % len(DASHES)]},
+                "marker": {
+                    "size": 8,
+                    "color": color,
+                    "line": {"color": color, "width": 1.5},
+                    "symbol": ["circle" if pa.reached >= FEW_SAMPLES else "circle-open" for pa in vec],
+                },
+                "error_y": {
+                    "type": "data",
+                    "symmetric": False,
+                    "color": color,
+                    "thickness": 1,
+                    "width": 3,
+                    "array": [None if hi is None else hi - y for (_, hi), y in zip(bands, ys)],
+                    "arrayminus": [None if lo is None else y - lo for (lo, _), y in zip(bands, ys)],
+                },
+                "text": [position_hover(label, pa) for pa in vec],
+                "hovertemplate": "%{text}<extra></extra>",
+                "connectgaps": False,
+            }
+        )
     if not data:
-        return message_figure("Acceptance by draft position appears once a run has verified a draft "
-                              "(ar and beam draft nothing).", height=height)
+        return message_figure(
+            "Acceptance by draft position appears once a run has verified a draft (ar and beam draft nothing).",
+            height=height,
+        )
     layout = base_layout("Acceptance by draft position", height=height)
     layout["xaxis"] = axis("draft position", range=[0.5, deepest + 0.5], **_int_ticks(deepest))
     layout["yaxis"] = axis("P(accepted | reached)", range=[0, 1.05], tickformat=".0%")
@@ -92,8 +114,9 @@ def _quantile(xs: list[float], q: float) -> float:
     return ys[int(q * (len(ys) - 1))]
 
 
-def step_latency_figure(runs: Runs, current_step: int | None = None, shared_y: bool = True,
-                        row_px: int = ROW_PX) -> go.Figure:
+def step_latency_figure(
+    runs: Runs, current_step: int | None = None, shared_y: bool = True, row_px: int = ROW_PX
+) -> go.Figure:
     """Per-step draft / verify / bookkeeping milliseconds (``metrics.step_latencies``), stacked, one
     small plot per run that recorded step times, one above the other on a shared step axis. Paced
     waiting between steps is never in a step's time. With ``shared_y`` the runs share one ms scale,
@@ -103,8 +126,9 @@ def step_latency_figure(runs: Runs, current_step: int | None = None, shared_y: b
     rows = [(label, t, color, metrics.step_latencies(t)) for (label, t), (color, _) in zip(runs, run_styles(runs))]
     rows = [r for r in rows if r[3]["step"]]
     if not rows:
-        return message_figure("Step times appear here once a run has steps (a trace saved without step times "
-                              "has none).", height=220)
+        return message_figure(
+            "Step times appear here once a run has steps (a trace saved without step times has none).", height=220
+        )
     n = len(rows)
     paper_h = n * (row_px + ROW_GAP_PX)  # the plots' area; the step axis sits in the bottom margin
     body = paper_h + BOTTOM_PX
@@ -122,27 +146,66 @@ def step_latency_figure(runs: Runs, current_step: int | None = None, shared_y: b
         where = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
         for part in metrics.LATENCY_PARTS:
             name = PART_NAMES[part]
-            data.append({"type": "bar", "name": name, "legendgroup": part, "showlegend": i == 0,
-                         "x": lat["step"], "y": lat[part], "customdata": lat["total_ms"], **where,
-                         "marker": {"color": PART_COLORS[part]},
-                         "hovertemplate": (f"<b>{html_escape(label)}</b><br>step %{{x}}: {name} %{{y:.2f}} ms"
-                                           "<br>step total %{customdata:.2f} ms<extra></extra>")})
+            data.append(
+                {
+                    "type": "bar",
+                    "name": name,
+                    "legendgroup": part,
+                    "showlegend": i == 0,
+                    "x": lat["step"],
+                    "y": lat[part],
+                    "customdata": lat["total_ms"],
+                    **where,
+                    "marker": {"color": PART_COLORS[part]},
+                    "hovertemplate": (
+                        f"<b>{html_escape(label)}</b><br>step %{{x}}: {name} %{{y:.2f}} ms"
+                        "<br>step total %{customdata:.2f} ms<extra></extra>"
+                    ),
+                }
+            )
         over = [(x, t) for x, t in zip(lat["step"], lat["total_ms"]) if shared_y and t > cap]
         if over:
             clipped_any = True
-            data.append({"type": "scatter", "mode": "markers", "showlegend": False, **where,
-                         "x": [x for x, _ in over], "y": [cap] * len(over), "customdata": [t for _, t in over],
-                         "marker": {"symbol": "triangle-up", "size": 9, "color": "#111827"}, "cliponaxis": False,
-                         "hovertemplate": (f"<b>{html_escape(label)}</b><br>step %{{x}}: %{{customdata:.1f}} ms, "
-                                           "above the scale<extra></extra>")})
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "showlegend": False,
+                    **where,
+                    "x": [x for x, _ in over],
+                    "y": [cap] * len(over),
+                    "customdata": [t for _, t in over],
+                    "marker": {"symbol": "triangle-up", "size": 9, "color": "#111827"},
+                    "cliponaxis": False,
+                    "hovertemplate": (
+                        f"<b>{html_escape(label)}</b><br>step %{{x}}: %{{customdata:.1f}} ms, "
+                        "above the scale<extra></extra>"
+                    ),
+                }
+            )
         total = sum(lat["total_ms"])
-        annotations.append({"text": f"<b>{html_escape(label)}</b> · mean {total / len(lat['step']):.1f} ms a step",
-                            "xref": "paper", "yref": "paper", "x": 0, "y": top_frac, "xanchor": "left",
-                            "yanchor": "bottom", "showarrow": False, "font": {"size": 11, "color": color}})
+        annotations.append(
+            {
+                "text": f"<b>{html_escape(label)}</b> · mean {total / len(lat['step']):.1f} ms a step",
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": top_frac,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 11, "color": color},
+            }
+        )
         last = i == n - 1
-        layout[f"xaxis{suffix}"] = axis("step" if last else None, range=[0.5, steps + 0.5], anchor=f"y{suffix}",
-                                        showticklabels=last, **({} if i == 0 else {"matches": "x"}),
-                                        **_int_ticks(steps))
+        layout[f"xaxis{suffix}"] = axis(
+            "step" if last else None,
+            range=[0.5, steps + 0.5],
+            anchor=f"y{suffix}",
+            showticklabels=last,
+            **({} if i == 0 else {"matches": "x"}),
+            **_int_ticks(steps),
+        )
         yax = axis("ms", domain=[bot_frac, top_frac], anchor=f"x{suffix}", rangemode="tozero", nticks=4)
         if shared_y:
             yax["range"] = [0, cap]

@@ -4,6 +4,7 @@ One palette for the whole app so a status reads the same in the tree, the text a
 accepted = green, rejected = red, not reached = grey, resampled = orange, bonus = blue. Symbols
 differ too (circle, x, open circle, diamond, star), so nothing depends on colour alone.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,15 +46,33 @@ GRID_COLOR = "#eef0f3"
 CURRENT_COLOR = "#7c3aed"
 
 # Colours for the series inside one figure (controller views: alpha/beta, widths...).
-SERIES_COLORS: tuple[str, ...] = ("#374151", "#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed",
-                                  "#0891b2", "#65a30d", "#dc2626", "#4f46e5")
+SERIES_COLORS: tuple[str, ...] = (
+    "#374151",
+    "#2563eb",
+    "#db2777",
+    "#059669",
+    "#d97706",
+    "#7c3aed",
+    "#0891b2",
+    "#65a30d",
+    "#dc2626",
+    "#4f46e5",
+)
 # One colour per algorithm, the same in every figure, header chip and replay, whatever column the
 # algorithm runs in (lines in the comparison plots are algorithms, not statuses): its registration's
 # ``color``, read from the registry's plain-data copy so a stored trace is drawn without the algorithms.
 ALGORITHM_COLORS: dict[str, str] = dict(COLORS)
 # Unknown names get one of these, chosen by a hash of the name (stable across runs and processes).
-FALLBACK_COLORS: tuple[str, ...] = ("#be185d", "#0369a1", "#15803d", "#c2410c", "#6d28d9", "#475569",
-                                    "#b91c1c", "#4d7c0f")
+FALLBACK_COLORS: tuple[str, ...] = (
+    "#be185d",
+    "#0369a1",
+    "#15803d",
+    "#c2410c",
+    "#6d28d9",
+    "#475569",
+    "#b91c1c",
+    "#4d7c0f",
+)
 FONT = "Inter, ui-sans-serif, system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 MONO = "JetBrains Mono, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 
@@ -181,8 +200,10 @@ def title_text(lines: list[str]) -> dict[str, Any]:
     subtitle, smaller and grey (a multi-line plotly title would be drawn partly above its anchor)."""
     out: dict[str, Any] = {"text": html_escape(lines[0])}
     if lines[1:]:
-        out["subtitle"] = {"text": "<br>".join(html_escape(x) for x in lines[1:]),
-                           "font": {"size": 12, "color": CONTEXT_COLOR}}
+        out["subtitle"] = {
+            "text": "<br>".join(html_escape(x) for x in lines[1:]),
+            "font": {"size": 12, "color": CONTEXT_COLOR},
+        }
     return out
 
 
@@ -194,8 +215,9 @@ def title_text(lines: list[str]) -> dict[str, Any]:
 TOP_PX, GAP_PX, LEGEND_ROW_PX, LEGEND_PAD_PX, LEGEND_COLUMNS, LEGEND_CHARS = 6, 6, 19, 12, 2, 12
 
 
-def titled(layout: dict[str, Any], lines: list[str], data: list[dict[str, Any]], body: int,
-           legend_chars: int = LEGEND_CHARS) -> None:
+def titled(
+    layout: dict[str, Any], lines: list[str], data: list[dict[str, Any]], body: int, legend_chars: int = LEGEND_CHARS
+) -> None:
     """Lay out a figure's top in pixels so nothing overlaps or is cut off at any width: the title
     ``lines`` (``title_lines``: the first the title, the rest its subtitle) from the top, the legend of
     ``data`` under them (a fixed number of entries a row, so its rows do not depend on the width), then
@@ -204,10 +226,16 @@ def titled(layout: dict[str, Any], lines: list[str], data: list[dict[str, Any]],
     names = [str(tr.get("name", "")) for tr in data if tr.get("showlegend", True)]
     columns = LEGEND_COLUMNS if all(len(n) <= legend_chars for n in names) else 1
     rows = -(-len(names) // columns)
-    layout["legend"].update(y=1, yanchor="bottom", entrywidth=1 / columns, entrywidthmode="fraction",
-                            traceorder="normal")
-    top = (TOP_PX + TITLE_PX + SUBTITLE_LINE_PX * (len(lines) - 1) + GAP_PX
-           + (rows * LEGEND_ROW_PX + LEGEND_PAD_PX if rows else 0))
+    layout["legend"].update(
+        y=1, yanchor="bottom", entrywidth=1 / columns, entrywidthmode="fraction", traceorder="normal"
+    )
+    top = (
+        TOP_PX
+        + TITLE_PX
+        + SUBTITLE_LINE_PX * (len(lines) - 1)
+        + GAP_PX
+        + (rows * LEGEND_ROW_PX + LEGEND_PAD_PX if rows else 0)
+    )
     layout["margin"]["t"] = top
     layout["height"] = top + body
 
@@ -222,23 +250,41 @@ def base_layout(title: str | None = None, height: int = 320, **extra: Any) -> di
         "font": {"family": FONT, "size": 12, "color": "#1f2937"},
         "hoverlabel": {"font": {"family": MONO, "size": 12}, "align": "left"},
         "showlegend": True,
-        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
-                   "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0.6)"},
+        "legend": {
+            "orientation": "h",
+            "yanchor": "bottom",
+            "y": 1.0,
+            "xanchor": "left",
+            "x": 0,
+            "font": {"size": 11},
+            "bgcolor": "rgba(255,255,255,0.6)",
+        },
         # the toolbar upright down the right edge from the plot area's top, under the title and legend
         # (``ui.style.APP_CSS``), short enough for a short plot: zoom, pan, reset and download (the
         # selection tools select nothing here; the mouse wheel and a double click zoom and reset too)
         "modebar": {"orientation": "v", "remove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]},
     }
     if title:
-        layout["title"] = {"text": title, "x": 0.01, "xanchor": "left", "y": 0.98, "yanchor": "top",
-                           "font": {"size": 13}}
+        layout["title"] = {
+            "text": title,
+            "x": 0.01,
+            "xanchor": "left",
+            "y": 0.98,
+            "yanchor": "top",
+            "font": {"size": 13},
+        }
     layout.update(extra)
     return layout
 
 
 def axis(title: str | None = None, **extra: Any) -> dict[str, Any]:
-    a: dict[str, Any] = {"gridcolor": GRID_COLOR, "zerolinecolor": GRID_COLOR, "linecolor": "#d1d5db",
-                         "title": {"text": title or "", "font": {"size": 11}}, "tickfont": {"size": 10}}
+    a: dict[str, Any] = {
+        "gridcolor": GRID_COLOR,
+        "zerolinecolor": GRID_COLOR,
+        "linecolor": "#d1d5db",
+        "title": {"text": title or "", "font": {"size": 11}},
+        "tickfont": {"size": 10},
+    }
     a.update(extra)
     return a
 
@@ -305,6 +351,15 @@ def message_figure(text: str, height: int = 220, title: str | None = None) -> go
     layout = base_layout(title, height=height, showlegend=False)
     layout["xaxis"] = {"visible": False}
     layout["yaxis"] = {"visible": False}
-    layout["annotations"] = [{"text": text, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
-                              "showarrow": False, "font": {"size": 13, "color": "#6b7280"}}]
+    layout["annotations"] = [
+        {
+            "text": text,
+            "x": 0.5,
+            "y": 0.5,
+            "xref": "paper",
+            "yref": "paper",
+            "showarrow": False,
+            "font": {"size": 13, "color": "#6b7280"},
+        }
+    ]
     return figure([], layout)

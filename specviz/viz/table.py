@@ -4,6 +4,7 @@ Every column header carries its definition from ``specviz.metrics.DEFINITIONS`` 
 the definitions are listed under the table: the same word means different things in different
 tools, so the numbers are never shown without them.
 """
+
 from __future__ import annotations
 
 import html
@@ -25,8 +26,10 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("speedup", "speed-up vs ar", "speedup"),
     ("greedy", "greedy = ar", "greedy"),
 )
-GREEDY_DEFINITION = ("at temperature 0 a lossless algorithm must reproduce ar's greedy output token for token; "
-                     "✓ identical, ✗ first differing position")
+GREEDY_DEFINITION = (
+    "at temperature 0 a lossless algorithm must reproduce ar's greedy output token for token; "
+    "✓ identical, ✗ first differing position"
+)
 
 
 def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
@@ -110,8 +113,9 @@ TIMED: tuple[str, ...] = ("wall_time_s", "tokens_per_s", "speedup")
 COLUMN_TIP = "one row per column of the page: its algorithm and the settings that tell it from its neighbours"
 
 
-def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions: bool = True,
-                          not_comparable: str | None = None) -> str:
+def comparison_table_html(
+    runs: Sequence[tuple[str, RunTrace]], show_definitions: bool = True, not_comparable: str | None = None
+) -> str:
     """The table as HTML (class ``sv-table``), best τ and speed-up in bold, definitions underneath.
 
     ``not_comparable`` (why, e.g. "the columns ran interleaved on one device") marks the wall-time
@@ -150,15 +154,21 @@ def comparison_table_html(runs: Sequence[tuple[str, RunTrace]], show_definitions
         body.append(f'<tr><th scope="row">{html.escape(r["label"])}{status}</th>{"".join(cells)}</tr>')
     warn = ""
     if not_comparable:
-        warn = (f'<div class="sv-nc-note">* Wall-time figures are <b>not comparable</b>: {html.escape(not_comparable)}. '
-                "Press <b>Measure</b> for timings run one after another, unpaced, with repeats.</div>")
-    out = warn + (f'<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th title="{COLUMN_TIP}">column</th>{head}</tr></thead>'
-           f'<tbody>{"".join(body)}</tbody></table></div>')
+        warn = (
+            f'<div class="sv-nc-note">* Wall-time figures are <b>not comparable</b>: {html.escape(not_comparable)}. '
+            "Press <b>Measure</b> for timings run one after another, unpaced, with repeats.</div>"
+        )
+    out = warn + (
+        f'<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th title="{COLUMN_TIP}">column</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
     if show_definitions:
         items = "".join(f"<li><b>{html.escape(h)}</b>: {html.escape(defs.get(d, ''))}</li>" for _, h, d in COLUMNS)
-        out += ('<details class="sv-defs" open><summary>What the numbers mean</summary>'
-                f"<ul>{items}</ul><p>Wall time is the sum of the run's step times (runs shown side by side are "
-                "interleaved step by step on one device, so each is timed only while it runs).</p></details>")
+        out += (
+            '<details class="sv-defs" open><summary>What the numbers mean</summary>'
+            f"<ul>{items}</ul><p>Wall time is the sum of the run's step times (runs shown side by side are "
+            "interleaved step by step on one device, so each is timed only while it runs).</p></details>"
+        )
     return out
 
 

@@ -6,6 +6,7 @@ axes, colour scales, and two dozen trace types), more than a small step tree's d
 plotly's layout defaults and its defaults for the trace types drawn here (scatter, bar, heatmap) as
 they are, so a figure looks the same, in about 1 kB (issue 34: a live update of four columns).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -17,6 +17,7 @@ one figure and is the controller view of a ``step_state.TheoryState`` (the step 
 the theory panel draws it, so a theory column shows no controller plot); ``theory_panel`` is the app's
 per-column theory panel (``None`` when nothing would be said).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -50,20 +51,52 @@ def _first_draft_traces(trace: RunTrace) -> list[dict[str, Any]]:
     if ov is None:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
-    why = ("each position's first draft is drawn from q and tested by min(1, p/q): rejected with chance "
-           "TV(p, q) exactly (Thm 1)")
+    why = (
+        "each position's first draft is drawn from q and tested by min(1, p/q): rejected with chance "
+        "TV(p, q) exactly (Thm 1)"
+    )
     return [
-        dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
-             line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup="expected"),
-        dict(type="scatter", x=x, y=ov["expected"], mode="lines", name="Thm 1 ± 95%", legendgroup="expected",
-             line={"color": series_color(0)},
-             hovertemplate="position %{x}: ΣTV = %{y:.2f}<br>" + why + "<extra></extra>"),
-        dict(type="scatter", x=x, y=ov["measured"], mode="lines", line={"shape": "hv", "color": "#dc2626"},
-             name="1st draft rejected", hovertemplate="position %{x}: %{y} first drafts rejected<extra></extra>"),
-        dict(type="scatter", x=x, y=ov["measured_all"], mode="lines", name="all rejected",
-             line={"shape": "hv", "color": "#6b7280", "dash": "dot"},
-             hovertemplate="position %{x}: %{y} positions with every draft rejected<br>(its chance, the product of "
-                           "the TVs of the successive residuals, is not recorded; at most Thm 1's)<extra></extra>"),
+        dict(
+            type="scatter",
+            x=x + x[::-1],
+            y=ov["high"] + ov["low"][::-1],
+            fill="toself",
+            fillcolor=BAND,
+            mode="lines",
+            line={"width": 0},
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup="expected",
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=ov["expected"],
+            mode="lines",
+            name="Thm 1 ± 95%",
+            legendgroup="expected",
+            line={"color": series_color(0)},
+            hovertemplate="position %{x}: ΣTV = %{y:.2f}<br>" + why + "<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=ov["measured"],
+            mode="lines",
+            line={"shape": "hv", "color": "#dc2626"},
+            name="1st draft rejected",
+            hovertemplate="position %{x}: %{y} first drafts rejected<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=ov["measured_all"],
+            mode="lines",
+            name="all rejected",
+            line={"shape": "hv", "color": "#6b7280", "dash": "dot"},
+            hovertemplate="position %{x}: %{y} positions with every draft rejected<br>(its chance, the product of "
+            "the TVs of the successive residuals, is not recorded; at most Thm 1's)<extra></extra>",
+        ),
     ]
 
 
@@ -89,17 +122,49 @@ def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
     own = own_label is not None  # its own expectation, beside SD's ΣTV
     label = own_label or "Thm 1 ± 95%"
     out = [  # the band shares the expected line's legend entry (one click hides both)
-        dict(type="scatter", x=x + x[::-1], y=ov["high"] + ov["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
-             line={"width": 0}, hoverinfo="skip", name="95% band of the rejection count", legendgroup="expected",
-             showlegend=False),
-        dict(type="scatter", x=x, y=ov["expected"], mode="lines", name=label, line={"color": series_color(0)},
-             legendgroup="expected"),
-        dict(type="scatter", x=x, y=ov["measured"], mode="lines", line={"shape": "hv", "color": "#dc2626"},
-             name="measured"),
+        dict(
+            type="scatter",
+            x=x + x[::-1],
+            y=ov["high"] + ov["low"][::-1],
+            fill="toself",
+            fillcolor=BAND,
+            mode="lines",
+            line={"width": 0},
+            hoverinfo="skip",
+            name="95% band of the rejection count",
+            legendgroup="expected",
+            showlegend=False,
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=ov["expected"],
+            mode="lines",
+            name=label,
+            line={"color": series_color(0)},
+            legendgroup="expected",
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=ov["measured"],
+            mode="lines",
+            line={"shape": "hv", "color": "#dc2626"},
+            name="measured",
+        ),
     ]
     if own:
-        out.insert(2, dict(type="scatter", x=x, y=ov["tv_sum"], mode="lines", name="ΣTV (Thm 1, SD)",
-                           line={"color": "#6b7280", "dash": "dot"}))
+        out.insert(
+            2,
+            dict(
+                type="scatter",
+                x=x,
+                y=ov["tv_sum"],
+                mode="lines",
+                name="ΣTV (Thm 1, SD)",
+                line={"color": "#6b7280", "dash": "dot"},
+            ),
+        )
     return out
 
 
@@ -108,9 +173,18 @@ def _tv_traces(trace: RunTrace) -> list[dict[str, Any]]:
     if not ov["tv"]:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
-    return [dict(type="bar", x=x, y=ov["tv"], name="TV(p, q) per drafted position", marker={"color": "#94a3b8"},
-                 showlegend=False, customdata=[s + 1 for s in ov["step"]],
-                 hovertemplate="position %{x} (step %{customdata})<br>TV %{y:.3f}<extra></extra>")]
+    return [
+        dict(
+            type="bar",
+            x=x,
+            y=ov["tv"],
+            name="TV(p, q) per drafted position",
+            marker={"color": "#94a3b8"},
+            showlegend=False,
+            customdata=[s + 1 for s in ov["step"]],
+            hovertemplate="position %{x} (step %{customdata})<br>TV %{y:.3f}<extra></extra>",
+        )
+    ]
 
 
 def _batch_traces(trace: RunTrace) -> list[dict[str, Any]]:
@@ -119,12 +193,35 @@ def _batch_traces(trace: RunTrace) -> list[dict[str, Any]]:
         return []
     x = list(range(1, len(bi["theory"]) + 1))
     return [
-        dict(type="scatter", x=x + x[::-1], y=bi["high"] + bi["low"][::-1], fill="toself", fillcolor=BAND, mode="lines",
-             line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup="thm3"),
-        dict(type="scatter", x=x, y=bi["theory"], mode="lines", name="Thm 3 ± 95%",
-             line={"color": series_color(2)}, legendgroup="thm3"),
-        dict(type="scatter", x=x, y=bi["measured"], mode="lines", line={"shape": "hv", "color": "#ea580c"},
-             name="measured"),
+        dict(
+            type="scatter",
+            x=x + x[::-1],
+            y=bi["high"] + bi["low"][::-1],
+            fill="toself",
+            fillcolor=BAND,
+            mode="lines",
+            line={"width": 0},
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup="thm3",
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=bi["theory"],
+            mode="lines",
+            name="Thm 3 ± 95%",
+            line={"color": series_color(2)},
+            legendgroup="thm3",
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=bi["measured"],
+            mode="lines",
+            line={"shape": "hv", "color": "#ea580c"},
+            name="measured",
+        ),
     ]
 
 
@@ -135,16 +232,37 @@ def _tradeoff_traces(trace: RunTrace) -> list[dict[str, Any]]:
     tv, kind = pt["tv"], trace.params.get("residual", "opt")
     mark = lambda k: {"size": 13 if kind == k else 9, "line": {"width": 2 if kind == k else 0, "color": "#111827"}}  # noqa: E731
     return [
-        dict(type="scatter", x=[0, tv], y=[tv, 0], mode="lines", name="rej. + bias = TV",
-             line={"color": "#6b7280"}),
-        dict(type="scatter", x=[pt["bias_opt"]], y=[pt["rejection"]], mode="markers", name="OPT (SD residual)",
-             marker={**mark("opt"), "color": series_color(0)}),
-        dict(type="scatter", x=[pt["bias_uno"]], y=[pt["rejection"]], mode="markers", name="UNO (target)",
-             marker={**mark("target"), "color": "#dc2626", "symbol": "diamond"}),
-        dict(type="scatter", x=[pt[f"bias_{'opt' if kind == 'opt' else 'uno'}"]], y=[pt["measured_rejection"]],
-             mode="markers", name="measured ± 95%", marker={"color": "#111827", "symbol": "x"},
-             error_y={"type": "data", "symmetric": False, "array": [pt["measured_high"] - pt["measured_rejection"]],
-                      "arrayminus": [pt["measured_rejection"] - pt["measured_low"]]}),
+        dict(type="scatter", x=[0, tv], y=[tv, 0], mode="lines", name="rej. + bias = TV", line={"color": "#6b7280"}),
+        dict(
+            type="scatter",
+            x=[pt["bias_opt"]],
+            y=[pt["rejection"]],
+            mode="markers",
+            name="OPT (SD residual)",
+            marker={**mark("opt"), "color": series_color(0)},
+        ),
+        dict(
+            type="scatter",
+            x=[pt["bias_uno"]],
+            y=[pt["rejection"]],
+            mode="markers",
+            name="UNO (target)",
+            marker={**mark("target"), "color": "#dc2626", "symbol": "diamond"},
+        ),
+        dict(
+            type="scatter",
+            x=[pt[f"bias_{'opt' if kind == 'opt' else 'uno'}"]],
+            y=[pt["measured_rejection"]],
+            mode="markers",
+            name="measured ± 95%",
+            marker={"color": "#111827", "symbol": "x"},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [pt["measured_high"] - pt["measured_rejection"]],
+                "arrayminus": [pt["measured_rejection"] - pt["measured_low"]],
+            },
+        ),
     ]
 
 
@@ -153,9 +271,17 @@ def _sequoia_traces(trace: RunTrace) -> list[dict[str, Any]]:
     if pm is None:
         return []
     x = [s + 1 for s in pm["step"]]
-    return [dict(type="bar", x=x, y=pm["measured"], name="measured", marker={"color": "#cbd5e1"}),
-            dict(type="scatter", x=x, y=pm["predicted"], mode="lines+markers", name="predicted (DP)",
-                 line={"color": series_color(3)})]
+    return [
+        dict(type="bar", x=x, y=pm["measured"], name="measured", marker={"color": "#cbd5e1"}),
+        dict(
+            type="scatter",
+            x=x,
+            y=pm["predicted"],
+            mode="lines+markers",
+            name="predicted (DP)",
+            line={"color": series_color(3)},
+        ),
+    ]
 
 
 PANELS = (  # (builder, title, x title, y title)
@@ -170,8 +296,18 @@ PANELS = (  # (builder, title, x title, y title)
 
 def _single(traces: list[dict[str, Any]], title: str, xt: str, yt: str, height: int) -> go.Figure:
     legend = {"orientation": "h", "x": 0, "y": -0.22, "yanchor": "top", "font": {"size": 11}}
-    return go.Figure(traces, base_layout(title, height, xaxis=axis(xt), yaxis=axis(yt), barmode="overlay",
-                                         legend=legend, margin={"l": 48, "r": 48, "t": 44, "b": 110}))
+    return go.Figure(
+        traces,
+        base_layout(
+            title,
+            height,
+            xaxis=axis(xt),
+            yaxis=axis(yt),
+            barmode="overlay",
+            legend=legend,
+            margin={"l": 48, "r": 48, "t": 44, "b": 110},
+        ),
+    )
 
 
 def rejection_figure(trace: RunTrace, height: int = 320) -> go.Figure:
@@ -180,8 +316,9 @@ def rejection_figure(trace: RunTrace, height: int = 320) -> go.Figure:
         return message_figure("No drafted positions with a known rejection probability (T = 0 or no position records).")
     bars = [{**b, "yaxis": "y2", "opacity": 0.5} for b in _tv_traces(trace)]
     fig = _single(bars + traces, *PANELS[1][1:], height)
-    fig.update_layout(yaxis2=axis("TV per position", overlaying="y", side="right", range=[0, 1], showgrid=False,
-                                    tickvals=[0, 0.5, 1]))
+    fig.update_layout(
+        yaxis2=axis("TV per position", overlaying="y", side="right", range=[0, 1], showgrid=False, tickvals=[0, 0.5, 1])
+    )
     return fig
 
 
@@ -212,8 +349,13 @@ def sequoia_figure(trace: RunTrace, height: int = 280) -> go.Figure | None:
 
 def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
     """The theory figures this trace supports, by name."""
-    figs = {"rejections": rejection_figure(trace) if _rejection_traces(trace) else None, "batch_improvement": batch_improvement_figure(trace),
-            "first_drafts": first_draft_figure(trace) if left_to_chance(trace) else None, "tradeoff": tradeoff_figure(trace), "sequoia": sequoia_figure(trace)}
+    figs = {
+        "rejections": rejection_figure(trace) if _rejection_traces(trace) else None,
+        "batch_improvement": batch_improvement_figure(trace),
+        "first_drafts": first_draft_figure(trace) if left_to_chance(trace) else None,
+        "tradeoff": tradeoff_figure(trace),
+        "sequoia": sequoia_figure(trace),
+    }
     return {k: v for k, v in figs.items() if v is not None}
 
 
@@ -228,8 +370,10 @@ def left_to_chance(trace: RunTrace) -> bool:
     """Whether some drafted position's rejection was left to chance (``0 < P(reject) < 1``). Not at
     temperature 0 (or top-k = 1): p and q are one-hot, every TV is 0 or 1 and the expected
     rejections are the measured ones exactly, so the per-position panels would say nothing."""
-    return any(CHANCE < (d.tv if d.reject_prob is None else d.reject_prob) < 1 - CHANCE
-               for d in metrics.drafted_positions(trace))
+    return any(
+        CHANCE < (d.tv if d.reject_prob is None else d.reject_prob) < 1 - CHANCE
+        for d in metrics.drafted_positions(trace)
+    )
 
 
 def _panels(trace: RunTrace, sequoia: bool = True) -> list[PerPanel]:
@@ -237,9 +381,13 @@ def _panels(trace: RunTrace, sequoia: bool = True) -> list[PerPanel]:
     false), the per-position ones (TV, rejections or a tree's first drafts, batch improvement,
     trade-off) only when ``left_to_chance``."""
     chance = left_to_chance(trace)
-    return [(traces, title, xt, yt) for build, title, xt, yt in PANELS
-            if (chance or build is _sequoia_traces) and (sequoia or build is not _sequoia_traces)
-            and (traces := build(trace))]
+    return [
+        (traces, title, xt, yt)
+        for build, title, xt, yt in PANELS
+        if (chance or build is _sequoia_traces)
+        and (sequoia or build is not _sequoia_traces)
+        and (traces := build(trace))
+    ]
 
 
 def theory_panel(trace: RunTrace, step: int | None = None) -> go.Figure | None:
@@ -256,8 +404,9 @@ def theory_panel(trace: RunTrace, step: int | None = None) -> go.Figure | None:
 
 
 @register_view(TheoryState)
-def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 170,
-                panels: list[PerPanel] | None = None) -> go.Figure:
+def theory_view(
+    trace: RunTrace, step: int | None = None, panel_height: int = 170, panels: list[PerPanel] | None = None
+) -> go.Figure:
     """Every panel of ``_panels`` stacked in one figure, ``panel_height`` pixels of plot each; ``step``
     (0-based) is marked on the per-position panels. Laid out in pixels so nothing overlaps at any
     column width: each panel is its title, its own legend (``LEGEND_COLUMNS`` entries a row, under the
@@ -265,8 +414,10 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
     validation, it is redrawn on every scrub)."""
     panels = _panels(trace) if panels is None else panels
     if not panels:
-        return message_figure("Nothing left to chance in this run (temperature 0, or no drafted position "
-                              "with a known rejection probability): no theory to compare with.")
+        return message_figure(
+            "Nothing left to chance in this run (temperature 0, or no drafted position "
+            "with a known rejection probability): no theory to compare with."
+        )
     blocks = []  # (top of the block, legend rows, entries a row) in pixels from the top of the plotting area
     y = 0
     for traces, *_ in panels:
@@ -279,8 +430,9 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
         y += TITLE_PX + _legend_px(rows) + panel_height + AXIS_PX + GAP_PX
     inner = y - GAP_PX
     frac = lambda px: 1 - px / inner  # noqa: E731 - pixels from the top -> paper y
-    layout = base_layout(None, inner + 2 * MARGIN_PX, barmode="overlay",
-                         margin={"l": 52, "r": 16, "t": MARGIN_PX, "b": MARGIN_PX})
+    layout = base_layout(
+        None, inner + 2 * MARGIN_PX, barmode="overlay", margin={"l": 52, "r": 16, "t": MARGIN_PX, "b": MARGIN_PX}
+    )
     data, notes, shapes = [], [], []
     marked = _step_positions(trace, step)
     for r, ((traces, title, xt, yt), (top, rows, columns)) in enumerate(zip(panels, blocks)):
@@ -288,16 +440,48 @@ def theory_view(trace: RunTrace, step: int | None = None, panel_height: int = 17
         plot_top = top + TITLE_PX + _legend_px(rows)
         layout[f"xaxis{sfx}"] = axis(xt, anchor=f"y{sfx}", domain=[0, 1])
         layout[f"yaxis{sfx}"] = axis(yt, anchor=f"x{sfx}", domain=[frac(plot_top + panel_height), frac(plot_top)])
-        layout[f"legend{sfx}"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": frac(top + TITLE_PX),
-                                  "yanchor": "top", "entrywidth": 1 / columns, "entrywidthmode": "fraction",
-                                  "font": {"size": 11}, "bgcolor": "rgba(0,0,0,0)", "traceorder": "normal"}
+        layout[f"legend{sfx}"] = {
+            "orientation": "h",
+            "x": 0,
+            "xanchor": "left",
+            "y": frac(top + TITLE_PX),
+            "yanchor": "top",
+            "entrywidth": 1 / columns,
+            "entrywidthmode": "fraction",
+            "font": {"size": 11},
+            "bgcolor": "rgba(0,0,0,0)",
+            "traceorder": "normal",
+        }
         data += [{**tr, "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "legend": f"legend{sfx}"} for tr in traces]
-        notes.append({"text": title, "x": 0, "xref": "paper", "xanchor": "left", "y": frac(top), "yref": "paper",
-                      "yanchor": "top", "showarrow": False, "font": {"size": 13}})
+        notes.append(
+            {
+                "text": title,
+                "x": 0,
+                "xref": "paper",
+                "xanchor": "left",
+                "y": frac(top),
+                "yref": "paper",
+                "yanchor": "top",
+                "showarrow": False,
+                "font": {"size": 13},
+            }
+        )
         if marked and title in (PANELS[0][1], PANELS[1][1], PANELS[2][1]):
-            shapes.append({"type": "rect", "xref": f"x{sfx}", "yref": f"y{sfx} domain", "x0": marked[0] - 0.5,
-                           "x1": marked[-1] + 0.5, "y0": 0, "y1": 1, "fillcolor": CURRENT_COLOR, "opacity": 0.12,
-                           "line": {"width": 0}, "layer": "below"})
+            shapes.append(
+                {
+                    "type": "rect",
+                    "xref": f"x{sfx}",
+                    "yref": f"y{sfx} domain",
+                    "x0": marked[0] - 0.5,
+                    "x1": marked[-1] + 0.5,
+                    "y0": 0,
+                    "y1": 1,
+                    "fillcolor": CURRENT_COLOR,
+                    "opacity": 0.12,
+                    "line": {"width": 0},
+                    "layer": "below",
+                }
+            )
     layout["annotations"], layout["shapes"] = notes, shapes
     return figure(data, layout)
 

@@ -10,6 +10,7 @@ Every token has a tooltip with its step, kind, ``p`` and ``q``.
 Only classes are emitted (``sv-*``); ``TOKENS_CSS`` styles them and is included in the app's CSS.
 ``tokens_html(..., standalone=True)`` embeds it for use outside the app.
 """
+
 from __future__ import annotations
 
 import html
@@ -23,10 +24,10 @@ TOKENS_CSS = f"""
   line-height: 1.75; white-space: pre-wrap; word-break: break-word; color: #111827; }}
 .sv-prompt {{ color: #6b7280; }}
 .sv-tok {{ border-radius: 3px; padding: 1px 0; }}
-.sv-draft {{ background: #d9f2e3; box-shadow: inset 0 -2px 0 {STATUS_COLORS['accepted']}; }}
-.sv-resampled {{ background: #fde9c8; box-shadow: inset 0 -2px 0 {STATUS_COLORS['resampled']}; }}
-.sv-bonus {{ background: #dce8fb; box-shadow: inset 0 -2px 0 {STATUS_COLORS['bonus']}; }}
-.sv-rejected {{ color: {STATUS_COLORS['rejected']}; text-decoration: line-through; text-decoration-thickness: 2px;
+.sv-draft {{ background: #d9f2e3; box-shadow: inset 0 -2px 0 {STATUS_COLORS["accepted"]}; }}
+.sv-resampled {{ background: #fde9c8; box-shadow: inset 0 -2px 0 {STATUS_COLORS["resampled"]}; }}
+.sv-bonus {{ background: #dce8fb; box-shadow: inset 0 -2px 0 {STATUS_COLORS["bonus"]}; }}
+.sv-rejected {{ color: {STATUS_COLORS["rejected"]}; text-decoration: line-through; text-decoration-thickness: 2px;
   background: #fbe3e3; opacity: 0.85; font-size: 0.92em; }}
 .sv-step {{ margin-right: 3px; }}
 .sv-cur .sv-tok {{ outline: 2px solid #7c3aed; outline-offset: 0px; }}
@@ -68,8 +69,9 @@ def _title(step: StepRecord, kind: str, node: TreeNode | None) -> str:
     return html.escape(" · ".join(bits))
 
 
-def step_html(step: StepRecord, show_rejected: bool = True, diverge_at: int | None = None,
-              lossless: bool = True) -> str:
+def step_html(
+    step: StepRecord, show_rejected: bool = True, diverge_at: int | None = None, lossless: bool = True
+) -> str:
     """One step's tokens: for each committed token, the rejected drafts tried at its position first.
     ``diverge_at`` (output position) marks the token where the output first differs from ``ar``'s:
     as a bug (red) for a lossless run, as an expected difference (grey) when ``lossless`` is False."""
@@ -82,12 +84,15 @@ def step_html(step: StepRecord, show_rejected: bool = True, diverge_at: int | No
             for alt in step.forest:
                 if alt.status == "rejected" and alt.parent == node.parent and alt.id != node.id:
                     kind = "rejected draft" + (" (a copy of the rejected draft before it)" if alt.id in copy else "")
-                    parts.append(f'<span class="sv-tok sv-rejected" title="{_title(step, kind, alt)}">'
-                                 f"{_esc(alt.token_text)}</span>")
+                    parts.append(
+                        f'<span class="sv-tok sv-rejected" title="{_title(step, kind, alt)}">'
+                        f"{_esc(alt.token_text)}</span>"
+                    )
         kind = tok.kind if tok.kind in ("draft", "resampled", "bonus") else "bonus"
         label = {"draft": "accepted draft", "resampled": "resampled", "bonus": "bonus"}[kind]
-        skipped = sum(1 for c, o in copy.items()
-                      if node is not None and o == node.id and nodes[c].status == "not_reached")
+        skipped = sum(
+            1 for c, o in copy.items() if node is not None and o == node.id and nodes[c].status == "not_reached"
+        )
         if skipped:
             label += f" ({skipped} cop{'y' if skipped == 1 else 'ies'} of it after it never tested)"
         extra, title = "", _title(step, label, node)
@@ -95,15 +100,25 @@ def step_html(step: StepRecord, show_rejected: bool = True, diverge_at: int | No
             if lossless:
                 extra, title = " sv-diverge", title + " · first token that differs from ar's greedy output"
             else:
-                extra, title = (" sv-diverge-lossy", title + " · first token that differs from ar's greedy output "
-                                "(expected: this run is not lossless by design)")
+                extra, title = (
+                    " sv-diverge-lossy",
+                    title + " · first token that differs from ar's greedy output "
+                    "(expected: this run is not lossless by design)",
+                )
         parts.append(f'<span class="sv-tok sv-{kind}{extra}" title="{title}">{_esc(tok.text)}</span>')
     return "".join(parts)
 
 
-def tokens_html(trace: RunTrace | None, current_step: int | None = None, *, show_prompt: bool = True,
-                show_rejected: bool = True, standalone: bool = False, prompt_chars: int = 400,
-                diverge_at: int | None = None) -> str:
+def tokens_html(
+    trace: RunTrace | None,
+    current_step: int | None = None,
+    *,
+    show_prompt: bool = True,
+    show_rejected: bool = True,
+    standalone: bool = False,
+    prompt_chars: int = 400,
+    diverge_at: int | None = None,
+) -> str:
     """The whole output of ``trace``. ``current_step`` (0-based) outlines that step and fades later
     ones; ``diverge_at`` marks the output position where a greedy run first differs from ``ar`` (a bug
     only if ``trace.lossless``)."""
@@ -136,12 +151,14 @@ def tokens_html(trace: RunTrace | None, current_step: int | None = None, *, show
 
 def legend_html() -> str:
     """The colour key shown above the texts."""
-    return ('<div class="sv-key">'
-            '<span class="sv-tok sv-draft">accepted draft</span>'
-            '<span class="sv-tok sv-resampled">resampled (residual)</span>'
-            '<span class="sv-tok sv-bonus">bonus / from target</span>'
-            '<span class="sv-tok sv-rejected">rejected draft</span>'
-            '<span>· hover a token for p, q; ↵ = newline</span></div>')
+    return (
+        '<div class="sv-key">'
+        '<span class="sv-tok sv-draft">accepted draft</span>'
+        '<span class="sv-tok sv-resampled">resampled (residual)</span>'
+        '<span class="sv-tok sv-bonus">bonus / from target</span>'
+        '<span class="sv-tok sv-rejected">rejected draft</span>'
+        "<span>· hover a token for p, q; ↵ = newline</span></div>"
+    )
 
 
 def text_upto(trace: RunTrace, step_index: int) -> str:

@@ -14,6 +14,7 @@ Trace naming contract (tests rely on it): one scatter trace per node status, ``m
 ``customdata`` = node ids; the committed path is the trace with ``meta == "path"`` and its
 ``customdata`` lists the node ids it passes through, context first as ``-1``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,9 +25,26 @@ import plotly.graph_objects as go
 from specviz.step_state import DynTreeState
 from specviz.trace import NODE_STATUSES, StepRecord, TreeNode
 from specviz.viz.explain import TESTED, StepIndex, is_greedy_step, node_decision
-from specviz.viz.style import (CONTEXT_COLOR, EDGE_COLOR, HOVER_CHARS, MONO, PATH_COLOR, STATUS_COLORS,
-                               STATUS_LABELS, STATUS_SYMBOLS, base_layout, figure, fmt_prob, html_escape,
-                               message_figure, title_lines, titled, visible_text, wrap_html, wrap_markup)
+from specviz.viz.style import (
+    CONTEXT_COLOR,
+    EDGE_COLOR,
+    HOVER_CHARS,
+    MONO,
+    PATH_COLOR,
+    STATUS_COLORS,
+    STATUS_LABELS,
+    STATUS_SYMBOLS,
+    base_layout,
+    figure,
+    fmt_prob,
+    html_escape,
+    message_figure,
+    title_lines,
+    titled,
+    visible_text,
+    wrap_html,
+    wrap_markup,
+)
 
 CONTEXT_ID = -1
 MAX_LABELLED_NODES = 96
@@ -34,8 +52,13 @@ MAX_HEIGHT = 796  # pixels under the title and legend, at most
 # The legend's names: a status in a word or two (the hover says it in full) and the count, so that two
 # fit a row of the narrowest tree, a column at phone width: half its plot (about 133 px) holds 16
 # characters at the legend's 10 px.
-LEGEND_NAMES = {"accepted": "accepted", "rejected": "rejected", "not_reached": "not reached",
-                "resampled": "resampled", "bonus": "bonus"}
+LEGEND_NAMES = {
+    "accepted": "accepted",
+    "rejected": "rejected",
+    "not_reached": "not reached",
+    "resampled": "resampled",
+    "bonus": "bonus",
+}
 LEGEND_CHARS = 16
 
 
@@ -102,8 +125,13 @@ def q_lines(n: TreeNode) -> list[str]:
     return [f"q = {fmt_prob(n.q)} (chosen, so a point mass); draft's own = {fmt_prob(n.q_draft)}"]
 
 
-def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = None,
-               cum: float | None = None, feature: bool = False) -> str:
+def node_hover(
+    n: TreeNode,
+    idx: StepIndex | None = None,
+    greedy: bool | None = None,
+    cum: float | None = None,
+    feature: bool = False,
+) -> str:
     """Hover text of a node: token, status, q, its cumulative draft probability ``cum`` when given
     (``dyntree``), where a feature drafter drafted it from (``feature``), the original p, and for tested
     nodes the p their ``a`` was computed against (``p_residual``, labelled), ``a``, ``u`` and the
@@ -113,20 +141,31 @@ def node_hover(n: TreeNode, idx: StepIndex | None = None, greedy: bool | None = 
         f"<b>{html_escape(repr(n.token_text))}</b>  id {n.token_id}",
         f"status: <b>{STATUS_LABELS.get(n.status, n.status)}</b>  (node {n.id}, depth {n.depth}, root {n.root})",
         *q_lines(n),
-        *([f"cumulative draft probability = {fmt_prob(cum)}  (q multiplied along its path: the tree keeps the "
-           f"highest)"] if cum is not None else []),
+        *(
+            [
+                f"cumulative draft probability = {fmt_prob(cum)}  (q multiplied along its path: the tree keeps the "
+                f"highest)"
+            ]
+            if cum is not None
+            else []
+        ),
         *([feature_source(n)] if feature else []),
         f"p target = {fmt_prob(n.p)}" + ("  (original, before any residual)" if n.status in TESTED else ""),
     ]
     if n.status in TESTED:
         earlier = idx.earlier_rejected(n)
         if n.p_residual is not None:
-            what = (f"after {len(earlier)} earlier sibling{'s' if len(earlier) != 1 else ''} rejected"
-                    if earlier else "= p: first candidate here")
+            what = (
+                f"after {len(earlier)} earlier sibling{'s' if len(earlier) != 1 else ''} rejected"
+                if earlier
+                else "= p: first candidate here"
+            )
             lines.append(f"p residual = {fmt_prob(n.p_residual)}  (a uses this; {what})")
         elif earlier:
-            lines.append(f"p residual: not recorded in this trace (a uses it: {len(earlier)} earlier sibling"
-                         f"{'s' if len(earlier) != 1 else ''} rejected)")
+            lines.append(
+                f"p residual: not recorded in this trace (a uses it: {len(earlier)} earlier sibling"
+                f"{'s' if len(earlier) != 1 else ''} rejected)"
+            )
     if n.accept_prob is not None:
         lines.append(f"accept prob a = {fmt_prob(n.accept_prob)}")
     if n.draw is not None:
@@ -140,8 +179,14 @@ def _elbow(xs: list[Any], ys: list[Any], a: tuple[float, float], b: tuple[float,
     ys.extend((a[1], a[1], b[1], b[1], None))
 
 
-def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None = None,
-                height: int | None = None, feature: bool = False) -> go.Figure:
+def tree_figure(
+    step: StepRecord | None,
+    *,
+    context: str = "",
+    title: str | None = None,
+    height: int | None = None,
+    feature: bool = False,
+) -> go.Figure:
     """The forest of ``step`` (see module docstring). ``context`` is the committed text before the
     step (its tail is shown on the context node's hover); ``height``: pixels under the title and legend
     (by default from the number of leaves); ``feature``: the run's drafter read the target's features
@@ -171,27 +216,63 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
     for u, v in g.edges:
         if (u, v) not in path_edges:
             _elbow(ex, ey, pos[u], pos[v])
-    data.append({"type": "scatter", "x": ex, "y": ey, "mode": "lines", "hoverinfo": "skip",
-                 "line": {"color": EDGE_COLOR, "width": 1.5}, "showlegend": False, "meta": "edges"})
+    data.append(
+        {
+            "type": "scatter",
+            "x": ex,
+            "y": ey,
+            "mode": "lines",
+            "hoverinfo": "skip",
+            "line": {"color": EDGE_COLOR, "width": 1.5},
+            "showlegend": False,
+            "meta": "edges",
+        }
+    )
     px: list[Any] = []
     py: list[Any] = []
     for u, v in zip(path, path[1:]):
         _elbow(px, py, pos[u], pos[v])
-    data.append({"type": "scatter", "x": px, "y": py, "mode": "lines", "hoverinfo": "skip",
-                 "line": {"color": PATH_COLOR, "width": 3.5}, "name": "committed path",
-                 "showlegend": bool(px), "meta": "path", "customdata": path})
+    data.append(
+        {
+            "type": "scatter",
+            "x": px,
+            "y": py,
+            "mode": "lines",
+            "hoverinfo": "skip",
+            "line": {"color": PATH_COLOR, "width": 3.5},
+            "name": "committed path",
+            "showlegend": bool(px),
+            "meta": "path",
+            "customdata": path,
+        }
+    )
 
     tail = context[-60:] if context else ""
     shown = "…" + repr(tail) if tail else ""  # cut into lines of the box's width, as it is, spaces and all
-    ctx_hover = "<br>".join([wrap_markup(f"<b>context</b> ({step.n_before} tokens generated before this step)"),
-                             *(html_escape(shown[i:i + HOVER_CHARS]) for i in range(0, len(shown), HOVER_CHARS))])
-    data.append({"type": "scatter", "x": [pos[CONTEXT_ID][0]], "y": [pos[CONTEXT_ID][1]],
-                 "mode": "markers+text", "text": ["ctx"], "textposition": "middle left",
-                 "cliponaxis": False,  # the label may reach into the left margin in a narrow column
-                 "textfont": {"size": 10, "color": CONTEXT_COLOR},
-                 "marker": {"symbol": "square", "size": 14, "color": CONTEXT_COLOR},
-                 "hovertext": [ctx_hover], "hoverinfo": "text", "showlegend": False, "meta": "context",
-                 "customdata": [CONTEXT_ID]})
+    ctx_hover = "<br>".join(
+        [
+            wrap_markup(f"<b>context</b> ({step.n_before} tokens generated before this step)"),
+            *(html_escape(shown[i : i + HOVER_CHARS]) for i in range(0, len(shown), HOVER_CHARS)),
+        ]
+    )
+    data.append(
+        {
+            "type": "scatter",
+            "x": [pos[CONTEXT_ID][0]],
+            "y": [pos[CONTEXT_ID][1]],
+            "mode": "markers+text",
+            "text": ["ctx"],
+            "textposition": "middle left",
+            "cliponaxis": False,  # the label may reach into the left margin in a narrow column
+            "textfont": {"size": 10, "color": CONTEXT_COLOR},
+            "marker": {"symbol": "square", "size": 14, "color": CONTEXT_COLOR},
+            "hovertext": [ctx_hover],
+            "hoverinfo": "text",
+            "showlegend": False,
+            "meta": "context",
+            "customdata": [CONTEXT_ID],
+        }
+    )
 
     by_status: dict[str, list[TreeNode]] = {}
     for n in forest:
@@ -206,44 +287,98 @@ def tree_figure(step: StepRecord | None, *, context: str = "", title: str | None
         color = STATUS_COLORS[status]
         # in a dense tree only the verified nodes are labelled; the rest keep their hover text
         show_text = labelled and not (dense and status == "not_reached")
-        data.append({
-            "type": "scatter", "mode": "markers+text" if show_text else "markers",
-            "x": [pos[n.id][0] for n in nodes], "y": [pos[n.id][1] for n in nodes],
-            "text": [html_escape(visible_text(n.token_text)) for n in nodes] if show_text else None,
-            "textposition": "top center",
-            "textfont": {"family": MONO, "size": font_size,
-                         "color": "#9ca3af" if status == "not_reached" else "#111827"},
-            "hovertext": [node_hover(n, idx, greedy, cum.get(n.id), feature) for n in nodes], "hoverinfo": "text",
-            "marker": {"symbol": STATUS_SYMBOLS[status], "size": marker_size, "color": color,
-                       "line": {"color": [PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
-                                          for n in nodes],
-                                "width": [2.5 if n.id in on_path else 1.5 for n in nodes]}},
-            "name": f"{LEGEND_NAMES[status]} ({len(nodes)})", "meta": status,
-            "customdata": [n.id for n in nodes],
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text" if show_text else "markers",
+                "x": [pos[n.id][0] for n in nodes],
+                "y": [pos[n.id][1] for n in nodes],
+                "text": [html_escape(visible_text(n.token_text)) for n in nodes] if show_text else None,
+                "textposition": "top center",
+                "textfont": {
+                    "family": MONO,
+                    "size": font_size,
+                    "color": "#9ca3af" if status == "not_reached" else "#111827",
+                },
+                "hovertext": [node_hover(n, idx, greedy, cum.get(n.id), feature) for n in nodes],
+                "hoverinfo": "text",
+                "marker": {
+                    "symbol": STATUS_SYMBOLS[status],
+                    "size": marker_size,
+                    "color": color,
+                    "line": {
+                        "color": [
+                            PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
+                            for n in nodes
+                        ],
+                        "width": [2.5 if n.id in on_path else 1.5 for n in nodes],
+                    },
+                },
+                "name": f"{LEGEND_NAMES[status]} ({len(nodes)})",
+                "meta": status,
+                "customdata": [n.id for n in nodes],
+            }
+        )
     shown = [n for n in forest if n.id in cum] if cum_rows else []
     if shown:  # dyntree: each node's cumulative draft probability under it
-        data.append({"type": "scatter", "mode": "markers+text", "x": [pos[n.id][0] for n in shown],
-                     "y": [pos[n.id][1] for n in shown], "text": [fmt_prob(cum[n.id]) for n in shown],
-                     "marker": {"size": marker_size, "opacity": 0},  # the text clears the node's marker
-                     "textposition": "bottom center", "textfont": {"size": 9, "color": "#6b7280"},
-                     "hoverinfo": "skip", "showlegend": False, "meta": "cum_q", "customdata": [n.id for n in shown]})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "x": [pos[n.id][0] for n in shown],
+                "y": [pos[n.id][1] for n in shown],
+                "text": [fmt_prob(cum[n.id]) for n in shown],
+                "marker": {"size": marker_size, "opacity": 0},  # the text clears the node's marker
+                "textposition": "bottom center",
+                "textfont": {"size": 9, "color": "#6b7280"},
+                "hoverinfo": "skip",
+                "showlegend": False,
+                "meta": "cum_q",
+                "customdata": [n.id for n in shown],
+            }
+        )
     if not forest:
-        data.append({"type": "scatter", "x": [1], "y": [0], "mode": "text", "text": ["no draft tokens this step"],
-                     "textposition": "middle right", "hoverinfo": "skip", "showlegend": False, "meta": "note"})
+        data.append(
+            {
+                "type": "scatter",
+                "x": [1],
+                "y": [0],
+                "mode": "text",
+                "text": ["no draft tokens this step"],
+                "textposition": "middle right",
+                "hoverinfo": "skip",
+                "showlegend": False,
+                "meta": "note",
+            }
+        )
 
     # the step on the title line, what it drafted, accepted and committed on the line under it
-    lines = title_lines(title, []) if title is not None else title_lines(
-        f"step {step.index + 1}", [f"drafted {step.n_drafted}", f"accepted {step.n_accepted}",
-                                   f"+{len(step.committed)} token{'s' if len(step.committed) != 1 else ''}"])
+    lines = (
+        title_lines(title, [])
+        if title is not None
+        else title_lines(
+            f"step {step.index + 1}",
+            [
+                f"drafted {step.n_drafted}",
+                f"accepted {step.n_accepted}",
+                f"+{len(step.committed)} token{'s' if len(step.committed) != 1 else ''}",
+            ],
+        )
+    )
     layout = base_layout(lines[0])
     layout["margin"] = {"l": 30, "r": 20, "b": 30}
     layout["legend"] = {"orientation": "h", "xanchor": "left", "x": 0, "font": {"size": 10}, "itemsizing": "constant"}
     titled(layout, lines, data, height, legend_chars=LEGEND_CHARS)
-    layout["xaxis"] = {"range": [-0.6, max_depth + 0.7], "showgrid": False, "zeroline": False,
-                       "tickmode": "array", "tickvals": list(range(1, int(max_depth) + 1)),
-                       "ticktext": [f"+{d}" for d in range(1, int(max_depth) + 1)],
-                       "tickfont": {"size": 9, "color": "#9ca3af"}, "fixedrange": False}
+    layout["xaxis"] = {
+        "range": [-0.6, max_depth + 0.7],
+        "showgrid": False,
+        "zeroline": False,
+        "tickmode": "array",
+        "tickvals": list(range(1, int(max_depth) + 1)),
+        "ticktext": [f"+{d}" for d in range(1, int(max_depth) + 1)],
+        "tickfont": {"size": 9, "color": "#9ca3af"},
+        "fixedrange": False,
+    }
     layout["yaxis"] = {"visible": False, "range": [-leaves + 0.4, 0.9], "fixedrange": False}
     layout["hovermode"] = "closest"
     return figure(data, layout)

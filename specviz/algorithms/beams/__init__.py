@@ -13,4 +13,5 @@ Speculative Beam Decoding, arXiv 2409.16560), on the one step loop like every al
 The maths with no model is ``core.beams``; the typed step states ``step_state.BeamSearchState`` and
 ``DsbdState``. Importing this package registers ``beam`` and ``dsbd``.
 """
+
 from specviz.algorithms.beams import beam, dsbd  # noqa: F401  (registration side effects)

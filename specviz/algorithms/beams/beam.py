@@ -32,12 +32,13 @@ Assembly on the step loop (``step_loop``): nothing drafted (``drafters.NoDrafter
 by ``BeamWidth`` (below), the step decided by ``beam_verifier.BeamVerifier`` over the run's
 ``state.BeamState`` (the bookkeeping ``dsbd`` shares).
 """
+
 from __future__ import annotations
 
 from typing import Iterator
 
-from specviz.algorithms.beams.state import BeamState
 from specviz.algorithms.beams.beam_verifier import BeamVerifier
+from specviz.algorithms.beams.state import BeamState
 from specviz.algorithms.cost import int_param, per_step
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafters import NoDrafter
@@ -67,10 +68,16 @@ class BeamWidth(Controller):
         return BeamSearchState(beam_list=result.outcome.rows)
 
 
-@register("beam", description="Beam sampling (T > 0) / beam search (T = 0) with the target alone; "
-                               "the reference for dsbd.",
-          paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Eq 1", params=(WIDTH,),
-          drafter="none", lossless=False, controller="beam", color="#4f46e5",
-          cost=lambda params, steps: per_step(max(1, int_param(params, "width")), "width", steps, models=1))
+@register(
+    "beam",
+    description="Beam sampling (T > 0) / beam search (T = 0) with the target alone; the reference for dsbd.",
+    paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Eq 1",
+    params=(WIDTH,),
+    drafter="none",
+    lossless=False,
+    controller="beam",
+    color="#4f46e5",
+    cost=lambda params, steps: per_step(max(1, int_param(params, "width")), "width", steps, models=1),
+)
 def run_beam(dec: Decoder, width: int) -> Iterator[StepRecord]:
     yield from run_steps(dec, NoDrafter(), BeamVerifier(BeamState.start(dec)), BeamWidth(width))

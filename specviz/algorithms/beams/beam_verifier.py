@@ -9,6 +9,7 @@ distinct candidates are kept (``core.beams``). A kept candidate whose token is E
 which is set aside (``state.Finished``); the rest go on. The tokens all beams agree on are
 committed (``BeamState.settle``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,12 +65,14 @@ class BeamVerifier:
         logits, last, _ = feed(dec.target, self.state.slots)
         return logits, start, last
 
-    def decide(self, dec: "Decoder", proposal: DraftedTree, scored: tuple[torch.Tensor, int, list[int]],
-               plan: Plan) -> BeamOutcome:
+    def decide(
+        self, dec: "Decoder", proposal: DraftedTree, scored: tuple[torch.Tensor, int, list[int]], plan: Plan
+    ) -> BeamOutcome:
         logits, start, last = scored
         st = self.state
-        scores = B.candidate_scores(torch.tensor([b.loglik for b in st.beams], dtype=torch.float64),
-                                    logprobs_at(logits, start, last))
+        scores = B.candidate_scores(
+            torch.tensor([b.loglik for b in st.beams], dtype=torch.float64), logprobs_at(logits, start, last)
+        )
         vocab = scores.shape[1]
         if dec.sampling.greedy:
             kept, probs = B.beam_search_select(scores, plan.width), None
@@ -87,20 +90,34 @@ class BeamVerifier:
         """Carry the live beams (their paths kept in the target cache) and settle what they agree on."""
         st = self.state
         st.beams = [out.new[i] for i in out.live]
-        st.slots = keep_slots(dec.target, [(out.last[out.split[i][0]], [out.split[i][1]]) for i in out.live]) \
-            if out.live else []
+        st.slots = (
+            keep_slots(dec.target, [(out.last[out.split[i][0]], [out.split[i][1]]) for i in out.live])
+            if out.live
+            else []
+        )
         st.rows = out.live
         return st.settle(dec)
 
     def record(self, dec: "Decoder", proposal: DraftedTree, out: BeamOutcome) -> Recorded:
         """One ``bonus`` node per new beam (``root`` = the beam it extends, ``p`` its p_beam) and one
         position per beam extended (p_beam on its row)."""
-        forest = [TreeNode(i, None, 0, t, dec.text(t), p=None if out.probs is None else float(out.probs[c]),
-                           status="bonus", root=r) for i, (c, (r, t)) in enumerate(zip(out.kept, out.split))]
+        forest = [
+            TreeNode(
+                i, None, 0, t, dec.text(t), p=None if out.probs is None else float(out.probs[c]), status="bonus", root=r
+            )
+            for i, (c, (r, t)) in enumerate(zip(out.kept, out.split))
+        ]
         positions = []
         if dec.record_top_k:
             law = out.probs if out.probs is not None else B.beam_distribution(out.scores, dec.sampling)
-            positions = layer_positions(dec, out.scores, law, None, [(None, r) for r in range(len(out.last))], {},
-                                        by_row(out.kept, out.scores.shape[1]))
+            positions = layer_positions(
+                dec,
+                out.scores,
+                law,
+                None,
+                [(None, r) for r in range(len(out.last))],
+                {},
+                by_row(out.kept, out.scores.shape[1]),
+            )
         rule = {"name": "beam_search" if dec.sampling.greedy else "beam_sampling"}  # core.rule_words
         return Recorded(forest, positions, rule)

@@ -53,19 +53,20 @@ Assembly on the step loop (``step_loop``): ``forest.ForestDrafter`` proposes, ``
 LayerVerifier`` decides (steps 2-4) over the run's ``state.BeamState``, ``width.
 WidthController`` plans the depth and the widths.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 from specviz import validation
-from specviz.algorithms.beams.state import BeamState, Slot
-from specviz.algorithms.cost import Cost, int_param, per_step
-from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.beams.forest import ForestDrafter
 from specviz.algorithms.beams.layer_verifier import LayerRule, LayerVerifier
+from specviz.algorithms.beams.state import BeamState, Slot
+from specviz.algorithms.beams.width import WidthController
+from specviz.algorithms.cost import Cost, int_param, per_step
+from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.step_loop import run_steps
-from specviz.algorithms.beams.width import WidthController
 from specviz.core.trees import ROOT
 from specviz.errors import InvalidParameterError
 from specviz.trace import StepRecord
@@ -78,33 +79,60 @@ PARAMS = (
     Param("dynamic", True, "bool", help="dynamic width (Eqs 5-7); off: fixed at min_width, exact beam sampling"),
     Param("single_beam", False, "bool", help="memory-saving mode: carry only the best beam (Sec 3.4)"),
     Param("literal_ratio", False, "bool", help="Algorithm 1's printed ratio min(1, q/p') (wrong; for comparison)"),
-    Param("output_width", "paper", "choice", choices=("paper", "code"),
-          help="beams an iteration outputs: paper = W_L of the last layer (Algorithm 1), code = W_S (the official "
-               "code: a failed layer is filled up to W_S, the bonus layer samples W_S)"),
+    Param(
+        "output_width",
+        "paper",
+        "choice",
+        choices=("paper", "code"),
+        help="beams an iteration outputs: paper = W_L of the last layer (Algorithm 1), code = W_S (the official "
+        "code: a failed layer is filled up to W_S, the bonus layer samples W_S)",
+    ),
 )
 
 
 def check_widths(params: dict[str, Any]) -> None:
     """``min_width`` is the width's floor, so it may not exceed ``width``."""
     if params["min_width"] > params["width"]:
-        raise validation.about(InvalidParameterError(
-            f"dsbd: parameter 'min_width' must be in [1, width = {params['width']}], got {params['min_width']}."),
-            "min_width", "dsbd: parameter 'min_width'")
+        raise validation.about(
+            InvalidParameterError(
+                f"dsbd: parameter 'min_width' must be in [1, width = {params['width']}], got {params['min_width']}."
+            ),
+            "min_width",
+            "dsbd: parameter 'min_width'",
+        )
 
 
 def cost(params: dict[str, Any], steps: int) -> Cost:
     """A forest of ``width`` beams of ``gamma`` layers a step, plus the beams' own tokens, in each model."""
-    return per_step(max(1, int_param(params, "width")) * (max(1, int_param(params, "gamma")) + 1), "width x gamma",
-                    steps)
+    return per_step(
+        max(1, int_param(params, "width")) * (max(1, int_param(params, "gamma")) + 1), "width x gamma", steps
+    )
 
 
-@register("dsbd", description="Dynamic-width speculative beam decoding: a drafted beam forest, verified "
-                               "layer by layer in one target call.",
-          paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Algorithm 1, Eqs 1-7",
-          params=PARAMS, lossless=False, controller="dsbd", check=check_widths, cost=cost, color="#65a30d",
-          page_rank=7)
-def run_dsbd(dec: Decoder, width: int, min_width: int, threshold: float, gamma: int, dynamic: bool,
-             single_beam: bool, literal_ratio: bool, output_width: str) -> Iterator[StepRecord]:
+@register(
+    "dsbd",
+    description="Dynamic-width speculative beam decoding: a drafted beam forest, verified "
+    "layer by layer in one target call.",
+    paper="Dynamic-Width Speculative Beam Decoding (arXiv 2409.16560), Algorithm 1, Eqs 1-7",
+    params=PARAMS,
+    lossless=False,
+    controller="dsbd",
+    check=check_widths,
+    cost=cost,
+    color="#65a30d",
+    page_rank=7,
+)
+def run_dsbd(
+    dec: Decoder,
+    width: int,
+    min_width: int,
+    threshold: float,
+    gamma: int,
+    dynamic: bool,
+    single_beam: bool,
+    literal_ratio: bool,
+    output_width: str,
+) -> Iterator[StepRecord]:
     drafter = ForestDrafter(dec.draft, [Slot(ROOT, list(dec.tokens))])
     verifier = LayerVerifier(BeamState.start(dec), LayerRule(literal_ratio, output_width), single_beam)
     controller = WidthController(width, min_width, threshold, gamma, dynamic, single_beam)

@@ -18,6 +18,7 @@ attention). Layer gamma is never fed to the draft.
 beams it holds in the draft's cache (``slots``); ``observe(dec, forest, outcome)`` keeps the carried
 beams' paths there (``outcome.carried``, ``outcome.outputs``: ``layer_verifier.LayerOutcome``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -79,7 +80,7 @@ class ForestDrafter:
     def propose(self, dec: "Decoder", plan: Plan, rule: Any) -> DraftForest:
         gamma, width, slots = len(plan.shape), plan.width, self.slots
         forest = DraftForest()
-        parents: list[int | None] = [None] * len(slots)   # layer-0 "nodes" are the roots
+        parents: list[int | None] = [None] * len(slots)  # layer-0 "nodes" are the roots
         trees = list(range(len(slots)))
         scores_prev = torch.zeros(len(slots), dtype=torch.float64)
         for d in range(1, gamma + 1):
@@ -94,8 +95,12 @@ class ForestDrafter:
                 alive = torch.tensor([not dec.is_eos(forest.tokens[i]) for i in prev], dtype=torch.bool)
                 if not alive.any():
                     break
-                logits, _, nodes = feed(self.lm, [], [forest.tokens[i] for i in prev],
-                                        [("cached", self._cached_parent(forest, i)) for i in prev])
+                logits, _, nodes = feed(
+                    self.lm,
+                    [],
+                    [forest.tokens[i] for i in prev],
+                    [("cached", self._cached_parent(forest, i)) for i in prev],
+                )
                 for i, n in zip(prev, nodes):
                     forest.draft_index[i] = n
                 rows = nodes
@@ -129,8 +134,9 @@ class ForestDrafter:
         """Keep the carried beams' paths in the draft's cache (their deepest fed node and the tokens after it)."""
         if outcome.carried:
             outs = [outcome.outputs[i] for i in outcome.carried]
-            self.slots = keep_slots(self.lm, [draft_chain(forest, self.slots[o.root], o.root, list(o.path), o.token)
-                                              for o in outs])
+            self.slots = keep_slots(
+                self.lm, [draft_chain(forest, self.slots[o.root], o.root, list(o.path), o.token) for o in outs]
+            )
 
     @staticmethod
     def _cached_parent(forest: DraftForest, node: int) -> int:
@@ -144,7 +150,7 @@ def draft_chain(forest: DraftForest, slot: Slot, root: int, path: list[int], tok
     fed = [i for i, n in enumerate(path) if n in forest.draft_index]
     if fed:
         k = fed[-1]
-        return forest.draft_index[path[k]], [forest.tokens[n] for n in path[k + 1:]] + [token]
+        return forest.draft_index[path[k]], [forest.tokens[n] for n in path[k + 1 :]] + [token]
     tail = [forest.tokens[n] for n in path] + [token]
     if forest.root_index:
         return forest.root_index[root], tail

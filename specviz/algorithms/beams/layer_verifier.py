@@ -24,6 +24,7 @@ aside (``state.Finished``) and, with ``single_beam`` (the memory-saving mode, Se
 best output beam (highest target log-likelihood; all outputs have equal length) carried on. The
 outcome (``LayerOutcome``) is typed and recording is separate (``LayerVerifier.record``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from specviz.algorithms.beams.forest import DraftForest
 from specviz.algorithms.beams.positions import by_row, layer_positions
 from specviz.algorithms.beams.state import Beam, BeamState, beam_rows, best_of, feed, keep_slots, logprobs_at
-from specviz.algorithms.beams.forest import DraftForest
 from specviz.algorithms.step_types import Commit, LayerWidth, Plan, Recorded
 from specviz.core import beams as B
 from specviz.step_state import BeamList
@@ -64,14 +65,23 @@ class LayerRule:
         a failed layer is filled up to W_S and the bonus layer samples W_S beams)."""
         return max(widths.drafts, chosen) if self.output_width == "code" else chosen
 
-    def verify(self, dec: "Decoder", p_beam: torch.Tensor, q_beam: torch.Tensor, scores: torch.Tensor,
-               drafts: list[int], width: int, fill_to: int | None = None) -> B.LayerVerdict:
+    def verify(
+        self,
+        dec: "Decoder",
+        p_beam: torch.Tensor,
+        q_beam: torch.Tensor,
+        scores: torch.Tensor,
+        drafts: list[int],
+        width: int,
+        fill_to: int | None = None,
+    ) -> B.LayerVerdict:
         """One layer; ``fill_to``: beams a failed layer returns at T > 0 (default ``width``). At T = 0 a
         layer keeps the target's beam-search top ``width`` whatever ``fill_to`` says."""
         if dec.sampling.greedy:
             return B.verify_layer_greedy(scores, drafts, width)
-        return B.verify_layer(p_beam, q_beam, drafts, width, dec.generator, fill_to=fill_to,
-                              paper_literal_ratio=self.literal_ratio)
+        return B.verify_layer(
+            p_beam, q_beam, drafts, width, dec.generator, fill_to=fill_to, paper_literal_ratio=self.literal_ratio
+        )
 
     def record(self, greedy: bool) -> dict[str, Any]:
         """``StepRecord.rule`` (``core.rule_words``: ``dsbd_greedy`` at T = 0, else ``dsbd_layer``)."""
@@ -148,8 +158,16 @@ class LayerOutcome:
         return [o.node for o in self.outputs]
 
 
-def walk_layers(dec: "Decoder", widths: LayerWidth, rule: LayerRule, forest: DraftForest, root_ll: torch.Tensor,
-                root_lp: torch.Tensor, node_ll: torch.Tensor, node_lp: torch.Tensor) -> LayerWalk:
+def walk_layers(
+    dec: "Decoder",
+    widths: LayerWidth,
+    rule: LayerRule,
+    forest: DraftForest,
+    root_ll: torch.Tensor,
+    root_lp: torch.Tensor,
+    node_ll: torch.Tensor,
+    node_lp: torch.Tensor,
+) -> LayerWalk:
     """Verify the forest layer by layer (module docstring); draws only the rule's and the bonus layer's."""
     par_ids: list[int | None] = [None] * len(root_ll)
     par_ll, par_lp = root_ll, root_lp
@@ -167,13 +185,21 @@ def walk_layers(dec: "Decoder", widths: LayerWidth, rule: LayerRule, forest: Dra
         q_beam = forest.q_beam[lv - 1]
         nodes = forest.layers[lv - 1]
         choice = widths.choose(p_beam, q_beam)
-        verdict = rule.verify(dec, p_beam, q_beam, scores, [forest.candidate[n] for n in nodes], choice.width,
-                              rule.out_width(widths, choice.width))
+        verdict = rule.verify(
+            dec,
+            p_beam,
+            q_beam,
+            scores,
+            [forest.candidate[n] for n in nodes],
+            choice.width,
+            rule.out_width(widths, choice.width),
+        )
         layers.append(LayerStep(lv, int(valid.sum()), nodes, rows(), scores, p_beam, q_beam, choice, verdict))
         out_width = rule.out_width(widths, choice.width)
         if not verdict.passed:
-            return LayerWalk(layers, list(zip(verdict.kept, verdict.sources, verdict.kept_draft)), par_ids, scores,
-                             ended)
+            return LayerWalk(
+                layers, list(zip(verdict.kept, verdict.sources, verdict.kept_draft)), par_ids, scores, ended
+            )
         accepted = [nodes[k] for k in verdict.kept_draft if k is not None]
         ended += [n for n in accepted if dec.is_eos(forest.tokens[n])]
         par_ids = list(nodes)
@@ -209,13 +235,20 @@ class LayerVerifier:
 
     def score(self, dec: "Decoder", forest: DraftForest) -> tuple[torch.Tensor, int, list[int], list[int]]:
         start = len(dec.target.tree)
-        logits, troot, tnode = feed(dec.target, self.state.slots, forest.tokens,
-                                    [("root", forest.row[i]) if forest.parent[i] is None else ("node", forest.parent[i])
-                                     for i in range(len(forest))])
+        logits, troot, tnode = feed(
+            dec.target,
+            self.state.slots,
+            forest.tokens,
+            [
+                ("root", forest.row[i]) if forest.parent[i] is None else ("node", forest.parent[i])
+                for i in range(len(forest))
+            ],
+        )
         return logits, start, troot, tnode
 
-    def decide(self, dec: "Decoder", forest: DraftForest, scored: tuple[torch.Tensor, int, list[int], list[int]],
-               plan: Plan) -> LayerOutcome:
+    def decide(
+        self, dec: "Decoder", forest: DraftForest, scored: tuple[torch.Tensor, int, list[int], list[int]], plan: Plan
+    ) -> LayerOutcome:
         logits, start, troot, tnode = scored
         st = self.state
         root_lp = logprobs_at(logits, start, troot)
@@ -232,11 +265,14 @@ class LayerVerifier:
         l_last = len(walk.layers)
         p_out = None if dec.sampling.greedy else walk.layers[-1].p_beam
         outputs: list[OutputBeam] = []
-        for n in walk.ended:                                        # finished in a passed layer
+        for n in walk.ended:  # finished in a passed layer
             root, path = forest.tree[n], forest.path(n)
             toks = [forest.tokens[m] for m in path]
-            outputs.append(OutputBeam(st.beams[root].extend(toks, ["draft"] * len(path), float(node_ll[n])),
-                                      (st.rows[root], toks), n))
+            outputs.append(
+                OutputBeam(
+                    st.beams[root].extend(toks, ["draft"] * len(path), float(node_ll[n])), (st.rows[root], toks), n
+                )
+            )
         vocab = walk.scores.shape[1]
         flat = walk.scores.reshape(-1)
         appended = len(forest)
@@ -252,9 +288,18 @@ class LayerVerifier:
             if src == "accepted" and kd is not None:
                 outputs.append(OutputBeam(beam, (st.rows[root], toks), forest.layers[l_last - 1][kd], **common))
             else:
-                outputs.append(OutputBeam(beam, (st.rows[root], toks), appended, parent=parent, layer=l_last,
-                                          p=None if p_out is None else float(p_out[c]),
-                                          status="resampled" if KIND[src] == "resampled" else "bonus", **common))
+                outputs.append(
+                    OutputBeam(
+                        beam,
+                        (st.rows[root], toks),
+                        appended,
+                        parent=parent,
+                        layer=l_last,
+                        p=None if p_out is None else float(p_out[c]),
+                        status="resampled" if KIND[src] == "resampled" else "bonus",
+                        **common,
+                    )
+                )
                 appended += 1
         new = [o.beam for o in outputs]
         carried = st.done.set_aside(dec, new)
@@ -275,9 +320,18 @@ class LayerVerifier:
     def record(self, dec: "Decoder", forest: DraftForest, out: LayerOutcome) -> Recorded:
         """The drafted nodes with their layers' verdicts, then the output beams the target drew, and
         one position per parent row of each walked layer (``positions.layer_positions``)."""
-        nodes = [TreeNode(i, forest.parent[i], forest.layer[i] - 1, t, dec.text(t),
-                          q=float(forest.q_beam[forest.layer[i] - 1][forest.candidate[i]]), root=forest.tree[i])
-                 for i, t in enumerate(forest.tokens)]
+        nodes = [
+            TreeNode(
+                i,
+                forest.parent[i],
+                forest.layer[i] - 1,
+                t,
+                dec.text(t),
+                q=float(forest.q_beam[forest.layer[i] - 1][forest.candidate[i]]),
+                root=forest.tree[i],
+            )
+            for i, t in enumerate(forest.tokens)
+        ]
         positions = []
         for ls in out.walk.layers:
             vocab = ls.scores.shape[1]
@@ -291,12 +345,17 @@ class LayerVerifier:
                 tn.p = float(ls.p_beam[forest.candidate[n]])
                 tn.status = "not_reached" if v.status[j] == "skipped" else v.status[j]
                 tn.accept_prob, tn.draw, tn.p_residual = v.accept_probs[j], v.draws[j], v.p_residual[j]
-            tested = by_row([forest.candidate[n] for j, n in enumerate(ls.nodes)
-                             if v.status[j] in ("accepted", "rejected")], vocab)
-            positions += layer_positions(dec, ls.scores, ls.p_beam, ls.q_beam, ls.rows, tested, by_row(v.kept, vocab),
-                                         v.final_residual)
+            tested = by_row(
+                [forest.candidate[n] for j, n in enumerate(ls.nodes) if v.status[j] in ("accepted", "rejected")], vocab
+            )
+            positions += layer_positions(
+                dec, ls.scores, ls.p_beam, ls.q_beam, ls.rows, tested, by_row(v.kept, vocab), v.final_residual
+            )
         for o in out.outputs:
             if o.status is not None:
-                nodes.append(TreeNode(o.node, o.parent, o.layer - 1, o.token, dec.text(o.token), p=o.p,
-                                      status=o.status, root=o.root))
+                nodes.append(
+                    TreeNode(
+                        o.node, o.parent, o.layer - 1, o.token, dec.text(o.token), p=o.p, status=o.status, root=o.root
+                    )
+                )
         return Recorded(nodes, positions, self._rule.record(dec.sampling.greedy))

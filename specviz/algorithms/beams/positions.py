@@ -1,6 +1,7 @@
 """Position records of a beam layer: the candidate space (beams x V) of one layer of ``beam`` or
 ``dsbd`` ("Dynamic-Width Speculative Beam Decoding", arXiv 2409.16560, Eq 1; Algorithm 1), one
 ``PositionRecord`` per parent row, on the joint scale (``layer_positions``)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -15,9 +16,16 @@ if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
 
 
-def layer_positions(dec: "Decoder", scores: torch.Tensor, p_beam: torch.Tensor, q_beam: torch.Tensor | None,
-                    rows: Sequence[tuple[int | None, int]], tested: dict[int, list[int]],
-                    produced: dict[int, list[int]], final_residual: torch.Tensor | None = None) -> list[PositionRecord]:
+def layer_positions(
+    dec: "Decoder",
+    scores: torch.Tensor,
+    p_beam: torch.Tensor,
+    q_beam: torch.Tensor | None,
+    rows: Sequence[tuple[int | None, int]],
+    tested: dict[int, list[int]],
+    produced: dict[int, list[int]],
+    final_residual: torch.Tensor | None = None,
+) -> list[PositionRecord]:
     """The ``PositionRecord`` of each row (parent) of one layer's candidate space (beams x V) that the
     target scored (a finite row of ``scores``) or whose drafts were tested; none if
     ``dec.record_top_k`` is 0. ``rows[j]``: the parent's node id (None: a root) and its beam;
@@ -44,9 +52,18 @@ def layer_positions(dec: "Decoder", scores: torch.Tensor, p_beam: torch.Tensor, 
         first = (gap / mass if mass > 0 else p_beam.double()).reshape(width, -1)
     shown = [j for j in range(width) if bool(live[j]) or tested.get(j)]
     made = {j: produced.get(j, []) for j in shown}  # the first kept token is "produced"; the rest count as tested
-    sites = [Site(parent=rows[j][0], p=p_rows[j], q=None if q_rows is None else q_rows[j],
-                  tested=tested.get(j, []) + made[j][1:], produced=made[j][0] if made[j] else None,
-                  final_residual=None if final is None else final[j], root=rows[j][1]) for j in shown]
+    sites = [
+        Site(
+            parent=rows[j][0],
+            p=p_rows[j],
+            q=None if q_rows is None else q_rows[j],
+            tested=tested.get(j, []) + made[j][1:],
+            produced=made[j][0] if made[j] else None,
+            final_residual=None if final is None else final[j],
+            root=rows[j][1],
+        )
+        for j in shown
+    ]
     out = position_records(sites, k, dec.text)
     if first is not None:
         for j, rec in zip(shown, out):

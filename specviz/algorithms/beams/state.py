@@ -15,6 +15,7 @@
   the best beam; ``beam_rows``: the step's beam list for ``StepRecord.controller``
   (``step_state.BeamList``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -65,8 +66,9 @@ class Slot:
     suffix: list[int]
 
 
-def feed(lm: CachedLM, slots: Sequence[Slot], tokens: Sequence[int] = (),
-         parents: Sequence[tuple[str, int]] = ()) -> tuple[torch.Tensor, list[int], list[int]]:
+def feed(
+    lm: CachedLM, slots: Sequence[Slot], tokens: Sequence[int] = (), parents: Sequence[tuple[str, int]] = ()
+) -> tuple[torch.Tensor, list[int], list[int]]:
     """One forward: every slot's suffix (a chain under its anchor), then extra nodes whose parent is
     ``("root", b)`` (the last suffix token of slot b), ``("node", j)`` (extra node j, j earlier) or
     ``("cached", i)`` (pending node i already in the cache).
@@ -141,15 +143,20 @@ def final_choice(live: Sequence[Beam], done: Beam | None) -> Beam:
     return cands[best_of(cands)]
 
 
-def beam_rows(dec: "Decoder", new: Sequence[tuple[int, list[int]]], beams: Sequence[Beam],
-              carried: Sequence[int], done: Finished) -> BeamList:
+def beam_rows(
+    dec: "Decoder", new: Sequence[tuple[int, list[int]]], beams: Sequence[Beam], carried: Sequence[int], done: Finished
+) -> BeamList:
     """The per-step beam list for the trace: each new beam's parent (index into the previous step's
     ``beams``), its new tokens and text, its cumulative log-likelihood, length and whether it
     finished (EOS); then, if the best finished beam is from an earlier step, that beam again (parent:
     its row there) with no new tokens. ``best``: the row of ``final_choice``; ``carried``: the
     beams the next step extends; ``length``: the live beams' length (the best's when none is live)."""
-    rows = [BeamRow(parent, tuple(toks), "".join(dec.text(t) for t in toks), round(b.loglik, 6), len(b.tokens),
-                    ended(dec, b)) for (parent, toks), b in zip(new, beams)]
+    rows = [
+        BeamRow(
+            parent, tuple(toks), "".join(dec.text(t) for t in toks), round(b.loglik, 6), len(b.tokens), ended(dec, b)
+        )
+        for (parent, toks), b in zip(new, beams)
+    ]
     listed = list(beams)
     if done.beam is not None and done.parent is not None:
         rows.append(BeamRow(done.parent, (), "", round(done.beam.loglik, 6), len(done.beam.tokens), True))

@@ -9,6 +9,7 @@ survival function behind the choice with the threshold, accepted and kept counts
 layer passed (the bonus layer: parents and kept); ``l_last`` (the layer where the iteration ended),
 ``kept`` (trace node ids of the output beams) and the beams (``state.beam_rows``).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
@@ -32,8 +33,9 @@ class WidthController(Controller):
 
     kind = "dsbd"
 
-    def __init__(self, width: int, min_width: int, threshold: float, gamma: int, dynamic: bool,
-                 single_beam: bool = False):
+    def __init__(
+        self, width: int, min_width: int, threshold: float, gamma: int, dynamic: bool, single_beam: bool = False
+    ):
         self.width, self.min_width, self.threshold = width, min_width, threshold
         self.gamma, self.dynamic, self.single_beam = gamma, dynamic, single_beam
         self.rule = LayerWidth(width, min_width, threshold, dynamic)
@@ -52,14 +54,35 @@ class WidthController(Controller):
                 out.append(BonusLayer(ls.layer, True, ls.parents, len(ls.picks or [])))
                 continue
             c, v = ls.choice, ls.verdict
-            out.append(VerifiedLayer(ls.layer, ls.parents, len(ls.nodes), c.width, c.unfloored, _rounded(c.law),
-                                     _rounded(c.survival), self.threshold, self.min_width, v.n_accepted,
-                                     len(v.kept), v.passed))
+            out.append(
+                VerifiedLayer(
+                    ls.layer,
+                    ls.parents,
+                    len(ls.nodes),
+                    c.width,
+                    c.unfloored,
+                    _rounded(c.law),
+                    _rounded(c.survival),
+                    self.threshold,
+                    self.min_width,
+                    v.n_accepted,
+                    len(v.kept),
+                    v.passed,
+                )
+            )
         return tuple(out)
 
     def state(self, result: StepResult) -> DsbdState:
         out = result.outcome
-        return DsbdState(gamma=len(result.proposal.layers), drafts=self.width, min_width=self.min_width,
-                         threshold=self.threshold, dynamic=self.dynamic, single_beam=self.single_beam,
-                         l_last=len(out.walk.layers), levels=self.levels(result), kept=tuple(out.kept),
-                         beam_list=out.rows)
+        return DsbdState(
+            gamma=len(result.proposal.layers),
+            drafts=self.width,
+            min_width=self.min_width,
+            threshold=self.threshold,
+            dynamic=self.dynamic,
+            single_beam=self.single_beam,
+            l_last=len(out.walk.layers),
+            levels=self.levels(result),
+            kept=tuple(out.kept),
+            beam_list=out.rows,
+        )

@@ -24,16 +24,45 @@ reads the target's trunk KV), ``files`` (a head directory: ``early_exit.safetens
 head itself, ``CalibrationHead``, is algorithm maths in ``specviz.core.cali_ts``). Every name is also
 importable from here.
 """
+
 from specviz.models.early_exit.cache import EarlyExitLM, SharedPrefixLayer
-from specviz.models.early_exit.calibration import CALIBRATION_WEIGHTS, CalibrationHead, load_calibration, save_calibration
-from specviz.models.early_exit.files import (FORMAT, HEAD_CONFIG, HEAD_WEIGHTS, load_early_exit, read_early_exit_config,
-                                             resolve_base, save_early_exit)
+from specviz.models.early_exit.calibration import (
+    CALIBRATION_WEIGHTS,
+    CalibrationHead,
+    load_calibration,
+    save_calibration,
+)
+from specviz.models.early_exit.files import (
+    FORMAT,
+    HEAD_CONFIG,
+    HEAD_WEIGHTS,
+    load_early_exit,
+    read_early_exit_config,
+    resolve_base,
+    save_early_exit,
+)
 from specviz.models.early_exit.head import EarlyExitHead, build_exit_model
 from specviz.models.early_exit.layout import NORM_NAMES, capture_output, final_norm, first_n, layout
 
 __all__ = [
-    "CALIBRATION_WEIGHTS", "FORMAT", "HEAD_CONFIG", "HEAD_WEIGHTS", "NORM_NAMES", "CalibrationHead", "EarlyExitHead",
-    "EarlyExitLM", "SharedPrefixLayer", "build_exit_model", "capture_output", "final_norm", "first_n", "layout",
-    "load_calibration", "load_early_exit", "read_early_exit_config", "resolve_base", "save_calibration",
+    "CALIBRATION_WEIGHTS",
+    "FORMAT",
+    "HEAD_CONFIG",
+    "HEAD_WEIGHTS",
+    "NORM_NAMES",
+    "CalibrationHead",
+    "EarlyExitHead",
+    "EarlyExitLM",
+    "SharedPrefixLayer",
+    "build_exit_model",
+    "capture_output",
+    "final_norm",
+    "first_n",
+    "layout",
+    "load_calibration",
+    "load_early_exit",
+    "read_early_exit_config",
+    "resolve_base",
+    "save_calibration",
     "save_early_exit",
 ]

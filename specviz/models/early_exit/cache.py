@@ -7,6 +7,7 @@ full-length ``DynamicLayer`` per layer for every supported family (sliding windo
 mask), so every family shares; a target cache layer of another kind is not read (the draft computes
 its own). Cutting the cache goes through ``CachedLM._select``, the one routine behind ``keep``.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -50,7 +51,7 @@ class SharedPrefixLayer(DynamicLayer):
 
     @keys.setter
     def keys(self, value):  # a full-length tensor (CacheLayerMixin init, or a commit through a plain view)
-        self.tail_keys = None if value is None else value[..., self.shared:, :]
+        self.tail_keys = None if value is None else value[..., self.shared :, :]
 
     @property
     def values(self):
@@ -58,7 +59,7 @@ class SharedPrefixLayer(DynamicLayer):
 
     @values.setter
     def values(self, value):
-        self.tail_values = None if value is None else value[..., self.shared:, :]
+        self.tail_values = None if value is None else value[..., self.shared :, :]
 
     def sync(self, shared: int) -> None:
         """Read positions ``< shared`` from the target from now on, dropping the draft's own copies."""
@@ -137,7 +138,7 @@ class EarlyExitLM(CachedLM):
 
     def extend(self, context: list[int], tokens: list[int] = (), parents: list[int] = ()) -> torch.Tensor:
         logits = super().extend(context, tokens, parents)
-        self.last_hidden = self.last_hidden[len(context) - 1:]
+        self.last_hidden = self.last_hidden[len(context) - 1 :]
         return logits
 
     def _select(self, nodes: list[int]) -> None:

@@ -2,6 +2,7 @@
 its sigma_M in ``early_exit.json``). The head itself (Liu et al. 2024, arXiv 2406.03853, Eq. 5) is
 algorithm maths, defined in ``specviz.core.cali_ts`` (importable from here too). ``load_pair`` attaches
 it (``pair.heads.calibration``); ``algorithms.early_exit_drafter.CalibratedTheta`` reads theta_M from it."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """An early-exit head directory: ``early_exit.safetensors`` (the head's weights only; the trunk is always
 the base model's) and ``early_exit.json`` (its exit layer, its base and what it was trained on)."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,13 @@ HEAD_CONFIG = "early_exit.json"
 FORMAT = "specviz-early-exit"
 
 
-def save_early_exit(head: EarlyExitHead, path: str | os.PathLike, base: str = "../target", extra: dict | None = None,
-                    dtype: torch.dtype = torch.float32) -> Path:
+def save_early_exit(
+    head: EarlyExitHead,
+    path: str | os.PathLike,
+    base: str = "../target",
+    extra: dict | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> Path:
     """Write ``early_exit.safetensors`` (head weights only, in ``dtype``) and ``early_exit.json``."""
     from safetensors.torch import save_file
 
@@ -38,8 +44,11 @@ def save_early_exit(head: EarlyExitHead, path: str | os.PathLike, base: str = ".
         "vocab_size": out.shape[0],
         "layer_init": "copy of the base model's last decoder layer",
         "norm_init": "copy of the base model's final norm",
-        "lm_head": ("the base model's own output embedding (shared, frozen, not saved)" if head.shared_head
-                    else "untied trainable copy of the base LM head"),
+        "lm_head": (
+            "the base model's own output embedding (shared, frozen, not saved)"
+            if head.shared_head
+            else "untied trainable copy of the base LM head"
+        ),
         "shared_head": head.shared_head,
         "parameters": sum(v.numel() for v in state.values()),
     }
@@ -71,9 +80,11 @@ def load_early_exit(path: str | os.PathLike, base_model: nn.Module) -> EarlyExit
     meta = read_early_exit_config(path)
     n_layers = len(decoder_layers(base_model))
     head_w = base_model.get_output_embeddings().weight
-    if meta.get("num_base_layers", n_layers) != n_layers or meta.get("vocab_size") != head_w.shape[0] or meta.get(
-        "hidden_size"
-    ) != head_w.shape[1]:
+    if (
+        meta.get("num_base_layers", n_layers) != n_layers
+        or meta.get("vocab_size") != head_w.shape[0]
+        or meta.get("hidden_size") != head_w.shape[1]
+    ):
         raise ValueError(
             f"early-exit head in {path} was trained for a base with {meta.get('num_base_layers')} layers, "
             f"hidden {meta.get('hidden_size')}, vocab {meta.get('vocab_size')}; this base has {n_layers} layers, "

@@ -1,6 +1,7 @@
 """The early-exit head (``EarlyExitHead``: exit layer, final norm, LM head; Eq. 1 of Liu et al. 2024,
 arXiv 2406.03853) and the stock ``N + 1``-layer model of the base's own class it drafts with
 (``build_exit_model``)."""
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,9 @@ class EarlyExitHead(nn.Module):
         super().__init__()
         layers = decoder_layers(base)
         if not 1 <= exit_layer < len(layers):
-            raise ValueError(f"exit_layer must be in [1, {len(layers) - 1}] for a {len(layers)}-layer model, "
-                             f"got {exit_layer}")
+            raise ValueError(
+                f"exit_layer must be in [1, {len(layers) - 1}] for a {len(layers)}-layer model, got {exit_layer}"
+            )
         self.exit_layer = int(exit_layer)
         self.shared_head = bool(shared_head)
         backbone, _, norm = layout(base)
@@ -61,8 +63,9 @@ class EarlyExitHead(nn.Module):
         """Draft logits for whole sequences ``(batch, seq)``, no cache (training and evaluation)."""
         return self.exit_model(input_ids=input_ids, use_cache=False).logits
 
-    def forward(self, hidden_states: torch.Tensor, position_ids: torch.Tensor | None = None,
-                return_hidden: bool = False):
+    def forward(
+        self, hidden_states: torch.Tensor, position_ids: torch.Tensor | None = None, return_hidden: bool = False
+    ):
         """Draft logits from ``H^N`` ``(batch, seq, d)`` of a full sequence (positions ``0..seq-1`` unless
         given). ``return_hidden`` also returns the post-norm hidden state ``h_D`` (Cali-TS, Eq. 5)."""
         model = self.exit_model
@@ -82,8 +85,9 @@ class EarlyExitHead(nn.Module):
         try:
             setattr(backbone, layers, nn.ModuleList([self.layer]))  # skip the trunk: its output is given
             with capture_output(self.norm) as h_d:
-                logits = model(inputs_embeds=torch.zeros_like(hidden_states), position_ids=position_ids,
-                               use_cache=False).logits
+                logits = model(
+                    inputs_embeds=torch.zeros_like(hidden_states), position_ids=position_ids, use_cache=False
+                ).logits
         finally:
             setattr(backbone, layers, trunk)
             handle.remove()

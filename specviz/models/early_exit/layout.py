@@ -1,6 +1,7 @@
 """Architecture discovery for the early-exit head: where a Hugging Face decoder-only causal LM keeps
 its decoder layers and final norm (``layout``), and reading hidden states out of a forward
 (``first_n``, ``capture_output``, ``final_norm``)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,10 @@ def layout(base: nn.Module) -> tuple[nn.Module, str, str]:
     lists = [n for n, c in backbone.named_children() if isinstance(c, nn.ModuleList) and len(c) == n_layers]
     norms = [n for n in NORM_NAMES if isinstance(getattr(backbone, n, None), nn.Module)]
     if len(lists) != 1 or not norms:
-        raise TypeError(f"{type(base).__name__} is not supported by the early-exit head: it needs one list of "
-                        f"{n_layers} decoder layers and a final norm ({', '.join(NORM_NAMES)}) in its backbone")
+        raise TypeError(
+            f"{type(base).__name__} is not supported by the early-exit head: it needs one list of "
+            f"{n_layers} decoder layers and a final norm ({', '.join(NORM_NAMES)}) in its backbone"
+        )
     return backbone, lists[0], norms[0]
 
 
