@@ -23,7 +23,7 @@ MAX_TEMPERATURE = 100.0  # above it every law is uniform noise to float32 precis
 MAX_RECORD_TOP_K = 256  # tokens of p and q kept per verified position
 MAX_TEXT = 100  # characters in a text parameter unless its Param says otherwise
 DEVICES = "auto, cpu, cuda or cuda:N"
-_DEVICE = re.compile(r"(auto|cpu|cuda(:\d{1,3})?)")
+_DEVICE = re.compile(r"(auto|cpu|cuda(:[0-9]{1,3})?)")  # [0-9]: \d also reads "٣"
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -291,18 +291,53 @@ def whole(lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
 _REAL = re.compile(r"-?" + _DECIMAL.pattern)  # ASCII only: ``float`` also reads "1_0", " 5", "٠.٥", "inf"
 
 
-def real() -> Callable[[str], float]:
+def real(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False) -> Callable[[str], float]:
     """An argparse ``type``: the option's text as a finite float written in ASCII digits (a leading minus,
-    a decimal point and a lowercase e exponent allowed; nothing around it), else argparse's one-line
-    refusal naming the option."""
+    a decimal point and a lowercase e exponent allowed; nothing around it) in [lo, hi] (``(lo, hi]`` with
+    ``lo_open``), else argparse's one-line refusal naming the option."""
 
     def parse(raw: str) -> float:
         x = float(raw) if isinstance(raw, str) and _REAL.fullmatch(raw) else math.nan
         if not math.isfinite(x):
             raise argparse.ArgumentTypeError(f"expected a finite number in ASCII digits, like 0.7, got {shown(raw)}")
-        return x
+        try:
+            return number("value", x, lo, hi, lo_open=lo_open)
+        except InvalidParameterError as exc:
+            allowed = str(exc).removeprefix("value must be ").split(", got ")[0]
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {shown(raw)}") from None
 
     parse.__name__ = "float"
+    return parse
+
+
+def one_of(*choices: str) -> Callable[[str], str]:
+    """An argparse ``type``: the option's text if it is exactly one of ``choices`` (case and spaces
+    count), else argparse's one-line refusal naming the option and the choices."""
+
+    def parse(raw: str) -> str:
+        if raw not in choices:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(choices)}, got {shown(raw)}")
+        return raw
+
+    parse.__name__ = "choice"
+    return parse
+
+
+def comma_list(item: Callable[[str], Any]) -> Callable[[str], list]:
+    """An argparse ``type``: the option's text as entries separated by commas (no spaces, no empty
+    entry), each read by ``item`` (``whole``, ``real``, ``one_of``); a bad entry is refused in one line
+    that names the option, the entry's place and ``item``'s reason."""
+
+    def parse(raw: str) -> list:
+        out = []
+        for i, part in enumerate(raw.split(","), 1):
+            try:
+                out.append(item(part))
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"entry {i} of the list (commas, no spaces): {exc}") from None
+        return out
+
+    parse.__name__ = "list"
     return parse
 
 

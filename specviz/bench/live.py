@@ -37,6 +37,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from specviz.validation import comma_list, one_of, whole
+
 PAIRS = {"default": "smollm2-135m-offline", "code": "bundled-stdlib-pair"}
 COLUMNS = {1: ["sd"], 4: ["ar", "sd", "specinfer", "mcsd"], 6: ["ar", "sd", "specinfer", "mcsd", "sequoia", "eesd"]}
 GOALS = {
@@ -499,10 +501,10 @@ def cases_from(args: argparse.Namespace) -> list[tuple[str, int, bool, int]]:
     if args.quick:
         return [("default", 4, True, 1600), ("default", 6, False, 1600), ("code", 4, True, 400)]
     out = []
-    for pair in args.pairs.split(","):
-        for width in [int(w) for w in args.widths.split(",")]:
-            for n in [int(c) for c in args.columns.split(",")]:
-                for pace in args.pace.split(","):
+    for pair in args.pairs:  # each list read by its option's type (validation.comma_list)
+        for width in args.widths:
+            for n in [int(c) for c in args.columns]:
+                for pace in args.pace:
                     out.append((pair, n, pace == "paced", width))
     return out
 
@@ -523,14 +525,27 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--quick", action="store_true", help="the goal cases and the code pair's 4 columns paced at 400 px")
     ap.add_argument(
-        "--pairs", default="default,code", help="default (SmolLM2 with its draft) and/or code (the bundled pair)"
+        "--pairs",
+        type=comma_list(one_of(*PAIRS)),
+        default="default,code",
+        help="default (SmolLM2 with its draft) and/or code (the bundled pair)",
     )
     ap.add_argument(
-        "--columns", default="1,4,6", help="column counts: 1 (sd), 4 (the page's default), 6 (+ sequoia, eesd)"
+        "--columns",
+        type=comma_list(one_of(*map(str, COLUMNS))),
+        default="1,4,6",
+        help="column counts: 1 (sd), 4 (the page's default), 6 (+ sequoia, eesd)",
     )
-    ap.add_argument("--pace", default="paced,unpaced", help="paced (the page's default pace) and/or unpaced (0)")
-    ap.add_argument("--widths", default="1600,400", help="viewport widths in px")
-    ap.add_argument("--max-new", type=int, default=64, help="tokens per run (the page's default: 64)")
+    ap.add_argument(
+        "--pace",
+        type=comma_list(one_of("paced", "unpaced")),
+        default="paced,unpaced",
+        help="paced (the page's default pace) and/or unpaced (0)",
+    )
+    ap.add_argument(
+        "--widths", type=comma_list(whole(200, 10000)), default="1600,400", help="viewport widths in px, 200 to 10000"
+    )
+    ap.add_argument("--max-new", type=whole(1), default=64, help="tokens per run (the page's default: 64)")
     ap.add_argument("--no-interact", action="store_true", help="skip the scrubs and the node click")
     ap.add_argument("--json", default="", help="write every case's numbers here (JSON)")
     ap.add_argument("--shots", default="", help="a folder for a screenshot of each case's last view")
