@@ -18,9 +18,9 @@ UNSAFE_FLAG = "--unsafe-no-public-limits"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from specviz.validation import whole  # plain Python: --help stays fast
+    from specviz.validation import Parser, whole  # plain Python: --help stays fast
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python app.py",
         description="Serve the specviz explorer: run speculative decoding algorithms side by side, step by step.",
         epilog="Public mode is on whenever the app can be reached from other machines (a --host other than "

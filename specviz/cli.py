@@ -10,13 +10,13 @@ import argparse
 import os
 import re
 import sys
-from typing import Any, Iterable, NoReturn
+from typing import Any, Iterable
 
 from specviz.cli_params import ALGORITHM_NAMES
 from specviz.errors import SpecvizError
 from specviz.pair_options import add_pair_args, chat_on, load_pair_from_args
 from specviz.trace import RunTrace
-from specviz.validation import real, true_or_false, whole, whole_text
+from specviz.validation import Parser, real, true_or_false, whole, whole_text
 
 COLORS = {"draft": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "rejected": "\033[31;9m"}
 RESET = "\033[0m"
@@ -50,13 +50,6 @@ def summary_line(trace: RunTrace) -> str:
         f"{m['draft_calls']} draft calls, tau {m['tau']:.2f}, acceptance rate {rate}, "
         f"{m['wall_time_s']:.2f} s, {m['tokens_per_s']:.1f} tokens/s ({trace.finish_reason})"
     )
-
-
-class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose refusals are one line (``error: ...``) and exit code 2, without the usage."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _add_decode_args(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ import argparse
 import math
 import numbers
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from specviz.errors import InvalidParameterError, ModelLoadError, PromptError, SpecvizError
 
@@ -265,6 +265,15 @@ def device(value: Any) -> str:
 _WHOLE = re.compile(r"-?[0-9]{1,40}")  # ASCII only: ``int`` also reads "1_000", "+4", " 4 ", "٣" and "４"
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose refusals are one line (``error: PROG: argument --flag: expected ..., got
+    '...' (see PROG --help)``) and exit code 2, without the usage: every command's style (the CLI, the
+    app, the training and bench scripts)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def whole_text(value: str) -> int | None:
     """The int ``value`` writes in the ASCII digits 0-9 (a leading minus allowed, at most 40 digits, nothing
     around them), else None: the one reading of a whole number given as text."""
@@ -308,6 +317,21 @@ def real(lo: float | None = None, hi: float | None = None, *, lo_open: bool = Fa
 
     parse.__name__ = "float"
     return parse
+
+
+def temperature_text(raw: str) -> float:
+    """An argparse ``type``: a temperature in ``real``'s grammar and ``temperature``'s range (0, greedy,
+    or [MIN_TEMPERATURE, MAX_TEMPERATURE]), else argparse's one-line refusal naming the option."""
+    x = real()(raw)
+    try:
+        return temperature(x)
+    except InvalidParameterError:
+        raise argparse.ArgumentTypeError(
+            f"expected 0 (greedy) or a number in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}], got {shown(raw)}"
+        ) from None
+
+
+temperature_text.__name__ = "temperature"
 
 
 def one_of(*choices: str) -> Callable[[str], str]:

@@ -11,7 +11,6 @@ round, wall seconds and the speed-up against ``ar`` measured in the same process
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -19,6 +18,7 @@ import time
 from typing import Any
 
 from specviz.bench.prompts import select
+from specviz.validation import Parser, temperature_text, whole
 
 CONFIGS: list[tuple[str, str, dict[str, Any]]] = [
     ("ar", "ar", {}),
@@ -119,12 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     from specviz.pair_options import add_pair_args, load_pair_from_args
     from specviz.presets import bundled_preset
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m specviz.bench.eesd", description=__doc__.splitlines()[0])
     add_pair_args(p)
-    p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--seeds", type=int, default=3, help="seeds per prompt for sampled runs")
-    p.add_argument("--repeats", type=int, default=3, help="round-robin passes; the median wall time of each run counts")
-    p.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 0.8])
+    p.add_argument("--max-new-tokens", type=whole(1), default=128)
+    p.add_argument("--seeds", type=whole(1), default=3, help="seeds per prompt for sampled runs")
+    p.add_argument(
+        "--repeats", type=whole(1), default=3, help="round-robin passes; the median wall time of each run counts"
+    )
+    p.add_argument("--temperatures", type=temperature_text, nargs="+", default=[0.0, 0.8])
     p.add_argument("--prompt", action="append", help="a prompt (repeatable); default: the bench's code prompts")
     p.add_argument("--out", default="bench-out")
     args = p.parse_args(argv)

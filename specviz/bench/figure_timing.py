@@ -15,9 +15,10 @@ from typing import Callable
 
 import specviz
 from specviz import viz
-from specviz.bench.timing import median_time
+from specviz.bench.timing import median_time, threads_arg
 from specviz.errors import ModelLoadError
 from specviz.presets import bundled_preset, check_available
+from specviz.validation import Parser
 
 
 def _random_pair(vocab: int = 512):
@@ -66,10 +67,14 @@ def timeit(fn: Callable[[], object], repeats: int = 20) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(
+        prog="python -m specviz.bench.figure_timing",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--target")
     ap.add_argument("--draft")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=threads_arg, default=1)
     args = ap.parse_args(argv)
     import torch
 

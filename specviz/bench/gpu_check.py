@@ -50,6 +50,9 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from specviz.bench.timing import threads_arg
+from specviz.validation import Parser, real, shown
+
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 STATUSES = ("pass", "fail", "recorded", "skipped", "error", "timeout")
 WORKER_SECTIONS = ("environment", "greedy-float32", "greedy-bfloat16", "bench-code-pair", "bench-1b", "default-pair")
@@ -1078,9 +1081,19 @@ def report_markdown(args, results: dict[str, dict[str, Any]], total: float, budg
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _device_arg(raw: str) -> str:
+    """An argparse ``type``: cpu, cuda or cuda:N (N in ASCII digits), else argparse's one-line refusal."""
+    if not re.fullmatch(r"cpu|cuda(:[0-9]{1,3})?", raw):
+        raise argparse.ArgumentTypeError(f"expected cuda, cuda:N or cpu, got {shown(raw)}")
+    return raw
+
+
+_device_arg.__name__ = "device"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="scripts/gpu_check.sh", description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
+    p = Parser(prog="scripts/gpu_check.sh", description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", type=_device_arg, default="cuda", help="cuda (default), cuda:N or cpu")
     p.add_argument(
         "--quick", action="store_true", help="reduced sizes, about 1-2 minutes on a CPU (the test suite's run)"
     )
@@ -1093,20 +1106,22 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the benchmark sections' dtype (default bfloat16 on cuda, float32 on cpu)",
     )
-    p.add_argument("--budget", type=float, default=None, help="total seconds (default 460; 900 with --quick)")
+    p.add_argument(
+        "--budget", type=real(0, lo_open=True), default=None, help="total seconds (default 460; 900 with --quick)"
+    )
     p.add_argument(
         "--no-time-limits",
         action="store_true",
         help="stop no section for time (the test suite's run: a test may not depend on the machine's speed)",
     )
-    p.add_argument("--threads", type=int, default=None, help="torch threads in the worker (default torch's choice)")
+    p.add_argument(
+        "--threads", type=threads_arg, default=None, help="torch threads in the worker (default torch's choice)"
+    )
     p.add_argument("--sections", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         return run_worker(args)
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", args.device):
-        p.error(f"--device must be cuda, cuda:N or cpu, got {args.device!r}")
     out = Path(args.out or f"gpu-check-{args.device.replace(':', '')}.md")
     budget = UNLIMITED if args.no_time_limits else args.budget or TOTAL_BUDGET[args.quick]
     start = time.monotonic()

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from specviz.validation import comma_list, one_of, whole
+from specviz.validation import Parser, comma_list, one_of, whole
 
 PAIRS = {"default": "smollm2-135m-offline", "code": "bundled-stdlib-pair"}
 COLUMNS = {1: ["sd"], 4: ["ar", "sd", "specinfer", "mcsd"], 6: ["ar", "sd", "specinfer", "mcsd", "sequoia", "eesd"]}
@@ -510,7 +510,7 @@ def cases_from(args: argparse.Namespace) -> list[tuple[str, int, bool, int]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="python -m specviz.bench.live",
         description=__doc__.split("\n\n")[0],
         epilog="The goal cases in one command (4 minutes on a lightly loaded 2-core machine, 7 under load 10): "

@@ -24,6 +24,7 @@ import time
 
 import specviz
 from specviz.trace import RunTrace
+from specviz.validation import Parser, whole
 
 
 def _pair():
@@ -64,9 +65,11 @@ def rss_mb() -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=12000)
-    ap.add_argument("--scrubs", type=int, default=20)
+    ap = Parser(
+        prog="python -m specviz.bench.replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--steps", type=whole(1), default=12000)
+    ap.add_argument("--scrubs", type=whole(1), default=20)
     ap.add_argument("--file", help="replay this trace file (.json or .json.gz) instead of building one")
     args = ap.parse_args(argv)
     from specviz.trace_check import check_trace

@@ -33,6 +33,8 @@ import time
 
 import plotly.graph_objects as go
 
+from specviz.validation import Parser, whole
+
 
 def _figures_to_json(view) -> None:
     for v in view.values():
@@ -72,9 +74,13 @@ def _upload(ex, path) -> tuple[float, float, float, float, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=12000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = Parser(
+        prog="python -m specviz.bench.replay_first_view",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--steps", type=whole(1), default=12000)
+    ap.add_argument("--rounds", type=whole(1), default=3)
     ap.add_argument("--file", help="replay this trace file instead of building one")
     args = ap.parse_args(argv)
     from specviz.ui import replay as replay_mod

@@ -42,7 +42,9 @@ def check_threads(value: Any, flag: str = "--threads") -> int:
     ``SpecvizError`` in one sentence."""
     from specviz.validation import whole_text
 
-    n = value if isinstance(value, int) and not isinstance(value, bool) else whole_text(str(value).strip())
+    n = (
+        value if isinstance(value, int) and not isinstance(value, bool) else whole_text(str(value))
+    )  # no spaces: the one grammar
     if n is None or not 1 <= n <= cpu_count():
         raise SpecvizError(f"{flag} must be {_threads_wanted(value)}.")
     return n

@@ -22,7 +22,7 @@ import argparse
 import dataclasses
 import sys
 
-from specviz.validation import real, true_or_false, whole
+from specviz.validation import Parser, real, true_or_false, whole
 
 from .recipe_cli import RECIPES, recipe_main
 from .recipes import STAGES, TrainConfig
@@ -64,7 +64,7 @@ PRESETS: dict[str, dict] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m specviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="starting recipe (default: cpu)")

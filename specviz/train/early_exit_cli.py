@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specviz.validation import real, whole
+from specviz.validation import Parser, real, whole
 
 from .recipes import TrainConfig
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m specviz train early-exit",
         description="Train an EESD early-exit head on a frozen target (self-distillation).",
     )

@@ -13,7 +13,7 @@ import importlib.util
 import sys
 
 from specviz.errors import SpecvizError
-from specviz.validation import real, whole, whole_text
+from specviz.validation import Parser, real, whole, whole_text
 
 from .recipes import CHAT_STAGES, FEATURE_STAGES, ChatRecipe, FeatureRecipe
 
@@ -38,7 +38,7 @@ def module_doc(module: str) -> str | None:
 def recipe_parser(name: str) -> argparse.ArgumentParser:
     """The parser of ``python -m specviz train NAME``, built from the recipe's dataclass."""
     recipe, stages, module, _ = RECIPES[name]
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=f"python -m specviz train {name}",
         description=module_doc(module),
         formatter_class=argparse.RawDescriptionHelpFormatter,

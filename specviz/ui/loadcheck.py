@@ -24,6 +24,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from specviz.cli_params_data import ALGORITHM_NAMES
+from specviz.validation import Parser, comma_list, one_of, real, temperature_text, whole
+
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = [
     "def fibonacci(n):\n",
@@ -64,12 +67,14 @@ def _start_server(port: int, log: Path) -> subprocess.Popen:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--clients", type=int, default=6)
-    ap.add_argument("--duration", type=float, default=120.0, help="seconds to keep starting requests")
-    ap.add_argument("--max-new-tokens", type=int, default=32)
-    ap.add_argument("--algorithms", default="ar,sd,mcsd,specinfer")
-    ap.add_argument("--temperature", type=float, default=0.8)
+    ap = Parser(
+        prog="python -m specviz.ui.loadcheck", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--clients", type=whole(1), default=6)
+    ap.add_argument("--duration", type=real(0, lo_open=True), default=120.0, help="seconds to keep starting requests")
+    ap.add_argument("--max-new-tokens", type=whole(1), default=32)
+    ap.add_argument("--algorithms", type=comma_list(one_of(*ALGORITHM_NAMES)), default="ar,sd,mcsd,specinfer")
+    ap.add_argument("--temperature", type=temperature_text, default=0.8)
     ap.add_argument("--url", help="a running app; default: start app.py on a free port")
     ap.add_argument("--json", help="write the summary here")
     ap.add_argument("--html", help="write a figure here: each request's latency and the server's memory over time")
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
         proc = _start_server(port, Path(f"/tmp/specviz-loadcheck-{port}.log"))
         url = f"http://127.0.0.1:{port}/"
     ps = psutil.Process(proc.pid) if proc else None
-    algorithms = [a for a in args.algorithms.split(",") if a]
+    algorithms = args.algorithms
     memory: list[float] = []
     memory_at: list[float] = []
     t_start = time.monotonic()
