@@ -56,7 +56,7 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     """The decoding options (their defaults: ``specviz.defaults``, as ``decode``'s and the app's) and one
     flag per algorithm parameter, from ``cli_params`` (plain data: no algorithm, no torch imported)."""
     from specviz import defaults
-    from specviz.cli_params import PARAMS
+    from specviz.cli_params import PARAMS, default_text
 
     p.add_argument("--prompt", required=True)
     p.add_argument("--max-new-tokens", type=whole(), default=defaults.MAX_NEW_TOKENS, help="(default: %(default)s)")
@@ -68,11 +68,12 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=whole(), default=defaults.SEED, help="(default: %(default)s)")
     for name, kind, help_ in PARAMS:
         flag = "--" + name.replace("_", "-")
+        default = default_text(name)  # each algorithm's own default (None here: the algorithm's is used)
         if kind == "bool":
-            p.add_argument(flag, type=true_or_false, default=None, help=f"{help_} (true/false)")
+            p.add_argument(flag, type=true_or_false, default=None, help=f"{help_} (true/false) {default}")
         else:
             conv = {"int": whole(), "float": real()}.get(kind, str)
-            p.add_argument(flag, type=conv, default=None, help=help_)
+            p.add_argument(flag, type=conv, default=None, help=f"{help_} {default}")
 
 
 def _algo_params(args: argparse.Namespace, algo: str) -> dict[str, Any]:

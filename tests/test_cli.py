@@ -325,11 +325,32 @@ def test_a_commands_parser_and_help_import_no_model_library(command):
 def test_the_cli_parameter_catalogue_is_the_registrys():
     """``cli_params_data`` (what the parser is built from) is the registry's names and parameters; after
     changing an algorithm's parameters: ``python -m specviz.cli_params > specviz/cli_params_data.py``."""
-    from specviz.cli_params import ALGORITHM_NAMES, PARAMS, catalogue
+    from specviz.cli_params import ALGORITHM_NAMES, DEFAULTS, PARAMS, catalogue, param_defaults
 
     assert (ALGORITHM_NAMES, PARAMS) == catalogue(specviz.ALGORITHMS.values()), (
         "regenerate: python -m specviz.cli_params > specviz/cli_params_data.py"
     )
+    assert DEFAULTS == param_defaults(specviz.ALGORITHMS.values()), (
+        "regenerate: python -m specviz.cli_params > specviz/cli_params_data.py"
+    )
+
+
+def test_each_algorithm_flag_states_its_default_in_help(capsys):
+    """Point 6: ``run --help`` showed no algorithm parameter's default (``--gamma GAMMA draft tokens per
+    step``); each flag now states the registry's default, per algorithm where they differ."""
+    from specviz.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser(["run"]).parse_args(["run", "--help"])
+    raw = capsys.readouterr().out
+    shown = " ".join(raw.split())
+    assert f"draft tokens per step (default: {ALGORITHMS['sd'].defaults['gamma']})" in shown  # one default: once
+    depth = {spec.name: prm.default for spec in ALGORITHMS.values() for prm in spec.params if prm.name == "depth"}
+    assert "(default: " + ", ".join(f"{a} {v}" for a, v in depth.items()) + ")" in shown
+    assert "(default: sd static, eesd beta_ts)" in shown and "(true/false) (default: false)" in shown
+    options = {" ".join(o.split()).split(" ")[0]: " ".join(o.split()) for o in re.split(r"\n  (?=--)", raw)[1:]}
+    for name, _, _ in specviz.cli_params.PARAMS:
+        assert "(default: " in options["--" + name.replace("_", "-")], name
 
 
 def test_one_set_of_defaults_for_decode_and_the_command_line(capsys):
