@@ -23,9 +23,13 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="format prompts with the pair's chat template (default: on when the pair has one)",
     )
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--device", default="auto", help="auto (cuda when there is one), cpu, cuda or cuda:N")
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        help="auto (float32 on CPU, bfloat16 or float16 on CUDA), float32, bfloat16 or float16",
+    )
+    p.add_argument("--trust-remote-code", action="store_true", help="run a hub model's own code (never from the app)")
     p.add_argument("--early-exit", help="EESD early-exit head: a head directory, or an exit layer N for a fresh head")
     p.add_argument(
         "--feature", help="a feature head directory for the target (drafter feature; a preset brings its own)"

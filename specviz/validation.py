@@ -10,6 +10,7 @@ length. ``decode``/``stream`` (``decoding.check_request``), the algorithm regist
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import numbers
 import re
@@ -265,10 +266,40 @@ def device(value: Any) -> str:
 _WHOLE = re.compile(r"-?[0-9]{1,40}")  # ASCII only: ``int`` also reads "1_000", "+4", " 4 ", "٣" and "４"
 
 
+class _StatesDefaults(argparse.HelpFormatter):
+    """A help formatter that ends each option's help with its default, unless the help already says it
+    (``default``) or there is none to say (None, False, suppressed)."""
+
+    @staticmethod
+    def _states(action: argparse.Action) -> bool:
+        default, text = action.default, action.help or ""
+        return (
+            bool(action.option_strings)
+            and "default" not in text
+            and text != argparse.SUPPRESS
+            and not (default in (None, False, (), []) or default is argparse.SUPPRESS)
+        )
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if action.help is None and self._states(action):  # no help text: the default alone
+            action = copy.copy(action)
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if not self._states(action):
+            return action.help
+        return f"{action.help} (default: %(default)s)"
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose refusals are one line (``error: PROG: argument --flag: expected ..., got
-    '...' (see PROG --help)``) and exit code 2, without the usage: every command's style (the CLI, the
-    app, the training and bench scripts)."""
+    '...' (see PROG --help)``) and exit code 2, without the usage, and whose ``--help`` states every
+    option's default: every command's style (the CLI, the app, the training and bench scripts)."""
+
+    def __init__(self, *args: Any, formatter_class: type = argparse.HelpFormatter, **kwargs: Any) -> None:
+        states = type(f"StatesDefaults{formatter_class.__name__}", (_StatesDefaults, formatter_class), {})
+        super().__init__(*args, formatter_class=states, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")

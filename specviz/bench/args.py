@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from specviz import defaults
 from specviz.bench import timing
 from specviz.pair_options import add_pair_args
 from specviz.validation import whole
@@ -14,11 +15,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_pair_args(p)  # default pair: the first preset (smollm2-135m-offline); --device, --dtype, --chat
     p.add_argument("--algos", nargs="+", default=None, help="specviz algorithms (default: every registered one)")
     p.add_argument("--categories", nargs="+", default=None, help="prompt categories (default: all)")
-    p.add_argument("--prompts-per-category", type=whole(1), default=None)
+    p.add_argument("--prompts-per-category", type=whole(1), default=None, help="(default: all; --quick: 2)")
     p.add_argument(
         "--gamma", type=whole(1, 64), default=4, help="draft tokens per step of Hugging Face assisted generation"
     )
-    p.add_argument("--max-new-tokens", type=whole(1), default=64)
+    p.add_argument(
+        "--max-new-tokens",
+        type=whole(1),
+        default=defaults.MAX_NEW_TOKENS,
+        help="tokens per prompt (--quick: at most 32)",
+    )
     p.add_argument(
         "--beam-width",
         type=whole(1, 8),
@@ -80,4 +86,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"torch intra-op threads, 1 to {timing.cpu_count()} (default: torch's own choice); set for "
         "the run and restored after it, reported with the device, dtype and load (bench.json, bench.md)",
     )
-    p.add_argument("--out", default="bench-out")
+    p.add_argument("--out", default="bench-out", help="directory for bench.json and bench.md")
