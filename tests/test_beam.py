@@ -45,17 +45,30 @@ def small_pair():
     return tiny_pair("llama", vocab=3, draft="different", init_range=0.5)
 
 
-@pytest.fixture(scope="module", params=("llama", "gpt2"))
-def eos_pair(request):
+EOS_FAMILIES = ("llama", "gpt2")
+
+
+def make_eos_pair(family: str):
     """A close pair whose token 0 is EOS, its logit raised by 2: beams finish, some runs end with a
     finished beam and some with a live one."""
-    return with_eos(tiny_pair(request.param, vocab=64, draft="noisy", init_range=0.2, hidden=32, noise=0.1), 0, 2.0)
+    return with_eos(tiny_pair(family, vocab=64, draft="noisy", init_range=0.2, hidden=32, noise=0.1), 0, 2.0)
+
+
+@pytest.fixture(scope="module", params=EOS_FAMILIES)
+def eos_pair(request):
+    """``make_eos_pair``'s pair for each of ``EOS_FAMILIES``, built once per module."""
+    return make_eos_pair(request.param)
+
+
+def make_eos_small_pair():
+    """``small_pair`` with token 1 as EOS, its logit raised by 1: 30% of the outputs end with EOS."""
+    return with_eos(tiny_pair("llama", vocab=3, draft="different", init_range=0.5), 1, 1.0)
 
 
 @pytest.fixture(scope="module")
 def eos_small_pair():
-    """``small_pair`` with token 1 as EOS, its logit raised by 1: 30% of the outputs end with EOS."""
-    return with_eos(tiny_pair("llama", vocab=3, draft="different", init_range=0.5), 1, 1.0)
+    """``make_eos_small_pair``'s pair, built once per module."""
+    return make_eos_small_pair()
 
 
 @torch.inference_mode()

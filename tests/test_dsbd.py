@@ -21,12 +21,14 @@ import pytest
 import torch
 from counting import count_forwards
 from test_beam import (
+    EOS_FAMILIES,
     LAW_RUNS,
     PROMPT,
     T1,
     cache_free_beam_search,
-    eos_small_pair,  # noqa: F401
     exact_output_law,
+    make_eos_pair,
+    make_eos_small_pair,
     sequence_loglik,
 )
 from test_beams_law import chi_square_power
@@ -50,6 +52,18 @@ def close_pair(request):
 @pytest.fixture(scope="module")
 def small_pair():
     return tiny_pair("llama", vocab=3, draft="different", init_range=0.5)
+
+
+@pytest.fixture(scope="module", params=EOS_FAMILIES)
+def eos_pair(request):
+    """``test_beam``'s close pair with token 0 as EOS, likely enough that beams finish."""
+    return make_eos_pair(request.param)
+
+
+@pytest.fixture(scope="module")
+def eos_small_pair():
+    """``test_beam``'s pair with token 1 as EOS (30% of the outputs end with EOS)."""
+    return make_eos_small_pair()
 
 
 WARPED = SamplingConfig(0.8, top_k=4)

@@ -6,8 +6,8 @@ drafts nothing; the second drafts a chain of 2) and of the second token's margin
 enumerated target law at T = 1 and at T = 0.7 with top-k and top-p, 8000 runs, on a tiny Llama whose
 feature head drafts over 5 of its 8 tokens (three tokens have q = 0 everywhere: only the residual can
 produce them). Power: the same runs reject a 10 % over-acceptance of the head's drafts
-(``test_the_feature_exactness_test_sees_a_small_bias``), as ``test_exactness`` states for ``sd``. Greedy: every algorithm that drafts with a draft model equals
-``ar`` token for token on four families with the feature drafter.
+(``test_the_feature_exactness_test_sees_a_small_bias``), as ``test_exactness`` states for ``sd``. Greedy: every
+algorithm that drafts with a draft model equals ``ar`` token for token on four families with the feature drafter.
 """
 
 import os

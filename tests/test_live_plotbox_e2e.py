@@ -41,7 +41,8 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
     # the comparison figures are PlotBoxes too: drawn at the end of the run, each with its traces
     page.wait_for_function(
         """() => ['sv-per-step', 'sv-cumulative', 'sv-hist', 'sv-latency'].every(id => {
-        const el = document.querySelector('#' + id + ' .js-plotly-plot'); return !!(el && el.data && el.data.length); })""",
+        const el = document.querySelector('#' + id + ' .js-plotly-plot');
+        return !!(el && el.data && el.data.length); })""",
         timeout=60_000,
     )
     # a scrub: the same elements, at the chosen step

@@ -13,7 +13,8 @@ from pathlib import Path
 TEXTS = [
     "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n",
     "import os\nimport sys\n\n\ndef main(argv=None):\n    for name in os.listdir('.'):\n        print(name)\n",
-    "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n        self.items.append(item)\n",
+    "class Stack:\n    def __init__(self):\n        self.items = []\n\n"
+    "    def push(self, item):\n        self.items.append(item)\n",
     "for i in range(len(items)):\n    total += items[i] * weights[i]\nreturn total / len(items)\n",
 ]
 

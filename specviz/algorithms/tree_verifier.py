@@ -12,8 +12,8 @@ test, every position reached, the accepted path, the extra token) and writes not
 
 **Record** (``record_tree``), a pure function of the outcome: per node ``q`` (the proposal law's probability the
 rule used: the draft's q at draw time, or 1 under a rule whose siblings are chosen, ``core.rules.CHOSEN``,
-with the draft's own probability, its plain softmax at temperature 0, as ``q_draft``), ``p`` (target probability at the parent),
-``accept_prob`` (given all earlier siblings were rejected), ``p_residual`` (the residual target
+with the draft's own probability, its plain softmax at temperature 0, as ``q_draft``), ``p`` (target probability at the
+parent), ``accept_prob`` (given all earlier siblings were rejected), ``p_residual`` (the residual target
 probability ``accept_prob`` was computed against), ``draw`` (the uniform, None when the outcome was
 certain), ``status`` and ``root`` (the beam); per position reached a ``PositionRecord``
 (``positions.position_records``, top ``Decoder.record_top_k`` tokens; none when it is 0); ``tv`` per

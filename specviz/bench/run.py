@@ -428,7 +428,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     ]
     lines += [
         "| category | method | new tokens | target calls | draft calls | tau | accept | wall s (min-max) | "
-        "tokens/s | speedup vs ar (min-max) | predicted | efficiency | greedy = ar | target log p / token | greedy = beam |",
+        "tokens/s | speedup vs ar (min-max) | predicted | efficiency | greedy = ar | target log p / token | "
+        "greedy = beam |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|",
     ]
     for r in report["rows"]:

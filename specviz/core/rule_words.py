@@ -64,8 +64,8 @@ class Test:
 @dataclass(frozen=True)
 class Source:
     """What a produced token was drawn from: ``words`` (follows "drawn from"), ``label`` (a legend's
-    noun), ``why`` (when, if the rule says) and ``law``, the ``PositionRecord`` vector that holds that law on the recorded ids:
-    ``residual``, ``final_residual`` or ``p``; ``argmax``: the mode of ``p``; ``""``: not recorded."""
+    noun), ``why`` (when, if the rule says) and ``law``, the ``PositionRecord`` vector that holds that law on the
+    recorded ids: ``residual``, ``final_residual`` or ``p``; ``argmax``: the mode of ``p``; ``""``: not recorded."""
 
     words: str
     label: str

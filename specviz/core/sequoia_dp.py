@@ -73,14 +73,14 @@ class SequoiaDP:
 
     def _children(self, state: tuple[int, int, int]) -> list[tuple[int, int, int]]:
         """Ordered child states (size, depth bound, root children) of the subtree ``state``."""
-        m, l, b = state
+        m, depth, b = state
         out = []
         while b >= 1:
             if b == 1:
-                out.append((m - 1, l - 1, int(self.Targ[m - 1, l - 1])))
+                out.append((m - 1, depth - 1, int(self.Targ[m - 1, depth - 1])))
                 break
-            y = int(self.Y[m, l, b])
-            out.append((m - y, l - 1, int(self.Targ[m - y, l - 1])))
+            y = int(self.Y[m, depth, b])
+            out.append((m - y, depth - 1, int(self.Targ[m - y, depth - 1])))
             m, b = y, b - 1
         return out[::-1]
 

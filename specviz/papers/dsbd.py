@@ -81,8 +81,8 @@ def rows(pairs: list[PairRun], budget: Budget) -> list[Claim]:
                 d,
                 d_ci,
                 "1.96 s.e. over runs of the per-run difference (nats per token)",
-                f"t = 0.7 minus beam: W_L (paper) {d:+.3f}{pm(d_ci, 3)}, W_S (code) {dc:+.3f}{pm(dc_ci, 3)} nats/token; "
-                f"multinomial (ar) minus beam {da:+.3f}",
+                f"t = 0.7 minus beam: W_L (paper) {d:+.3f}{pm(d_ci, 3)}, W_S (code) {dc:+.3f}{pm(dc_ci, 3)} "
+                f"nats/token; multinomial (ar) minus beam {da:+.3f}",
                 "a likelihood, not a task score: "
                 + (
                     "DSBD is not below beam sampling beyond the spread"
@@ -118,8 +118,8 @@ def rows(pairs: list[PairRun], budget: Budget) -> list[Claim]:
                     f"tokens/s over beam's: W_L (paper) {s:.2f}{pm(s_ci)}x, W_S (code) {sc:.2f}{pm(sc_ci)}x; tokens "
                     f"per target call {taus[f'dsbd t={t} paper']:.2f} / {taus[f'dsbd t={t} code']:.2f} vs beam "
                     f"{taus['beam']:.2f}",
-                    "a CPU pays for every drafted node and beam row (no idle GPU width to fill), and a small draft agrees "
-                    "less often, so fewer layers pass per call"
+                    "a CPU pays for every drafted node and beam row (no idle GPU width to fill), and a small draft "
+                    "agrees less often, so fewer layers pass per call"
                     if s < 1.36
                     else "in the paper's range",
                     above(s, s_ci, 1.0),

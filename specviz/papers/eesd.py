@@ -123,8 +123,8 @@ def rows(pairs: list[PairRun], budget: Budget) -> list[Claim]:
                 r2,
                 r2_ci,
                 "1.96 s.e. over prompts of the ratio of speed-ups vs ar",
-                f"speed-up vs ar with the trained head {r2:.2f}{pm(r2_ci)}x that with the untrained one; HM {hm_ts:.1f} "
-                f"vs {hm_un:.1f}",
+                f"speed-up vs ar with the trained head {r2:.2f}{pm(r2_ci)}x that with the untrained one; "
+                f"HM {hm_ts:.1f} vs {hm_un:.1f}",
                 "the paper's ablation head is trained, ours is not, so ours bounds the effect from above",
                 above(r2, r2_ci, 1.0),
                 {"hm": [hm_ts, hm_un], "pair": pr.name},

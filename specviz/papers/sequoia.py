@@ -90,7 +90,8 @@ def bounds_row(pr: PairRun, budget: Budget) -> Claim:
         f"at n = {sizes[-1]} the tree is above {len(beaten)} of {len(finite)} bounds beyond the spread"
         + (f" and below {', '.join(below)}" if below else "")
         + f"; G(n) still rises ({growth:+.2f} tokens from "
-        f"n = {sizes[len(g) // 2]}; it never falls, a larger tree can always hold a smaller one); with at most {WIDTH} children per node it stays under "
+        f"n = {sizes[len(g) // 2]}; it never falls, a larger tree can always hold a smaller one); "
+        f"with at most {WIDTH} children per node it stays under "
         f"the {WIDTH}-ary bound {b[f'{WIDTH}-ary tree']:.2f}: the paper's unbounded growth needs unbounded width",
         verdict,
         {"sizes": sizes, "G": g, "bounds": b, "acceptance": list(est.vector), "pair": pr.name},

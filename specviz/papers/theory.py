@@ -70,8 +70,8 @@ def rows(budget: Budget) -> list[Claim]:
             sd_over,
             "s.d. over chain seeds",
             f"{exact[1]:.3f} (chains of other seeds: s.d. {sd_over:.2f})",
-            f"{exact[1] - 16.41:+.3f}, within the printed rounding; other chains give values {sd_over:.2f} apart, so the "
-            "match says we built the paper's chains, not that the theorem holds (the row above checks that)",
+            f"{exact[1] - 16.41:+.3f}, within the printed rounding; other chains give values {sd_over:.2f} apart, "
+            "so the match says we built the paper's chains, not that the theorem holds (the row above checks that)",
             "holds",
             {"paper": 16.41, "speedup": 50 / exact[1], "paper_speedup": 3.05},
         )

@@ -5,9 +5,9 @@ family), each row inside it a small frozen ``Record``: the views read typed fiel
 state writes itself as the same JSON object the dict-based controllers wrote (``to_json``:
 ``{"kind": ..., fields in declaration order}``, so traces and ``tests/data/golden`` are unchanged)
 and reads itself back once, checking every field's type (``read_state``: a ``TraceFormatError``
-sentence names the bad field). The codec is declarative: a field's annotation is its schema (``int``, ``float``, ``bool``, ``str``, ``X | None``,
-``tuple[T, ...]`` from a JSON list, a nested ``Record``, ``dict[str, Any]`` free-form); ``field``
-metadata: ``key`` (a JSON key that is no identifier, ``"continue"``), ``flat`` (a nested record whose
+sentence names the bad field). The codec is declarative: a field's annotation is its schema (``int``, ``float``,
+``bool``, ``str``, ``X | None``, ``tuple[T, ...]`` from a JSON list, a nested ``Record``, ``dict[str, Any]`` free-form);
+``field`` metadata: ``key`` (a JSON key that is no identifier, ``"continue"``), ``flat`` (a nested record whose
 keys sit in the parent object), ``omit_none`` (written only when set; absent reads as ``None``). A
 field with a default may be absent (keys an older trace did not write).
 

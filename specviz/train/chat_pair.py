@@ -188,7 +188,10 @@ def train_draft(cfg: ChatRecipe, target, answers: list, heldout: list, pad_id: i
         f"initialised from the target's {', '.join(copied)}; {cfg.draft_steps} steps of {cfg.draft_batch} answers"
     )
     batches = AnswerBatches(answers, cfg.draft_batch, cfg.draft_seq, cfg.seed + 12, pad_id)
-    evaluate = lambda: agreement(lambda ids, at: answer_logits(draft, ids, at), heldout[:32], pad_id, (4,))
+
+    def evaluate():
+        return agreement(lambda ids, at: answer_logits(draft, ids, at), heldout[:32], pad_id, (4,))
+
     draft.train()
     summary = train_loop(
         draft.parameters(),

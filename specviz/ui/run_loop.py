@@ -104,8 +104,9 @@ class RunLoop:
         part of the pace, within the run's waiting budget) or, unpaced, throttled. Unpaced, decoding
         never waits for the browser: a step is sent only once the page has drawn the update before it
         (``runner.FrameGate``); the steps decoded meanwhile are not drawn (nothing is computed for
-        them; the latest step wins, and the slider shows them all afterwards). Stop sets this run's flag; the run notices between two steps and ends with
-        its own update, marked "stopped". Its last update re-sends every panel in full."""
+        them; the latest step wins, and the slider shows them all afterwards). Stop sets this run's flag; the run
+        notices between two steps and ends with its own update, marked "stopped". Its last update re-sends every panel
+        in full."""
         session = self.checker.pairs.session(session)
         req = self.checker.check(
             session,

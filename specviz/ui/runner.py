@@ -410,8 +410,8 @@ def load_trace_file(path: str, max_bytes: int | trace_io.ReadBudget) -> RunTrace
     """Read one uploaded trace (``.json`` or ``.json.gz``), refusing it with a clear message if it is too
     large, malformed or incoherent (``specviz.trace_check``); its metrics are recomputed from its steps
     (``RunTrace.from_json``'s one reading, ``metrics.read_metrics``). ``max_bytes``: the file's cap (its
-    JSON then up to ``trace_io.MAX_JSON_BYTES`` once decompressed), or a ``trace_io.ReadBudget`` shared by the files of one replay, charged with the
-    JSON this one held."""
+    JSON then up to ``trace_io.MAX_JSON_BYTES`` once decompressed), or a ``trace_io.ReadBudget`` shared by the files of
+    one replay, charged with the JSON this one held."""
     budget = (
         max_bytes
         if isinstance(max_bytes, trace_io.ReadBudget)

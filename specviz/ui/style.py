@@ -124,9 +124,9 @@ STEP_JS = """
 
 # Runs once when the page loads. (0) Each time the status line shows a new live step, the page reports
 # it through the hidden #sv-shown box, and a live run sends its next update only then (decoding goes
-# on meanwhile; the steps it decodes while the page draws are not sent: the latest one wins). (1) On a narrow screen the settings sidebar starts closed, so it does
-# not cover the page. (2) A click on a tree node writes "column:node:nonce" into the hidden
-# #sv-node-pick box, whose change event opens that node's distribution view (Gradio's Plot has no
+# on meanwhile; the steps it decodes while the page draws are not sent: the latest one wins). (1) On a narrow screen the
+# settings sidebar starts closed, so it does not cover the page. (2) A click on a tree node writes "column:node:nonce"
+# into the hidden #sv-node-pick box, whose change event opens that node's distribution view (Gradio's Plot has no
 # click event of its own). Tree plots are re-bound whenever Gradio replaces their element.
 PAGE_JS = r"""
 () => {
@@ -241,11 +241,13 @@ PAGE_JS = r"""
     const b = bar ? bar.getBoundingClientRect() : {width: 0, height: 0};
     let y = size.t;
     if (b.width && b.height) {
-      const texts = [...el.querySelectorAll(".g-gtitle, .infolayer .legend, .annotation")].map((t) => t.getBoundingClientRect());
+      const texts = [...el.querySelectorAll(".g-gtitle, .infolayer .legend, .annotation")].map(
+        (t) => t.getBoundingClientRect());
       for (let moved = true, n = 0; moved && n < 50; n++) {
         moved = false;
         for (const r of texts) {
-          if (r.width && r.right > box.right - b.width - 2 && r.bottom > box.top + y && r.top < box.top + y + b.height) {
+          const beside = r.width && r.right > box.right - b.width - 2;
+          if (beside && r.bottom > box.top + y && r.top < box.top + y + b.height) {
             y = r.bottom - box.top + 2;
             moved = true;
           }

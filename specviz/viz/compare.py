@@ -85,7 +85,8 @@ def tokens_per_step_figure(runs: Runs, current_step: int | None = None, height: 
                 "line": {"color": color, "width": 2, "shape": "hvh", "dash": DASHES[rep % len(DASHES)]},
                 "marker": {"size": 5, "color": color},
                 "opacity": 0.9,
-                "hovertemplate": f"<b>{label}</b><br>step %{{x}}<br>+%{{y}} tokens (%{{customdata}} accepted drafts)<extra></extra>",
+                "hovertemplate": f"<b>{label}</b><br>step %{{x}}<br>+%{{y}} tokens "
+                "(%{customdata} accepted drafts)<extra></extra>",
             }
         )
     layout = base_layout("Tokens per step", height=height)
@@ -170,7 +171,8 @@ def acceptance_histogram_figure(runs: Runs, height: int = 300) -> go.Figure:
                 "y": [hist[j] / n for j in xs],
                 "customdata": [hist[j] for j in xs],
                 "marker": {"color": color, "pattern": {"shape": PATTERNS[rep % len(PATTERNS)]}},
-                "hovertemplate": f"<b>{label}</b><br>%{{x}} accepted: %{{customdata}} steps (%{{y:.0%}})<extra></extra>",
+                "hovertemplate": f"<b>{label}</b><br>%{{x}} accepted: "
+                "%{customdata} steps (%{y:.0%})<extra></extra>",
             }
         )
     layout = base_layout("Acceptance-length histogram", height=height, barmode="group", bargap=0.25)

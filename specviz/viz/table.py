@@ -159,7 +159,8 @@ def comparison_table_html(
             "Press <b>Measure</b> for timings run one after another, unpaced, with repeats.</div>"
         )
     out = warn + (
-        f'<div class="sv-table-wrap"><table class="sv-table"><thead><tr><th title="{COLUMN_TIP}">column</th>{head}</tr></thead>'
+        '<div class="sv-table-wrap"><table class="sv-table">'
+        f'<thead><tr><th title="{COLUMN_TIP}">column</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
     if show_definitions:
@@ -175,7 +176,8 @@ def comparison_table_html(
 TABLE_CSS = """
 .sv-table-wrap { overflow-x: auto; max-width: 100%; }
 .sv-table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
-.sv-table th, .sv-table td { padding: 6px 9px; border-bottom: 1px solid #e5e7eb; text-align: right; white-space: nowrap; }
+.sv-table th, .sv-table td { padding: 6px 9px; border-bottom: 1px solid #e5e7eb; text-align: right;
+  white-space: nowrap; }
 .sv-table thead th { background: #f9fafb; color: #374151; font-weight: 600; cursor: help;
   border-bottom: 2px solid #d1d5db; }
 .sv-table tbody th { text-align: left; font-weight: 600; white-space: normal; min-width: 90px; max-width: 210px; }
