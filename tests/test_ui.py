@@ -643,7 +643,24 @@ def test_measure_rows_name_only_the_settings_that_apply(explorer):
         values = {**spec.defaults, "controller": controller}
         for p in spec.params:
             assert (f"{p.name}=" in html) == p.applies(values), (controller, p.name, html)
-    assert "sd (controller=beta_ts, k_max=0, alpha0=1.0, beta0=1.0, beta_rule=paper, drafter=auto)" in html
+    assert '>sd<br><span class="sv-spread sv-settings">controller=beta_ts, k_max=0, alpha0=1.0, beta0=1.0, ' in html
+    assert "beta_rule=paper, drafter=auto</span>" in html
+
+
+def test_measure_names_a_row_as_its_column_is_named(explorer):
+    """Issue 35 (points 3, one label per column): Measure named two sd columns 'sd (gamma=3, controller=static,
+    drafter=auto)' and 'sd (gamma=2, ...)' while their headers, the comparison table and the legends said
+    'sd · gamma 3' and 'sd · gamma 2'; a row is now the column's label, its settings under it."""
+    from specviz.ui.columns import column_labels
+
+    session = Session(pair_key=explorer.default_key)
+    gamma = specviz.ALGORITHMS["sd"].defaults["gamma"]
+    configs = [("ar", {}), ("sd", {}), ("sd", {"gamma": 2})]
+    columns = [{"algorithm": a, "params": p} for a, p in configs]
+    html = list(explorer.measure(session, **run_inputs(max_new_tokens=4, columns=columns)))[-1]["measurements"]
+    heads = re.findall(r'<th scope="row">([^<]*)', html)
+    assert heads == column_labels(configs) == ["ar", f"sd · gamma {gamma}", "sd · gamma 2"], heads
+    assert "sd (" not in html  # nor the verdict under another name
 
 
 def test_measure_reports_each_median_with_its_spread(explorer):

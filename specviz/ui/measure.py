@@ -6,8 +6,9 @@ are not independent measurements. ``measure`` times the selected columns unpaced
 ``repeats`` timed rounds, each running every column once, in order), under one torch thread count,
 and reports medians with their spread, the conditions it ran under (threads, device, dtype, load)
 and the verdict in words (``bench.verdict``) with the cost model's predictions (``bench.costs``). A
-row names only the settings that had an effect (``runner.effective_params``: no Thompson-sampling
-prior under ``controller=static``).
+row is named as its column is everywhere else (``columns.column_labels``: the algorithm, and what tells
+same-algorithm columns apart), with the settings that had an effect under it (``runner.effective_params``:
+no Thompson-sampling prior under ``controller=static``), as the column's header shows them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from specviz.bench import timing
 from specviz.bench.verdict import VerdictRow, verdict
 from specviz.models.loading import ModelPair
 from specviz.trace import RunTrace
+from specviz.ui.columns import column_labels
 from specviz.ui.runner import effective_params
 
 
@@ -51,6 +53,7 @@ class Measurement:
     gpu_draft_cost: float | None = None
     target_ms: float | None = None  # the cost model's one-token calls here
     draft_ms: float | None = None
+    settings: str = ""  # the settings that had an effect, k=v, ... (``measure_settings``)
 
     def __post_init__(self) -> None:
         self.wall_s_min = self.wall_s if self.wall_s_min is None else self.wall_s_min
@@ -93,20 +96,16 @@ class Measurement:
         )
 
 
-def measure_label(algorithm: str, params: dict[str, Any]) -> str:
-    """``algorithm (k=v, ...)`` with the parameters that have an effect (``runner.effective_params``,
-    the app's rule for which settings a column shows), all of them."""
-    shown = effective_params(algorithm, params)
-    return algorithm if not shown else f"{algorithm} ({', '.join(f'{k}={v}' for k, v in shown.items())})"
+def measure_settings(algorithm: str, params: dict[str, Any]) -> str:
+    """``k=v, ...``: the parameters that have an effect (``runner.effective_params``, the app's rule for
+    which settings a column shows), all of them, as the column's header lists them."""
+    return ", ".join(f"{k}={v}" for k, v in effective_params(algorithm, params).items())
 
 
 def row_labels(algorithms: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """One row label per column (``measure_label``); columns with the same label are numbered (#1, #2)."""
-    labels = [measure_label(a, p) for a, p in algorithms]
-    return [
-        f"{label} #{labels[: i + 1].count(label)}" if labels.count(label) > 1 else label
-        for i, label in enumerate(labels)
-    ]
+    """One row label per column: the column's own label (``columns.column_labels``, as its header, the
+    comparison table and the figures' legends name it)."""
+    return column_labels(algorithms)
 
 
 def _decode(
@@ -154,7 +153,7 @@ def _rows(
     (``timing.speedup``: the ratio of the median rates, the range round by round)."""
     timings = [timing.Timing(s[:rounds], t) for s, t in zip(seconds, traces)]
     rows = []
-    for label, (algo, _), t in zip(labels, algorithms, timings):
+    for label, (algo, params), t in zip(labels, algorithms, timings):
         m = t.result.metrics
         rows.append(
             Measurement(
@@ -167,6 +166,7 @@ def _rows(
                 wall_s_min=t.fastest,
                 wall_s_max=t.slowest,
                 conditions=conditions,
+                settings=measure_settings(algo, params),
             )
         )
     base_at = next((i for i, (algo, _) in enumerate(algorithms) if algo == "ar"), None)
@@ -291,6 +291,10 @@ def _predicted(r: Measurement) -> str:
     return f"{r.predicted:.2f}×{gpu}"
 
 
+def _settings(r: Measurement) -> str:
+    return f'<br><span class="sv-spread sv-settings">{html.escape(r.settings)}</span>' if r.settings else ""
+
+
 def measurements_html(rows: list[Measurement], note: str = "") -> str:
     """The measured medians with their spread (min–max over the timed rounds) as a table (class
     ``sv-table``); once the measurement is complete, the conditions it ran under and the verdict in
@@ -298,7 +302,7 @@ def measurements_html(rows: list[Measurement], note: str = "") -> str:
     if not rows:
         return f'<div class="sv-empty">{html.escape(note) or "Press Measure to time the columns, interleaved."}</div>'
     body = "".join(
-        f'<tr><th scope="row">{html.escape(r.label)}</th>'
+        f'<tr><th scope="row">{html.escape(r.label)}{_settings(r)}</th>'
         f"<td>{'–' if r.speedup is None else _spread(r.speedup, r.speedup_min, r.speedup_max, '.2f', '×')}</td>"
         f"<td>{_predicted(r)}</td>"
         f"<td>{_spread(r.tokens_per_s, r.tokens_per_s_min, r.tokens_per_s_max, '.1f')}</td>"
@@ -330,6 +334,6 @@ def measurements_html(rows: list[Measurement], note: str = "") -> str:
         f"<tbody>{body}</tbody></table></div>{after}"
         '<p class="sv-note">Interleaved and unpaced: a warm-up round, then timed rounds that each run every '
         "column once, in order; medians of the timed rounds, under each its range (min–max) over them (the "
-        "method of <code>python -m specviz compare</code> and <code>bench</code>). A row lists only the "
-        "settings that apply to it.</p>"
+        "method of <code>python -m specviz compare</code> and <code>bench</code>). A row is named as its column "
+        "is, with the settings that apply to it under the name.</p>"
     )
