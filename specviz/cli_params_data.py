@@ -19,7 +19,8 @@ PARAMS = (
     (
         "controller",
         "choice",
-        "draft-length control: beta_ts / cali_ts (Thompson sampling), fixed, or transformers' heuristic / confidence / adaptive",
+        "draft-length control: beta_ts / cali_ts (Thompson sampling), fixed, or transformers' heuristic / confidence "
+        "/ adaptive",
     ),
     ("fixed_length", "int", "tokens a round drafts under the fixed controller"),
     (
@@ -44,7 +45,8 @@ PARAMS = (
     (
         "drafter",
         "choice",
-        "what drafts: the draft model, the feature head on the target's hidden states (EAGLE-3), the draft model over the feature head's cut vocabulary (model_cut, FR-Spec), or auto (the feature head when the pair has one)",
+        "what drafts: the draft model, the feature head on the target's hidden states (EAGLE-3), the draft model over "
+        "the feature head's cut vocabulary (model_cut, FR-Spec), or auto (the feature head when the pair has one)",
     ),
     (
         "nodes",
@@ -54,7 +56,8 @@ PARAMS = (
     (
         "depth",
         "int",
-        "levels drafted at most, so at most depth + 1 tokens a step (7 = Sequoia's default depth 8, which counts the root)",
+        "levels drafted at most, so at most depth + 1 tokens a step (7 = Sequoia's default depth 8, which counts the "
+        "root)",
     ),
     (
         "topk",
@@ -64,7 +67,8 @@ PARAMS = (
     (
         "k_config",
         "str",
-        "children per node at each level, e.g. 4x2x2 (4 under the root, 2 under each of those, ...): widths in ASCII digits joined by a lowercase x, no spaces",
+        "children per node at each level, e.g. 4x2x2 (4 under the root, 2 under each of those, ...): widths in ASCII "
+        "digits joined by a lowercase x, no spaces",
     ),
     ("replacement", "bool", "draw siblings i.i.d. (Algorithm 1) instead of without replacement (Algorithm 2)"),
     ("num_tokens", "int", "tokens proposed per step (at most)"),
@@ -81,7 +85,8 @@ PARAMS = (
     (
         "calibration",
         "choice",
-        "estimate the acceptance vector on built-in prompts (one tree per pair and sampling) or on this run's prompt (a tree fitted to the text at hand)",
+        "estimate the acceptance vector on built-in prompts (one tree per pair and sampling) or on this run's prompt "
+        "(a tree fitted to the text at hand)",
     ),
     ("min_width", "int", "W_min: floor of the width (the fixed width when dynamic is off)"),
     ("threshold", "float", "t: keep the largest K with P(#accepted >= K) >= t"),
@@ -91,7 +96,8 @@ PARAMS = (
     (
         "output_width",
         "choice",
-        "beams an iteration outputs: paper = W_L of the last layer (Algorithm 1), code = W_S (the official code: a failed layer is filled up to W_S, the bonus layer samples W_S)",
+        "beams an iteration outputs: paper = W_L of the last layer (Algorithm 1), code = W_S (the official code: a "
+        "failed layer is filled up to W_S, the bonus layer samples W_S)",
     ),
     ("num_drafts", "int", "M: draft sequences per step, all from the same prefix"),
     ("eps", "float", "over-acceptance: accept with min(1, (p + eps) / q); 0 is sd"),
