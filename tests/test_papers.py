@@ -70,6 +70,28 @@ def test_shipped_report_is_the_full_one_and_complete():
     assert report["command"] == "python -m specviz papers --out docs --json assets/papers/papers.json"
 
 
+BOTH_PAIRS = {  # the rows issue 38 asks for "on both pairs": (paper, words of the claim)
+    "Table 1 bounds": (sequoia.PAPER, "past every bound of Table 1"),
+    "tree-size scaling": (sequoia.PAPER, "as trees grow"),
+    "Table 8 at T = 1": (mcsd.PAPER, "k = 4 against k = 1 at T = 1"),
+    "Table 8 at T = 0": (mcsd.PAPER, "k = 4 against k = 1 at T = 0"),
+    "Table 4 replacement": (mcsd.PAPER, "without replacement"),
+    "DSBD quality": (dsbd.PAPER, "quality"),
+    "DSBD speed t = 0.7": (dsbd.PAPER, "faster than beam sampling (t = 0.7)"),
+    "DSBD speed t = 0.9": (dsbd.PAPER, "faster than beam sampling (t = 0.9)"),
+}
+
+
+def test_shipped_report_runs_the_both_pairs_rows_on_both_pairs():
+    report = read(ROOT / "assets" / "papers" / "papers.json")
+    assert not report.get("left_out")  # nothing skipped on the default pair
+    for name, (paper, words) in BOTH_PAIRS.items():
+        rows = {r["pair"]: r for r in report["rows"] if r["paper"] == paper and words in r["claim"]}
+        assert set(rows) == {"bundled-stdlib-pair", "smollm2-135m-offline"}, name
+        for pair, r in rows.items():
+            assert r["spread"] is not None and r["spread"] > 0, (name, pair)  # a spread, not one run
+
+
 def test_check_names_what_is_wrong():
     good = Claim("P", "a claim", "Table 1", "1.5x", "GPU", "CPU", 1.2, 0.1, "s.e.", "1.2x", "smaller", "holds")
     assert check({"rows": [good.to_dict()]}) == []
