@@ -643,7 +643,7 @@ def test_measure_rows_name_only_the_settings_that_apply(explorer):
         values = {**spec.defaults, "controller": controller}
         for p in spec.params:
             assert (f"{p.name}=" in html) == p.applies(values), (controller, p.name, html)
-    assert '>sd<br><span class="sv-spread sv-settings">controller=beta_ts, k_max=0, alpha0=1.0, beta0=1.0, ' in html
+    assert '>sd<br><span class="sv-params">controller=beta_ts, k_max=0, alpha0=1.0, beta0=1.0, ' in html
     assert "beta_rule=paper, drafter=auto</span>" in html
 
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Generator, Iterator
 
-import specviz
-from specviz import interrupt
+from specviz import decoding, interrupt
 from specviz.bench import timing
 from specviz.bench.verdict import VerdictRow, verdict
 from specviz.models.loading import ModelPair
@@ -122,7 +121,7 @@ def _decode(
     every ``tick_s`` (by ``clock``) so the caller can hand control back (a Gradio generator notices a
     gone client only when it yields; the routine does not count the pause), and returns the trace, or
     None if ``should_stop`` said so between two steps."""
-    live = specviz.stream(pair, algo, prompt=prompt, **sampling, **effective_params(algo, params))  # shown ones
+    live = decoding.stream(pair, algo, prompt=prompt, **sampling, **effective_params(algo, params))  # shown ones
     steps, last_tick = iter(live), clock()
     while True:
         try:
@@ -292,7 +291,7 @@ def _predicted(r: Measurement) -> str:
 
 
 def _settings(r: Measurement) -> str:
-    return f'<br><span class="sv-spread sv-settings">{html.escape(r.settings)}</span>' if r.settings else ""
+    return f'<br><span class="sv-params">{html.escape(r.settings)}</span>' if r.settings else ""
 
 
 def measurements_html(rows: list[Measurement], note: str = "") -> str:
