@@ -269,12 +269,12 @@ def _timed(args: argparse.Namespace, pair, calls: dict[int, Any], repeats: int, 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import specviz
+    from specviz.decoding import decode
 
     check_decode_args(args, [args.algo])
     pair = load_pair_from_args(args)
     call = {
-        0: lambda: specviz.decode(
+        0: lambda: decode(
             pair,
             args.algo,
             args.prompt,
@@ -329,14 +329,14 @@ def compare_verdict(pair, algos: list[str], traces: list[RunTrace], rates: list,
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    import specviz
     from specviz.bench import timing
+    from specviz.decoding import decode
 
     check_decode_args(args, args.algos)
     pair = load_pair_from_args(args)
 
     def once(algo: str):
-        return lambda: specviz.decode(pair, algo, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, algo))
+        return lambda: decode(pair, algo, args.prompt, **_decode_kwargs(args, pair), **_algo_params(args, algo))
 
     # one untimed round first when timing (the first calls pay for allocation and lazy setup), then
     # --repeats rounds, the algorithms interleaved so that drift hits all alike

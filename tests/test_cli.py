@@ -236,13 +236,13 @@ def counted(monkeypatch):
     pair = ModelPair(tiny_model("llama", vocab=len(tok)), tiny_model("llama", vocab=len(tok), seed=1), tok, len(tok))
     monkeypatch.setattr("specviz.cli.load_pair_from_args", lambda args: pair)
     calls: list[str] = []
-    decode = specviz.decode
+    from specviz.decoding import decode
 
     def counting(pair, algo, *args, **kwargs):
         calls.append(algo)
         return decode(pair, algo, *args, **kwargs)
 
-    monkeypatch.setattr(specviz, "decode", counting)
+    monkeypatch.setattr("specviz.decoding.decode", counting)
     return calls
 
 

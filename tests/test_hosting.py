@@ -188,7 +188,8 @@ def test_remote_code_never_runs_from_the_load_handler(private, pair_dirs, tmp_pa
 def test_the_registry_never_passes_trust_remote_code(monkeypatch):
     calls = []
     monkeypatch.setattr(
-        specviz, "load_pair", lambda *a, **kw: calls.append(kw) or (_ for _ in ()).throw(specviz.ModelLoadError("no"))
+        "specviz.ui.pairs.load_pair",
+        lambda *a, **kw: calls.append(kw) or (_ for _ in ()).throw(specviz.ModelLoadError("no")),
     )
     with pytest.raises(specviz.ModelLoadError):
         PairRegistry().load("some/model", "some/draft")

@@ -364,8 +364,11 @@ def test_compare_states_its_threads_and_conditions_and_gives_the_verdict(tiny_pa
     monkeypatch.setattr("specviz.cli.load_pair_from_args", lambda args: tiny_pair)
     before = torch.get_num_threads()
     seen = []
-    decode = specviz.decode
-    monkeypatch.setattr(specviz, "decode", lambda *a, **k: (seen.append(torch.get_num_threads()), decode(*a, **k))[1])
+    from specviz.decoding import decode
+
+    monkeypatch.setattr(
+        "specviz.decoding.decode", lambda *a, **k: (seen.append(torch.get_num_threads()), decode(*a, **k))[1]
+    )
     asked = 2 if timing.cpu_count() >= 2 and before != 2 else 1
     assert (
         cli_main(

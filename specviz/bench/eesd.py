@@ -35,10 +35,10 @@ CONFIGS: list[tuple[str, str, dict[str, Any]]] = [
 def _decode(
     pair, algo: str, params: dict[str, Any], prompt: str, temperature: float, seed: int, max_new_tokens: int
 ) -> tuple[float, Any]:
-    import specviz
+    from specviz.decoding import decode
 
     start = time.perf_counter()
-    trace = specviz.decode(
+    trace = decode(
         pair, algo, prompt, seed=seed, max_new_tokens=max_new_tokens, temperature=temperature, record_top_k=0, **params
     )
     return time.perf_counter() - start, trace

@@ -13,7 +13,6 @@ import argparse
 import statistics
 from typing import Callable
 
-import specviz
 from specviz import viz
 from specviz.bench.timing import median_time, threads_arg
 from specviz.errors import ModelLoadError
@@ -51,14 +50,16 @@ def _random_pair(vocab: int = 512):
 
 def _timing_pair(target: str | None, draft: str | None):
     """The pair given, else the bundled pair if its files are here, else ``_random_pair()``."""
+    from specviz.models.loading import load_pair
+
     if target:
-        return specviz.load_pair(target, draft)
+        return load_pair(target, draft)
     bundled = bundled_preset()
     try:
         check_available(bundled)
     except ModelLoadError:
         return _random_pair()
-    return specviz.load_pair(bundled.target, bundled.draft)
+    return load_pair(bundled.target, bundled.draft)
 
 
 def timeit(fn: Callable[[], object], repeats: int = 20) -> float:
@@ -78,19 +79,20 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     import torch
 
+    from specviz.algorithms import ALGORITHMS
+    from specviz.decoding import decode
+
     torch.set_num_threads(args.threads)
     pair = _timing_pair(args.target, args.draft)
     prompt: str | list[int] = "def main(argv=None):\n" if pair.tokenizer is not None else [1, 2, 3]
 
-    tree_trace = specviz.decode(
-        pair, "mcsd", prompt=prompt, max_new_tokens=16, temperature=1.0, seed=0, k_config="4x3x4"
-    )
+    tree_trace = decode(pair, "mcsd", prompt=prompt, max_new_tokens=16, temperature=1.0, seed=0, k_config="4x3x4")
     step = max(tree_trace.steps, key=lambda s: len(s.forest))
     step_ms = statistics.median(s.timings.get("total_ms", 0.0) for s in tree_trace.steps)
     runs = []
     for algo, params in (("ar", {}), ("sd", {"gamma": 4}), ("mcsd", {"k_config": "2x2x1"}), ("specinfer", {})):
-        if algo in specviz.ALGORITHMS:
-            t = specviz.decode(pair, algo, prompt=prompt, max_new_tokens=400, temperature=1.0, seed=0, **params)
+        if algo in ALGORITHMS:
+            t = decode(pair, algo, prompt=prompt, max_new_tokens=400, temperature=1.0, seed=0, **params)
             t.steps = t.steps[:200]
             runs.append((algo, t))
     long = max((t for _, t in runs), key=lambda t: len(t.steps))

@@ -339,7 +339,7 @@ def _greedy_rows(
     s: Section, pair, label: str, prompts: list[Any], new_tokens: int, chat: bool = False, quick: bool = False
 ) -> tuple[list[list[Any]], int, int, list[dict[str, Any]]]:
     """Greedy ``ar`` and each of ``ALGOS`` on ``prompts``: table rows, runs, equal runs, divergences."""
-    import specviz
+    from specviz.decoding import decode
     from specviz.models.chat import encode_prompt
 
     rows, runs, equal, diverged = [], 0, 0, []
@@ -348,12 +348,10 @@ def _greedy_rows(
             s.out(f"- stopped at the section's budget: {label}, prompt {k + 1} and after not run")
             break
         prompt_ids = encode_prompt(pair, prompt, chat)[0]
-        ar = specviz.decode(pair, "ar", prompt_ids, max_new_tokens=new_tokens, temperature=0, record_top_k=0)
+        ar = decode(pair, "ar", prompt_ids, max_new_tokens=new_tokens, temperature=0, record_top_k=0)
         for algo in ALGOS:
             params = QUICK_PARAMS.get(algo, {}) if quick else {}
-            trace = specviz.decode(
-                pair, algo, prompt_ids, max_new_tokens=new_tokens, temperature=0, record_top_k=0, **params
-            )
+            trace = decode(pair, algo, prompt_ids, max_new_tokens=new_tokens, temperature=0, record_top_k=0, **params)
             runs += 1
             d = _divergence(pair, prompt_ids, ar.output_ids, trace.output_ids)
             if d is None:

@@ -51,14 +51,14 @@ def trace_overhead(
     """``{"trace_overhead", "spread", "pairs", "recording_share", "gc_share", "full_s", "off_s"}`` for
     greedy ``algorithm`` on ``prompts``, ``rounds`` pairs per prompt (``full_s`` / ``off_s``: median
     seconds per pass over the prompts)."""
-    import specviz
+    from specviz.decoding import decode
 
     watch = _Stopwatch()
 
     def run(k: int, prompt: Any) -> float:
         watch.on = k == record_top_k  # the GC time of the full runs only
         start = time.perf_counter()
-        specviz.decode(pair, algorithm, prompt, max_new_tokens=max_new_tokens, temperature=0, record_top_k=k)
+        decode(pair, algorithm, prompt, max_new_tokens=max_new_tokens, temperature=0, record_top_k=k)
         return time.perf_counter() - start
 
     ratios, full, off, shares, gcs = [], [], [], [], []

@@ -22,7 +22,7 @@ import statistics
 import tempfile
 import time
 
-import specviz
+from specviz.metrics import summarize
 from specviz.trace import RunTrace
 from specviz.validation import Parser, whole
 
@@ -35,9 +35,11 @@ def _pair():
 
 def base_trace(max_new_tokens: int = 200, seed: int = 0) -> RunTrace:
     """A real ``sd`` run (gamma 4, T = 1) of a few hundred steps."""
+    from specviz.decoding import decode
+
     pair = _pair()
     prompt = "def main(argv=None):\n" if pair.tokenizer is not None else [1, 2, 3]
-    return specviz.decode(pair, "sd", prompt=prompt, max_new_tokens=max_new_tokens, temperature=1.0, seed=seed, gamma=4)
+    return decode(pair, "sd", prompt=prompt, max_new_tokens=max_new_tokens, temperature=1.0, seed=seed, gamma=4)
 
 
 def tiled(trace: RunTrace, n_steps: int) -> RunTrace:
@@ -55,7 +57,7 @@ def tiled(trace: RunTrace, n_steps: int) -> RunTrace:
     out.output_ids = [c.token_id for s in steps for c in s.committed]
     out.output_text = "".join(c.text for s in steps for c in s.committed)
     out.finish_reason = "length"
-    out.metrics = specviz.metrics.summarize(out)
+    out.metrics = summarize(out)
     return out
 
 

@@ -30,12 +30,13 @@ from typing import Any, Callable
 
 import torch
 
-from specviz.algorithms import get_algorithm
+from specviz.algorithms import ALGORITHMS, get_algorithm
 from specviz.bench import costs, timing
 from specviz.bench.goals import goals, goals_markdown
 from specviz.bench.overhead import trace_overhead
 from specviz.bench.peers import peer_functions
 from specviz.bench.prompts import select
+from specviz.decoding import decode
 from specviz.errors import SpecvizError
 from specviz.models.chat import encode_prompt
 from specviz.pair_options import chat_on, load_pair_from_args
@@ -77,13 +78,11 @@ def sd_rows(gammas: tuple[int, ...] = (), controllers: tuple[str, ...] = ()) -> 
 def drafter_rows(algos: list[str], drafters: tuple[str, ...]) -> list[tuple[str, str, dict[str, Any]]]:
     """``(row name, algorithm, params)`` of each algorithm that takes a ``drafter`` in each of ``drafters``
     (``sd@model``, ``sd@feature``, ...), beside the rows at its defaults."""
-    import specviz
-
     return [
         (f"{a}@{d}", a, {"drafter": d})
         for a in algos
         for d in drafters
-        if any(p.name == "drafter" for p in specviz.ALGORITHMS[a].params)
+        if any(p.name == "drafter" for p in ALGORITHMS[a].params)
     ]
 
 
@@ -108,10 +107,8 @@ def algorithm_variants(
 
 
 def _specviz_method(pair, algo: str, max_new_tokens: int, params: dict[str, Any]) -> Callable[[Any], Outcome]:
-    import specviz
-
     def run(prompt: Any) -> Outcome:
-        trace = specviz.decode(pair, algo, prompt, max_new_tokens=max_new_tokens, temperature=0, **params)
+        trace = decode(pair, algo, prompt, max_new_tokens=max_new_tokens, temperature=0, **params)
         m = trace.metrics
         return Outcome(trace.output_ids, m["target_calls"], m["draft_calls"], trace)
 
@@ -137,11 +134,9 @@ def methods_for(
     drafters: tuple[str, ...] = (),
 ):
     """``{name: (kind, lossless, fn)}`` for the specviz algorithms and the peers."""
-    import specviz
-
     out: dict[str, tuple[str, bool, Callable[[Any], Outcome]]] = {}
     for name, algo, params in algorithm_variants(algos, beam_width, extra_sd, drafters):
-        out[name] = ("specviz", specviz.ALGORITHMS[algo].lossless, _specviz_method(pair, algo, max_new_tokens, params))
+        out[name] = ("specviz", ALGORITHMS[algo].lossless, _specviz_method(pair, algo, max_new_tokens, params))
     if with_peers:
         for name, fn in peer_functions(pair, gamma).items():
             out[name] = ("peer", True, _peer_method(fn, pair, max_new_tokens))
@@ -302,9 +297,7 @@ def run_all(
 ) -> dict[str, Any]:
     """The whole report as plain data (what ``bench.json`` holds); ``chat`` records that the prompts
     are chat-formatted questions."""
-    import specviz
-
-    algos = algos or list(specviz.ALGORITHMS)
+    algos = algos or list(ALGORITHMS)
     load_before = timing.load_average()
     lengths = [len(pair.encode(p) if isinstance(p, str) else p) for plist in prompts.values() for p in plist]
     calls = measure_calls(pair, sizes, repeat, prefix=round(statistics.mean(lengths)) + max_new_tokens // 2)

@@ -47,13 +47,13 @@ def tree_vs_sd(
     """One row per configuration: tau at ``steps`` target calls (pooled over prompts x seeds), its
     spread over runs, nodes verified per call, draft calls per target call, wall time and
     ``tau_vs_sd`` (tau over that of the first ``sd`` configuration, when there is one)."""
-    import specviz
+    from specviz.decoding import decode, stream
 
     configs = configs or DEFAULT_CONFIGS
     rows = []
     for algorithm, params in configs:
         sampling = dict(temperature=temperature, top_k=top_k, top_p=top_p)
-        specviz.decode(pair, algorithm, prompts[0], max_new_tokens=2, seed=0, **sampling, **params)  # warm-up
+        decode(pair, algorithm, prompts[0], max_new_tokens=2, seed=0, **sampling, **params)  # warm-up
         tokens = calls = draft_calls = nodes = 0
         per_run, wall = [], 0.0
         extra: dict[str, Any] = {}
@@ -61,7 +61,7 @@ def tree_vs_sd(
             for seed in seeds:
                 n_prompt = len(pair.encode(prompt)) if isinstance(prompt, str) else len(prompt)
                 budget = min(steps * 64, pair.context_length - n_prompt)
-                run = specviz.stream(pair, algorithm, prompt, max_new_tokens=budget, seed=seed, **sampling, **params)
+                run = stream(pair, algorithm, prompt, max_new_tokens=budget, seed=seed, **sampling, **params)
                 start = time.perf_counter()
                 got = made = 0
                 for step in run:

@@ -155,9 +155,10 @@ def measured_sd_report(
     times one forward call of each model inside the decoder (medians): a draft call during ``sd``
     against a one-token target call during ``ar`` (leaving out each run's first call, the prefill).
     ``chat``: the prompts are questions, run through the pair's chat template."""
-    import specviz
+    from specviz.decoding import decode
+    from specviz.models.loading import load_pair
 
-    pair = specviz.load_pair(str(target_dir), str(draft_dir), device="cpu", dtype="float32")
+    pair = load_pair(str(target_dir), str(draft_dir), device="cpu", dtype="float32")
     tot = {
         "new_tokens": 0,
         "target_calls": 0,
@@ -170,8 +171,8 @@ def measured_sd_report(
     }
     per_prompt, identical = [], True
     for p in prompts:
-        sd = specviz.decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, gamma=gamma, chat=chat)
-        ar = specviz.decode(pair, "ar", prompt=p, max_new_tokens=max_new_tokens, temperature=0, chat=chat)
+        sd = decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, gamma=gamma, chat=chat)
+        ar = decode(pair, "ar", prompt=p, max_new_tokens=max_new_tokens, temperature=0, chat=chat)
         identical &= sd.output_ids == ar.output_ids
         m = sd.metrics
         for k in ("new_tokens", "target_calls", "accepted", "drafted"):

@@ -25,8 +25,8 @@ from typing import Any, Callable
 import gradio as gr
 from starlette.middleware import Middleware
 
-import specviz
 from specviz import defaults
+from specviz.algorithms import ALGORITHMS
 from specviz.algorithms.registry import page_defaults
 from specviz.ui import examples, papers_view, render
 from specviz.ui.columns import param_value  # noqa: F401  (param_value: tests import it here)
@@ -71,7 +71,7 @@ class Explorer:
         explicitly (``ui.run_loop.RunLoop``)."""
         self.config = cfg = config or AppConfig.from_env()
         configure_torch_threads(cfg)
-        self.algorithms = dict(specviz.ALGORITHMS)
+        self.algorithms = dict(ALGORITHMS)
         self.n_slots = cfg.max_columns
         self.pairs = PairLoader(
             cfg,

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import specviz
-from specviz.errors import SpecvizError
-from specviz.models.loading import ModelPair
+from specviz.errors import ModelLoadError, SpecvizError
+from specviz.models.loading import ModelPair, load_pair
 from specviz.ui.safe_text import display_name, md_text
 
 log = logging.getLogger(__name__)
@@ -183,7 +182,7 @@ class PairRegistry:
         with self._load_lock:  # one load at a time: two 7B loads at once would not fit
             if self.get(key) is not None:
                 return key
-            pair = specviz.load_pair(
+            pair = load_pair(
                 resolve_model_path(target),
                 resolve_model_path(draft) if draft else None,
                 device=self.device,
@@ -200,7 +199,7 @@ class PairRegistry:
         with self._lock:
             source = self._sources.get(key)
         if source is None:
-            raise specviz.ModelLoadError("That pair is not loaded any more: choose it again and press Load pair.")
+            raise ModelLoadError("That pair is not loaded any more: choose it again and press Load pair.")
         return self.load(*source, key=key)
 
     def _remember(self, key: str, target: str, draft: str | None, limit: int = 256) -> None:
@@ -219,7 +218,7 @@ def preset_head(target: str, draft: str | None, head: str) -> str | None:
         return next(
             (getattr(p, head) for p in load_presets() if p.draft == draft and target in (p.target, p.hub_target)), None
         )
-    except specviz.SpecvizError:
+    except SpecvizError:
         return None
 
 
