@@ -175,6 +175,13 @@ def side_by_side(url, browser):
         ".find(t => t.textContent.startsWith('speed-up')).getBoundingClientRect()"
     )
     assert 0 <= speedup["left"] and speedup["right"] <= 400, speedup
+    # each row's name and its settings stay inside their cell (a no-wrap settings line ran into the next)
+    spill = page.evaluate(
+        "() => [...document.querySelectorAll('#sv-measure tbody th')]"
+        ".filter(t => [...t.querySelectorAll('*')].some(e => e.getBoundingClientRect().right > "
+        "t.getBoundingClientRect().right + 1)).map(t => t.innerText)"
+    )
+    assert spill == [], spill
     page.locator("#sv-measure").screenshot(path=str(ARTIFACTS / "e2e-measure-phone.png"))
     page.locator("#sv-tree-1").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "e2e-tree-phone.png"))
