@@ -156,13 +156,32 @@ def hook_gradio(rec: Recorder) -> None:
         t0 = time.time()
         out = diffs(self, block_fn, data, *args, **kwargs)
         if getattr(block_fn, "name", "") == rec.fn_name:
-            size = len(json.dumps(out, default=str))
+            size = len(json.dumps(out, default=str))  # as ASCII JSON (every earlier run in docs/bench.md)
+            wire = len(json.dumps(out, default=str, ensure_ascii=False).encode())  # UTF-8, as Gradio sends it
+            by_output = {
+                output_name(c, i): len(json.dumps(out[i], default=str)) for i, c in enumerate(block_fn.outputs)
+            }
             with rec.lock:
                 if rec.sends and "bytes" not in rec.sends[-1]:
-                    rec.sends[-1].update(bytes=size, t_diff0=t0, t_sent=time.time())
+                    rec.sends[-1].update(
+                        bytes=size, wire_bytes=wire, by_output=by_output, t_diff0=t0, t_sent=time.time()
+                    )
         return out
 
     Blocks.postprocess_data, Blocks.handle_streaming_diffs = postprocess_data, handle_streaming_diffs
+
+
+def output_name(component: Any, i: int) -> str:
+    """An output's name in the size breakdown: its ``elem_id`` (``sv-tree-0``), else its kind and place."""
+    return getattr(component, "elem_id", None) or f"{type(component).__name__.lower()}#{i}"
+
+
+def sizes_by_output(sends: list[dict[str, Any]]) -> dict[str, float]:
+    """Median bytes per output over a run's live updates (not its opening and final views), largest first."""
+    live = [s["by_output"] for s in (sends[1:-1] or sends) if "by_output" in s]
+    names = {k for s in live for k in s}
+    out = {k: med([s.get(k, 0) for s in live]) for k in names}
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def free_port() -> int:
@@ -315,6 +334,8 @@ def analyse(rec_events: list[dict], sends: list[dict], browser: dict, t_click: f
         "click_to_first_step_s": (first_drawn[first_k] - t_click) if first_k else float("nan"),
         "update_bytes_median": med(sizes[1:-1] or sizes),
         "update_bytes_max": max(sizes, default=0),
+        "update_wire_bytes_median": med([s.get("wire_bytes", 0) for s in sends][1:-1] or [0]),
+        "update_bytes_by_output": sizes_by_output(sends),
         "parts_median_s": {k: med(v) for k, v in parts.items()},
         "reports": sum(e["event"] == "reported" for e in rec_events),
         "plotly_calls": {
@@ -590,6 +611,11 @@ def main(argv: list[str] | None = None) -> None:
     print("|" + "---|" * (HEAD.count("|") - 1))
     for case, r in results:
         print(row(case, r))
+    print("\nAn update's bytes by output (ASCII JSON, median over the live updates; the largest 10):")
+    for case, r in results:
+        top = list(r["update_bytes_by_output"].items())[:10]
+        wire = r["update_wire_bytes_median"] / 1000
+        print(f"- {case}: {wire:.1f} kB as UTF-8 (the wire); " + ", ".join(f"{k} {v / 1000:.1f} kB" for k, v in top))
     print("\nGoals (issue 34):")
     for (pair, n_cols, paced, width), r in results:
         for line in goals_met(r, n_cols, paced, pair):
