@@ -20,7 +20,7 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from specviz.viz.parts import Parts, figure_parts
+from specviz.viz.parts import MARK, PACKED, Parts, figure_parts
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,7 +34,8 @@ def plotly_chunk() -> str:
 
 # Runs once per PlotBox when the page mounts it (gr.HTML's js_on_load: ``element``, ``props``, ``watch``).
 # window.svPlotly() gives plotly.js (Gradio's, from its Plot chunk); window.svMerge rebuilds a figure from
-# its parts, re-parsing only the parts whose text changed.
+# its parts, re-parsing only the parts whose text changed; window.svUnpack gives a trace's packed hover
+# texts back.
 PLOT_JS = r"""
 const box = element.querySelector(".sv-plotbox");
 if (!window.svPlotly) {
@@ -55,11 +56,25 @@ if (!window.svPlotly) {
     }
     return loading;
   };
+  // a trace's hover texts packed as their forms and facts (viz.parts.hover_pack), back to the texts
+  window.svUnpack = (packed) => {
+    const forms = packed[0].map((f) => f.split(__MARK__));
+    return packed[1].map((row) => {
+      const facts = row.split(__MARK__), pieces = forms[Number(facts[0])];
+      let text = pieces[0];
+      for (let i = 1; i < pieces.length; i++) text += facts[i] + pieces[i];
+      return text;
+    });
+  };
   window.svMerge = (parts, cache) => {
     const parse = (key) => {
       const text = parts[key];
       if (cache[key] && cache[key][0] === text) return cache[key][1];
-      const value = JSON.parse(text);
+      const value = JSON.parse(text);  // a trace's packed hover texts: unpacked once, with the part
+      if (value && value[__PACKED__]) {
+        value.hovertext = window.svUnpack(value[__PACKED__]);
+        delete value[__PACKED__];
+      }
       cache[key] = [text, value];
       return value;
     };
@@ -106,7 +121,9 @@ class PlotBox(gr.HTML):
         super().__init__(
             value=value,
             html_template='<div class="sv-plotbox"></div>',
-            js_on_load=PLOT_JS.replace("__CHUNK__", json.dumps(plotly_chunk())),
+            js_on_load=PLOT_JS.replace("__CHUNK__", json.dumps(plotly_chunk()))
+            .replace("__MARK__", json.dumps(MARK))
+            .replace("__PACKED__", json.dumps(PACKED)),
             **kwargs,
         )
 
