@@ -6,18 +6,16 @@ figure and metric in specviz is computed from it.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import gc
 import json
-import threading
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from itertools import chain, islice, repeat
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Literal
 
 from specviz.errors import TraceFormatError
-from specviz.json_values import describe, nests_within, require_shallow
+from specviz.fast_json import gc_paused, loads
+from specviz.json_values import describe
 from specviz.step_state import ControllerState, read_state
+from specviz.trace_schema import all_well_formed, build, checked_fields
 
 SCHEMA_VERSION = 6
 # v1 (no positions, all lossless), v2 (no chat fields), v3 (no step rule), v4 (no drafter), v5 (untyped
@@ -243,7 +241,7 @@ class RunTrace:
                 f"Trace schema version {version!r} is not supported (this specviz reads versions "
                 f"{', '.join(map(str, READABLE_VERSIONS))})."
             )
-        kwargs = _checked_fields(cls, data, "")
+        kwargs = checked_fields(cls, data, "")
         steps = kwargs.pop("steps", [])
         legacy = version < TYPED_STATE_SINCE
         built = _steps_in_bulk(steps, own, legacy)
@@ -268,87 +266,6 @@ class RunTrace:
             except ValueError as exc:  # JSONDecodeError, bad UTF-8, integers of more than 4300 digits
                 raise TraceFormatError(f"Not valid JSON: {exc}") from exc
             return cls._checked(cls._read(data, own=True))  # refuses free-form parts nested too deep, in words
-
-
-_ORJSON_DEPTH = 1024  # how deep orjson reads since 3.9.15; older releases recurse without a bound
-
-
-def _bounded(module: Any) -> bool:
-    """Whether ``module.loads`` refuses JSON nested past ``_ORJSON_DEPTH`` (an older orjson reads any depth,
-    so what it returns could be deeper than anything here can walk)."""
-    deep = _ORJSON_DEPTH + 1
-    try:
-        module.loads(b"[" * deep + b"]" * deep)
-    except ValueError:
-        return True
-    except RecursionError:  # pragma: no cover - not an orjson
-        pass
-    return False
-
-
-try:  # gradio depends on orjson: about twice as fast as json.loads on a large trace
-    import orjson as _orjson
-except ImportError:  # pragma: no cover
-    _orjson = None
-if _orjson is not None and not _bounded(_orjson):  # pragma: no cover - an orjson older than 3.9.15
-    _orjson = None
-
-# ``loads``' scan for an integer literal of 19 digits or more (outside 64 bits, where orjson would give a
-# float): digits -> "0", what may come before a number (whitespace, ":", ",", "[") and "-" -> " ",
-# anything else -> "x". A float's digits follow "." or "e"; a string's may match too (then json.loads).
-_DIGITS = bytes(48 if chr(c).isdigit() and c < 128 else 32 if chr(c) in " \t\n\r:,[-" else 120 for c in range(256))
-_BIG_INT = b" " + b"0" * 19
-
-
-def loads(text: str | bytes | bytearray) -> Any:
-    """``json.loads(text)``, the same values (types, key order, floats to the bit) and the same errors, in
-    about half the time on a large trace: orjson parses what it parses exactly as json does, and
-    everything else goes to ``json.loads`` (which then decides, and says what is wrong): what orjson
-    refuses (NaN, Infinity, 1e999, lone surrogates, nesting past 1024, not UTF-8, a UTF-16 file) and
-    any integer literal of 19 digits or more, which orjson would read as a float (found by a scan in C:
-    ``_DIGITS``; a long digit run inside a string only costs the slower parse). One difference: text
-    nested deeper than ``json.loads`` recurses (Python's recursion limit, less the caller's stack) but at
-    most 1024 levels is read, not refused; callers bound the depth they accept (``json_values``). An
-    orjson that reads any depth (before 3.9.15) is not used."""
-    if _orjson is None:
-        return json.loads(text)
-    try:
-        raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-    except UnicodeEncodeError:  # a lone surrogate in the text itself
-        return json.loads(text)
-    if _BIG_INT not in b" " + raw[:24].translate(_DIGITS) and _BIG_INT not in raw.translate(_DIGITS):
-        try:
-            return _orjson.loads(raw)
-        except ValueError:  # orjson.JSONDecodeError
-            pass
-    return json.loads(text)
-
-
-_gc_lock = threading.Lock()
-_gc_state = {"depth": 0, "was_enabled": False}
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while a large trace is read, checked or first drawn (issue #23).
-
-    Reading a 12,000-step trace makes some 400,000 containers; every 700 of them the collector runs, and
-    every so often it walks them all, which took a third of an upload's time. Nothing read or built here
-    makes a cycle, so nothing is lost by collecting once afterwards, as the collector then does on its
-    own. Nested and concurrent uses (two uploads at once) share one pause: the collector is enabled again
-    when the last one ends, if it was enabled when the first began."""
-    with _gc_lock:
-        if _gc_state["depth"] == 0:
-            _gc_state["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _gc_state["depth"] += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_state["depth"] -= 1
-            if _gc_state["depth"] == 0 and _gc_state["was_enabled"]:
-                gc.enable()
 
 
 def describe_drafter(spec: Any, pair: dict[str, Any], drafter: str = "model") -> dict[str, Any] | None:
@@ -402,7 +319,7 @@ def _read_lens(value: Any, where: str) -> LayerLens | None:
     """A step's ``lens`` object read into a ``LayerLens`` (fields and kinds checked; values by ``trace_check``)."""
     if value is None or isinstance(value, LayerLens):
         return value
-    return LayerLens(**_checked_fields(LayerLens, value, where))
+    return LayerLens(**checked_fields(LayerLens, value, where))
 
 
 def _read_state(step: StepRecord, where: str, legacy: bool) -> StepRecord:
@@ -423,13 +340,13 @@ _NESTED: tuple[tuple[str, type], ...] = (
 
 def _steps_in_bulk(rows: Any, own: bool, legacy: bool = False) -> list[StepRecord] | None:
     """The steps of a trace built at once when every step, node, committed token and position in them
-    passes ``_well_formed`` (what ``to_json`` writes always does), checked a field at a time over all of
-    them (``_all_well_formed``) instead of an object at a time, and every controller state reads as its
+    is well formed (``trace_schema``; what ``to_json`` writes always is), checked a field at a time over all of
+    them (``all_well_formed``) instead of an object at a time, and every controller state reads as its
     type; ``None`` otherwise, and the per-object path (``_step_from_dict``) then builds them or names the
     first problem. ``own``: see ``RunTrace._read``; ``legacy``: see ``_read_state``."""
     if type(rows) is not list:
         return None
-    step_keys = _all_well_formed(StepRecord, rows)
+    step_keys = all_well_formed(StepRecord, rows)
     if step_keys is None:
         return None
     try:  # before a row is changed: the per-object path may still need them as they were
@@ -443,10 +360,10 @@ def _steps_in_bulk(rows: Any, own: bool, legacy: bool = False) -> list[StepRecor
     for name, cls in _NESTED:
         groups = list(map(dict.get, rows, repeat(name), repeat(())))
         flat = list(chain.from_iterable(groups))
-        keys = _all_well_formed(cls, flat)
+        keys = all_well_formed(cls, flat)
         if keys is None:
             return None
-        it = iter(_build(cls, flat, keys, own))
+        it = iter(build(cls, flat, keys, own))
         parts.append([list(islice(it, len(g))) for g in groups])
     if not own:
         rows = [dict(s) for s in rows]
@@ -458,213 +375,16 @@ def _steps_in_bulk(rows: Any, own: bool, legacy: bool = False) -> list[StepRecor
         s["forest"], s["committed"], s["positions"] = forest, committed, positions
         s["lens"] = lens
     keys = set(map(tuple, rows))  # a step without "forest" (etc.) has it now, last
-    steps = _build(StepRecord, rows, keys, True)
+    steps = build(StepRecord, rows, keys, True)
     for step, state in zip(steps, states):
         step.controller = state
     return steps
 
 
-def _adopt(cls: type, data: dict[str, Any]) -> Any:
-    obj = object.__new__(cls)
-    obj.__dict__ = data
-    return obj
-
-
-def _build(cls: type, rows: list[dict[str, Any]], keys: set[tuple[str, ...]], own: bool) -> list[Any]:
-    """``cls(**row)`` for each row (all well formed); where the rows are this call's and each has every
-    field in declaration order (``keys``: the rows' key orders), the row becomes the object's ``__dict__``
-    as it is, which is what ``__init__`` would make of it, in a quarter of the time."""
-    if own and keys <= {_schema(cls)[4]}:
-        return list(map(functools.partial(_adopt, cls), rows))
-    return [cls(**row) for row in rows]
-
-
-def _all_well_formed(cls: type, rows: list[Any]) -> set[tuple[str, ...]] | None:
-    """Whether every row passes ``_well_formed(cls, row)``, checked by shape: the distinct (key order,
-    value types) pairs of the rows (a trace has a handful) each once, then, for a list field whose items
-    are typed, all its lists' items at once. The rows' distinct key orders if so, else ``None``."""
-    if not rows:
-        return set()
-    if set(map(type, rows)) != {dict}:
-        return None
-    names, required, simple, items, _, objects = _schema(cls)
-    for name in objects:  # free-form objects: most hold no container at all, and those are checked at once
-        found = [v for v in map(dict.get, rows, repeat(name)) if type(v) is dict]
-        if {list, dict} & set(map(type, chain.from_iterable(map(dict.values, found)))) and not all(
-            map(nests_within, found)
-        ):
-            return None
-    shapes = set(zip(map(tuple, rows), map(tuple, map(map, repeat(type), map(dict.values, rows)))))
-    orders = set()
-    for keys, kinds in shapes:
-        if keys not in orders:
-            found = frozenset(keys)
-            if not (found <= names and required <= found):
-                return None
-            orders.add(keys)
-        for name, kind in zip(keys, kinds):
-            if kind not in simple[name] and not (kind is list and name in items):
-                return None
-    for name, allowed in items.items():
-        if allowed is not None:
-            lists = [v for v in map(dict.get, rows, repeat(name)) if type(v) is list]
-            if not set(map(type, chain.from_iterable(lists))) <= allowed:
-                return None
-    return orders
-
-
 def _step_from_dict(d: dict[str, Any], where: str = "a step", legacy: bool = False) -> StepRecord:
-    kwargs = _checked_fields(StepRecord, d, where)
+    kwargs = checked_fields(StepRecord, d, where)
     for name, cls in (("forest", TreeNode), ("committed", CommittedToken), ("positions", PositionRecord)):
         items = kwargs.get(name, [])
-        kwargs[name] = [cls(**_checked_fields(cls, item, f"{where}.{name}[{j}]")) for j, item in enumerate(items)]
+        kwargs[name] = [cls(**checked_fields(cls, item, f"{where}.{name}[{j}]")) for j, item in enumerate(items)]
     kwargs["lens"] = _read_lens(kwargs.get("lens"), f"{where}.lens")
     return _read_state(StepRecord(**kwargs), where, legacy)
-
-
-_TYPE_WORDS = {
-    "int": "a whole number",
-    "float": "a number",
-    "str": "a string",
-    "bool": "true or false",
-    "list": "a list",
-    "dict": "an object",
-    "None": "null",
-    "ControllerState": "an object",
-    "LayerLens": "an object",
-}
-
-
-def _matches(value: Any, alternative: str) -> bool:
-    base = alternative.split("[", 1)[0]
-    if base == "None":
-        return value is None
-    if base == "bool":
-        return isinstance(value, bool)
-    if base == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if base == "float":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if base == "str":
-        return isinstance(value, str)
-    if base in ("dict", "ControllerState", "LayerLens"):  # a state or lens is read from its object afterwards
-        return isinstance(value, dict)
-    if base == "list":
-        if not isinstance(value, list):
-            return False
-        item = alternative[5:-1]
-        return item not in ("int", "float") or all(_matches(v, item) for v in value)
-    return True
-
-
-_EXACT = {
-    "None": type(None),
-    "bool": bool,
-    "int": int,
-    "str": str,
-    "dict": dict,
-    "ControllerState": dict,
-    "LayerLens": dict,
-}
-
-
-@functools.lru_cache(maxsize=None)
-def _schema(
-    cls: type,
-) -> tuple[
-    frozenset[str],
-    frozenset[str],
-    dict[str, frozenset[type]],
-    dict[str, frozenset[type] | None],
-    tuple[str, ...],
-    frozenset[str],
-]:
-    """``cls``'s declared field names, required names and, per field, the exact types ``_matches``
-    accepts (``float``: int or float; never ``bool`` for a number) and, for a list field, the exact
-    types its items may have (``None``: any); the names in declaration order; and the object fields,
-    whose contents are free-form and must nest within ``json_values.FREE_DEPTH``."""
-    declared = {f.name: f for f in fields(cls)}
-    required = frozenset(f.name for f in declared.values() if f.default is MISSING and f.default_factory is MISSING)
-    simple: dict[str, frozenset[type]] = {}
-    items: dict[str, frozenset[type] | None] = {}
-    objects = frozenset(name for name, f in declared.items() if "dict[" in str(f.type))
-    for name, f in declared.items():
-        kinds: set[type] = set()
-        for alternative in (a.strip() for a in str(f.type).split("|")):
-            base = alternative.split("[", 1)[0]
-            if base == "list":
-                item = alternative[5:-1]
-                items[name] = {"int": frozenset({int}), "float": frozenset({int, float})}.get(item)
-            elif base == "float":
-                kinds |= {int, float}
-            elif base in _EXACT:
-                kinds.add(_EXACT[base])
-            else:
-                kinds = {object}  # a kind ``_matches`` does not check: leave it to the slow path
-        simple[name] = frozenset(kinds)
-    return frozenset(declared), required, simple, items, tuple(declared), objects
-
-
-def _well_formed(cls: type, data: dict[str, Any]) -> bool:
-    """Whether ``data`` passes ``_explained_fields`` for ``cls``, by exact types (what ``json.loads``
-    makes): a few times faster on a large trace; False sends it to the slow path."""
-    names, required, simple, items, _, objects = _schema(cls)
-    if not (data.keys() <= names and required <= data.keys()):
-        return False
-    if not all(nests_within(data[name]) for name in objects & data.keys()):
-        return False
-    for name, value in data.items():
-        kind = type(value)
-        if kind in simple[name]:
-            continue
-        if kind is list and name in items:
-            allowed = items[name]
-            if allowed is None or set(map(type, value)) <= allowed:
-                continue
-        return False
-    return True
-
-
-def _checked_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
-    """``data``'s fields for ``cls``, refusing in words a non-object, a missing or unknown field, or a
-    value of the wrong kind (the dataclass annotations are the schema). A well-formed object passes
-    ``_well_formed``; anything else is examined by ``_explained_fields``, which says what is wrong."""
-    if type(data) is dict and _well_formed(cls, data):
-        return dict(data)
-    return _explained_fields(cls, data, where)
-
-
-def _explained_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
-    """``_checked_fields`` by the slow path, which names the first problem."""
-    if not isinstance(data, dict):
-        raise TraceFormatError(f"Malformed trace: {where} should be an object, got {describe(data)}.")
-    at = f" of {where}" if where else ""
-    declared = {f.name: f for f in fields(cls)}
-    unknown = [k for k in data if k not in declared]
-    if unknown:
-        raise TraceFormatError(
-            f"Malformed trace: unknown field {', '.join(map(repr, unknown))}{at} "
-            f"(the fields are: {', '.join(declared)})."
-        )
-    missing = [
-        f.name
-        for f in declared.values()
-        if f.name not in data and f.default is MISSING and f.default_factory is MISSING
-    ]
-    if missing:
-        raise TraceFormatError(
-            f"Malformed trace: the required field{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(map(repr, missing))}{at} {'are' if len(missing) > 1 else 'is'} missing."
-        )
-    objects = _schema(cls)[5]
-    for name, value in data.items():
-        path = f"{where}.{name}" if where else name
-        alternatives = [a.strip() for a in str(declared[name].type).split("|")]
-        if not any(_matches(value, a) for a in alternatives):
-            expected = " or ".join(_TYPE_WORDS.get(a.split("[", 1)[0], a) for a in alternatives)
-            if alternatives[0] in ("list[int]", "list[float]"):
-                expected += " of whole numbers" if alternatives[0] == "list[int]" else " of numbers"
-            raise TraceFormatError(f"Malformed trace: {path} should be {expected}, got {describe(value)}.")
-        if name in objects:
-            require_shallow(value, path)
-    return dict(data)

@@ -191,10 +191,10 @@ def test_deep_json_is_refused_in_words_whatever_the_recursion_limit():
 
 
 def test_an_orjson_that_reads_any_depth_is_not_used():
-    from specviz import trace
+    from specviz import fast_json
 
-    assert trace._orjson is None or trace._bounded(trace._orjson)  # the installed one bounds its depth
-    assert not trace._bounded(types.SimpleNamespace(loads=lambda raw: []))  # before 3.9.15: any depth
+    assert fast_json._orjson is None or fast_json._bounded(fast_json._orjson)  # the installed one bounds its depth
+    assert not fast_json._bounded(types.SimpleNamespace(loads=lambda raw: []))  # before 3.9.15: any depth
 
 
 def test_wrong_types_are_refused_with_the_field_named():
@@ -206,7 +206,7 @@ def test_wrong_types_are_refused_with_the_field_named():
         RunTrace.from_json(12)
 
 
-# ``trace.loads`` (orjson where it reads exactly what json reads, json.loads otherwise): the same values,
+# ``fast_json.loads`` (orjson where it reads exactly what json reads, json.loads otherwise): the same values,
 # types, key order and float bits as ``json.loads``, and the same error, for any text.
 def _same(a, b) -> bool:
     """Equal values, types, key order and float bits, compared level by level (no recursion: under a raised
@@ -293,7 +293,7 @@ def test_loads_reads_as_json_does(text):
 @pytest.mark.parametrize("depth", [900, 2000, 5000])
 def test_loads_reads_deep_nesting_as_json_does_whatever_the_recursion_limit(limit, depth):
     """Whoever last set ``sys.setrecursionlimit`` (Hypothesis while it runs a test, Inductor when it compiles)
-    decides how deep json.loads reads; trace.loads reads as deep, or fails with the same error."""
+    decides how deep json.loads reads; fast_json.loads reads as deep, or fails with the same error."""
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(limit)
     try:

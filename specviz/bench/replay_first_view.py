@@ -13,7 +13,7 @@ alternating, ``Explorer.upload`` of the file (read, parse, value check, metrics,
 
 Also timed: the collector's catch-up after the upload (two events: the second event's full
 collection once the page has its view; one event: ``gc.collect(1)``, what the upload's collector
-pause, ``trace.gc_paused``, leaves to the next allocations) and the serialisation of the
+pause, ``fast_json.gc_paused``, leaves to the next allocations) and the serialisation of the
 views' figures (``to_json``, as Gradio does before the page gets them). The upload's CPU time
 (``time.process_time``: what other processes on a busy machine do not add to) is given beside its wall
 time. Prints a Markdown table with the machine's load average before and after. The history of these
