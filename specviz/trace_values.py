@@ -16,6 +16,17 @@ from specviz.errors import TraceFormatError
 PROB_SLACK = 1e-3  # float32 sums over a vocabulary may land just above 1
 MAX_INT = 2**31 - 1  # node ids, call counts, token ids of an unknown vocabulary: sums stay in 64 bits
 MAX_JSON_INT = 2**53  # a whole number in a settings / controller object: what the page's JavaScript holds
+# the bounds a replayed trace is held to (``trace_check``): its work stays linear and bounded
+MAX_STEPS = 100_000  # a 64 MB trace of 1-token steps has about this many
+MAX_ITEMS = 20_000  # nodes / committed tokens / positions a step (mcsd drafts at most 1024 + 1)
+MAX_POSITION_IDS = 8_192  # ids a position records (top-k of p and q <= 2 x 256, plus the candidates)
+MAX_ROOT = 4_096  # tree / beam index (beam width <= 32, dsbd <= 16, batch_sd <= 16 drafts)
+MAX_BEAM_DEPTH = 64  # a beam / dsbd forest's depth (dsbd gamma <= 16); viz.beams lays it out recursively
+MAX_MS = 1e12  # a step time (ms; about 30 years): sums over MAX_STEPS steps stay finite
+MAX_LENS_LAYERS = 256  # rows of a step's logit lens (models.logit_lens shows at most 48)
+MAX_LENS_POSITIONS = 64  # columns of a step's logit lens (models.logit_lens records at most 16)
+MAX_LAYER = 10_000  # a target's depth
+MAX_NAME = 1_000  # characters of a drafter's kind or name (a draft model's name may be a long path)
 
 
 def _refuse(path: str, allowed: str, value: Any) -> TraceFormatError:
