@@ -13,8 +13,9 @@ import platform
 import shutil
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
@@ -71,10 +72,76 @@ def run(cfg: TrainConfig, log=print) -> dict:
         return _run(cfg, log)
 
 
-def _run(cfg: TrainConfig, log) -> dict:
-    from transformers import AutoTokenizer, LlamaForCausalLM
+@dataclass
+class _Run:
+    """What every stage of one run reads: the settings, where it writes, the report it adds to, the
+    tokenizer and the encoded corpus (``_start``)."""
 
+    cfg: TrainConfig
+    log: Callable[[str], Any]
+    device: torch.device
+    out: Path
+    report: dict
+    tokenizer: Any
+    train_stream: Any
+    heldout_stream: Any
+    eval_windows: torch.Tensor
+    stage_meta: dict
+
+    @property
+    def timings(self) -> dict:
+        return self.report["timings_s"]
+
+    def fit(self, name: str, model, sampler, loss_fn, steps: int, lr: float, **eval_kw) -> dict:
+        """Train ``model`` in place (the shared loop), record the stage's time and summary, leave it in eval mode."""
+        model.train()
+        summary = train_loop(
+            model.parameters(),
+            lambda _step: sampler.next(),
+            loss_fn,
+            steps,
+            lr,
+            name,
+            log_every=self.cfg.log_every,
+            log=self.log,
+            **eval_kw,
+        )
+        model.eval()
+        self.timings[name] = summary["seconds"]
+        self.report[f"{name}_training"] = {k: v for k, v in summary.items() if k != "history"}
+        return summary
+
+    def mixed_sampler(self, bank, seed: int) -> MixedSampler:
+        """Corpus windows mixed with the target's continuations (``bank``), seeded ``seed`` and ``seed + 1``."""
+        cfg = self.cfg
+        return MixedSampler(
+            WindowSampler(self.train_stream, cfg.seq_len, cfg.batch_size, seed), bank, cfg.generated_fraction, seed + 1
+        )
+
+
+def _run(cfg: TrainConfig, log) -> dict:
     t_start = time.time()
+    run = _start(cfg, log)
+    target = _target_stage(run)
+    bank = _generated_bank(run, target)
+    draft = _draft_stage(run, target, bank)
+    head = _early_exit_stage(run, target, bank)
+    if "eval" in cfg.stages:
+        _evaluate(run, target, draft, head)
+    timings = run.timings
+    timings["total_this_run"] = round(time.time() - t_start, 1)
+    report_path = run.out / "bundled_pair.json"
+    report_path.write_text(json.dumps(run.report, indent=2, default=str) + "\n")
+    log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
+    return run.report
+
+
+def _start(cfg: TrainConfig, log) -> _Run:
+    """The device, the output directory, the report so far (a stage not run keeps its earlier entries)
+    and the environment; the corpus, the tokenizer (trained, or the one written before) and the encoded
+    streams."""
+    from transformers import AutoTokenizer
+
     device = pick_device(cfg.device)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -117,61 +184,48 @@ def _run(cfg: TrainConfig, log) -> dict:
         f"[tokenizer] {len(train_stream)} training tokens, {len(heldout_stream)} held-out tokens "
         f"({time.time() - t0:.1f}s)"
     )
-    vocab = len(tokenizer)
-    eos = tokenizer.eos_token_id
     eval_windows = sequential_windows(heldout_stream, cfg.seq_len, cfg.eval_windows).to(device)
-    timings = report.setdefault("timings_s", {})
+    report.setdefault("timings_s", {})
     stage_meta = {"corpus": report["corpus"], "seed": cfg.seed, "recipe": "python -m specviz.train (specviz/train)"}
+    return _Run(cfg, log, device, out, report, tokenizer, train_stream, heldout_stream, eval_windows, stage_meta)
 
-    def fit(name: str, model, sampler, loss_fn, steps: int, lr: float, **eval_kw) -> dict:
-        """Train ``model`` in place (the shared loop), record the stage's time and summary, leave it in eval mode."""
-        model.train()
-        summary = train_loop(
-            model.parameters(),
-            lambda _step: sampler.next(),
-            loss_fn,
-            steps,
-            lr,
-            name,
-            log_every=cfg.log_every,
-            log=log,
-            **eval_kw,
-        )
-        model.eval()
-        timings[name] = summary["seconds"]
-        report[f"{name}_training"] = {k: v for k, v in summary.items() if k != "history"}
-        return summary
 
-    # target
+def _target_stage(run: _Run):
+    """The target, trained from scratch on corpus windows and saved (stage ``target``), or loaded; frozen."""
+    from transformers import LlamaForCausalLM
+
+    cfg, device, out, log = run.cfg, run.device, run.out, run.log
     if "target" in cfg.stages:
         torch.manual_seed(cfg.seed + 1)
-        target = LlamaForCausalLM(configs.llama_config(cfg.target_size, vocab, eos)).to(device)
+        target = LlamaForCausalLM(
+            configs.llama_config(cfg.target_size, len(run.tokenizer), run.tokenizer.eos_token_id)
+        ).to(device)
         n_params = configs.count_parameters(target)
         log(
             f"[target] {cfg.target_size}: {n_params / 1e6:.2f}M parameters, {cfg.target_steps} steps of "
             f"{cfg.batch_size}x{cfg.seq_len} tokens on {device}"
         )
-        sampler = WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 11)
+        sampler = WindowSampler(run.train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 11)
 
         def target_loss(batch):
             batch = batch.to(device)
             return _ce(target(input_ids=batch[:, :-1]).logits, batch[:, 1:])
 
-        summary = fit(
+        summary = run.fit(
             "target",
             target,
             sampler,
             target_loss,
             cfg.target_steps,
             cfg.target_lr,
-            eval_fn=lambda: perplexity(hf_logits(target), eval_windows[:8]),
+            eval_fn=lambda: perplexity(hf_logits(target), run.eval_windows[:8]),
             eval_every=300,
         )
         _save_model(
             target,
-            tokenizer,
+            run.tokenizer,
             out / "target",
-            {**stage_meta, "role": "target", "training": summary, "size": configs.SIZES[cfg.target_size].as_dict()},
+            {**run.stage_meta, "role": "target", "training": summary, "size": configs.SIZES[cfg.target_size].as_dict()},
         )
         target.to(device)
         log(f"[target] saved to {out / 'target'}")
@@ -180,178 +234,189 @@ def _run(cfg: TrainConfig, log) -> dict:
     target.eval()
     for p in target.parameters():
         p.requires_grad_(False)
+    return target
 
-    bank = None
+
+def _generated_bank(run: _Run, target):
+    """The target's own continuations the draft and the head also learn from, or None when no stage needs them."""
+    cfg = run.cfg
     need_bank = (
         ("draft" in cfg.stages or "early_exit" in cfg.stages) and cfg.generated_fraction > 0 and cfg.gen_sequences > 0
     )
-    if need_bank:
-        t0 = time.time()
-        bank = build_generated_bank(
-            target,
-            train_stream,
-            cfg.gen_sequences,
-            cfg.gen_prompt_len,
-            cfg.gen_new_tokens,
-            cfg.gen_greedy_fraction,
-            cfg.gen_temperature,
-            cfg.seed + 23,
-            batch_size=64,
-            log=log,
-        ).cpu()
-        timings["generate"] = round(time.time() - t0, 1)
-        log(f"[generate] {len(bank)} target continuations of {cfg.gen_new_tokens} tokens in {timings['generate']}s")
+    if not need_bank:
+        return None
+    t0 = time.time()
+    bank = build_generated_bank(
+        target,
+        run.train_stream,
+        cfg.gen_sequences,
+        cfg.gen_prompt_len,
+        cfg.gen_new_tokens,
+        cfg.gen_greedy_fraction,
+        cfg.gen_temperature,
+        cfg.seed + 23,
+        batch_size=64,
+        log=run.log,
+    ).cpu()
+    run.timings["generate"] = round(time.time() - t0, 1)
+    run.log(f"[generate] {len(bank)} target continuations of {cfg.gen_new_tokens} tokens in {run.timings['generate']}s")
+    return bank
 
-    # draft
-    if "draft" in cfg.stages:
-        torch.manual_seed(cfg.seed + 2)
-        draft = LlamaForCausalLM(configs.llama_config(cfg.draft_size, vocab, eos)).to(device)
-        copied = init_draft_from_target(draft, target)
-        n_params = configs.count_parameters(draft)
-        log(
-            f"[draft] {cfg.draft_size}: {n_params / 1e6:.2f}M parameters, initialised from the target's "
-            f"{', '.join(copied) or 'nothing'}; {cfg.draft_steps} distillation steps"
-        )
-        sampler = MixedSampler(
-            WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 12),
-            bank,
-            cfg.generated_fraction,
-            cfg.seed + 13,
-        )
 
-        def draft_loss(batch):
-            batch = batch.to(device)
-            x = batch[:, :-1]
-            with torch.no_grad():
-                teacher = target(input_ids=x).logits
-            student = draft(input_ids=x).logits
-            loss = kl_to_teacher(student, teacher)
-            if cfg.draft_ce_weight:
-                loss = loss + cfg.draft_ce_weight * _ce(student, batch[:, 1:])
-            return loss
+def _draft_stage(run: _Run, target, bank):
+    """The draft, initialised from the target's layers it can copy and distilled from the target (KL, plus
+    cross-entropy by ``draft_ce_weight``) and saved (stage ``draft``); else the saved one, or None."""
+    from transformers import LlamaForCausalLM
 
-        summary = fit("draft", draft, sampler, draft_loss, cfg.draft_steps, cfg.draft_lr)
-        report["draft_init"] = copied
-        _save_model(
-            draft,
-            None,
-            out / "draft",
-            {
-                **stage_meta,
-                "role": "draft",
-                "distilled_from": "../target",
-                "training": summary,
-                "init": copied,
-                "size": configs.SIZES[cfg.draft_size].as_dict(),
-            },
-        )
-        draft.to(device)
-        log(f"[draft] saved to {out / 'draft'}")
-    elif (out / "draft" / "config.json").is_file():
-        draft = load_model(out / "draft", device)
-    else:
-        draft = None
+    cfg, device, out, log = run.cfg, run.device, run.out, run.log
+    if "draft" not in cfg.stages:
+        return load_model(out / "draft", device) if (out / "draft" / "config.json").is_file() else None
+    torch.manual_seed(cfg.seed + 2)
+    draft = LlamaForCausalLM(configs.llama_config(cfg.draft_size, len(run.tokenizer), run.tokenizer.eos_token_id)).to(
+        device
+    )
+    copied = init_draft_from_target(draft, target)
+    n_params = configs.count_parameters(draft)
+    log(
+        f"[draft] {cfg.draft_size}: {n_params / 1e6:.2f}M parameters, initialised from the target's "
+        f"{', '.join(copied) or 'nothing'}; {cfg.draft_steps} distillation steps"
+    )
+    sampler = run.mixed_sampler(bank, cfg.seed + 12)
 
-    # early-exit head
+    def draft_loss(batch):
+        batch = batch.to(device)
+        x = batch[:, :-1]
+        with torch.no_grad():
+            teacher = target(input_ids=x).logits
+        student = draft(input_ids=x).logits
+        loss = kl_to_teacher(student, teacher)
+        if cfg.draft_ce_weight:
+            loss = loss + cfg.draft_ce_weight * _ce(student, batch[:, 1:])
+        return loss
+
+    summary = run.fit("draft", draft, sampler, draft_loss, cfg.draft_steps, cfg.draft_lr)
+    run.report["draft_init"] = copied
+    _save_model(
+        draft,
+        None,
+        out / "draft",
+        {
+            **run.stage_meta,
+            "role": "draft",
+            "distilled_from": "../target",
+            "training": summary,
+            "init": copied,
+            "size": configs.SIZES[cfg.draft_size].as_dict(),
+        },
+    )
+    draft.to(device)
+    log(f"[draft] saved to {out / 'draft'}")
+    return draft
+
+
+def _early_exit_stage(run: _Run, target, bank):
+    """EESD's early-exit head after ``exit_layer`` (KL to the target) with Cali-TS's calibration head when
+    ``calibration_steps``, saved (stage ``early_exit``); else the saved one, or None."""
     from specviz.models.early_exit import load_early_exit, save_early_exit
 
     from .early_exit import train_early_exit
 
-    if "early_exit" in cfg.stages:
-        torch.manual_seed(cfg.seed + 3)
-        sampler = MixedSampler(
-            WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14),
-            bank,
-            cfg.generated_fraction,
-            cfg.seed + 15,
+    cfg, out, log = run.cfg, run.out, run.log
+    if "early_exit" not in cfg.stages:
+        return (
+            load_early_exit(out / "early_exit", target) if (out / "early_exit" / "early_exit.json").is_file() else None
         )
-        head, summary = train_early_exit(
-            target, cfg.exit_layer, sampler, cfg.ee_steps, cfg.ee_lr, device, log=log, log_every=cfg.log_every
-        )
-        timings["early_exit"] = summary["seconds"]
-        report["early_exit_training"] = {k: v for k, v in summary.items() if k != "history"}
-        save_early_exit(
+    torch.manual_seed(cfg.seed + 3)
+    sampler = run.mixed_sampler(bank, cfg.seed + 14)
+    head, summary = train_early_exit(
+        target, cfg.exit_layer, sampler, cfg.ee_steps, cfg.ee_lr, run.device, log=log, log_every=cfg.log_every
+    )
+    run.timings["early_exit"] = summary["seconds"]
+    run.report["early_exit_training"] = {k: v for k, v in summary.items() if k != "history"}
+    save_early_exit(
+        head,
+        out / "early_exit",
+        base="../target",
+        extra={
+            "training": run.report["early_exit_training"],
+            "loss": "KL(target || head) on corpus windows and target continuations",
+            "seed": cfg.seed,
+        },
+    )
+    if cfg.calibration_steps > 0:
+        from .calibration import save_with_head, train_calibration
+
+        cal, cal_report = train_calibration(
+            target,
             head,
-            out / "early_exit",
-            base="../target",
-            extra={
-                "training": report["early_exit_training"],
-                "loss": "KL(target || head) on corpus windows and target continuations",
-                "seed": cfg.seed,
-            },
+            run.train_stream,
+            run.heldout_stream,
+            steps=cfg.calibration_steps,
+            sequences=cfg.calibration_sequences,
+            seed=cfg.seed + 41,
+            device=run.device,
+            log=log,
         )
-        if cfg.calibration_steps > 0:
-            from .calibration import save_with_head, train_calibration
+        save_with_head(cal, out / "early_exit", cal_report)
+        run.report["calibration"] = cal_report
+        log(f"[calibration] {cal_report}")
+    log(f"[early_exit] saved to {out / 'early_exit'}")
+    return head
 
-            cal, cal_report = train_calibration(
-                target,
-                head,
-                train_stream,
-                heldout_stream,
-                steps=cfg.calibration_steps,
-                sequences=cfg.calibration_sequences,
-                seed=cfg.seed + 41,
-                device=device,
-                log=log,
-            )
-            save_with_head(cal, out / "early_exit", cal_report)
-            report["calibration"] = cal_report
-            log(f"[calibration] {cal_report}")
-        log(f"[early_exit] saved to {out / 'early_exit'}")
-    elif (out / "early_exit" / "early_exit.json").is_file():
-        head = load_early_exit(out / "early_exit", target)
-    else:
-        head = None
 
-    # evaluation
-    if "eval" in cfg.stages:
-        t0 = time.time()
-        ev: dict = {}
-        ev["target"] = perplexity(hf_logits(target), eval_windows)
-        prompts = _prompt_ids(tokenizer, AGREEMENT_PROMPTS, device)
-        if draft is not None:
-            ev["draft"] = perplexity(hf_logits(draft), eval_windows)
-            ev["draft"].update(
-                agreement_report(target, hf_logits(draft), eval_windows, prompts, cfg.eval_new_tokens, gammas=(2, 4, 6))
-            )
-        if head is not None:
-            ev["early_exit"] = perplexity(head.logits_for, eval_windows)
-            ev["early_exit"].update(
-                agreement_report(target, head.logits_for, eval_windows, prompts, cfg.eval_new_tokens, gammas=(2, 4, 6))
-            )
-        if draft is not None and cfg.measure_decode and (out / "draft" / "config.json").is_file():
-            try:
-                ev["decode_sd_gamma4"] = measured_sd_report(out / "target", out / "draft")
-            except Exception as exc:  # noqa: BLE001 - the decoder is optional for training
-                ev["decode_sd_gamma4"] = {"error": f"{type(exc).__name__}: {exc}"}
-            log(
-                f"[eval] specviz.decode greedy sd gamma 4 on code prompts: "
-                f"{ {k: v for k, v in ev['decode_sd_gamma4'].items() if k != 'per_prompt'} }"
-            )
-        ev["parameters"] = {"target": configs.count_parameters(target)}
-        if draft is not None:
-            ev["parameters"]["draft"] = configs.count_parameters(draft)
-        if head is not None:
-            ev["parameters"]["early_exit_head"] = sum(p.numel() for p in head.parameters())
-        gen = torch.Generator(device="cpu").manual_seed(cfg.seed + 31)
-        samples = {}
-        for p in SAMPLE_PROMPTS:
-            ids = torch.tensor([tokenizer(p, add_special_tokens=False).input_ids], device=device)
-            samples[f"T=0.8 | {p}"] = tokenizer.decode(generate(target.cpu(), ids.cpu(), 64, 0.8, generator=gen)[0])
-            samples[f"greedy | {p}"] = tokenizer.decode(generate(target.cpu(), ids.cpu(), 64, 0.0)[0])
-            target.to(device)
-        ev["samples"] = samples
-        timings["eval"] = round(time.time() - t0, 1)
-        report["eval"] = ev
-        for k in ("target", "draft", "early_exit"):
-            if k in ev:
-                log(f"[eval] {k}: " + json.dumps({kk: vv for kk, vv in ev[k].items()}))
-        for k, v in samples.items():
-            log(f"[sample] {k!r} -> {v!r}")
-    timings["total_this_run"] = round(time.time() - t_start, 1)
-    report_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
-    return report
+def _evaluate(run: _Run, target, draft, head) -> None:
+    """The report's ``eval``: held-out perplexity of each model, the draft's and the head's agreement with
+    the target, the measured greedy ``sd`` when asked, parameter counts and sampled text."""
+    cfg, device, out, log, windows = run.cfg, run.device, run.out, run.log, run.eval_windows
+    t0 = time.time()
+    ev: dict = {}
+    ev["target"] = perplexity(hf_logits(target), windows)
+    prompts = _prompt_ids(run.tokenizer, AGREEMENT_PROMPTS, device)
+    if draft is not None:
+        ev["draft"] = perplexity(hf_logits(draft), windows)
+        ev["draft"].update(
+            agreement_report(target, hf_logits(draft), windows, prompts, cfg.eval_new_tokens, gammas=(2, 4, 6))
+        )
+    if head is not None:
+        ev["early_exit"] = perplexity(head.logits_for, windows)
+        ev["early_exit"].update(
+            agreement_report(target, head.logits_for, windows, prompts, cfg.eval_new_tokens, gammas=(2, 4, 6))
+        )
+    if draft is not None and cfg.measure_decode and (out / "draft" / "config.json").is_file():
+        try:
+            ev["decode_sd_gamma4"] = measured_sd_report(out / "target", out / "draft")
+        except Exception as exc:  # noqa: BLE001 - the decoder is optional for training
+            ev["decode_sd_gamma4"] = {"error": f"{type(exc).__name__}: {exc}"}
+        log(
+            f"[eval] specviz.decode greedy sd gamma 4 on code prompts: "
+            f"{ {k: v for k, v in ev['decode_sd_gamma4'].items() if k != 'per_prompt'} }"
+        )
+    ev["parameters"] = {"target": configs.count_parameters(target)}
+    if draft is not None:
+        ev["parameters"]["draft"] = configs.count_parameters(draft)
+    if head is not None:
+        ev["parameters"]["early_exit_head"] = sum(p.numel() for p in head.parameters())
+    ev["samples"] = samples = _samples(run, target)
+    run.timings["eval"] = round(time.time() - t0, 1)
+    run.report["eval"] = ev
+    for k in ("target", "draft", "early_exit"):
+        if k in ev:
+            log(f"[eval] {k}: " + json.dumps({kk: vv for kk, vv in ev[k].items()}))
+    for k, v in samples.items():
+        log(f"[sample] {k!r} -> {v!r}")
+
+
+def _samples(run: _Run, target) -> dict[str, str]:
+    """The target's continuation of each of ``SAMPLE_PROMPTS``, sampled at T = 0.8 and greedy (on the CPU)."""
+    tokenizer = run.tokenizer
+    gen = torch.Generator(device="cpu").manual_seed(run.cfg.seed + 31)
+    samples = {}
+    for p in SAMPLE_PROMPTS:
+        ids = torch.tensor([tokenizer(p, add_special_tokens=False).input_ids], device=run.device)
+        samples[f"T=0.8 | {p}"] = tokenizer.decode(generate(target.cpu(), ids.cpu(), 64, 0.8, generator=gen)[0])
+        samples[f"greedy | {p}"] = tokenizer.decode(generate(target.cpu(), ids.cpu(), 64, 0.0)[0])
+        target.to(run.device)
+    return samples
 
 
 def _ce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
