@@ -55,50 +55,28 @@ def train_loop(
     the scored tokens of a batch (default: a ``[B, L]`` tensor of ids scores ``B * (L - 1)``).
     """
     params = [p for p in params if p.requires_grad]
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=lr,
-        betas=(0.9, 0.95),
-        eps=1e-8,
-    )
+    opt = _adamw(params, lr, weight_decay)
     warmup = warmup if warmup is not None else max(1, min(200, steps // 20))
     t0 = time.time()
     tokens = 0
     smooth = None
     history = []
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc=name, unit="step", file=sys.stderr, dynamic_ncols=True)
+    bar = _progress_bar(steps, name) if progress else None
     for step in range(steps):
         for g in opt.param_groups:
             g["lr"] = cosine_lr(step, steps, lr, warmup)
         batch = batch_fn(step)
-        loss = loss_fn(batch)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if grad_clip:
-            torch.nn.utils.clip_grad_norm_(params, grad_clip)
-        opt.step()
+        value = _optimise(opt, params, loss_fn(batch), grad_clip)
         tokens += count_tokens(batch) if count_tokens else batch.shape[0] * (batch.shape[1] - 1)
-        value = float(loss.detach())
         smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{smooth:.4f}", lr=f"{opt.param_groups[0]['lr']:.1e}", refresh=False)
         if (step + 1) % log_every == 0 or step == 0 or step + 1 == steps:
             elapsed = time.time() - t0
-            eta = elapsed / (step + 1) * (steps - step - 1)
             history.append({"step": step + 1, "loss": smooth, "elapsed_s": round(elapsed, 1)})
             if bar is None:
-                log(
-                    f"[{name}] step {step + 1}/{steps} loss {value:.4f} (avg {smooth:.4f}) "
-                    f"lr {opt.param_groups[0]['lr']:.2e} {tokens / max(elapsed, 1e-9):.0f} tok/s "
-                    f"elapsed {elapsed / 60:.1f} min eta {eta / 60:.1f} min"
-                )
+                log(_progress_line(name, step, steps, value, smooth, opt.param_groups[0]["lr"], tokens, elapsed))
                 sys.stdout.flush()
         if eval_fn is not None and eval_every and (step + 1) % eval_every == 0 and step + 1 != steps:
             log(f"[{name}] eval at step {step + 1}: {eval_fn()}")
@@ -111,3 +89,46 @@ def train_loop(
         "seconds": round(time.time() - t0, 1),
         "history": history,
     }
+
+
+def _optimise(
+    opt: torch.optim.Optimizer, params: list[torch.nn.Parameter], loss: torch.Tensor, grad_clip: float
+) -> float:
+    """One optimiser step on ``loss`` (gradients clipped to ``grad_clip`` unless 0); the loss's value."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(params, grad_clip)
+    opt.step()
+    return float(loss.detach())
+
+
+def _adamw(params: list[torch.nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW (betas 0.9 / 0.95) with weight decay on the matrices only (not on biases and norms)."""
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
+    )
+
+
+def _progress_bar(steps: int, name: str):
+    """A progress bar on stderr (``train_loop``'s ``progress``)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=steps, desc=name, unit="step", file=sys.stderr, dynamic_ncols=True)
+
+
+def _progress_line(
+    name: str, step: int, steps: int, value: float, smooth: float, lr: float, tokens: int, elapsed: float
+):
+    """``[name] step i/n loss lr tok/s elapsed eta`` after ``step`` (0-based)."""
+    eta = elapsed / (step + 1) * (steps - step - 1)
+    return (
+        f"[{name}] step {step + 1}/{steps} loss {value:.4f} (avg {smooth:.4f}) "
+        f"lr {lr:.2e} {tokens / max(elapsed, 1e-9):.0f} tok/s "
+        f"elapsed {elapsed / 60:.1f} min eta {eta / 60:.1f} min"
+    )
