@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -26,7 +27,7 @@ from .common import TrainConfig, encoded_streams, load_model, pick_device
 from .data import MixedSampler, WindowSampler, sequential_windows
 from .distill import build_generated_bank, kl_to_teacher
 from .evaluate import perplexity
-from .loop import train_loop
+from .loop import torch_threads, train_loop
 
 
 def distill_loss(target, head: EarlyExitHead, device):
@@ -114,53 +115,21 @@ def run(args: argparse.Namespace, log=None) -> dict:
     """Train and save one head; returns the summary written into ``early_exit.json``."""
     from transformers import AutoTokenizer
 
-    from .corpus import build_corpus
-
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)})
     steps = args.steps if args.steps is not None else cfg.ee_steps
     lr = args.lr if args.lr is not None else cfg.ee_lr
-    threads = torch.get_num_threads()
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-    try:
+    with torch_threads(cfg.threads):
         device = pick_device(cfg.device)
         target_dir = Path(args.target)
         target = load_model(target_dir, device)
         tokenizer = AutoTokenizer.from_pretrained(target_dir)
         n_layers = len(getattr(*layout(target)[:2]))
         exit_layer = args.exit_layer if args.exit_layer is not None else max(1, round(0.075 * n_layers))
-        if args.text:
-            train_stream, heldout_stream = text_streams(tokenizer, args.text, cfg.heldout_percent)
-            source = {"text_file": str(Path(args.text).resolve()), "train_tokens": int(len(train_stream))}
-        else:
-            corpus = build_corpus(
-                max_files=cfg.max_files, heldout_percent=cfg.heldout_percent, include_tests=cfg.include_tests
-            )
-            train_stream, heldout_stream = encoded_streams(tokenizer, corpus, cfg.cache_dir)
-            source = {**corpus.describe(), "train_tokens": int(len(train_stream))}
+        train_stream, heldout_stream, source = _streams(args, cfg, tokenizer)
         held = heldout_stream if len(heldout_stream) > 2 else train_stream[-cfg.seq_len * 4 :]
         eval_windows = sequential_windows(held, cfg.seq_len, cfg.eval_windows).to(device)
-        bank = None
-        if cfg.generated_fraction > 0 and cfg.gen_sequences > 0:
-            bank = build_generated_bank(
-                target,
-                train_stream,
-                cfg.gen_sequences,
-                cfg.gen_prompt_len,
-                cfg.gen_new_tokens,
-                cfg.gen_greedy_fraction,
-                cfg.gen_temperature,
-                cfg.seed + 23,
-                batch_size=64,
-                log=log,
-            ).cpu()
-        sampler = MixedSampler(
-            WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14),
-            bank,
-            cfg.generated_fraction,
-            cfg.seed + 15,
-        )
+        sampler = _sampler(cfg, target, train_stream, log)
         torch.manual_seed(cfg.seed + 3)
         before = heldout_report(target, EarlyExitHead(target, exit_layer).to(device).eval(), eval_windows, device)
         t0 = time.time()
@@ -188,30 +157,76 @@ def run(args: argparse.Namespace, log=None) -> dict:
         }
         save_early_exit(head, out, base=os.path.relpath(target_dir.resolve(), out.resolve()), extra=meta)
         if cfg.calibration_steps > 0:
-            from .calibration import save_with_head, train_calibration
-
-            cal, report = train_calibration(
-                target,
-                head,
-                train_stream,
-                heldout_stream,
-                steps=cfg.calibration_steps,
-                sequences=cfg.calibration_sequences,
-                seed=cfg.seed + 41,
-                device=device,
-                log=log,
-                progress=not args.no_progress,
-            )
-            save_with_head(cal, out, report)
-            meta["calibration"] = report
-            log(
-                f"[calibration] sigma_M {report['sigma_m']}, held-out accuracy {report['heldout_accuracy']} "
-                f"(label rate {report['heldout_label_rate']})"
+            meta["calibration"] = _calibrate(
+                cfg, target, head, (train_stream, heldout_stream), device, out, log, not args.no_progress
             )
         log(
             f"[early_exit] held-out KL to the target {before['kl_to_target']} -> {after['kl_to_target']}, "
             f"loss {before['loss']} -> {after['loss']} in {time.time() - t0:.1f}s; saved to {out}"
         )
         return meta
-    finally:
-        torch.set_num_threads(threads)
+
+
+def _streams(args: argparse.Namespace, cfg: TrainConfig, tokenizer) -> tuple[Any, Any, dict[str, Any]]:
+    """The training and held-out token streams, from ``--text`` or the recipe's corpus, and where they came from."""
+    from .corpus import build_corpus
+
+    if args.text:
+        train_stream, heldout_stream = text_streams(tokenizer, args.text, cfg.heldout_percent)
+        return (
+            train_stream,
+            heldout_stream,
+            {"text_file": str(Path(args.text).resolve()), "train_tokens": int(len(train_stream))},
+        )
+    corpus = build_corpus(max_files=cfg.max_files, heldout_percent=cfg.heldout_percent, include_tests=cfg.include_tests)
+    train_stream, heldout_stream = encoded_streams(tokenizer, corpus, cfg.cache_dir)
+    return train_stream, heldout_stream, {**corpus.describe(), "train_tokens": int(len(train_stream))}
+
+
+def _sampler(cfg: TrainConfig, target, train_stream, log) -> MixedSampler:
+    """The pipeline's early-exit batches: corpus windows mixed with the target's own continuations (same seeds)."""
+    bank = None
+    if cfg.generated_fraction > 0 and cfg.gen_sequences > 0:
+        bank = build_generated_bank(
+            target,
+            train_stream,
+            cfg.gen_sequences,
+            cfg.gen_prompt_len,
+            cfg.gen_new_tokens,
+            cfg.gen_greedy_fraction,
+            cfg.gen_temperature,
+            cfg.seed + 23,
+            batch_size=64,
+            log=log,
+        ).cpu()
+    return MixedSampler(
+        WindowSampler(train_stream, cfg.seq_len, cfg.batch_size, cfg.seed + 14),
+        bank,
+        cfg.generated_fraction,
+        cfg.seed + 15,
+    )
+
+
+def _calibrate(
+    cfg: TrainConfig, target, head, streams: tuple[Any, Any], device, out: Path, log, progress: bool
+) -> dict:
+    """Cali-TS's calibration head for ``head``, trained and saved beside it; its report."""
+    from .calibration import save_with_head, train_calibration
+
+    cal, report = train_calibration(
+        target,
+        head,
+        *streams,
+        steps=cfg.calibration_steps,
+        sequences=cfg.calibration_sequences,
+        seed=cfg.seed + 41,
+        device=device,
+        log=log,
+        progress=progress,
+    )
+    save_with_head(cal, out, report)
+    log(
+        f"[calibration] sigma_M {report['sigma_m']}, held-out accuracy {report['heldout_accuracy']} "
+        f"(label rate {report['heldout_label_rate']})"
+    )
+    return report
