@@ -329,7 +329,6 @@ def compare_verdict(pair, algos: list[str], traces: list[RunTrace], rates: list,
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from specviz.bench import timing
     from specviz.decoding import decode
 
     check_decode_args(args, args.algos)
@@ -346,7 +345,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
     traces = [timings[i].result for i in range(len(args.algos))]
     base_at = next((i for i, a in enumerate(args.algos) if a == "ar"), None)
     base = None if base_at is None else traces[base_at]
-    rates, ups, rows, ranged = [], [], [], args.repeats > 1
+    rates, ups, rows = _compare_rows(traces, timings, base_at, args.repeats > 1)
+    _print_table(("algorithm", "tokens", "calls", "tau", "accept", "tok/s", "speedup"), rows)
+    if args.repeats > 1:
+        print(
+            f"tok/s and speedup: median (min-max) over {args.repeats} timed runs of each algorithm, after one "
+            "warm-up run of each; runs interleaved (bench.timing, as the app's Measure and bench), speedup: the "
+            "ratio of the median rates, its range round by round against ar's run of the same round."
+        )
+    else:
+        print(
+            "tok/s and speedup come from one cold run each (--repeats 1, no warm-up): the first run also pays "
+            "for warming up, so they say little about speed; see --repeats, or python -m specviz bench."
+        )
+    print(f"timed on {conditions.sentence()}")
+    if all(r is not None for r in rates):
+        print("verdict: " + compare_verdict(pair, args.algos, traces, rates, ups, args.threads or conditions.threads))
+    if args.tokens_csv:
+        write_tokens(traces, args.tokens_csv)
+        print(f"tokens of the last timed round's runs written to {args.tokens_csv} (column run: the order of --algos)")
+    _compare_outputs(pair, traces, base, args.temperature)
+    return 0
+
+
+def _compare_rows(traces: list[RunTrace], timings, base_at: int | None, ranged: bool) -> tuple[list, list, list]:
+    """``compare``'s rates, speed-ups against ``ar`` (the run at ``base_at``, if any) and table rows."""
+    from specviz.bench import timing
+
+    base = None if base_at is None else traces[base_at]
+    rates, ups, rows = [], [], []
     for i, t in enumerate(traces):
         m = t.metrics
         rate = "-" if m["acceptance_rate"] is None else f"{m['acceptance_rate']:.1%}"
@@ -366,29 +393,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 _spread(up, ".2f", "x", ranged) if up else "-",
             )
         )
-    heads = ("algorithm", "tokens", "calls", "tau", "accept", "tok/s", "speedup")
+    return rates, ups, rows
+
+
+def _print_table(heads: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """``heads`` and ``rows`` in aligned columns, the first left-aligned."""
     widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(heads)]
     for row in (heads, *rows):
         print(" ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
-    if args.repeats > 1:
-        print(
-            f"tok/s and speedup: median (min-max) over {args.repeats} timed runs of each algorithm, after one "
-            "warm-up run of each; runs interleaved (bench.timing, as the app's Measure and bench), speedup: the "
-            "ratio of the median rates, its range round by round against ar's run of the same round."
-        )
-    else:
-        print(
-            "tok/s and speedup come from one cold run each (--repeats 1, no warm-up): the first run also pays "
-            "for warming up, so they say little about speed; see --repeats, or python -m specviz bench."
-        )
-    print(f"timed on {conditions.sentence()}")
-    if all(r is not None for r in rates):
-        print("verdict: " + compare_verdict(pair, args.algos, traces, rates, ups, args.threads or conditions.threads))
-    if args.tokens_csv:
-        write_tokens(traces, args.tokens_csv)
-        print(f"tokens of the last timed round's runs written to {args.tokens_csv} (column run: the order of --algos)")
+
+
+def _compare_outputs(pair, traces: list[RunTrace], base: RunTrace | None, temperature: float) -> None:
+    """Greedy: a warning for a lossless run whose output is not ``ar``'s; with ``beam`` among the runs,
+    each run's target log-probability per token (and, greedy, whether it is beam's text)."""
     beam = next((t for t in traces if t.algorithm == "beam"), None)
-    if base is not None and args.temperature == 0:
+    if base is not None and temperature == 0:
         for t in traces:
             if t.algorithm not in ("beam", "dsbd") and t.output_ids != base.output_ids:
                 print(f"warning: {t.algorithm} differs from ar greedy output")
@@ -397,9 +416,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         for t in traces:
             total, n = target_logp(pair, t.prompt_ids, t.output_ids)
-            same = "" if args.temperature != 0 else f"  same text as beam: {t.output_ids == beam.output_ids}"
+            same = "" if temperature != 0 else f"  same text as beam: {t.output_ids == beam.output_ids}"
             print(f"{t.algorithm:<12} target log p / token {total / max(n, 1):.3f}{same}")
-    return 0
 
 
 def cmd_algorithms(_: argparse.Namespace) -> int:
