@@ -373,17 +373,27 @@ LENGTH_CONTROLLERS = TS_CONTROLLERS + ENGINE_CONTROLLERS
 
 def controller_params(default: str, choices: tuple[str, ...]) -> tuple[Param, ...]:
     """The declared parameters of the draft-length controllers among ``choices`` (plus ``static``,
-    which has none: the algorithm's own length)."""
-    beta, cali = ("controller", ("beta_ts",)), ("controller", ("cali_ts",))
+    which has none: the algorithm's own length): the choice, the length schedules', Beta-TS's, Cali-TS's."""
     return (
-        Param(
-            "controller",
-            default,
-            "choice",
-            choices=choices,
-            help="draft-length control: beta_ts / cali_ts (Thompson sampling), fixed, or transformers' "
-            "heuristic / confidence / adaptive",
-        ),
+        (
+            Param(
+                "controller",
+                default,
+                "choice",
+                choices=choices,
+                help="draft-length control: beta_ts / cali_ts (Thompson sampling), fixed, or transformers' "
+                "heuristic / confidence / adaptive",
+            ),
+        )
+        + _schedule_params()
+        + _beta_ts_params()
+        + _cali_ts_params()
+    )
+
+
+def _schedule_params() -> tuple[Param, ...]:
+    """The fixed length, transformers' schedules (heuristic / confidence / adaptive) and the cap all share."""
+    return (
         Param(
             "fixed_length",
             5,
@@ -420,6 +430,13 @@ def controller_params(default: str, choices: tuple[str, ...]) -> tuple[Param, ..
             help="safety cap on tokens a round (0: none); logged when it bites",
             applies_when=("controller", LENGTH_CONTROLLERS),
         ),
+    )
+
+
+def _beta_ts_params() -> tuple[Param, ...]:
+    """Beta-TS's prior and update rule (EESD, arXiv:2406.03853)."""
+    beta = ("controller", ("beta_ts",))
+    return (
         Param("alpha0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior alpha", applies_when=beta),
         Param("beta0", 1.0, "float", 1e-3, 1e3, help="Beta-TS prior beta", applies_when=beta),
         Param(
@@ -430,6 +447,13 @@ def controller_params(default: str, choices: tuple[str, ...]) -> tuple[Param, ..
             applies_when=beta,
             help="Beta-TS update: paper (|Q_v| = a + 1), acceptance, or paper_literal (printed, breaks)",
         ),
+    )
+
+
+def _cali_ts_params() -> tuple[Param, ...]:
+    """Cali-TS's noise scales, running estimate and mode (EESD, arXiv:2406.03853)."""
+    cali = ("controller", ("cali_ts",))
+    return (
         Param(
             "sigma_m",
             0.3,
