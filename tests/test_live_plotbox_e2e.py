@@ -61,6 +61,12 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
         return !!(el && el.layout.shapes && el.layout.shapes.length && el.layout.shapes[0].x0 === 2); }""",
         timeout=60_000,
     )
+    # and, in the same Plotly.update, the cumulative figure's marker of each column to its line's point there
+    marks = page.evaluate("""() => { const el = document.querySelector('#sv-cumulative .js-plotly-plot');
+        const at = (line) => line.x[Math.min(2, line.x.length - 1)];
+        return el.data.map((t, i) => t.meta === 'current' && i > 0 ? [t.x[0], at(el.data[i - 1])] : null)
+          .filter(Boolean); }""")
+    assert marks and all(a == b for a, b in marks), marks
     # a click on a drafted node opens its distribution, with one bar for the rest of the mass
     page.locator("#sv-tree-1").scroll_into_view_if_needed()
     xy = page.evaluate("""() => { const el = document.querySelector('#sv-tree-1 .js-plotly-plot');

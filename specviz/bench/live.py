@@ -88,7 +88,7 @@ PAGE_PROBE = r"""
     const P = window.Plotly;
     if (!P || P.__svb) return !!P;
     P.__svb = true;
-    for (const [obj, name] of [[P, "react"], [P, "newPlot"], [P.Plots, "resize"], [P, "restyle"], [P, "relayout"]]) {
+    for (const [obj, name] of [[P, "react"], [P, "newPlot"], [P.Plots, "resize"], [P, "restyle"], [P, "relayout"], [P, "update"]]) {
       const f = obj[name];
       if (typeof f !== "function") continue;
       obj[name] = function (...a) {
@@ -124,6 +124,8 @@ class Recorder:
 
     events: list[dict[str, Any]] = field(default_factory=list)
     sends: list[dict[str, Any]] = field(default_factory=list)
+    # every event's handler and postprocessing: {"fn": name, "what": "call" | "post", "t0": s, "t1": s}
+    calls: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     fn_name: str = "run"
 
@@ -142,11 +144,22 @@ def hook_gradio(rec: Recorder) -> None:
     measure what it sends (``json.dumps`` of the diffed outputs)."""
     from gradio.blocks import Blocks
 
-    post, diffs = Blocks.postprocess_data, Blocks.handle_streaming_diffs
+    post, diffs, call = Blocks.postprocess_data, Blocks.handle_streaming_diffs, Blocks.call_function
+
+    def note(block_fn: Any, what: str, t0: float) -> None:
+        with rec.lock:
+            rec.calls.append({"fn": getattr(block_fn, "name", ""), "what": what, "t0": t0, "t1": time.time()})
+
+    async def call_function(self, block_fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        t0 = time.time()
+        out = await call(self, block_fn, *args, **kwargs)
+        note(block_fn, "call", t0)
+        return out
 
     async def postprocess_data(self, block_fn, predictions, state):  # type: ignore[no-untyped-def]
         t0 = time.time()
         out = await post(self, block_fn, predictions, state)
+        note(block_fn, "post", t0)
         if getattr(block_fn, "name", "") == rec.fn_name:
             with rec.lock:
                 rec.sends.append({"t_post0": t0, "t_post1": time.time()})
@@ -169,6 +182,7 @@ def hook_gradio(rec: Recorder) -> None:
         return out
 
     Blocks.postprocess_data, Blocks.handle_streaming_diffs = postprocess_data, handle_streaming_diffs
+    Blocks.call_function = call_function
 
 
 def output_name(component: Any, i: int) -> str:
@@ -350,13 +364,19 @@ def analyse(rec_events: list[dict], sends: list[dict], browser: dict, t_click: f
     }
 
 
-def scrub_times(page: Any, n_cols: int, steps: int, tries: int = 4) -> list[float]:
+def scrub_times(
+    page: Any, n_cols: int, steps: int, tries: int = 4, split: list | None = None, rec: Recorder | None = None
+) -> list[float]:
     """Seconds from a slider move (its number box, Enter) to every column's header and tree drawn at
-    that step."""
+    that step. ``split`` gets, per scrub, where its time went: ``[answer, browser, plotly, handler, post]``
+    seconds, the answer being the slider's event to the page's receipt of the server's answer (the server's
+    handler, Gradio's serialisation and the transfer), the browser the rest, Plotly's calls part of it;
+    handler and post: the scrub's handler and Gradio's postprocessing of its view, server-side (``rec``)."""
     out = []
     targets = [max(1, steps * (i + 1) // (tries + 1)) for i in range(tries)]
     box = page.locator("#sv-step input[type=number]")
     for k in targets:
+        page.evaluate("() => { window.__svb.msgs.length = 0; window.__svb.plotly.length = 0; }")
         t0 = time.time()
         box.fill(str(k))
         box.press("Enter")
@@ -376,6 +396,27 @@ def scrub_times(page: Any, n_cols: int, steps: int, tries: int = 4) -> list[floa
         )
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
         out.append(time.time() - t0)
+        if split is not None:
+            seen = page.evaluate("() => ({msgs: window.__svb.msgs, plotly: window.__svb.plotly})")
+            done = [m["t"] / 1000.0 for m in seen["msgs"] if m["kind"] == "process_completed"]
+            answer = (min(done) - t0) if done else float("nan")  # the first answer after the move
+            with rec.lock if rec else threading.Lock():
+                mine = [c for c in (rec.calls if rec else []) if c["fn"] == "scrub" and c["t0"] >= t0 - 0.05]
+            spent = {w: sum(c["t1"] - c["t0"] for c in mine if c["what"] == w) for w in ("call", "post")}
+            by_call: dict[str, float] = {}
+            for p in seen["plotly"]:
+                key = f"{p['name']} {'before' if p['t'] / 1000.0 < t0 + answer else 'after'} the answer"
+                by_call[key] = by_call.get(key, 0.0) + p["d"] / 1000.0
+            split.append(
+                [
+                    answer,
+                    out[-1] - answer,
+                    sum(p["d"] for p in seen["plotly"]) / 1000.0,
+                    spent["call"],
+                    spent["post"],
+                    by_call,
+                ]
+            )
     return out
 
 
@@ -447,7 +488,8 @@ def run_case(
     if shot:
         page.screenshot(path=shot, full_page=True)
     if interact and out["steps"] > 1:
-        out["scrub_s"] = scrub_times(page, n_cols, out["steps"])
+        out["scrub_split_s"] = []
+        out["scrub_s"] = scrub_times(page, n_cols, out["steps"], split=out["scrub_split_s"], rec=rec)
         out["click_s"] = click_time(page, n_cols)
     return out
 
@@ -616,6 +658,17 @@ def main(argv: list[str] | None = None) -> None:
         top = list(r["update_bytes_by_output"].items())[:10]
         wire = r["update_wire_bytes_median"] / 1000
         print(f"- {case}: {wire:.1f} kB as UTF-8 (the wire); " + ", ".join(f"{k} {v / 1000:.1f} kB" for k, v in top))
+    for case, r in results:
+        if r.get("scrub_split_s"):
+            a, b, c, d, e = (med([x[j] for x in r["scrub_split_s"]]) for j in range(5))
+            names = {k for x in r["scrub_split_s"] for k in x[5]}
+            calls = {k: med([x[5].get(k, 0.0) for x in r["scrub_split_s"]]) for k in sorted(names)}
+            print(
+                f"- {case}: a scrub, median: answer received {a:.3f} s (of it the handler {d:.3f}, Gradio's "
+                f"postprocessing {e:.3f}), then the browser {b:.3f} s (Plotly {c:.3f}: "
+                + ", ".join(f"{k} {v:.3f}" for k, v in calls.items())
+                + ")"
+            )
     print("\nGoals (issue 34):")
     for (pair, n_cols, paced, width), r in results:
         for line in goals_met(r, n_cols, paced, pair):

@@ -118,6 +118,9 @@ class PlotBox(gr.HTML):
 
     def __init__(self, value: Any = None, **kwargs: Any):
         kwargs.setdefault("apply_default_css", False)
+        # the page's CSS finds its container by this class (ui.style.APP_CSS: no padding)
+        given = kwargs.get("elem_classes") or []
+        kwargs["elem_classes"] = [*([given] if isinstance(given, str) else given), "sv-plotbox-block"]
         super().__init__(
             value=value,
             html_template='<div class="sv-plotbox"></div>',

@@ -48,8 +48,10 @@ APP_CSS = (
 #sv-scrub { align-items: center; }
 #sv-legend { margin: 0; }
 .sv-hidden { display: none !important; }
-/* a PlotBox (ui.plotbox) takes its block's whole width, as a gr.Plot did: gr.HTML's container pads 10px 12px */
-.html-container:has(> div > .sv-plotbox), .html-container:has(.sv-plotbox) { padding: 0 !important; }
+/* a PlotBox (ui.plotbox) takes its block's whole width, as a gr.Plot did: gr.HTML's container pads 10px 12px.
+   By its block's class, not :has(.sv-plotbox): a :has() over a subtree is checked again on every change
+   inside it, and Plotly changes thousands of a tree's elements on every draw (issue 34) */
+.sv-plotbox-block .html-container, .html-container.sv-plotbox-block { padding: 0 !important; }
 .sv-stopped { color: #b91c1c; font-weight: 700; }
 .sv-story, .sv-story p, .sv-story li { font-size: 12.5px !important; line-height: 1.45; }
 .sv-measure-note { font-size: 12px; color: #4b5563; margin-bottom: 4px; }
@@ -100,8 +102,11 @@ STEP_JS = """
           idx.push(i); xs.push([line.x[j]]); ys.push([line.y[j]]);
         }
       });
-      if (idx.length) P.restyle(el, {x: xs, y: ys}, idx);
-      if (el.layout.shapes && el.layout.shapes.length) P.relayout(el, {"shapes[0].x0": x, "shapes[0].x1": x});
+      // the marker and the step line in one Plotly.update: one redraw (a restyle, then a relayout, drew twice)
+      const marks = el.layout.shapes && el.layout.shapes.length ? {"shapes[0].x0": x, "shapes[0].x1": x} : null;
+      if (idx.length && marks) P.update(el, {x: xs, y: ys}, marks, idx);
+      else if (idx.length) P.restyle(el, {x: xs, y: ys}, idx);
+      else if (marks) P.relayout(el, marks);
     }
   }
   for (const box of document.querySelectorAll("[id^=sv-text-]")) {
