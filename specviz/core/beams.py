@@ -366,10 +366,7 @@ def verify_layer(
         qx, px = float(q[x]), float(cur[x])
         if qx <= 0.0:
             raise ValueError(f"draft {i} (candidate {x}) has draft probability 0: it cannot have been drawn")
-        if paper_literal_ratio:
-            a = 1.0 if px <= 0.0 else min(1.0, qx / px)
-        else:
-            a = min(1.0, px / qx)
+        a = (1.0 if px <= 0.0 else min(1.0, qx / px)) if paper_literal_ratio else min(1.0, px / qx)
         u = uniform(generator) if 0.0 < a < 1.0 else None
         out.accept_probs.append(a)
         out.p_residual.append(px)
@@ -388,6 +385,14 @@ def verify_layer(
     if len(accepted) == width:
         out.passed = True
         return out
+    return _repair_failed_layer(out, cur, p, fill_to, generator)
+
+
+def _repair_failed_layer(
+    out: LayerVerdict, cur: torch.Tensor, p: torch.Tensor, fill_to: int, generator: torch.Generator
+) -> LayerVerdict:
+    """A failed layer's beams after its accepted ones: one draw from the final residual ``cur``, then fresh
+    draws from ``p`` up to ``fill_to`` (Algorithm 1, corrected; the module docstring)."""
     out.final_residual = cur
     out.kept.append(sample(cur, generator))
     out.sources.append("residual")
