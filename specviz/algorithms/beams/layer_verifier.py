@@ -254,12 +254,7 @@ class LayerVerifier:
         root_lp = logprobs_at(logits, start, troot)
         node_lp = logprobs_at(logits, start, tnode) if len(forest) else root_lp[:0]
         root_ll = torch.tensor([b.loglik for b in st.beams], dtype=torch.float64)
-        node_ll = torch.zeros(len(forest), dtype=torch.float64)
-        for i in range(len(forest)):
-            par = forest.parent[i]
-            base = root_ll[forest.row[i]] if par is None else node_ll[par]
-            lp = root_lp[forest.row[i]] if par is None else node_lp[par]
-            node_ll[i] = base + lp[forest.tokens[i]]
+        node_ll = _node_logliks(forest, root_ll, root_lp, node_lp)
         assert plan.layer_width is not None, "dsbd plans a layer width rule"
         walk = walk_layers(dec, plan.layer_width, self._rule, forest, root_ll, root_lp, node_ll, node_lp)
         l_last = len(walk.layers)
@@ -359,3 +354,17 @@ class LayerVerifier:
                     )
                 )
         return Recorded(nodes, positions, self._rule.record(dec.sampling.greedy))
+
+
+def _node_logliks(
+    forest: DraftForest, root_ll: torch.Tensor, root_lp: torch.Tensor, node_lp: torch.Tensor
+) -> torch.Tensor:
+    """Each drafted node's beam log-likelihood: its parent's (a root's beam's, for a first-layer node) plus
+    the target's log-probability of its token there (nodes in proposal order, parents first)."""
+    node_ll = torch.zeros(len(forest), dtype=torch.float64)
+    for i in range(len(forest)):
+        par = forest.parent[i]
+        base = root_ll[forest.row[i]] if par is None else node_ll[par]
+        lp = root_lp[forest.row[i]] if par is None else node_lp[par]
+        node_ll[i] = base + lp[forest.tokens[i]]
+    return node_ll
