@@ -21,6 +21,15 @@ PAPERS = {theory.PAPER, sequoia.PAPER, mcsd.PAPER, eesd.PAPER, dsbd.PAPER}
 FIELDS = ("claim", "source", "paper_value", "paper_setting", "setting", "measured", "difference", "spread_kind")
 
 
+PAPER_ON_SCALE = (
+    "the printed value of Thm 1's E[N_rej] at T = 50",
+    "more candidates raise acceptance: k = 4 against k = 1 at T = 1",
+    "Thompson sampling (Beta-TS) beats a fixed draft length K = 10",
+    "Beta-TS bolted onto vanilla SD speeds it up",
+    "DSBD is faster than beam sampling (t = 0.7)",
+)
+
+
 def assert_complete(report: dict) -> None:
     assert check(report) == []
     rows = report["rows"]
@@ -34,6 +43,9 @@ def assert_complete(report: dict) -> None:
     widths = [r for r in rows if r["paper"] == dsbd.PAPER and "faster" in r["claim"]]
     assert widths and all("W_L (paper)" in r["measured"] and "W_S (code)" in r["measured"] for r in widths)
     assert any(r["source"] == "Fig. 2(a)" and r["spread"] for r in rows)  # Thm 1's value with its spread
+    on_scale = {r["claim"] for r in rows if isinstance((r["extra"] or {}).get("paper"), (int, float))}
+    for claim in PAPER_ON_SCALE:  # the Papers view's figure draws the paper's number beside specviz's
+        assert claim in on_scale, claim
 
 
 @pytest.fixture(scope="module")
