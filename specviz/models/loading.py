@@ -345,16 +345,7 @@ def load_pair(
     validation.flag("trust_remote_code", trust_remote_code, error=ModelLoadError)
     device, torch_dtype = resolve_device_dtype(device, dtype)
     auto_map = device == "cuda" and torch.cuda.device_count() > 1
-    with loading("target"):
-        t_src = checkpoint_source(target)
-        t_tok = load_tokenizer(t_src, trust_remote_code)
-    with loading("draft"):
-        d_src = checkpoint_source(draft) if draft else None
-        d_tok = None
-        if d_src:  # a draft directory saved without a tokenizer (assets/draft) reads the target's one copy
-            d_tok = t_tok if without_tokenizer(d_src) else load_tokenizer(d_src, trust_remote_code)
-    if d_tok is not None:  # refuse a mismatched pair before loading any weights
-        shared_vocab_size(t_tok, d_tok, len(t_tok), len(d_tok), target, draft)
+    t_src, t_tok, d_src, d_tok = _sources_and_tokenizers(target, draft, trust_remote_code)
     with loading("target"):
         t_model = load_model(t_src, device, torch_dtype, auto_map, trust_remote_code)
     with loading("draft"):
@@ -365,8 +356,35 @@ def load_pair(
     d_rows = d_model.config.get_text_config().vocab_size if d_model is not None else t_rows
     vocab = shared_vocab_size(t_tok, d_tok, t_rows, d_rows, target, draft or "draft")
     pair = ModelPair(t_model, d_model, t_tok, vocab, target_name=target, draft_name=draft)
+    _mask_unmodelled(pair, t_tok, vocab)
+    if early_exit is not None:
+        attach_early_exit(pair, early_exit)
+    if feature is not None:
+        attach_feature(pair, feature)
+    return pair
+
+
+def _sources_and_tokenizers(target: str, draft: str | None, trust_remote_code: bool) -> tuple[Any, Any, Any, Any]:
+    """Where each model's files are and its tokenizer (a draft saved without one, as ``assets/draft``, reads
+    the target's one copy); a pair whose vocabularies differ is refused here, before any weights load."""
+    with loading("target"):
+        t_src = checkpoint_source(target)
+        t_tok = load_tokenizer(t_src, trust_remote_code)
+    with loading("draft"):
+        d_src = checkpoint_source(draft) if draft else None
+        d_tok = None
+        if d_src:  # a draft directory saved without a tokenizer (assets/draft) reads the target's one copy
+            d_tok = t_tok if without_tokenizer(d_src) else load_tokenizer(d_src, trust_remote_code)
+    if d_tok is not None:  # refuse a mismatched pair before loading any weights
+        shared_vocab_size(t_tok, d_tok, len(t_tok), len(d_tok), target, draft)
+    return t_src, t_tok, d_src, d_tok
+
+
+def _mask_unmodelled(pair: ModelPair, t_tok, vocab: int) -> None:
+    """Added special tokens beyond the models' output rows: masked in ``pair``, with a note (also warned,
+    at ``load_pair``'s caller)."""
     masked = unmodelled_special_ids(t_tok, vocab)
-    if masked:  # added special tokens beyond the models' output rows: masked, with a note
+    if masked:
         names = [t_tok.convert_ids_to_tokens(i) for i in masked[:5]]
         pair.masked_token_ids = tuple(masked)
         pair.vocab_note = (
@@ -374,12 +392,7 @@ def load_pair(
             f"{len(masked)} ({', '.join(map(str, names))}{', ...' if len(masked) > 5 else ''}) are added special "
             f"tokens the models were not trained on: they are masked (never generated, refused in prompts)."
         )
-        warnings.warn(pair.vocab_note, stacklevel=2)
-    if early_exit is not None:
-        attach_early_exit(pair, early_exit)
-    if feature is not None:
-        attach_feature(pair, feature)
-    return pair
+        warnings.warn(pair.vocab_note, stacklevel=3)
 
 
 def _from_preset(name: str, target, draft, early_exit, feature) -> tuple[str, str | None, str | int | None, str | None]:
