@@ -81,8 +81,8 @@ def claims_figure(rows: list[dict[str, Any]], pair_names: dict[str, str] | None 
     fig.update_annotations(font_size=11, xanchor="left", x=0)
     fig.update_layout(
         template=TEMPLATE,
-        height=STRIP_PX * n + 70,
-        margin=dict(l=16, r=16, t=30, b=40),
-        legend=dict(orientation="h", y=0, yanchor="top", x=0, xanchor="left", yref="container"),
+        height=STRIP_PX * n + 94,
+        margin=dict(l=16, r=16, t=30, b=64),  # the last strip's ticks, then the legend under them
+        legend=dict(orientation="h", y=0, yanchor="bottom", x=0, xanchor="left", yref="container"),
     )
     return fig
