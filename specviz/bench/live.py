@@ -59,7 +59,8 @@ PAGE_PROBE = r"""
   const B = window.__svb = {status: [], msgs: [], plotly: [], longtasks: []};
   try {
     new PerformanceObserver((l) => l.getEntries().forEach((e) =>
-      B.longtasks.push({t: performance.timeOrigin + e.startTime, d: e.duration}))).observe({type: "longtask", buffered: true});
+      B.longtasks.push({t: performance.timeOrigin + e.startTime, d: e.duration})))
+      .observe({type: "longtask", buffered: true});
   } catch (e) {}
   // the stream of updates: every complete server-sent message, its size and arrival
   const dec = new TextDecoder();
@@ -68,7 +69,8 @@ PAGE_PROBE = r"""
     return read.call(this).then((r) => {
       if (r && typeof r.value === "string") {  // Gradio's client reads the stream line by line
         const kind = (r.value.match(/"msg":\s*"(\w+)"/) || [])[1] || "";
-        if (kind === "process_generating" || kind === "process_completed") B.msgs.push({t: now(), bytes: r.value.length, kind});
+        if (kind === "process_generating" || kind === "process_completed")
+          B.msgs.push({t: now(), bytes: r.value.length, kind});
       } else if (r && r.value && r.value.byteLength !== undefined) {
         const t = now();
         this.__svbuf = (this.__svbuf || "") + dec.decode(r.value, {stream: true});
@@ -88,7 +90,8 @@ PAGE_PROBE = r"""
     const P = window.Plotly;
     if (!P || P.__svb) return !!P;
     P.__svb = true;
-    for (const [obj, name] of [[P, "react"], [P, "newPlot"], [P.Plots, "resize"], [P, "restyle"], [P, "relayout"], [P, "update"]]) {
+    const wrapped = [[P, "react"], [P, "newPlot"], [P.Plots, "resize"], [P, "restyle"], [P, "relayout"], [P, "update"]];
+    for (const [obj, name] of wrapped) {
       const f = obj[name];
       if (typeof f !== "function") continue;
       obj[name] = function (...a) {
@@ -112,7 +115,8 @@ PAGE_PROBE = r"""
     B.status.push(rec);
     requestAnimationFrame(() => setTimeout(() => { rec.paint = now(); }, 0));
   };
-  const start = () => new MutationObserver(look).observe(document.body, {childList: true, subtree: true, characterData: true});
+  const start = () =>
+    new MutationObserver(look).observe(document.body, {childList: true, subtree: true, characterData: true});
   if (document.body) start(); else document.addEventListener("DOMContentLoaded", start);
 })();
 """
@@ -241,12 +245,12 @@ def set_number(page: Any, elem_id: str, value: Any) -> None:
 
 
 def choose(page: Any, names: list[str]) -> None:
-    import specviz
+    from specviz.algorithms import ALGORITHMS
 
     if page.locator("#sv-sidebar.open").count() == 0:
         page.click("#sv-sidebar .toggle-button")
     algos = page.locator("#sv-algos")
-    for name in specviz.ALGORITHMS:
+    for name in ALGORITHMS:
         box = algos.get_by_label(name, exact=True)
         box.check() if name in names else box.uncheck()
 

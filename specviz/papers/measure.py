@@ -109,11 +109,11 @@ class PairRun:
 def load(name: str, budget: Budget) -> PairRun:
     """The preset ``name`` loaded on the CPU with ``budget.prompts`` of the bench's prompts: code prompts
     for the code pair, chat questions (through the chat template) for a chat pair."""
-    import specviz
     from specviz.bench.prompts import CHAT_PROMPTS, PROMPTS
+    from specviz.models.loading import load_pair
 
     budget = budget.for_pair(name)
-    pair = specviz.load_pair(preset=name, device="cpu", dtype="float32")
+    pair = load_pair(preset=name, device="cpu", dtype="float32")
     if pair.has_chat_template:
         cats = [CHAT_PROMPTS[c] for c in ("explain", "lists", "code")]
     else:
@@ -153,18 +153,18 @@ def run_configs(
 ) -> dict[str, Runs]:
     """Decode every (label, algorithm, params) on every prompt x seed (one seed at temperature 0),
     round-robin, after one short warm-up run of each; ``pair``: another pair to run on (same prompts)."""
-    import specviz
+    from specviz.decoding import decode
 
     pair = pair or pr.pair
     common = dict(temperature=temperature, chat=pr.chat, record_top_k=0)
     for _, algo, params in configs:
-        specviz.decode(pair, algo, pr.prompts[0], max_new_tokens=3, seed=0, **common, **params)
+        decode(pair, algo, pr.prompts[0], max_new_tokens=3, seed=0, **common, **params)
     out = {label: Runs(label) for label, _, _ in configs}
     for prompt in pr.prompts:
         for seed in range(seeds if temperature > 0 else 1):
             for label, algo, params in configs:
                 start = time.perf_counter()
-                trace = specviz.decode(pair, algo, prompt, max_new_tokens=tokens, seed=seed, **common, **params)
+                trace = decode(pair, algo, prompt, max_new_tokens=tokens, seed=seed, **common, **params)
                 out[label].walls.append(time.perf_counter() - start)
                 out[label].traces.append(trace)
     return out
