@@ -270,3 +270,34 @@ def test_help_imports_no_model_stack(run):
     done = run_blocked(f"import runpy, sys\nsys.argv = ['main', '--help']\n{run}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "usage:" in done.stdout and "--help" in done.stdout
+
+
+def lazy_uses(package: Path, lazy: set[str]) -> list[str]:
+    """Each use inside ``package`` of a name the package's ``__init__`` loads lazily (``specviz.decode``,
+    ``from specviz import load_pair``): ``path:line: name``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == package.name:
+                names = [node.attr]
+            elif isinstance(node, ast.ImportFrom) and node.module == package.name and not node.level:
+                names = [a.name for a in node.names]
+            else:
+                continue
+            found += [f"{path.relative_to(package.parent)}:{node.lineno}: {n}" for n in names if n in lazy]
+    return found
+
+
+def test_no_lazy_public_name_is_used_inside_the_package(tmp_path):
+    """Issue 37 point 4: inside specviz a module imports ``decode``, ``stream``, ``load_pair``, ``ALGORITHMS``
+    ... from the module that defines them, not through the facade's lazy ``__getattr__``, which hid the
+    route from readers and from the import graph above."""
+    import specviz
+
+    assert lazy_uses(ROOT / "specviz", set(specviz._LAZY)) == []
+    (tmp_path / "specviz").mkdir()
+    (tmp_path / "specviz" / "__init__.py").write_text("")
+    (tmp_path / "specviz" / "a.py").write_text("import specviz\nfrom specviz import decode\nspecviz.stream(1)\n")
+    assert lazy_uses(tmp_path / "specviz", {"decode", "stream"}) == ["specviz/a.py:2: decode", "specviz/a.py:3: stream"]
