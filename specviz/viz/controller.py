@@ -227,6 +227,12 @@ def _density(st: ControllerState | None) -> tuple[Callable[[float], float], str,
 GRID = [i / 200 for i in range(1, 200)]
 
 
+def curve(density: Callable[[float], float]) -> list[float]:
+    """A density on ``GRID`` to 4 significant digits: a curve drawn some 200 px tall shows no more, and a
+    live update sends 13 of them every step (full floats made the controller panel 63 kB a step, issue 34)."""
+    return [float(f"{density(x):.4g}") for x in GRID]
+
+
 def _posterior_traces(
     states: list[ControllerState | None], step: int, history: int, axes: dict[str, str]
 ) -> list[dict[str, Any]] | None:
@@ -249,7 +255,7 @@ def _posterior_traces(
                 "type": "scatter",
                 "mode": "lines",
                 "x": GRID,
-                "y": [d[0](x) for x in GRID],
+                "y": curve(d[0]),
                 **axes,
                 "name": "past rounds",
                 "legendgroup": "earlier",
@@ -263,7 +269,7 @@ def _posterior_traces(
             "type": "scatter",
             "mode": "lines",
             "x": GRID,
-            "y": [dens(x) for x in GRID],
+            "y": curve(dens),
             **axes,
             "name": f"round {step + 1}",
             "line": {"color": "#2563eb", "width": 2.5},
