@@ -360,13 +360,23 @@ def _speedup(row: dict[str, Any]) -> str:
 
 
 def to_markdown(report: dict[str, Any]) -> str:
+    """``bench.md``: the run's settings and timed calls, the table of every row, what was skipped, the goals."""
+    lines = _markdown_header(report) + _markdown_table(report["rows"])
+    for name, why in report["skipped"].items():
+        lines.append(f"\nskipped {name}: {why}")
+    lines += ["", "Goals (the performance issue's; per category where per category):", ""]
+    lines += goals_markdown(report["goals"])
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_header(report: dict[str, Any]) -> list[str]:
+    """The title line and the measured facts under it (calls, the cost model's timings, trace overhead)."""
     d, s, over = report["pair"], report["settings"], report["trace_overhead_detail"]
     cats = ", ".join(f"{n} {c}" for c, n in s["categories"].items())
-    lines = [
+    return [
         f"## specviz bench: {d['target']} <- {d['draft']} on {d['device']} ({d['dtype']}), greedy, "
         f"{s['max_new_tokens']} new tokens per prompt, {'chat ' if s.get('chat') else ''}prompts: {cats}; "
-        f"median of {s['repeat']} "
-        f"(min-max) after a warm-up",
+        f"median of {s['repeat']} (min-max) after a warm-up",
         "",
         *(
             [
@@ -419,13 +429,17 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"{over['recording_share']:.3f}; garbage collection / run: {over['gc_share']:.4f}",
         "",
     ]
-    lines += [
+
+
+def _markdown_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The table: one row per method and category."""
+    lines = [
         "| category | method | new tokens | target calls | draft calls | tau | accept | wall s (min-max) | "
         "tokens/s | speedup vs ar (min-max) | predicted | efficiency | greedy = ar | target log p / token | "
         "greedy = beam |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|",
     ]
-    for r in report["rows"]:
+    for r in rows:
         eq = "-" if r["greedy_equal"] is None else ("yes" if r["greedy_equal"] else "NO")
         eq_beam = "-" if r["greedy_equal_beam"] is None else ("yes" if r["greedy_equal_beam"] else "no")
         lines.append(
@@ -435,11 +449,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"{_speedup(r)} | {_fmt(r['predicted_speedup'], '.2f')} | "
             f"{_fmt(r['efficiency'], '.2f')} | {eq} | {_fmt(r['target_logp'], '.3f')} | {eq_beam} |"
         )
-    for name, why in report["skipped"].items():
-        lines.append(f"\nskipped {name}: {why}")
-    lines += ["", "Goals (the performance issue's; per category where per category):", ""]
-    lines += goals_markdown(report["goals"])
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_report(report: dict[str, Any], out: str) -> None:
