@@ -335,17 +335,22 @@ def run_all(
         "trace_overhead_detail": over,
         "rows": rows,
         "skipped": skipped,
-        "conditions": timing.Conditions(
-            torch.get_num_threads(),
-            str(pair.device),
-            str(pair.dtype).removeprefix("torch."),
-            timing.cpu_count(),
-            load_before,
-            timing.load_average(),
-        ).as_dict(),
+        "conditions": _conditions(pair, load_before),
     }
     report["goals"] = goals(report)
     return report
+
+
+def _conditions(pair, load_before: Any) -> dict[str, Any]:
+    """The run's timing conditions (threads, device, dtype, CPUs, load average before and now)."""
+    return timing.Conditions(
+        torch.get_num_threads(),
+        str(pair.device),
+        str(pair.dtype).removeprefix("torch."),
+        timing.cpu_count(),
+        load_before,
+        timing.load_average(),
+    ).as_dict()
 
 
 def _fmt(v: Any, f: str) -> str:
