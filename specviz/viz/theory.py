@@ -34,6 +34,13 @@ BAND = "rgba(37,99,235,0.15)"
 CHANCE = 1e-6  # a rejection probability within this of 0 or 1 was not left to chance
 
 
+def _band(x: list[int], low: list[float], high: list[float], group: str, name: str | None = None) -> dict:
+    """A 95% band as one filled, hover-less scatter that shares ``group``'s legend entry."""
+    band = dict(type="scatter", x=x + x[::-1], y=high + low[::-1], fill="toself", fillcolor=BAND, mode="lines")
+    band.update(line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=group)
+    return band if name is None else {**band, "name": name}
+
+
 def _overlay(trace: RunTrace) -> dict[str, list[float]]:
     """The per-position overlay: ``metrics.rejection_overlay``, or for a multi-draft tree (where it is
     empty) ``metrics.first_draft_overlay``, Thm 1 on each position's first candidate."""
@@ -56,18 +63,7 @@ def _first_draft_traces(trace: RunTrace) -> list[dict[str, Any]]:
         "TV(p, q) exactly (Thm 1)"
     )
     return [
-        dict(
-            type="scatter",
-            x=x + x[::-1],
-            y=ov["high"] + ov["low"][::-1],
-            fill="toself",
-            fillcolor=BAND,
-            mode="lines",
-            line={"width": 0},
-            hoverinfo="skip",
-            showlegend=False,
-            legendgroup="expected",
-        ),
+        _band(x, ov["low"], ov["high"], "expected"),
         dict(
             type="scatter",
             x=x,
@@ -122,19 +118,7 @@ def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
     own = own_label is not None  # its own expectation, beside SD's ΣTV
     label = own_label or "Thm 1 ± 95%"
     out = [  # the band shares the expected line's legend entry (one click hides both)
-        dict(
-            type="scatter",
-            x=x + x[::-1],
-            y=ov["high"] + ov["low"][::-1],
-            fill="toself",
-            fillcolor=BAND,
-            mode="lines",
-            line={"width": 0},
-            hoverinfo="skip",
-            name="95% band of the rejection count",
-            legendgroup="expected",
-            showlegend=False,
-        ),
+        _band(x, ov["low"], ov["high"], "expected", name="95% band of the rejection count"),
         dict(
             type="scatter",
             x=x,
@@ -193,18 +177,7 @@ def _batch_traces(trace: RunTrace) -> list[dict[str, Any]]:
         return []
     x = list(range(1, len(bi["theory"]) + 1))
     return [
-        dict(
-            type="scatter",
-            x=x + x[::-1],
-            y=bi["high"] + bi["low"][::-1],
-            fill="toself",
-            fillcolor=BAND,
-            mode="lines",
-            line={"width": 0},
-            hoverinfo="skip",
-            showlegend=False,
-            legendgroup="thm3",
-        ),
+        _band(x, bi["low"], bi["high"], "thm3"),
         dict(
             type="scatter",
             x=x,
