@@ -150,7 +150,9 @@ def test_measure_gives_a_row_per_column(explorer):
     out = screen(explorer.measure(session, **run_inputs(max_new_tokens=4, columns=[SD2, SD8, SD8])))
     html = out["measurements"]
     assert html.count('<th scope="row">') == 3
-    assert "gamma=2" in html and "gamma=8, controller=static, drafter=auto) #1" in html and "#2" in html
+    names = [row.split("<br>")[0] for row in html.split('<th scope="row">')[1:]]
+    assert names == ["sd · gamma 2", "sd · gamma 8 #1", "sd · gamma 8 #2"]  # named as the columns are
+    assert html.count('<span class="sv-params">gamma=8, controller=static, drafter=auto</span>') == 2
 
 
 def test_over_six_columns_and_each_columns_cost_are_refused(explorer):
