@@ -570,7 +570,7 @@ def test_a_long_trace_is_checked_in_bulk_and_a_bad_value_past_the_first_block_na
 def test_the_collector_is_paused_while_reading_and_enabled_after():
     import gc
 
-    from specviz.trace import gc_paused
+    from specviz.fast_json import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

@@ -14,8 +14,8 @@ from typing import Any, Iterator, Mapping
 
 from specviz.algorithms.registry import AlgorithmSpec
 from specviz.errors import SpecvizError
+from specviz.fast_json import gc_paused
 from specviz.models.loading import ModelPair
-from specviz.trace import gc_paused
 from specviz.trace_io import ReadBudget
 from specviz.ui.config import AppConfig
 from specviz.ui.editor import ColumnEditor
@@ -120,7 +120,7 @@ class Replay:
             paths = paths[: self.n_slots]
         # the collector paused from the read to the first view: a 12,000-step trace is some 400,000
         # objects, and collecting while its figures are drawn walked them all two or three times (0.5 to
-        # 1.3 s of an upload); it collects once afterwards, as it would on its own (``trace.gc_paused``)
+        # 1.3 s of an upload); it collects once afterwards, as it would on its own (``fast_json.gc_paused``)
         with gc_paused():
             return self._show(paths, session, note)
 
