@@ -66,7 +66,7 @@ def _start_server(port: int, log: Path) -> subprocess.Popen:
     raise SystemExit("app.py did not start")
 
 
-def main(argv: list[str] | None = None) -> dict:
+def _parser() -> Parser:
     ap = Parser(
         prog="python -m specviz.ui.loadcheck", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -78,97 +78,94 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--url", help="a running app; default: start app.py on a free port")
     ap.add_argument("--json", help="write the summary here")
     ap.add_argument("--html", help="write a figure here: each request's latency and the server's memory over time")
-    args = ap.parse_args(argv)
+    return ap
 
-    import psutil
-    from gradio_client import Client
 
-    proc = None
-    if args.url:
-        url = args.url.rstrip("/") + "/"
-    else:
-        port = _free_port()
-        proc = _start_server(port, Path(f"/tmp/specviz-loadcheck-{port}.log"))
-        url = f"http://127.0.0.1:{port}/"
-    ps = psutil.Process(proc.pid) if proc else None
-    algorithms = args.algorithms
-    memory: list[float] = []
-    memory_at: list[float] = []
-    t_start = time.monotonic()
-    results: list[dict] = []
-    lock = threading.Lock()
-    stop_at = time.monotonic() + args.duration
-    done = threading.Event()
+class MemorySampler(threading.Thread):
+    """The server's resident memory (MB) once a second, with when it was read (s since ``t_start``)."""
 
-    def sample_memory() -> None:
-        while not done.is_set():
+    def __init__(self, pid: int | None, t_start: float):
+        super().__init__(daemon=True)
+        self.pid, self.t_start = pid, t_start
+        self.memory: list[float] = []
+        self.memory_at: list[float] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        ps = psutil.Process(self.pid) if self.pid is not None else None
+        while not self.done.is_set():
             if ps is not None:
                 try:
-                    memory.append(ps.memory_info().rss / 2**20)
-                    memory_at.append(time.monotonic() - t_start)
+                    self.memory.append(ps.memory_info().rss / 2**20)
+                    self.memory_at.append(time.monotonic() - self.t_start)
                 except psutil.Error:
                     pass
             time.sleep(1.0)
 
-    def client(i: int) -> None:
-        c = Client(url, verbose=False)
-        api = c.view_api(return_format="dict", print_info=False)["named_endpoints"]["/run"]["parameters"]
-        defaults = {p["parameter_name"]: p.get("parameter_default") for p in api}
-        k = 0
-        while time.monotonic() < stop_at:
-            kwargs = {
-                **defaults,
-                "prompt": PROMPTS[(i + k) % len(PROMPTS)],
-                "max_new_tokens": args.max_new_tokens,
-                "temperature": args.temperature,
-                "seed": 1000 * i + k,
-                "columns": algorithms,
-                "pace": 0.0,
-            }
-            t0 = time.monotonic()
-            ok, err = True, ""
-            try:
-                out = c.predict(api_name="/run", **kwargs)
-                status = out[0] if isinstance(out, (list, tuple)) else str(out)
-                if "Done" not in str(status) or "failed" in str(status):
-                    ok, err = False, str(status)[:200]
-            except Exception as exc:  # noqa: BLE001 - counted and reported
-                ok, err = False, f"{type(exc).__name__}: {exc}"[:200]
-            with lock:
-                results.append(
-                    {"client": i, "ok": ok, "error": err, "latency_s": time.monotonic() - t0, "started_s": t0 - t_start}
-                )
-            k += 1
 
-    sampler = threading.Thread(target=sample_memory, daemon=True)
-    sampler.start()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.monotonic() - t_start
-    done.set()
-    sampler.join()
-    if proc is not None:
-        proc.terminate()
-        proc.wait(20)
+def _one_request(c, kwargs: dict) -> tuple[bool, str]:
+    """One ``/run`` call: whether it finished, and its error (a status or an exception) if not."""
+    try:
+        out = c.predict(api_name="/run", **kwargs)
+    except Exception as exc:  # noqa: BLE001 - counted and reported
+        return False, f"{type(exc).__name__}: {exc}"[:200]
+    status = str(out[0] if isinstance(out, (list, tuple)) else out)
+    ok = "Done" in status and "failed" not in status
+    return ok, "" if ok else status[:200]
 
+
+def _client(i: int, url: str, args: argparse.Namespace, stop_at: float, t_start: float, results: list[dict]) -> None:
+    """Client ``i``: its own session, calling ``/run`` with rotating prompts and seeds until ``stop_at``."""
+    from gradio_client import Client
+
+    c = Client(url, verbose=False)
+    api = c.view_api(return_format="dict", print_info=False)["named_endpoints"]["/run"]["parameters"]
+    defaults = {p["parameter_name"]: p.get("parameter_default") for p in api}
+    k = 0
+    while time.monotonic() < stop_at:
+        kwargs = {
+            **defaults,
+            "prompt": PROMPTS[(i + k) % len(PROMPTS)],
+            "max_new_tokens": args.max_new_tokens,
+            "temperature": args.temperature,
+            "seed": 1000 * i + k,
+            "columns": args.algorithms,
+            "pace": 0.0,
+        }
+        t0 = time.monotonic()
+        ok, err = _one_request(c, kwargs)
+        results.append(  # list.append is atomic: the clients share the list
+            {"client": i, "ok": ok, "error": err, "latency_s": time.monotonic() - t0, "started_s": t0 - t_start}
+        )
+        k += 1
+
+
+def _summary(args: argparse.Namespace, results: list[dict], memory: list[float], wall: float) -> dict:
+    """Requests, errors, latency percentiles of the completed ones, and the server's memory."""
     lat = sorted(r["latency_s"] for r in results if r["ok"])
 
     def pct(q: float) -> float | None:
         return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else None
 
-    summary = {
+    rss = {
+        "start": round(memory[0], 1),
+        "after_warmup": round(memory[min(len(memory) - 1, 10)], 1),
+        "peak": round(max(memory), 1),
+        "end": round(memory[-1], 1),
+        "every_10s": [round(m) for m in memory[::10]],
+    }
+    return {
         "clients": args.clients,
         "duration_s": round(wall, 1),
-        "algorithms": algorithms,
+        "algorithms": args.algorithms,
         "max_new_tokens": args.max_new_tokens,
         "requests": len(results),
         "errors": sum(not r["ok"] for r in results),
         "error_examples": sorted({r["error"] for r in results if not r["ok"]})[:3],
         "runs_completed": len(lat),
-        "tokens_requested": len(lat) * len(algorithms) * args.max_new_tokens,
+        "tokens_requested": len(lat) * len(args.algorithms) * args.max_new_tokens,
         "latency_s": {
             "p50": pct(0.5),
             "p90": pct(0.9),
@@ -176,25 +173,45 @@ def main(argv: list[str] | None = None) -> dict:
             "max": lat[-1] if lat else None,
             "mean": statistics.mean(lat) if lat else None,
         },
-        "server_rss_mb": (
-            {
-                "start": round(memory[0], 1),
-                "after_warmup": round(memory[min(len(memory) - 1, 10)], 1),
-                "peak": round(max(memory), 1),
-                "end": round(memory[-1], 1),
-                "every_10s": [round(m) for m in memory[::10]],
-            }
-            if memory
-            else None
-        ),
+        "server_rss_mb": rss if memory else None,
         "cpu_count": os.cpu_count(),
     }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = _parser().parse_args(argv)
+    proc = None
+    if args.url:
+        url = args.url.rstrip("/") + "/"
+    else:
+        port = _free_port()
+        proc = _start_server(port, Path(f"/tmp/specviz-loadcheck-{port}.log"))
+        url = f"http://127.0.0.1:{port}/"
+    t_start = time.monotonic()
+    sampler = MemorySampler(proc.pid if proc else None, t_start)
+    sampler.start()
+    results: list[dict] = []
+    stop_at = time.monotonic() + args.duration
+    threads = [
+        threading.Thread(target=_client, args=(i, url, args, stop_at, t_start, results)) for i in range(args.clients)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - t_start
+    sampler.done.set()
+    sampler.join()
+    if proc is not None:
+        proc.terminate()
+        proc.wait(20)
+    summary = _summary(args, results, sampler.memory, wall)
     text = json.dumps(summary, indent=2)
     print(text)
     if args.json:
         Path(args.json).write_text(text)
     if args.html:
-        load_figure(results, memory_at, memory, summary).write_html(args.html, include_plotlyjs="cdn")
+        load_figure(results, sampler.memory_at, sampler.memory, summary).write_html(args.html, include_plotlyjs="cdn")
     return summary
 
 
