@@ -6,7 +6,8 @@ the answers, the cache) so one can be redone without the others:
 
 1. ``answers``: the target's answers to the template chat prompts (``chat_prompts``), greedy for
    every training prompt and sampled for a share of them, with its top-k law at each answer token
-   (``chat_data``). Held-out prompts (a hash of their text) are never answered for training.
+   (``chat_data``; the stage and its cache: ``chat_answers``). Held-out prompts (a hash of their
+   text) are never answered for training.
 2. ``draft``: a narrow Llama (``draft_layers`` x ``draft_hidden``, tied embeddings over the target's
    whole vocabulary) whose embedding starts as a PCA projection of the target's, distilled on the
    answers with cross-entropy against the target's top-k law (renormalised) on answer tokens.
@@ -23,112 +24,22 @@ The ``answers`` stage always runs (from its cache when it can): the later stages
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
+from .chat_answers import build_answers
 from .loop import torch_threads
 from .recipes import CHAT_STAGES as STAGES
 from .recipes import ChatRecipe
 
 REPORT = "smollm2_pair.json"
-
-
-def answers_path(cfg: ChatRecipe, source: dict) -> Path:
-    """Where the answers of these settings are cached (keyed by every setting that changes them)."""
-    from specviz.models.packaged import cache_root
-
-    keyed = {
-        k: getattr(cfg, k)
-        for k in (
-            "seed",
-            "heldout_percent",
-            "max_new_tokens",
-            "sampled_fraction",
-            "sampled_temperature",
-            "answer_batch",
-            "top_k",
-        )
-    }
-    key = hashlib.sha256(json.dumps({**keyed, "source": source}, sort_keys=True).encode()).hexdigest()[:12]
-    root = Path(cfg.cache_dir) if cfg.cache_dir else cache_root()
-    return root / "chat-answers" / f"answers-{key}.pt"
-
-
-def _cached(path: Path, make: Callable[[], list], log, what: str) -> tuple[list, float | None]:
-    """``make()``'s answers, kept at ``path`` (written atomically); the seconds it took, None if read."""
-    from .chat_data import load_answers, save_answers
-
-    if path.is_file():
-        answers = load_answers(path)
-        log(f"[answers] {len(answers)} {what} read from the cache")
-        return answers, None
-    t0 = time.time()
-    answers = make()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    save_answers(answers, tmp)
-    tmp.replace(path)
-    return answers, round(time.time() - t0, 1)
-
-
-def build_answers(cfg: ChatRecipe, model, tokenizer, log=print) -> tuple[list, list, dict]:
-    """Stage 1: the target's answers to the training prompts and its greedy answers to the held-out
-    ones (both cached), and their summary for the report."""
-    import random
-
-    from .chat_data import answer_prompts
-    from .chat_prompts import prompt_set, split
-
-    train, held = split(prompt_set(cfg.prompts, cfg.seed), cfg.heldout_percent)
-    source = {"target": cfg.target, "prompts": hashlib.sha256("\n".join(train).encode()).hexdigest()[:16]}
-    path = answers_path(cfg, source)
-
-    def make_train() -> list:
-        rng = random.Random(cfg.seed + 5)
-        sampled = rng.sample(train, int(round(len(train) * cfg.sampled_fraction)))
-        out = answer_prompts(
-            model, tokenizer, train, 0.0, cfg.max_new_tokens, cfg.seed, cfg.answer_batch, cfg.top_k, log
-        )
-        return out + answer_prompts(
-            model,
-            tokenizer,
-            sampled,
-            cfg.sampled_temperature,
-            cfg.max_new_tokens,
-            cfg.seed + 1,
-            cfg.answer_batch,
-            cfg.top_k,
-            log,
-        )
-
-    answers, seconds = _cached(path, make_train, log, "training answers")
-    heldout, held_seconds = _cached(
-        path.with_name(path.stem + "-heldout.pt"),
-        lambda: answer_prompts(
-            model, tokenizer, held, 0.0, cfg.max_new_tokens, cfg.seed, cfg.answer_batch, cfg.top_k, log
-        ),
-        log,
-        "held-out answers",
-    )
-    summary = {
-        "train_prompts": len(train),
-        "heldout_prompts": len(held),
-        "answers": len(answers),
-        "answer_tokens": sum(len(a.answer) for a in answers),
-        "greedy_answers": sum(a.temperature == 0 for a in answers),
-        "heldout_answer_tokens": sum(len(a.answer) for a in heldout),
-        "seconds": seconds,
-        "heldout_seconds": held_seconds,
-    }  # None: read from the cache
-    return answers, heldout, summary
 
 
 def draft_config(cfg: ChatRecipe, target):
@@ -317,23 +228,38 @@ def run_chat(cfg: ChatRecipe, log=print) -> dict:
         return _run(cfg, log)
 
 
-def _run(cfg: ChatRecipe, log) -> dict:
+@dataclass
+class _Inputs:
+    """What the stages after ``answers`` read: the recipe, its output folder, the frozen target with
+    its tokenizer and pad id, and the training and held-out answers."""
+
+    cfg: ChatRecipe
+    out: Path
+    target: Any
+    tokenizer: Any
+    pad_id: int
+    answers: list
+    heldout: list
+    log: Callable[[str], Any]
+
+
+def _load_target(cfg: ChatRecipe, log) -> tuple[Any, Any, int]:
+    """``(tokenizer, target, pad_id)``: the target in float32, frozen (a packaged GGUF converted first)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from specviz.models.early_exit import load_early_exit, save_early_exit
     from specviz.models.packaged import convert_packaged, is_packaged
-    from specviz.models.shards import from_pretrained_any
 
-    from .calibration import save_with_head
-    from .chat_distill import answer_logits
+    source = str(convert_packaged(cfg.target, log=log)) if is_packaged(cfg.target) else cfg.target
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    target = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval()
+    for p in target.parameters():
+        p.requires_grad_(False)
+    return tokenizer, target, tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    t_start = time.time()
-    unknown = set(cfg.stages) - set(STAGES)
-    if unknown:
-        raise ValueError(f"unknown stages {sorted(unknown)}; choose from {', '.join(STAGES)}")
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    report_path = out / REPORT
+
+def _start_report(cfg: ChatRecipe, report_path: Path) -> dict:
+    """The report kept from an earlier run (stages not redone keep their sections), with this run's
+    settings and environment."""
     report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
     report["config"] = asdict(cfg)
     report["environment"] = {
@@ -342,13 +268,81 @@ def _run(cfg: ChatRecipe, log) -> dict:
         "threads": cfg.threads,
         "platform": platform.platform(),
     }
+    return report
+
+
+def _draft_stage(x: _Inputs) -> tuple[dict, str]:
+    """Stage 2: distil and save the draft, then measure its held-out agreement on the saved (bfloat16)
+    weights, as the app loads them."""
+    from specviz.models.shards import from_pretrained_any
+
+    from .chat_distill import answer_logits
+
+    cfg = x.cfg
+    draft, draft_report = train_draft(cfg, x.target, x.answers, x.heldout, x.pad_id, x.log)
+    meta = {"role": "draft", "target": cfg.target, "seed": cfg.seed, "recipe": "python -m specviz train chat"}
+    save_draft(draft, x.tokenizer, x.out / "draft", {**meta, **draft_report})
+    with torch.no_grad():
+        saved = from_pretrained_any(x.out / "draft", dtype=torch.float32).eval()
+        draft_report["heldout"] = agreement(lambda ids, at: answer_logits(saved, ids, at), x.heldout, x.pad_id)
+    section = {k: v for k, v in draft_report.items() if k != "history"}
+    return section, f"[draft] held-out: {draft_report['heldout']}"
+
+
+def _early_exit_stage(x: _Inputs) -> tuple[dict, str]:
+    """Stage 3: train and save EESD's exit head (bfloat16, on the target's shared output embedding)."""
+    from specviz.models.early_exit import save_early_exit
+
+    cfg = x.cfg
+    head, ee_report = train_exit_head(cfg, x.target, x.answers, x.heldout, x.pad_id, x.log)
+    extra = {
+        "training": ee_report["training"],
+        "seed": cfg.seed,
+        "loss": "cross-entropy against the target's top-k law on its chat answers",
+    }
+    save_early_exit(head, x.out / "early_exit", base=cfg.target, dtype=torch.bfloat16, extra=extra)
+    return ee_report, f"[early_exit] held-out: {ee_report['heldout_after']}"
+
+
+def _calibration_stage(x: _Inputs) -> tuple[dict, str]:
+    """Stage 4: fit Cali-TS's head on the saved exit head and save it beside that head."""
+    from specviz.models.early_exit import load_early_exit
+
+    from .calibration import save_with_head
+
+    head = load_early_exit(x.out / "early_exit", x.target)
+    cal, cal_report = train_calibration_head(x.cfg, x.target, head, x.answers, x.heldout, x.log)
+    save_with_head(cal, x.out / "early_exit", cal_report, dtype=torch.bfloat16)
+    return cal_report, f"[calibration] {cal_report}"
+
+
+def _eval_stage(x: _Inputs) -> tuple[dict, str]:
+    """Stage 5: greedy ``sd`` against ``ar`` through ``specviz.decode`` on ``EVAL_PROMPTS``."""
+    from .chat_prompts import EVAL_PROMPTS
+    from .evaluate import measured_sd_report
+
+    cfg = x.cfg
+    ev = measured_sd_report(
+        cfg.target, x.out / "draft", EVAL_PROMPTS, gamma=cfg.eval_gamma, max_new_tokens=cfg.eval_new_tokens, chat=True
+    )
+    return ev, (
+        f"[eval] specviz.decode greedy sd gamma {cfg.eval_gamma} on held-out chat prompts: "
+        f"{ {k: v for k, v in ev.items() if k != 'per_prompt'} }"
+    )
+
+
+def _run(cfg: ChatRecipe, log) -> dict:
+    """The answers (always), then each stage of ``cfg.stages`` in order, the report saved after each."""
+    t_start = time.time()
+    unknown = set(cfg.stages) - set(STAGES)
+    if unknown:
+        raise ValueError(f"unknown stages {sorted(unknown)}; choose from {', '.join(STAGES)}")
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report_path = out / REPORT
+    report = _start_report(cfg, report_path)
     timings = report.setdefault("timings_s", {})
-    source = str(convert_packaged(cfg.target, log=log)) if is_packaged(cfg.target) else cfg.target
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    target = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval()
-    for p in target.parameters():
-        p.requires_grad_(False)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    tokenizer, target, pad_id = _load_target(cfg, log)
 
     def save_report() -> None:
         timings["total_this_run"] = round(time.time() - t_start, 1)
@@ -359,68 +353,15 @@ def _run(cfg: ChatRecipe, log) -> dict:
     for key, stage in (("seconds", "answers"), ("heldout_seconds", "heldout_answers")):
         if summary[key] is not None:
             timings[stage] = summary[key]
-    if "draft" in cfg.stages:
-        t0 = time.time()
-        draft, draft_report = train_draft(cfg, target, answers, heldout, pad_id, log)
-        save_draft(
-            draft,
-            tokenizer,
-            out / "draft",
-            {
-                "role": "draft",
-                "target": cfg.target,
-                "seed": cfg.seed,
-                "recipe": "python -m specviz train chat",
-                **draft_report,
-            },
-        )
-        with torch.no_grad():  # measured on the saved (bfloat16) weights, as the app loads them
-            saved = from_pretrained_any(out / "draft", dtype=torch.float32).eval()
-            draft_report["heldout"] = agreement(lambda ids, at: answer_logits(saved, ids, at), heldout, pad_id)
-        report["draft"] = {k: v for k, v in draft_report.items() if k != "history"}
-        timings["draft"] = round(time.time() - t0, 1)
-        log(f"[draft] held-out: {draft_report['heldout']}")
-        save_report()
-    if "early_exit" in cfg.stages:
-        t0 = time.time()
-        head, ee_report = train_exit_head(cfg, target, answers, heldout, pad_id, log)
-        save_early_exit(
-            head,
-            out / "early_exit",
-            base=cfg.target,
-            dtype=torch.bfloat16,
-            extra={
-                "training": ee_report["training"],
-                "seed": cfg.seed,
-                "loss": "cross-entropy against the target's top-k law on its chat answers",
-            },
-        )
-        report["early_exit"] = ee_report
-        timings["early_exit"] = round(time.time() - t0, 1)
-        log(f"[early_exit] held-out: {ee_report['heldout_after']}")
-        save_report()
-    if "calibration" in cfg.stages:
-        t0 = time.time()
-        head = load_early_exit(out / "early_exit", target)
-        cal, cal_report = train_calibration_head(cfg, target, head, answers, heldout, log)
-        save_with_head(cal, out / "early_exit", cal_report, dtype=torch.bfloat16)
-        report["calibration"] = cal_report
-        timings["calibration"] = round(time.time() - t0, 1)
-        log(f"[calibration] {cal_report}")
-        save_report()
-    if "eval" in cfg.stages:
-        from .chat_prompts import EVAL_PROMPTS
-        from .evaluate import measured_sd_report
-
-        t0 = time.time()
-        report["eval"] = measured_sd_report(
-            cfg.target, out / "draft", EVAL_PROMPTS, gamma=cfg.eval_gamma, max_new_tokens=cfg.eval_new_tokens, chat=True
-        )
-        timings["eval"] = round(time.time() - t0, 1)
-        log(
-            f"[eval] specviz.decode greedy sd gamma {cfg.eval_gamma} on held-out chat prompts: "
-            f"{ {k: v for k, v in report['eval'].items() if k != 'per_prompt'} }"
-        )
+    inputs = _Inputs(cfg, out, target, tokenizer, pad_id, answers, heldout, log)
+    stages = (("draft", _draft_stage), ("early_exit", _early_exit_stage), ("calibration", _calibration_stage))
+    for name, run_stage in (*stages, ("eval", _eval_stage)):
+        if name in cfg.stages:
+            t0 = time.time()
+            report[name], message = run_stage(inputs)
+            timings[name] = round(time.time() - t0, 1)
+            log(message)
+            save_report()
     save_report()
     log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
     return report
