@@ -1,8 +1,8 @@
 """The registry of state views: which function draws which panel of a step's typed controller state
 (``specviz.step_state``), by the state's **type** (found along its MRO, so a view registered for a base
-type serves its subclasses). The views live with their figures (``viz.controller``, ``viz.beams``,
-``viz.beam_story``, ``viz.theory``) and register themselves there; ``viz.controller`` imports them all,
-so importing it is enough to find every view.
+type serves its subclasses). The views live with their figures (``viz.controller``, ``viz.thompson``,
+``viz.sequoia``, ``viz.beams``, ``viz.beam_story``, ``viz.theory``) and register themselves there;
+``viz.controller`` imports them all, so importing it is enough to find every view.
 
 Panels, and what their views take and return:
 
