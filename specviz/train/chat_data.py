@@ -77,6 +77,76 @@ class _RecordTopK:
         return scores
 
 
+def _left_padded(encoded: list[list[int]], idx: list[int], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, attention_mask)`` of the prompts ``idx``, left padded so that every prompt ends where
+    generation starts."""
+    width = max(len(encoded[i]) for i in idx)
+    ids = torch.full((len(idx), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(idx), width), dtype=torch.long)
+    for row, i in enumerate(idx):
+        ids[row, width - len(encoded[i]) :] = torch.tensor(encoded[i])
+        mask[row, width - len(encoded[i]) :] = 1
+    return ids, mask
+
+
+def _generate(model, ids, mask, temperature: float, max_new_tokens: int, pad: int, eos: int, recorder: _RecordTopK):
+    """transformers' ``generate`` on one batch, greedy at ``temperature == 0``, with ``recorder`` the
+    only logits processor (no top-k / top-p truncation)."""
+    from transformers import LogitsProcessorList
+
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        return model.generate(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            max_new_tokens=max_new_tokens,
+            do_sample=temperature > 0,
+            temperature=temperature if temperature > 0 else None,
+            top_k=0,
+            top_p=1.0,
+            logits_processor=LogitsProcessorList([recorder]),
+            pad_token_id=pad,
+            eos_token_id=eos,
+        )
+
+
+def _batch_answers(
+    prompts: list[str],
+    encoded: list[list[int]],
+    idx: list[int],
+    new: torch.Tensor,
+    recorder: _RecordTopK,
+    feats: torch.Tensor | None,
+    width: int,
+    eos: int,
+    temperature: float,
+) -> list[tuple[int, Answer]]:
+    """``(prompt index, Answer)`` for each row of a generated batch: the answer cut after its first EOS,
+    its top-k laws, and (``feats``) the hidden states of the positions whose next token is known."""
+    top_ids = torch.stack([s[0] for s in recorder.steps], 1)
+    top_logp = torch.stack([s[1] for s in recorder.steps], 1)
+    out = []
+    for row, i in enumerate(idx):
+        toks = new[row].tolist()
+        n = toks.index(eos) + 1 if eos in toks else len(toks)
+        kept = None if feats is None else feats[row, width - len(encoded[i]) : width + n - 1].clone()
+        out.append(
+            (
+                i,
+                Answer(
+                    prompts[i],
+                    encoded[i],
+                    toks[:n],
+                    top_ids[row, :n].clone(),
+                    top_logp[row, :n].clone(),
+                    temperature,
+                    kept,
+                ),
+            )
+        )
+    return out
+
+
 def answer_prompts(
     model,
     tokenizer,
@@ -94,51 +164,26 @@ def answer_prompts(
     machine and thread count). ``feature_layers``: also keep the target's hidden states at those
     layers for every position whose next token is known (``Answer.features``), captured during
     generation itself: no second pass of the target."""
-    from transformers import LogitsProcessorList
-
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    device = next(model.parameters()).device
     encoded = [tokenizer(format_chat(tokenizer, p), add_special_tokens=False).input_ids for p in prompts]
     order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))  # similar lengths share a batch
     answers: list[Answer | None] = [None] * len(prompts)
     t0, done_tokens = time.time(), 0
     for b, start in enumerate(range(0, len(order), batch_size)):
         idx = order[start : start + batch_size]
-        width = max(len(encoded[i]) for i in idx)
-        ids = torch.full((len(idx), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(idx), width), dtype=torch.long)
-        for row, i in enumerate(idx):  # left padding: every prompt ends where generation starts
-            ids[row, width - len(encoded[i]) :] = torch.tensor(encoded[i])
-            mask[row, width - len(encoded[i]) :] = 1
+        ids, mask = _left_padded(encoded, idx, pad)
         recorder = _RecordTopK(top_k)
         capture = _CaptureLayers(model, feature_layers) if feature_layers else None
         torch.manual_seed(seed * 100003 + b)
-        with torch.no_grad():
-            out = model.generate(
-                input_ids=ids.to(device),
-                attention_mask=mask.to(device),
-                max_new_tokens=max_new_tokens,
-                do_sample=temperature > 0,
-                temperature=temperature if temperature > 0 else None,
-                top_k=0,
-                top_p=1.0,
-                logits_processor=LogitsProcessorList([recorder]),
-                pad_token_id=pad,
-                eos_token_id=eos,
-            )
-        new = out[:, width:].cpu()
+        out = _generate(model, ids, mask, temperature, max_new_tokens, pad, eos, recorder)
+        width = ids.shape[1]
         feats = capture.features() if capture is not None else None
-        top_ids = torch.stack([s[0] for s in recorder.steps], 1)
-        top_logp = torch.stack([s[1] for s in recorder.steps], 1)
-        for row, i in enumerate(idx):
-            toks = new[row].tolist()
-            n = toks.index(eos) + 1 if eos in toks else len(toks)
-            kept = None if feats is None else feats[row, width - len(encoded[i]) : width + n - 1].clone()
-            answers[i] = Answer(
-                prompts[i], encoded[i], toks[:n], top_ids[row, :n].clone(), top_logp[row, :n].clone(), temperature, kept
-            )
-            done_tokens += n
+        for i, answer in _batch_answers(
+            prompts, encoded, idx, out[:, width:].cpu(), recorder, feats, width, eos, temperature
+        ):
+            answers[i] = answer
+            done_tokens += len(answer.answer)
         if b % 10 == 0 or start + batch_size >= len(order):
             rate = done_tokens / max(time.time() - t0, 1e-9)
             log(
