@@ -10,8 +10,8 @@ law actually resampled from is drawn too, named by the step's rule (``core.rule_
 residual after the multi-candidate updates (MCSD Eq. 3 / Eq. 10), the target itself (over-acceptance
 with ``residual=target``), a DSBD layer's residual. The drafted
 candidates are marked above their bars in draw order, the selected one with an arrow. The bottom
-panel puts the uniform draw ``u`` against the acceptance probability ``a`` on [0, 1]: the node is
-accepted iff u lands left of a.
+panel (``viz.number_line``) puts the uniform draw ``u`` against the acceptance probability ``a`` on
+[0, 1]: the node is accepted iff u lands left of a.
 
 Trace contract (tests rely on it): bar traces have ``meta`` ``"p"``, ``"q"``, ``"residual"``,
 ``"final_residual"`` (drawn only when it differs from the residual, i.e. after two or more
@@ -29,7 +29,8 @@ from typing import Any, Callable
 import plotly.graph_objects as go
 
 from specviz.trace import DRAFTED, TESTED, PositionRecord, StepRecord, TreeNode
-from specviz.viz.explain import StepIndex, describe_test, is_greedy_step, node_decision, position_of, produced_source
+from specviz.viz.explain import StepIndex, is_greedy_step, node_decision, position_of, produced_source
+from specviz.viz.number_line import number_line
 from specviz.viz.style import (
     MONO,
     STATUS_COLORS,
@@ -48,8 +49,6 @@ from specviz.viz.style import (
 P_COLOR = "#1e3a8a"
 Q_COLOR = "#93c5fd"
 RESIDUAL_COLOR = STATUS_COLORS["resampled"]
-ACCEPT_FILL = "rgba(31, 157, 85, 0.16)"
-REJECT_FILL = "rgba(214, 69, 69, 0.13)"
 NO_POSITIONS = (
     "No distributions in this trace: it was recorded without per-position data "
     "(a schema v1 trace, or recording was off).<br>Re-run it to see p, q and the residual here."
@@ -57,10 +56,12 @@ NO_POSITIONS = (
 
 
 def _ordinal(i: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ... ``11th``, ``21st``."""
     return f"{i}{'th' if 10 <= i % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(i % 10, 'th')}"
 
 
 def _labels(pos: PositionRecord, step: StepRecord, decode: Callable[[int], str] | None) -> list[str]:
+    """The position's tokens as tick labels: the text recorded for them, else ``decode``'s, else the id."""
     texts = {n.token_id: n.token_text for n in step.forest}
     if pos.texts is not None:
         texts.update(zip(pos.ids, pos.texts))
@@ -145,138 +146,6 @@ def rest_bars(bars: list[dict[str, Any]], x: int) -> list[dict[str, Any]]:
     return out if any(r["y"][0] > REST_MIN for r in out) else []
 
 
-def _number_line(node: TreeNode, idx: StepIndex, greedy: bool) -> tuple[list[dict], list[dict], list[dict]]:
-    """Traces, shapes and annotations of the u-against-a panel (axes x2 / y2)."""
-    data: list[dict] = []
-    shapes: list[dict] = []
-    notes: list[dict] = []
-    a, u = node.accept_prob, node.draw
-    tested = node.status in TESTED and a is not None
-    if tested:
-        shapes += [
-            {
-                "type": "line",
-                "xref": "x2",
-                "yref": "y2",
-                "x0": 0,
-                "x1": 1,
-                "y0": 0,
-                "y1": 0,
-                "line": {"color": "#9ca3af", "width": 1},
-            },
-            {
-                "type": "rect",
-                "xref": "x2",
-                "yref": "y2",
-                "x0": 0,
-                "x1": a,
-                "y0": -0.5,
-                "y1": 0.5,
-                "fillcolor": ACCEPT_FILL,
-                "line": {"width": 0},
-                "layer": "below",
-            },
-            {
-                "type": "rect",
-                "xref": "x2",
-                "yref": "y2",
-                "x0": a,
-                "x1": 1,
-                "y0": -0.5,
-                "y1": 0.5,
-                "fillcolor": REJECT_FILL,
-                "line": {"width": 0},
-                "layer": "below",
-            },
-            {
-                "type": "line",
-                "xref": "x2",
-                "yref": "y2",
-                "x0": a,
-                "x1": a,
-                "y0": -0.7,
-                "y1": 0.7,
-                "line": {"color": "#111827", "width": 2},
-            },
-        ]
-        notes.append(
-            {
-                "xref": "x2",
-                "yref": "y2",
-                "x": a,
-                "y": 0.7,
-                "text": f"a = {fmt_prob(a)}",
-                "showarrow": False,
-                "xanchor": "left" if a < 0.1 else "right" if a > 0.9 else "center",
-                "yanchor": "bottom",
-                "font": {"size": 11, "family": MONO},
-            }
-        )
-        if a >= 0.2 and (u is None or u > 0.14):
-            notes.append(
-                {
-                    "xref": "x2",
-                    "yref": "y2",
-                    "x": 0.01,
-                    "y": 0,
-                    "text": "accept",
-                    "showarrow": False,
-                    "xanchor": "left",
-                    "font": {"size": 10, "color": STATUS_COLORS["accepted"]},
-                }
-            )
-        if a <= 0.8 and (u is None or u < 0.86):
-            notes.append(
-                {
-                    "xref": "x2",
-                    "yref": "y2",
-                    "x": 0.99,
-                    "y": 0,
-                    "text": "reject",
-                    "showarrow": False,
-                    "xanchor": "right",
-                    "font": {"size": 10, "color": STATUS_COLORS["rejected"]},
-                }
-            )
-        if u is not None:
-            color = STATUS_COLORS[node.status]
-            data.append(
-                {
-                    "type": "scatter",
-                    "mode": "markers+text",
-                    "x": [u],
-                    "y": [0],
-                    "xaxis": "x2",
-                    "yaxis": "y2",
-                    "meta": "u",
-                    "name": "uniform draw u",
-                    "showlegend": False,
-                    "text": [f"u = {fmt_prob(u)}"],
-                    "textposition": "bottom left" if u > 0.85 else "bottom right" if u < 0.15 else "bottom center",
-                    "textfont": {"family": MONO, "size": 11, "color": color},
-                    "marker": {"symbol": "diamond", "size": 14, "color": color, "line": {"color": "white", "width": 1}},
-                    "hovertemplate": f"u = {fmt_prob(u)} {'<' if u < a else '≥'} a = {fmt_prob(a)} → "
-                    f"{node.status}<extra></extra>",
-                }
-            )
-    caption = node_decision(node, idx, greedy) if not tested else describe_test(node, idx, greedy)
-    notes.append(
-        {
-            "xref": "paper",
-            "yref": "paper",
-            "x": 0,
-            "y": 0.25 if tested else 0.02,
-            "xanchor": "left",
-            "yanchor": "bottom",
-            "showarrow": False,
-            "text": wrap_html(caption, 56),
-            "align": "left",
-            "font": {"size": 11, "color": "#374151"},
-        }
-    )
-    return data, shapes, notes
-
-
 def _chosen_note(step: StepRecord) -> str:
     """The q bars' caveat under a rule whose siblings are chosen (``core.rules.CHOSEN``): at temperature 0
     they are the one-hot law (the argmax; later siblings are the draft's next picks), under EAGLE-2's tree
@@ -289,49 +158,58 @@ def _chosen_note(step: StepRecord) -> str:
     return ""
 
 
-def distribution_figure(
-    step: StepRecord, node_id: int, decode: Callable[[int], str] | None = None, height: int = 460
-) -> go.Figure:
-    """p, q and the residual at the parent position of node ``node_id`` of ``step``, and u against a.
-
-    ``decode`` (optional) names token ids that no node of the step carries; without it they read
-    ``id 123``. A step without positions (v1 trace, or recording off) gets a figure that says so."""
+def _no_distribution(step: StepRecord, node_id: int, height: int) -> tuple[TreeNode | None, go.Figure | None]:
+    """The selected node, or a figure that says why there is nothing to draw: no such node, no
+    positions recorded in the trace, or none at the node's parent position."""
     node = next((n for n in step.forest if n.id == node_id), None)
     if node is None:
-        return message_figure(f"Step {step.index + 1} has no node {node_id}: select a node of the tree.", height=height)
+        return None, message_figure(
+            f"Step {step.index + 1} has no node {node_id}: select a node of the tree.", height=height
+        )
     if not step.positions:
-        return message_figure(NO_POSITIONS, height=height)
-    idx, greedy = StepIndex(step), is_greedy_step(step)
+        return None, message_figure(NO_POSITIONS, height=height)
     pos = position_of(step, node)
     if pos is None or not pos.ids:
         label = html_escape(visible_text(node.token_text))
-        return message_figure(
+        decision = node_decision(node, StepIndex(step), is_greedy_step(step))
+        return None, message_figure(
             f"Node {node_id} ({label}): its position was never verified, so no distribution was "
-            f"recorded there.<br>{wrap_html(node_decision(node, idx, greedy), 90)}",
+            f"recorded there.<br>{wrap_html(decision, 90)}",
             height=height,
         )
-    xs = list(range(len(pos.ids)))
-    labels = _labels(pos, step, decode)
-    hover_labels = [repr(t) for t in labels]
-    data: list[dict[str, Any]] = []
-    if pos.q is not None:
-        name = "q draft" + (" (one-hot drafter: no distribution)" if not any(pos.q) else _chosen_note(step))
-        data.append(_bar(name, "q", xs, list(pos.q), pos.ids, hover_labels, Q_COLOR))
-    data.append(_bar("p target", "p", xs, list(pos.p), pos.ids, hover_labels, P_COLOR))
-    produced = [
+    return node, None
+
+
+def _produced(step: StepRecord, node: TreeNode) -> list[TreeNode]:
+    """The tokens produced at the node's position (resampled or bonus)."""
+    return [
         n
         for n in step.forest
         if n.status in ("resampled", "bonus")
         and n.parent == node.parent
         and (n.parent is not None or n.root == node.root)
     ]
+
+
+def _law_bars(
+    step: StepRecord, node: TreeNode, pos: PositionRecord, produced: list[TreeNode], hover: list[str]
+) -> list[dict[str, Any]]:
+    """The bars of q, p, the residual and, when the rule resampled from another law here, that law (in
+    its words), over the position's recorded tokens."""
+    idx, greedy = StepIndex(step), is_greedy_step(step)
+    xs = list(range(len(pos.ids)))
+    data: list[dict[str, Any]] = []
+    if pos.q is not None:
+        name = "q draft" + (" (one-hot drafter: no distribution)" if not any(pos.q) else _chosen_note(step))
+        data.append(_bar(name, "q", xs, list(pos.q), pos.ids, hover, Q_COLOR))
+    data.append(_bar("p target", "p", xs, list(pos.p), pos.ids, hover, P_COLOR))
     final = pos.final_residual
     same = (
         final is not None and pos.residual is not None and all(abs(a - b) <= 1e-6 for a, b in zip(final, pos.residual))
     )
     if pos.residual is not None:
         name = "residual" + (" (resampled from)" if same else "")
-        data.append(_bar(name, "residual", xs, list(pos.residual), pos.ids, hover_labels, RESIDUAL_COLOR, opacity=0.85))
+        data.append(_bar(name, "residual", xs, list(pos.residual), pos.ids, hover, RESIDUAL_COLOR, opacity=0.85))
     if final is not None and not same:  # what the step's rule resampled from here, in its words
         resampled = next((n for n in produced if n.status == "resampled"), None)
         source = (
@@ -346,22 +224,19 @@ def distribution_figure(
                 xs,
                 list(final),
                 pos.ids,
-                hover_labels,
+                hover,
                 "#fbbf24",
                 meaning=source.words,
                 marker={"pattern": {"shape": "/", "fgcolor": RESIDUAL_COLOR, "size": 6}},
             )
         )
+    return data
 
-    rest = rest_bars(data, len(xs))
-    data += rest
 
-    # candidates drafted at this position (draw order), and the token produced here, above their bars
-    col = {tid: i for i, tid in enumerate(pos.ids)}
-    top = max(
-        [*pos.p, *(pos.q or []), *(pos.residual or []), *(pos.final_residual or []), *(r["y"][0] for r in rest), 0.05]
-    )
-    here = idx.drafted_at(node) + produced
+def _candidates(here: list[TreeNode], col: dict[int, int], top: float) -> tuple[dict[str, Any] | None, dict[int, int]]:
+    """The candidates drafted at the position (in draw order) and the token produced there, as markers
+    above their bars (stacked where one token was drafted more than once); with how many stand above
+    each token."""
     stacked: dict[int, int] = {}
     cx, cy, ctext, csym, ccol, cids, chover = [], [], [], [], [], [], []
     for rank, n in enumerate(here, 1):
@@ -377,62 +252,61 @@ def distribution_figure(
         ccol.append(STATUS_COLORS.get(n.status, "#6b7280"))
         cids.append(n.id)
         chover.append(f"node {n.id} {html_escape(repr(n.token_text))}: {STATUS_LABELS.get(n.status, n.status)}")
-    if cx:
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "markers+text",
-                "x": cx,
-                "y": cy,
-                "meta": "candidates",
-                "name": "drafted here (draw order)",
-                "customdata": cids,
-                "text": ctext,
-                "textposition": "middle right",
-                "textfont": {"size": 9, "color": "#4b5563"},
-                "marker": {"symbol": csym, "color": ccol, "size": 11, "line": {"color": ccol, "width": 1.5}},
-                "hovertext": chover,
-                "hoverinfo": "text",
-                "showlegend": False,
-            }
-        )
+    if not cx:
+        return None, stacked
+    trace = {
+        "type": "scatter",
+        "mode": "markers+text",
+        "x": cx,
+        "y": cy,
+        "meta": "candidates",
+        "name": "drafted here (draw order)",
+        "customdata": cids,
+        "text": ctext,
+        "textposition": "middle right",
+        "textfont": {"size": 9, "color": "#4b5563"},
+        "marker": {"symbol": csym, "color": ccol, "size": 11, "line": {"color": ccol, "width": 1.5}},
+        "hovertext": chover,
+        "hoverinfo": "text",
+        "showlegend": False,
+    }
+    return trace, stacked
 
-    nl_data, shapes, notes = _number_line(node, idx, greedy)
-    data += nl_data
+
+def _node_note(node: TreeNode, col: dict[int, int], stacked: dict[int, int], top: float) -> dict[str, Any]:
+    """An arrow to the selected node's marker, or, its token outside the recorded ones, a note saying so
+    with its q and p."""
     if node.token_id in col:
-        notes.append(
-            {
-                "x": col[node.token_id],
-                "y": top * (1.1 + 0.14 * max(stacked.get(node.token_id, 1) - 1, 0)),
-                "xref": "x",
-                "yref": "y",
-                "text": f"<b>node {node.id}</b>",
-                "showarrow": True,
-                "arrowhead": 2,
-                "ax": 0,
-                "ay": -26,
-                "font": {"size": 11, "color": STATUS_COLORS.get(node.status, "#111827")},
-                "arrowcolor": STATUS_COLORS.get(node.status, "#111827"),
-            }
-        )
+        return {
+            "x": col[node.token_id],
+            "y": top * (1.1 + 0.14 * max(stacked.get(node.token_id, 1) - 1, 0)),
+            "xref": "x",
+            "yref": "y",
+            "text": f"<b>node {node.id}</b>",
+            "showarrow": True,
+            "arrowhead": 2,
+            "ax": 0,
+            "ay": -26,
+            "font": {"size": 11, "color": STATUS_COLORS.get(node.status, "#111827")},
+            "arrowcolor": STATUS_COLORS.get(node.status, "#111827"),
+        }
+    return {
+        "x": 1,
+        "y": 1,
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "right",
+        "yanchor": "top",
+        "showarrow": False,
+        "align": "right",
+        "font": {"size": 11, "color": "#6b7280"},
+        "text": f"node {node.id} {html_escape(visible_text(node.token_text))} (q = {fmt_prob(node.q)}, "
+        f"p = {fmt_prob(node.p)})<br>is outside the recorded tokens of this position",
+    }
 
-    else:
-        notes.append(
-            {
-                "x": 1,
-                "y": 1,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "right",
-                "yanchor": "top",
-                "showarrow": False,
-                "align": "right",
-                "font": {"size": 11, "color": "#6b7280"},
-                "text": f"node {node.id} {html_escape(visible_text(node.token_text))} (q = {fmt_prob(node.q)}, "
-                f"p = {fmt_prob(node.p)})<br>is outside the recorded tokens of this position",
-            }
-        )
 
+def _title(node: TreeNode, idx: StepIndex, pos: PositionRecord) -> str:
+    """The node, its outcome, what it followed and the position's TV(p, q)."""
     parent = idx.nodes.get(node.parent) if node.parent is not None else None
     where = (
         "the committed text"
@@ -443,16 +317,12 @@ def distribution_figure(
     title = f"node {node.id} {html_escape(visible_text(node.token_text))} · {status}<br>after {where}"
     if pos.residual_mass is not None:
         title += f" · TV(p, q) = {fmt_prob(pos.residual_mass)}"
-    layout = base_layout(title, height=height, barmode="group", bargap=0.25, bargroupgap=0.05)
-    layout["margin"] = {"l": 52, "r": 20, "t": 96, "b": 20}
-    layout["legend"] = {
-        "orientation": "h",
-        "yanchor": "bottom",
-        "y": 1.0,
-        "xanchor": "left",
-        "x": 0,
-        "font": {"size": 11},
-    }
+    return title
+
+
+def _axes(layout: dict[str, Any], labels: list[str], rest: bool, top: float, stacked: dict[int, int]) -> None:
+    """The bars' axes (a tick per recorded token, and "the rest") over the number line's axes."""
+    xs = list(range(len(labels)))
     many = len(xs) > 14
     ticks, texts = (xs + [len(xs)], labels + [REST_LABEL]) if rest else (xs, labels)
     layout["xaxis"] = axis(
@@ -484,6 +354,51 @@ def distribution_figure(
     )
     layout["yaxis2"] = {"anchor": "x2", "domain": [0, 0.13], "range": [-1, 1.4], "visible": False, "fixedrange": True}
     layout["xaxis2"]["title"]["standoff"] = 2
+
+
+def _layout(title: str, height: int) -> dict[str, Any]:
+    """The figure's frame: margins for the title and the legend in a row above the bars."""
+    layout = base_layout(title, height=height, barmode="group", bargap=0.25, bargroupgap=0.05)
+    layout["margin"] = {"l": 52, "r": 20, "t": 96, "b": 20}
+    layout["legend"] = {
+        "orientation": "h",
+        "yanchor": "bottom",
+        "y": 1.0,
+        "xanchor": "left",
+        "x": 0,
+        "font": {"size": 11},
+    }
+    return layout
+
+
+def distribution_figure(
+    step: StepRecord, node_id: int, decode: Callable[[int], str] | None = None, height: int = 460
+) -> go.Figure:
+    """p, q and the residual at the parent position of node ``node_id`` of ``step``, and u against a.
+
+    ``decode`` (optional) names token ids that no node of the step carries; without it they read
+    ``id 123``. A step without positions (v1 trace, or recording off) gets a figure that says so."""
+    node, message = _no_distribution(step, node_id, height)
+    if node is None:
+        return message
+    idx, greedy = StepIndex(step), is_greedy_step(step)
+    pos = position_of(step, node)
+    labels = _labels(pos, step, decode)
+    produced = _produced(step, node)
+    data = _law_bars(step, node, pos, produced, [repr(t) for t in labels])
+    rest = rest_bars(data, len(pos.ids))
+    data += rest
+    col = {tid: i for i, tid in enumerate(pos.ids)}
+    top = max(
+        [*pos.p, *(pos.q or []), *(pos.residual or []), *(pos.final_residual or []), *(r["y"][0] for r in rest), 0.05]
+    )
+    candidates, stacked = _candidates(idx.drafted_at(node) + produced, col, top)
+    data += [candidates] if candidates is not None else []
+    nl_data, shapes, notes = number_line(node, idx, greedy)
+    data += nl_data
+    notes.append(_node_note(node, col, stacked, top))
+    layout = _layout(_title(node, idx, pos), height)
+    _axes(layout, labels, bool(rest), top, stacked)
     if not (node.status in TESTED and node.accept_prob is not None):
         layout["xaxis2"]["visible"] = False  # no test at this node: the bars take the room, the caption says why
         layout["yaxis"]["domain"] = [0.24, 1]
