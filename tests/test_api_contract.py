@@ -736,7 +736,7 @@ def test_a_setting_that_would_be_ignored_is_refused_by_name(pair, algorithm, par
 
 def test_reading_a_trace_checks_it_and_recomputes_its_metrics_as_replay_does(pair, tmp_path):
     """Point 15: ``RunTrace.from_json`` kept a file's "NaN" tau and negative token count (replay did not)."""
-    from specviz.ui.runner import load_trace_file
+    from specviz.ui.trace_files import load_trace_file
 
     trace = specviz.decode(pair, "sd", [1, 2], max_new_tokens=4, temperature=1.0)
     assert specviz.RunTrace.from_json(trace.to_json()).to_dict() == trace.to_dict()  # a run's own file: as it was

@@ -19,7 +19,7 @@ from tiny import tiny_pair
 
 import specviz
 from specviz.algorithms.sequoia_tune import CACHE_CAPS, PairCache, pair_cache
-from specviz.ui import AppConfig, Explorer, Session, runner
+from specviz.ui import AppConfig, Explorer, Session, runner, trace_files
 from specviz.ui import app as app_module
 from specviz.ui import measure as measure_module
 from specviz.ui import replay as replay_module
@@ -251,7 +251,7 @@ def test_session_state_expires_and_a_dropped_state_stops_its_run(pair_dirs, shar
 
 
 def test_exports_go_to_a_private_directory_with_a_quota(tmp_path):
-    root = runner.export_root()
+    root = trace_files.export_root()
     assert root.startswith(os.path.realpath(os.path.dirname(root)))
     assert stat.S_IMODE(os.stat(root).st_mode) == 0o700 and "specviz-traces-" in os.path.basename(root)
     pair = tiny_pair("llama", vocab=16)
@@ -259,13 +259,13 @@ def test_exports_go_to_a_private_directory_with_a_quota(tmp_path):
     size = len(trace.to_json().encode())
     cols = [runner.Column("ar (k_config=" + "0" * 400 + "4)", "ar", trace=trace) for _ in range(4)]
     for i, c in enumerate(cols):
-        assert runner.export(c, str(tmp_path), quota=2 * size + size // 2) is not None
+        assert trace_files.export(c, str(tmp_path), quota=2 * size + size // 2) is not None
         os.utime(os.path.dirname(c.path), (1000 + i, 1000 + i))
     left = sorted(os.listdir(tmp_path))
     assert len(left) == 2 and all(os.path.exists(c.path) for c in cols[2:])  # the newest two
     assert all(len(os.path.basename(c.path)) < 120 for c in cols)
     big = runner.Column("ar", "ar", trace=trace)
-    assert runner.export(big, str(tmp_path / "other"), quota=size - 1) is None and big.path is None
+    assert trace_files.export(big, str(tmp_path / "other"), quota=size - 1) is None and big.path is None
 
 
 def test_replay_reads_only_the_files_it_shows(pair_dirs, shared_registry, tmp_path, monkeypatch):
@@ -294,7 +294,7 @@ def test_an_oversized_trace_is_refused_before_it_is_read(tmp_path, monkeypatch):
     real_open = open
     monkeypatch.setattr("builtins.open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
     with pytest.raises(specviz.TraceFormatError, match="MB"):
-        runner.load_trace_file(str(p), 1024)
+        trace_files.load_trace_file(str(p), 1024)
     assert str(p) not in opened
 
 
@@ -326,11 +326,11 @@ def test_gradios_private_directory_is_kept_under_its_quota(tmp_path):
         d.mkdir()
         (d / "f.json").write_bytes(b"x" * 1000)
         os.utime(d, (os_time() - age, os_time() - age))
-    assert runner.enforce_quota(str(tmp_path), 1500, min_age_s=50) == 3
+    assert trace_files.enforce_quota(str(tmp_path), 1500, min_age_s=50) == 3
     assert sorted(os.listdir(tmp_path)) == ["upload3"]  # the young one stays even over the quota
     (tmp_path / "upload3" / "g.json").write_bytes(b"y" * 1000)
     os.utime(tmp_path / "upload3", (os_time() - 100, os_time() - 100))
-    done = runner.start_quota_sweeper(str(tmp_path), 500, every_s=0.01, min_age_s=0)
+    done = trace_files.start_quota_sweeper(str(tmp_path), 500, every_s=0.01, min_age_s=0)
     try:
         deadline = os_time() + 30
         while os.listdir(tmp_path) and os_time() < deadline:

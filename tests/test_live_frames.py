@@ -1,5 +1,5 @@
 """A live run keeps pace with decoding (issue 34): the page is sent a step only once it has drawn the
-one before (``runner.FrameGate``), the steps decoded meanwhile are dropped from the screen (the latest
+one before (``pacing.FrameGate``), the steps decoded meanwhile are dropped from the screen (the latest
 wins, nothing is computed for them) but kept in the trace, and decoding never waits for the page.
 Time is the test's own: a clock moved only by the run's pauses, the page's reports made by hand."""
 
@@ -13,8 +13,8 @@ from test_ui import columns_for
 from test_ui_support import run_inputs, save_tiny_pair
 
 from specviz.ui import AppConfig, Explorer, Session, run_loop
+from specviz.ui.pacing import FrameGate
 from specviz.ui.pairs import PairChoice
-from specviz.ui.runner import FrameGate
 
 
 # ---- the rule, on explicit events ----------------------------------------------------------------------

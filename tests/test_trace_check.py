@@ -32,7 +32,8 @@ from specviz.trace import RunTrace
 from specviz.trace_check import check_trace
 from specviz.ui import AppConfig, Explorer, Session, render
 from specviz.ui.pairs import PairChoice, PairRegistry
-from specviz.ui.runner import Column, columns_from_traces, load_trace_file
+from specviz.ui.runner import Column, columns_from_traces
+from specviz.ui.trace_files import load_trace_file
 
 VOCAB = 16
 PROMPT = [1, 2, 3, 1, 2]

@@ -21,7 +21,7 @@ import specviz
 from specviz import trace_io
 from specviz.bench.replay import tiled
 from specviz.trace import RunTrace
-from specviz.ui import AppConfig, Explorer, Session, runner
+from specviz.ui import AppConfig, Explorer, Session, runner, trace_files
 from specviz.ui.pairs import PairChoice, PairRegistry
 
 MB = 2**20
@@ -126,12 +126,12 @@ def test_the_cli_writes_gzip_for_out_json_gz(tmp_path):
 def test_the_download_of_a_long_run_is_gzip_and_replays(tmp_path):
     long = RunTrace.from_json(long_json())
     col = runner.columns_from_traces([long])[0]
-    path = runner.export(col, str(tmp_path / "exports"))
+    path = trace_files.export(col, str(tmp_path / "exports"))
     assert path.endswith(".json.gz") and col.path == path
     assert os.path.getsize(path) * 5 < len(long_json())
     assert gzip.decompress(open(path, "rb").read()).decode() == long_json()
     small = runner.columns_from_traces([base_trace()])[0]
-    assert runner.export(small, str(tmp_path / "exports")).endswith(".json")  # small: readable as it is
+    assert trace_files.export(small, str(tmp_path / "exports")).endswith(".json")  # small: readable as it is
     # the export's file is what the upload takes back, whole, on a public server
     ex, session = public_explorer(), Session()
     assert os.path.getsize(path) <= ex.config.max_upload_bytes

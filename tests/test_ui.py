@@ -276,7 +276,7 @@ def test_runs_advance_together_and_stream(explorer):
 
 def test_throttle_follows_its_clock():
     """Unpaced updates at most every interval, read from the injected clock (no sleeping)."""
-    from specviz.ui.runner import Throttle
+    from specviz.ui.pacing import Throttle
 
     now = [0.0]
     t = Throttle(0.25, ratio=8.0, clock=lambda: now[0])
@@ -523,7 +523,7 @@ def test_stop_answers_within_one_step_with_six_columns(explorer, monkeypatch):
 
 
 def test_a_paused_run_wakes_at_stop():
-    from specviz.ui.runner import RunControl
+    from specviz.ui.pacing import RunControl
 
     c = RunControl()
     assert c.pause(0) is False
@@ -532,9 +532,9 @@ def test_a_paused_run_wakes_at_stop():
 
 
 def test_the_page_sets_the_pace_once_it_reports(explorer):
-    """The page's reports of what it has drawn (``runner.FrameGate`` reads them); a caller that never
+    """The page's reports of what it has drawn (``pacing.FrameGate`` reads them); a caller that never
     reports (a script, these tests) is sent every update."""
-    from specviz.ui.runner import RunControl
+    from specviz.ui.pacing import RunControl
 
     c = RunControl()
     assert not c.page_reports
@@ -1044,17 +1044,17 @@ def test_public_mode_offers_only_offline_presets_unless_listed(pair_dirs):
 
 
 def test_old_exports_are_swept(tmp_path):
-    from specviz.ui import runner
+    from specviz.ui import trace_files
 
     old, new = tmp_path / "old", tmp_path / "new"
     for d in (old, new):
         d.mkdir()
         (d / "t.json").write_text("{}")
     os.utime(old, (time.time() - 7200, time.time() - 7200))
-    runner._last_sweep[0] = 0.0
-    assert runner.sweep_exports(str(tmp_path), max_age_s=3600) == 1
+    trace_files._last_sweep[0] = 0.0
+    assert trace_files.sweep_exports(str(tmp_path), max_age_s=3600) == 1
     assert not old.exists() and new.exists()
-    assert runner.sweep_exports(str(tmp_path), max_age_s=0) == 0  # rate-limited
+    assert trace_files.sweep_exports(str(tmp_path), max_age_s=0) == 0  # rate-limited
 
 
 def test_greedy_divergence_is_marked_in_the_text(explorer):

@@ -38,15 +38,17 @@ from specviz.ui.layers_view import LayersView
 from specviz.ui.layout import SLIDER_RANGES, Controls, Page, Slot, declare_figures
 from specviz.ui.measure import measurements_html
 from specviz.ui.numberbox import NumberBox, SeedBox, SliderBox
+from specviz.ui.pacing import RunControl
 from specviz.ui.pair_loading import CUSTOM, PairLoader  # noqa: F401  (CUSTOM: tests import it here)
 from specviz.ui.pairs import PairChoice, PairRegistry, preset_choices
 from specviz.ui.replay import Replay
 from specviz.ui.request import RequestChecker
 from specviz.ui.run_loop import RunLoop
-from specviz.ui.runner import RunControl, Session, start_quota_sweeper
+from specviz.ui.runner import Session
 from specviz.ui.scrubbing import Scrubbing
 from specviz.ui.skip_blocks import SkipBlocks
 from specviz.ui.style import APP_CSS, HEADER_HTML, PAGE_JS, STEP_JS, theme
+from specviz.ui.trace_files import start_quota_sweeper
 from specviz.ui.uploadlimit import UploadLimiter, UploadLimitMiddleware
 from specviz.ui.validate import max_new_limit
 from specviz.viz import legend_html

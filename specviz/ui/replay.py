@@ -1,6 +1,6 @@
 """Replaying uploaded trace files (no model needed): each file (``.json`` or ``.json.gz``) read within the
 upload cap and, decompressed, within what is left of the replay's JSON cap, and checked
-(``runner.load_trace_file``), one column per trace, the download's copy, and the sidebar set to what
+(``trace_files.load_trace_file``), one column per trace, the download's copy, and the sidebar set to what
 the traces ran with (the column editor and the sampling settings) so Run runs them again here.
 """
 
@@ -20,8 +20,10 @@ from specviz.trace_io import ReadBudget
 from specviz.ui.config import AppConfig
 from specviz.ui.editor import ColumnEditor
 from specviz.ui.layout import SLIDER_RANGES, Page, View
+from specviz.ui.pacing import RunRegistry
 from specviz.ui.pair_loading import PairLoader
-from specviz.ui.runner import RunRegistry, Session, columns_from_traces, export_copy, given_session, load_trace_file
+from specviz.ui.runner import Session, columns_from_traces, given_session
+from specviz.ui.trace_files import export_copy, load_trace_file
 from specviz.ui.validate import max_new_limit
 from specviz.ui.views import full_view, later_view, message_view
 

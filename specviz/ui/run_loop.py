@@ -1,5 +1,5 @@
 """A live run and a Measure, from the button press to the last update: the request checked
-(``ui.request``), one run per page at a time (``runner.RunRegistry``), the visitor's rate and the
+(``ui.request``), one run per page at a time (``pacing.RunRegistry``), the visitor's rate and the
 run's deadline, the columns advanced together and drawn as fast as the browser keeps up (or paced
 for watching), Stop, and the page's reports of what it has drawn.
 """
@@ -16,21 +16,11 @@ from specviz.ui import render
 from specviz.ui.config import AppConfig
 from specviz.ui.layout import View
 from specviz.ui.measure import measure, measurements_html
+from specviz.ui.pacing import FrameGate, RunControl, RunRegistry, Throttle
 from specviz.ui.ratelimit import RunLimiter, visitor_key
 from specviz.ui.request import RequestChecker, deadline, input_view, over_budget
-from specviz.ui.runner import (
-    FrameGate,
-    RunControl,
-    RunRegistry,
-    Session,
-    Throttle,
-    advance,
-    export_finished,
-    given_session,
-    parse_prompt,
-    start_columns,
-    stop_columns,
-)
+from specviz.ui.runner import Session, advance, given_session, parse_prompt, start_columns, stop_columns
+from specviz.ui.trace_files import export_finished
 from specviz.ui.validate import check_pace
 from specviz.ui.views import buttons, full_view, message_view
 
@@ -103,7 +93,7 @@ class RunLoop:
         Paced (``pace`` seconds per step at least, for watching; the page's draw of the step before is
         part of the pace, within the run's waiting budget) or, unpaced, throttled. Unpaced, decoding
         never waits for the browser: a step is sent only once the page has drawn the update before it
-        (``runner.FrameGate``); the steps decoded meanwhile are not drawn (nothing is computed for
+        (``pacing.FrameGate``); the steps decoded meanwhile are not drawn (nothing is computed for
         them; the latest step wins, and the slider shows them all afterwards). Stop sets this run's flag; the run
         notices between two steps and ends with its own update, marked "stopped". Its last update re-sends every panel
         in full."""
@@ -348,7 +338,7 @@ class RunLoop:
     def page_shown(self, session: Session, report: str) -> None:
         """The page reports (``PAGE_JS``, ``"step:nonce"``) that it has drawn a live update (step 0 as
         soon as it loads: from then on the session's live updates go out as it draws them,
-        ``runner.FrameGate``). Anything else (not text, a sign, over 64 characters) is ignored. A
+        ``pacing.FrameGate``). Anything else (not text, a sign, over 64 characters) is ignored. A
         report only lets the next update go: a page that stops reporting is sent one at least every
         ``config.page_wait_s``, and decoding never waits for it."""
         if not isinstance(report, str) or len(report) > 64:

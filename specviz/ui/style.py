@@ -151,7 +151,7 @@ PAGE_JS = r"""
     box.dispatchEvent(new Event("change", {bubbles: true}));
   };
   // back-pressure: tell the server each time a live update has been drawn ("Running … · step N"), in
-  // the frame after it was applied (the server sends the next one only then: runner.FrameGate), and
+  // the frame after it was applied (the server sends the next one only then: pacing.FrameGate), and
   // once at load ("0"), so the session's first run already waits for its draws. textContent, not
   // innerText: reading it lays nothing out (this runs on every change of the page)
   let reported = "";
