@@ -8,177 +8,47 @@ CPU and bfloat16 (or float16) on CUDA.
 
 from __future__ import annotations
 
-import logging
 import os
 import warnings
-import weakref
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import torch
 
 from specviz import validation
 from specviz.errors import ModelLoadError, SpecvizError
 from specviz.models.memory import check_fits, config_of
+from specviz.models.pair import ModelPair, PairHeads
+from specviz.models.sources import (
+    MAX_MODEL_REF,
+    TOKENIZER_FILES,
+    check_model_ref,
+    checkpoint_source,
+    resolve_source,
+    without_tokenizer,
+)
 from specviz.models.vocab import shared_vocab_size, unmodelled_special_ids
 
-if TYPE_CHECKING:
-    from specviz.core.cali_ts import CalibrationHead
-    from specviz.models.early_exit import EarlyExitHead
-    from specviz.models.feature_head import FeatureHead
+__all__ = [  # the names importable from here, those of models.pair and models.sources included
+    "DTYPES",
+    "MAX_MODEL_REF",
+    "TOKENIZER_FILES",
+    "ModelPair",
+    "PairHeads",
+    "attach_early_exit",
+    "attach_feature",
+    "checkpoint_source",
+    "load_model",
+    "load_pair",
+    "load_tokenizer",
+    "loading",
+    "one_line",
+    "resolve_device_dtype",
+    "resolve_source",
+    "without_tokenizer",
+]
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-@dataclass(frozen=True)
-class PairHeads:
-    """The heads ``attach_early_exit`` puts on a pair's target, as one value (replaced, never edited).
-
-    ``early_exit``: EESD's ``EarlyExitHead``. ``source``: where it came from, as traces show it (the
-    head directory's display name, or the exit layer ``N`` of a fresh head). ``calibration`` and
-    ``calibration_sigma_m``: Cali-TS's calibration head and its sigma_M when one was saved beside the
-    head (``calibration.safetensors``), else None; ``eesd`` with ``controller="cali_ts"`` reads them."""
-
-    early_exit: "EarlyExitHead"
-    source: str | int
-    calibration: "CalibrationHead | None" = None
-    calibration_sigma_m: float | None = None
-
-
-@dataclass(eq=False)  # a loaded pair is one object: compared and hashed by identity (algorithms key caches by it)
-class ModelPair:
-    """A loaded target, optional draft, the shared tokenizer and the shared vocabulary size.
-
-    ``masked_token_ids`` / ``vocab_note``: added special tokens beyond the models' output rows (masked:
-    never generated, refused in prompts) and the sentence saying so, set by ``load_pair``. ``heads``:
-    the early-exit head and Cali-TS's calibration head (``attach_early_exit``), or None. What an
-    algorithm computes per pair is cached on the algorithm's side, keyed by the pair (Sequoia's
-    ``sequoia_tune.pair_cache``), never on the pair."""
-
-    target: Any
-    draft: Any | None
-    tokenizer: Any | None
-    vocab_size: int
-    target_name: str = "target"
-    draft_name: str | None = None
-    masked_token_ids: tuple[int, ...] = ()
-    vocab_note: str | None = None
-    heads: PairHeads | None = None
-    feature: "FeatureHead | None" = None  # a feature drafter on the target (``attach_feature``)
-    feature_source: str | None = None
-    _token_texts: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def early_exit(self) -> "EarlyExitHead | None":
-        """The attached ``EarlyExitHead`` (``load_pair(..., early_exit=...)``), or None."""
-        return self.heads.early_exit if self.heads is not None else None
-
-    @property
-    def has_chat_template(self) -> bool:
-        """Whether prompts can be formatted as a chat (``decode(..., chat=True)``)."""
-        from specviz.models.chat import has_chat_template
-
-        return self.tokenizer is not None and has_chat_template(self.tokenizer)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.target.parameters()).device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.target.parameters()).dtype
-
-    @property
-    def context_length(self) -> int:
-        """The longest sequence both models accept (``max_position_embeddings`` or ``n_positions``)."""
-        return min(_context_length(m) for m in (self.target, self.draft) if m is not None)
-
-    @property
-    def eos_token_ids(self) -> set[int]:
-        """End-of-sequence ids: the target's generation config, else the tokenizer's."""
-        eos = getattr(getattr(self.target, "generation_config", None), "eos_token_id", None)
-        if eos is None and self.tokenizer is not None:
-            eos = self.tokenizer.eos_token_id
-        if eos is None:
-            return set()
-        return {int(e) for e in eos} if isinstance(eos, (list, tuple)) else {int(eos)}
-
-    def describe(self) -> dict[str, Any]:
-        """The pair as plain data for a trace."""
-        out = {
-            "target": self.target_name,
-            "draft": self.draft_name,
-            "target_params": _n_params(self.target),
-            "draft_params": _n_params(self.draft) if self.draft is not None else None,
-            "target_vocab_rows": int(self.target.config.vocab_size),
-            "draft_vocab_rows": int(self.draft.config.vocab_size) if self.draft is not None else None,
-            "shared_vocab_size": self.vocab_size,
-            "dtype": str(self.dtype).removeprefix("torch."),
-            "device": str(self.device),
-        }
-        if self.vocab_note:
-            out["vocab_note"] = self.vocab_note
-        if self.feature is not None:
-            out["feature"] = {
-                "source": self.feature_source,
-                "layers": list(self.feature.cfg.layers),
-                "draft_vocab": self.feature.cfg.draft_vocab,
-                "params": _n_params(self.feature),
-            }
-        if self.heads is not None:
-            out["early_exit"] = {
-                "exit_layer": self.heads.early_exit.exit_layer,
-                "source": self.heads.source,
-                "params": _n_params(self.heads.early_exit),
-            }
-        return out
-
-    def decode_token(self, token_id: int) -> str:
-        """One token's text on its own (memoised: the trace asks for it at every drafted node)."""
-        text = self._token_texts.get(token_id)
-        if text is None:
-            text = f"<{token_id}>" if self.tokenizer is None else self.tokenizer.decode([token_id])
-            self._token_texts[token_id] = text
-        return text
-
-    def decode(self, ids: list[int]) -> str:
-        if self.tokenizer is None:
-            return " ".join(f"<{i}>" for i in ids)
-        return self.tokenizer.decode(ids)
-
-    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
-        if self.tokenizer is None:
-            raise ModelLoadError("This pair has no tokenizer: pass the prompt as a list of token ids.")
-        ids = list(self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"])
-        unknown = sorted({i for i in ids if i >= self.vocab_size})
-        if unknown:
-            from specviz.errors import PromptError
-
-            raise PromptError(
-                f"The prompt contains token(s) {[self.tokenizer.convert_ids_to_tokens(i) for i in unknown]} that "
-                f"the models have no output row for (ids >= {self.vocab_size}): remove them from the prompt."
-            )
-        return ids
-
-
-def _context_length(model) -> int:
-    cfg = model.config
-    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
-        value = getattr(cfg, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return 1 << 30
-
-
-_PARAM_COUNTS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
-
-
-def _n_params(model) -> int:
-    """Parameters of ``model``, counted once per model (every trace's ``describe`` asks)."""
-    if model not in _PARAM_COUNTS:
-        _PARAM_COUNTS[model] = sum(p.numel() for p in model.parameters())
-    return _PARAM_COUNTS[model]
 
 
 def resolve_device_dtype(device: str, dtype: str | torch.dtype) -> tuple[str, torch.dtype]:
@@ -211,9 +81,6 @@ def one_line(exc: Exception, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-MAX_MODEL_REF = 4096  # characters in a model's hub id, path or package reference (Linux's PATH_MAX)
-
-
 def _opening(message: str) -> str:
     """``message`` to follow a parameter's name: its first word in lower case unless it is an acronym."""
     word = message.split(" ", 1)[0]
@@ -231,32 +98,6 @@ def loading(param: str) -> Iterator[None]:
         if exc.param is not None or not isinstance(exc, ModelLoadError) and type(exc) is not SpecvizError:
             raise
         raise validation.about(type(exc)(f"{param}: {_opening(str(exc))}"), param) from exc
-
-
-def _model_ref(param: str, value: Any, optional: bool = False) -> None:
-    """Refuse ``value`` unless it is text naming a model (hub id, directory or ``package:``), at most
-    ``MAX_MODEL_REF`` characters (``None`` too when ``optional``)."""
-    if optional and value is None:
-        return
-    allowed = "a model (hub id, local directory or package:DIST/FILE)" + (" or None" if optional else "")
-    if not isinstance(value, str) or not value.strip():
-        raise validation.about(ModelLoadError(f"{param} must be {allowed}, got {validation.shown(value)}."), param)
-    validation.text(param, value, MAX_MODEL_REF, error=ModelLoadError)
-
-
-def resolve_source(name: str) -> str:
-    """A local directory (expanded) or a hub id; a path-like name that is not a directory is refused."""
-    path = os.path.expanduser(name)
-    if os.path.isdir(path):
-        if not os.path.isfile(os.path.join(path, "config.json")):
-            raise ModelLoadError(
-                f"{name!r} is a directory but not a Hugging Face model: it has no config.json. A model "
-                "directory holds config.json, the weights and the tokenizer files, as save_pretrained writes them."
-            )
-        return path
-    if name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise ModelLoadError(f"No model directory at {name!r}: check the path (hub ids look like owner/name).")
-    return name
 
 
 def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust_remote_code: bool = False):
@@ -285,16 +126,6 @@ def load_model(name: str, device: str, dtype: torch.dtype, auto_map: bool, trust
     if not auto_map:
         model.to(device)
     return model.eval()
-
-
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
-
-
-def without_tokenizer(name: str) -> bool:
-    """Whether ``name`` is a local model directory with no tokenizer file: a draft saved beside its
-    target without a copy of the target's tokenizer (the code pair's ``assets/draft``)."""
-    path = os.path.expanduser(name)
-    return os.path.isdir(path) and not any(os.path.isfile(os.path.join(path, f)) for f in TOKENIZER_FILES)
 
 
 def load_tokenizer(name: str, trust_remote_code: bool = False):
@@ -340,8 +171,8 @@ def load_pair(
     if preset is not None:
         with loading("preset"):
             target, draft, early_exit, feature = _from_preset(preset, target, draft, early_exit, feature)
-    _model_ref("target", target)
-    _model_ref("draft", draft, optional=True)
+    check_model_ref("target", target)
+    check_model_ref("draft", draft, optional=True)
     validation.flag("trust_remote_code", trust_remote_code, error=ModelLoadError)
     device, torch_dtype = resolve_device_dtype(device, dtype)
     auto_map = device == "cuda" and torch.cuda.device_count() > 1
@@ -433,16 +264,6 @@ def attach_feature(pair: ModelPair, feature: str) -> ModelPair:
         ) from exc
     pair.feature_source = str(feature)
     return pair
-
-
-def checkpoint_source(name: str) -> str:
-    """What ``from_pretrained`` reads for ``name``: the cached conversion of a packaged checkpoint
-    (``package:DIST/FILE.gguf``, converted on first use), else ``name`` itself."""
-    from specviz.models.packaged import convert_packaged, is_packaged
-
-    if not is_packaged(name):
-        return name
-    return str(convert_packaged(name, log=logging.getLogger("specviz").info))
 
 
 def attach_early_exit(pair: ModelPair, early_exit: str | int) -> ModelPair:
