@@ -25,246 +25,22 @@ from typing import Any
 import plotly.graph_objects as go
 
 from specviz import metrics
-from specviz.step_state import DynTreeState, SequoiaState, TheoryState, TradeoffProbe
+from specviz.step_state import SequoiaState, TheoryState
 from specviz.trace import RunTrace
 from specviz.viz.registry import hide_panel, register_view, state_type
-from specviz.viz.style import CURRENT_COLOR, LEGEND_CHARS, axis, base_layout, figure, message_figure, series_color
-
-BAND = "rgba(37,99,235,0.15)"
-CHANCE = 1e-6  # a rejection probability within this of 0 or 1 was not left to chance
-
-
-def _band(x: list[int], low: list[float], high: list[float], group: str, name: str | None = None) -> dict:
-    """A 95% band as one filled, hover-less scatter that shares ``group``'s legend entry."""
-    band = dict(type="scatter", x=x + x[::-1], y=high + low[::-1], fill="toself", fillcolor=BAND, mode="lines")
-    band.update(line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=group)
-    return band if name is None else {**band, "name": name}
-
-
-def _overlay(trace: RunTrace) -> dict[str, list[float]]:
-    """The per-position overlay: ``metrics.rejection_overlay``, or for a multi-draft tree (where it is
-    empty) ``metrics.first_draft_overlay``, Thm 1 on each position's first candidate."""
-    ov = metrics.rejection_overlay(trace)
-    return ov if ov["tv"] else (metrics.first_draft_overlay(trace) or ov)
-
-
-def _first_draft_traces(trace: RunTrace) -> list[dict[str, Any]]:
-    """A multi-draft tree: Thm 1 on each verified position's first candidate (drawn from q, rejected
-    with chance TV(p, q) exactly) against the rejected first candidates, and the positions where
-    every candidate was rejected (fewer: the later candidates' chances are not recorded)."""
-    if metrics.rejection_overlay(trace)["tv"]:
-        return []
-    ov = metrics.first_draft_overlay(trace)
-    if ov is None:
-        return []
-    x = list(range(1, len(ov["tv"]) + 1))
-    why = (
-        "each position's first draft is drawn from q and tested by min(1, p/q): rejected with chance "
-        "TV(p, q) exactly (Thm 1)"
-    )
-    return [
-        _band(x, ov["low"], ov["high"], "expected"),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["expected"],
-            mode="lines",
-            name="Thm 1 ± 95%",
-            legendgroup="expected",
-            line={"color": series_color(0)},
-            hovertemplate="position %{x}: ΣTV = %{y:.2f}<br>" + why + "<extra></extra>",
-        ),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["measured"],
-            mode="lines",
-            line={"shape": "hv", "color": "#dc2626"},
-            name="1st draft rejected",
-            hovertemplate="position %{x}: %{y} first drafts rejected<extra></extra>",
-        ),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["measured_all"],
-            mode="lines",
-            name="all rejected",
-            line={"shape": "hv", "color": "#6b7280", "dash": "dot"},
-            hovertemplate="position %{x}: %{y} positions with every draft rejected<br>(its chance, the product of "
-            "the TVs of the successive residuals, is not recorded; at most Thm 1's)<extra></extra>",
-        ),
-    ]
-
-
-def _own_expectation(trace: RunTrace) -> str | None:
-    """The legend of the run's own expected rejections, told by its step state: a batch probe's Thm 3
-    (``batch_sd``), an over-acceptance probe's Z (``biased_sd``), a chosen tree's 1 − Σp(c)
-    (``dyntree``); ``None`` for a run whose expectation is Thm 1's."""
-    for s in trace.steps:
-        c = s.controller
-        if isinstance(c, TheoryState) and c.positions:
-            return "expected Z ± 95%" if isinstance(c.positions[0], TradeoffProbe) else "Thm 3 ± 95%"
-        if isinstance(c, DynTreeState):
-            return "1 − Σp(c) ± 95%"
-    return None
-
-
-def _rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
-    ov = metrics.rejection_overlay(trace)
-    if not ov["tv"]:
-        return []
-    x = list(range(1, len(ov["tv"]) + 1))
-    own_label = _own_expectation(trace)
-    own = own_label is not None  # its own expectation, beside SD's ΣTV
-    label = own_label or "Thm 1 ± 95%"
-    out = [  # the band shares the expected line's legend entry (one click hides both)
-        _band(x, ov["low"], ov["high"], "expected", name="95% band of the rejection count"),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["expected"],
-            mode="lines",
-            name=label,
-            line={"color": series_color(0)},
-            legendgroup="expected",
-        ),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["measured"],
-            mode="lines",
-            line={"shape": "hv", "color": "#dc2626"},
-            name="measured",
-        ),
-    ]
-    if own:
-        out.insert(
-            2,
-            dict(
-                type="scatter",
-                x=x,
-                y=ov["tv_sum"],
-                mode="lines",
-                name="ΣTV (Thm 1, SD)",
-                line={"color": "#6b7280", "dash": "dot"},
-            ),
-        )
-    return out
-
-
-def _tv_traces(trace: RunTrace) -> list[dict[str, Any]]:
-    ov = _overlay(trace)
-    if not ov["tv"]:
-        return []
-    x = list(range(1, len(ov["tv"]) + 1))
-    return [
-        dict(
-            type="bar",
-            x=x,
-            y=ov["tv"],
-            name="TV(p, q) per drafted position",
-            marker={"color": "#94a3b8"},
-            showlegend=False,
-            customdata=[s + 1 for s in ov["step"]],
-            hovertemplate="position %{x} (step %{customdata})<br>TV %{y:.3f}<extra></extra>",
-        )
-    ]
-
-
-def _batch_traces(trace: RunTrace) -> list[dict[str, Any]]:
-    bi = metrics.batch_improvement_overlay(trace)
-    if bi is None:
-        return []
-    x = list(range(1, len(bi["theory"]) + 1))
-    return [
-        _band(x, bi["low"], bi["high"], "thm3"),
-        dict(
-            type="scatter",
-            x=x,
-            y=bi["theory"],
-            mode="lines",
-            name="Thm 3 ± 95%",
-            line={"color": series_color(2)},
-            legendgroup="thm3",
-        ),
-        dict(
-            type="scatter",
-            x=x,
-            y=bi["measured"],
-            mode="lines",
-            line={"shape": "hv", "color": "#ea580c"},
-            name="measured",
-        ),
-    ]
-
-
-def _tradeoff_traces(trace: RunTrace) -> list[dict[str, Any]]:
-    pt = metrics.tradeoff_point(trace)
-    if pt is None:
-        return []
-    tv, kind = pt["tv"], trace.params.get("residual", "opt")
-    mark = lambda k: {"size": 13 if kind == k else 9, "line": {"width": 2 if kind == k else 0, "color": "#111827"}}  # noqa: E731
-    return [
-        dict(type="scatter", x=[0, tv], y=[tv, 0], mode="lines", name="rej. + bias = TV", line={"color": "#6b7280"}),
-        dict(
-            type="scatter",
-            x=[pt["bias_opt"]],
-            y=[pt["rejection"]],
-            mode="markers",
-            name="OPT (SD residual)",
-            marker={**mark("opt"), "color": series_color(0)},
-        ),
-        dict(
-            type="scatter",
-            x=[pt["bias_uno"]],
-            y=[pt["rejection"]],
-            mode="markers",
-            name="UNO (target)",
-            marker={**mark("target"), "color": "#dc2626", "symbol": "diamond"},
-        ),
-        dict(
-            type="scatter",
-            x=[pt[f"bias_{'opt' if kind == 'opt' else 'uno'}"]],
-            y=[pt["measured_rejection"]],
-            mode="markers",
-            name="measured ± 95%",
-            marker={"color": "#111827", "symbol": "x"},
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [pt["measured_high"] - pt["measured_rejection"]],
-                "arrayminus": [pt["measured_rejection"] - pt["measured_low"]],
-            },
-        ),
-    ]
-
-
-def _sequoia_traces(trace: RunTrace) -> list[dict[str, Any]]:
-    pm = metrics.predicted_vs_measured_tokens(trace)
-    if pm is None:
-        return []
-    x = [s + 1 for s in pm["step"]]
-    return [
-        dict(type="bar", x=x, y=pm["measured"], name="measured", marker={"color": "#cbd5e1"}),
-        dict(
-            type="scatter",
-            x=x,
-            y=pm["predicted"],
-            mode="lines+markers",
-            name="predicted (DP)",
-            line={"color": series_color(3)},
-        ),
-    ]
-
-
-PANELS = (  # (builder, title, x title, y title)
-    (_tv_traces, "TV(p, q) per drafted position", "drafted position", "TV"),
-    (_rejection_traces, "Rejections: theory vs measured", "drafted position", "rejections"),
-    (_first_draft_traces, "First drafts: Thm 1 vs measured", "verified position", "rejections"),
-    (_batch_traces, "Batch improvement (Thm 3)", "drafted position", "rejections saved"),
-    (_tradeoff_traces, "Rejection vs bias (Thms 4-5)", "TV bias of one token", "rejection probability"),
-    (_sequoia_traces, "Sequoia: tokens per step", "step", "tokens"),
+from specviz.viz.style import CURRENT_COLOR, LEGEND_CHARS, axis, base_layout, figure, message_figure
+from specviz.viz.theory_panels import (
+    PANELS,
+    batch_traces,
+    first_draft_traces,
+    rejection_traces,
+    sequoia_traces,
+    tradeoff_traces,
+    tv_traces,
 )
+from specviz.viz.theory_panels import overlay as _overlay  # the name ``ui.stepcache`` imports
+
+CHANCE = 1e-6  # a rejection probability within this of 0 or 1 was not left to chance
 
 
 def _single(traces: list[dict[str, Any]], title: str, xt: str, yt: str, height: int) -> go.Figure:
@@ -284,10 +60,10 @@ def _single(traces: list[dict[str, Any]], title: str, xt: str, yt: str, height: 
 
 
 def rejection_figure(trace: RunTrace, height: int = 320) -> go.Figure:
-    traces = _rejection_traces(trace)
+    traces = rejection_traces(trace)
     if not traces:
         return message_figure("No drafted positions with a known rejection probability (T = 0 or no position records).")
-    bars = [{**b, "yaxis": "y2", "opacity": 0.5} for b in _tv_traces(trace)]
+    bars = [{**b, "yaxis": "y2", "opacity": 0.5} for b in tv_traces(trace)]
     fig = _single(bars + traces, *PANELS[1][1:], height)
     fig.update_layout(
         yaxis2=axis("TV per position", overlaying="y", side="right", range=[0, 1], showgrid=False, tickvals=[0, 0.5, 1])
@@ -296,17 +72,17 @@ def rejection_figure(trace: RunTrace, height: int = 320) -> go.Figure:
 
 
 def batch_improvement_figure(trace: RunTrace, height: int = 300) -> go.Figure | None:
-    traces = _batch_traces(trace)
+    traces = batch_traces(trace)
     return _single(traces, *PANELS[3][1:], height) if traces else None
 
 
 def first_draft_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
-    traces = _first_draft_traces(trace)
+    traces = first_draft_traces(trace)
     return _single(traces, *PANELS[2][1:], height) if traces else None
 
 
 def tradeoff_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
-    traces = _tradeoff_traces(trace)
+    traces = tradeoff_traces(trace)
     if not traces:
         return None
     fig = _single(traces, *PANELS[4][1:], height)
@@ -316,14 +92,14 @@ def tradeoff_figure(trace: RunTrace, height: int = 320) -> go.Figure | None:
 
 
 def sequoia_figure(trace: RunTrace, height: int = 280) -> go.Figure | None:
-    traces = _sequoia_traces(trace)
+    traces = sequoia_traces(trace)
     return _single(traces, *PANELS[5][1:], height) if traces else None
 
 
 def theory_figures(trace: RunTrace) -> dict[str, go.Figure]:
     """The theory figures this trace supports, by name."""
     figs = {
-        "rejections": rejection_figure(trace) if _rejection_traces(trace) else None,
+        "rejections": rejection_figure(trace) if rejection_traces(trace) else None,
         "batch_improvement": batch_improvement_figure(trace),
         "first_drafts": first_draft_figure(trace) if left_to_chance(trace) else None,
         "tradeoff": tradeoff_figure(trace),
@@ -357,9 +133,7 @@ def _panels(trace: RunTrace, sequoia: bool = True) -> list[PerPanel]:
     return [
         (traces, title, xt, yt)
         for build, title, xt, yt in PANELS
-        if (chance or build is _sequoia_traces)
-        and (sequoia or build is not _sequoia_traces)
-        and (traces := build(trace))
+        if (chance or build is sequoia_traces) and (sequoia or build is not sequoia_traces) and (traces := build(trace))
     ]
 
 
@@ -374,6 +148,70 @@ def theory_panel(trace: RunTrace, step: int | None = None) -> go.Figure | None:
     kind = state_type(trace)
     panels = _panels(trace, sequoia=not (kind is not None and issubclass(kind, SequoiaState)))
     return theory_view(trace, step, panels=panels) if panels else None
+
+
+def _blocks(panels: list[PerPanel], panel_height: int) -> tuple[list[tuple[int, int, int]], int]:
+    """Each panel's block (its top in pixels from the top of the plotting area, its legend rows and
+    entries a row) and the plotting area's height."""
+    blocks = []
+    y = 0
+    for traces, *_ in panels:
+        names = [str(tr.get("name", "")) for tr in traces if tr.get("showlegend", True)]
+        # two a row where every name fits half a phone's plot (style.LEGEND_CHARS), else one: at 400 px
+        # "1st draft rejected" ran past the figure's edge as the second of a row
+        columns = LEGEND_COLUMNS if all(len(n) <= LEGEND_CHARS for n in names) else 1
+        rows = -(-len(names) // columns)
+        blocks.append((y, rows, columns))
+        y += TITLE_PX + _legend_px(rows) + panel_height + AXIS_PX + GAP_PX
+    return blocks, y - GAP_PX
+
+
+def _legend(y: float, columns: int) -> dict[str, Any]:
+    """A panel's own legend under its title (paper ``y``), ``columns`` entries a row."""
+    return {
+        "orientation": "h",
+        "x": 0,
+        "xanchor": "left",
+        "y": y,
+        "yanchor": "top",
+        "entrywidth": 1 / columns,
+        "entrywidthmode": "fraction",
+        "font": {"size": 11},
+        "bgcolor": "rgba(0,0,0,0)",
+        "traceorder": "normal",
+    }
+
+
+def _title_note(title: str, y: float) -> dict[str, Any]:
+    """A panel's title, at its block's top (paper ``y``)."""
+    return {
+        "text": title,
+        "x": 0,
+        "xref": "paper",
+        "xanchor": "left",
+        "y": y,
+        "yref": "paper",
+        "yanchor": "top",
+        "showarrow": False,
+        "font": {"size": 13},
+    }
+
+
+def _step_shade(marked: list[int], sfx: str) -> dict[str, Any]:
+    """The selected step's drafted positions shaded on a per-position panel (axes ``x{sfx}``)."""
+    return {
+        "type": "rect",
+        "xref": f"x{sfx}",
+        "yref": f"y{sfx} domain",
+        "x0": marked[0] - 0.5,
+        "x1": marked[-1] + 0.5,
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": CURRENT_COLOR,
+        "opacity": 0.12,
+        "line": {"width": 0},
+        "layer": "below",
+    }
 
 
 @register_view(TheoryState)
@@ -391,17 +229,7 @@ def theory_view(
             "Nothing left to chance in this run (temperature 0, or no drafted position "
             "with a known rejection probability): no theory to compare with."
         )
-    blocks = []  # (top of the block, legend rows, entries a row) in pixels from the top of the plotting area
-    y = 0
-    for traces, *_ in panels:
-        names = [str(tr.get("name", "")) for tr in traces if tr.get("showlegend", True)]
-        # two a row where every name fits half a phone's plot (style.LEGEND_CHARS), else one: at 400 px
-        # "1st draft rejected" ran past the figure's edge as the second of a row
-        columns = LEGEND_COLUMNS if all(len(n) <= LEGEND_CHARS for n in names) else 1
-        rows = -(-len(names) // columns)
-        blocks.append((y, rows, columns))
-        y += TITLE_PX + _legend_px(rows) + panel_height + AXIS_PX + GAP_PX
-    inner = y - GAP_PX
+    blocks, inner = _blocks(panels, panel_height)
     frac = lambda px: 1 - px / inner  # noqa: E731 - pixels from the top -> paper y
     layout = base_layout(
         None, inner + 2 * MARGIN_PX, barmode="overlay", margin={"l": 52, "r": 16, "t": MARGIN_PX, "b": MARGIN_PX}
@@ -413,53 +241,17 @@ def theory_view(
         plot_top = top + TITLE_PX + _legend_px(rows)
         layout[f"xaxis{sfx}"] = axis(xt, anchor=f"y{sfx}", domain=[0, 1])
         layout[f"yaxis{sfx}"] = axis(yt, anchor=f"x{sfx}", domain=[frac(plot_top + panel_height), frac(plot_top)])
-        layout[f"legend{sfx}"] = {
-            "orientation": "h",
-            "x": 0,
-            "xanchor": "left",
-            "y": frac(top + TITLE_PX),
-            "yanchor": "top",
-            "entrywidth": 1 / columns,
-            "entrywidthmode": "fraction",
-            "font": {"size": 11},
-            "bgcolor": "rgba(0,0,0,0)",
-            "traceorder": "normal",
-        }
+        layout[f"legend{sfx}"] = _legend(frac(top + TITLE_PX), columns)
         data += [{**tr, "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "legend": f"legend{sfx}"} for tr in traces]
-        notes.append(
-            {
-                "text": title,
-                "x": 0,
-                "xref": "paper",
-                "xanchor": "left",
-                "y": frac(top),
-                "yref": "paper",
-                "yanchor": "top",
-                "showarrow": False,
-                "font": {"size": 13},
-            }
-        )
+        notes.append(_title_note(title, frac(top)))
         if marked and title in (PANELS[0][1], PANELS[1][1], PANELS[2][1]):
-            shapes.append(
-                {
-                    "type": "rect",
-                    "xref": f"x{sfx}",
-                    "yref": f"y{sfx} domain",
-                    "x0": marked[0] - 0.5,
-                    "x1": marked[-1] + 0.5,
-                    "y0": 0,
-                    "y1": 1,
-                    "fillcolor": CURRENT_COLOR,
-                    "opacity": 0.12,
-                    "line": {"width": 0},
-                    "layer": "below",
-                }
-            )
+            shapes.append(_step_shade(marked, sfx))
     layout["annotations"], layout["shapes"] = notes, shapes
     return figure(data, layout)
 
 
 def _legend_px(rows: int) -> int:
+    """The height of a legend of ``rows`` rows, with its padding (none for no rows)."""
     return rows * LEGEND_ROW_PX + LEGEND_PAD_PX if rows else 0
 
 
