@@ -174,9 +174,225 @@ def node_hover(
 
 
 def _elbow(xs: list[Any], ys: list[Any], a: tuple[float, float], b: tuple[float, float]) -> None:
+    """Append the edge a -> b as an elbow (across half way, down, across) to ``xs`` / ``ys``."""
     xm = (a[0] + b[0]) / 2
     xs.extend((a[0], xm, xm, b[0], None))
     ys.extend((a[1], a[1], b[1], b[1], None))
+
+
+def _edge_traces(g: nx.DiGraph, pos: dict[int, tuple[float, float]], path: list[int]) -> list[dict[str, Any]]:
+    """The thin grey edges, then the committed path drawn on top of them (``meta`` ``"path"``)."""
+    path_edges = set(zip(path, path[1:]))
+    ex: list[Any] = []
+    ey: list[Any] = []
+    for u, v in g.edges:
+        if (u, v) not in path_edges:
+            _elbow(ex, ey, pos[u], pos[v])
+    px: list[Any] = []
+    py: list[Any] = []
+    for u, v in zip(path, path[1:]):
+        _elbow(px, py, pos[u], pos[v])
+    edges = {
+        "type": "scatter",
+        "x": ex,
+        "y": ey,
+        "mode": "lines",
+        "hoverinfo": "skip",
+        "line": {"color": EDGE_COLOR, "width": 1.5},
+        "showlegend": False,
+        "meta": "edges",
+    }
+    committed = {
+        "type": "scatter",
+        "x": px,
+        "y": py,
+        "mode": "lines",
+        "hoverinfo": "skip",
+        "line": {"color": PATH_COLOR, "width": 3.5},
+        "name": "committed path",
+        "showlegend": bool(px),
+        "meta": "path",
+        "customdata": path,
+    }
+    return [edges, committed]
+
+
+def _context_trace(step: StepRecord, pos: dict[int, tuple[float, float]], context: str) -> dict[str, Any]:
+    """The context node (the committed text), its tail on hover cut into lines of the box's width."""
+    tail = context[-60:] if context else ""
+    shown = "…" + repr(tail) if tail else ""  # cut into lines of the box's width, as it is, spaces and all
+    ctx_hover = "<br>".join(
+        [
+            wrap_markup(f"<b>context</b> ({step.n_before} tokens generated before this step)"),
+            *(html_escape(shown[i : i + HOVER_CHARS]) for i in range(0, len(shown), HOVER_CHARS)),
+        ]
+    )
+    return {
+        "type": "scatter",
+        "x": [pos[CONTEXT_ID][0]],
+        "y": [pos[CONTEXT_ID][1]],
+        "mode": "markers+text",
+        "text": ["ctx"],
+        "textposition": "middle left",
+        "cliponaxis": False,  # the label may reach into the left margin in a narrow column
+        "textfont": {"size": 10, "color": CONTEXT_COLOR},
+        "marker": {"symbol": "square", "size": 14, "color": CONTEXT_COLOR},
+        "hovertext": [ctx_hover],
+        "hoverinfo": "text",
+        "showlegend": False,
+        "meta": "context",
+        "customdata": [CONTEXT_ID],
+    }
+
+
+def _status_trace(
+    status: str,
+    nodes: list[TreeNode],
+    pos: dict[int, tuple[float, float]],
+    on_path: set[int],
+    hover: list[str],
+    show_text: bool,
+    font_size: int,
+    marker_size: int,
+) -> dict[str, Any]:
+    """The nodes of one status: its symbol and colour, outlined dark on the committed path, their tokens
+    above them (``show_text``) and ``hover`` on hover; named in the legend with their count."""
+    color = STATUS_COLORS[status]
+    return {
+        "type": "scatter",
+        "mode": "markers+text" if show_text else "markers",
+        "x": [pos[n.id][0] for n in nodes],
+        "y": [pos[n.id][1] for n in nodes],
+        "text": [html_escape(visible_text(n.token_text)) for n in nodes] if show_text else None,
+        "textposition": "top center",
+        "textfont": {
+            "family": MONO,
+            "size": font_size,
+            "color": "#9ca3af" if status == "not_reached" else "#111827",
+        },
+        "hovertext": hover,
+        "hoverinfo": "text",
+        "marker": {
+            "symbol": STATUS_SYMBOLS[status],
+            "size": marker_size,
+            "color": color,
+            "line": {
+                "color": [
+                    PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color) for n in nodes
+                ],
+                "width": [2.5 if n.id in on_path else 1.5 for n in nodes],
+            },
+        },
+        "name": f"{LEGEND_NAMES[status]} ({len(nodes)})",
+        "meta": status,
+        "customdata": [n.id for n in nodes],
+    }
+
+
+def _cum_trace(shown: list[TreeNode], pos: dict[int, tuple[float, float]], cum: dict[int, float], size: int) -> dict:
+    """dyntree: each node's cumulative draft probability under it (an invisible marker of the node's
+    size, so the text clears the node's own)."""
+    return {
+        "type": "scatter",
+        "mode": "markers+text",
+        "x": [pos[n.id][0] for n in shown],
+        "y": [pos[n.id][1] for n in shown],
+        "text": [fmt_prob(cum[n.id]) for n in shown],
+        "marker": {"size": size, "opacity": 0},  # the text clears the node's marker
+        "textposition": "bottom center",
+        "textfont": {"size": 9, "color": "#6b7280"},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "meta": "cum_q",
+        "customdata": [n.id for n in shown],
+    }
+
+
+NO_DRAFT_NOTE = {
+    "type": "scatter",
+    "x": [1],
+    "y": [0],
+    "mode": "text",
+    "text": ["no draft tokens this step"],
+    "textposition": "middle right",
+    "hoverinfo": "skip",
+    "showlegend": False,
+    "meta": "note",
+}
+
+
+def _title_lines(step: StepRecord, title: str | None) -> list[str]:
+    """``title``, or the step on the title line and what it drafted, accepted and committed under it."""
+    if title is not None:
+        return title_lines(title, [])
+    n = len(step.committed)
+    details = [f"drafted {step.n_drafted}", f"accepted {step.n_accepted}", f"+{n} token{'s' if n != 1 else ''}"]
+    return title_lines(f"step {step.index + 1}", details)
+
+
+def _layout(lines: list[str], data: list[dict[str, Any]], height: int, max_depth: float, leaves: int) -> dict:
+    """Title lines and legend over the plot; depth on x (ticks ``+1``, ``+2``, ...), a row per leaf."""
+    layout = base_layout(lines[0])
+    layout["margin"] = {"l": 30, "r": 20, "b": 30}
+    layout["legend"] = {"orientation": "h", "xanchor": "left", "x": 0, "font": {"size": 10}, "itemsizing": "constant"}
+    titled(layout, lines, data, height, legend_chars=LEGEND_CHARS)
+    layout["xaxis"] = {
+        "range": [-0.6, max_depth + 0.7],
+        "showgrid": False,
+        "zeroline": False,
+        "tickmode": "array",
+        "tickvals": list(range(1, int(max_depth) + 1)),
+        "ticktext": [f"+{d}" for d in range(1, int(max_depth) + 1)],
+        "tickfont": {"size": 9, "color": "#9ca3af"},
+        "fixedrange": False,
+    }
+    layout["yaxis"] = {"visible": False, "range": [-leaves + 0.4, 0.9], "fixedrange": False}
+    layout["hovermode"] = "closest"
+    return layout
+
+
+def _marker_size(n_nodes: int) -> int:
+    """A node's marker in pixels: smaller in a tree of more than 64 nodes."""
+    return 15 if n_nodes <= 64 else 11
+
+
+def _node_traces(
+    step: StepRecord,
+    pos: dict[int, tuple[float, float]],
+    on_path: set[int],
+    leaves: int,
+    feature: bool,
+    cum: dict[int, float],
+) -> list[dict[str, Any]]:
+    """One trace per node status (labelled while the tree is small enough; in a dense tree only the
+    verified nodes), each node's facts and decision on hover."""
+    forest = step.forest
+    idx, greedy = StepIndex(step), is_greedy_step(step)
+    by_status: dict[str, list[TreeNode]] = {}
+    for n in forest:
+        by_status.setdefault(n.status if n.status in STATUS_COLORS else "not_reached", []).append(n)
+    labelled, dense = len(forest) <= MAX_LABELLED_NODES, leaves > 24
+    font_size = 12 if not dense else 9
+    marker_size = _marker_size(len(forest))
+    data = []
+    for status in NODE_STATUSES:
+        nodes = by_status.get(status)
+        if not nodes:
+            continue
+        hover = [node_hover(n, idx, greedy, cum.get(n.id), feature) for n in nodes]
+        # in a dense tree only the verified nodes are labelled; the rest keep their hover text
+        show_text = labelled and not (dense and status == "not_reached")
+        data.append(_status_trace(status, nodes, pos, on_path, hover, show_text, font_size, marker_size))
+    return data
+
+
+def _row_px(step: StepRecord, leaves: int, cum: dict[int, float]) -> tuple[int, bool]:
+    """Pixels a leaf's row takes, and whether each node's cumulative draft probability is written under
+    it (dyntree, while the rows have room for it)."""
+    row_px = 34 if leaves <= 24 else 24
+    labelled = len(step.forest) <= MAX_LABELLED_NODES
+    cum_rows = bool(cum) and labelled and 32 + (row_px + 8) * leaves <= MAX_HEIGHT  # c under each node: room for it
+    return row_px + (8 if cum_rows else 0), cum_rows
 
 
 def tree_figure(
@@ -194,191 +410,18 @@ def tree_figure(
     if step is None:
         return message_figure("No step yet: run an algorithm or load a trace.", title=title)
     forest = step.forest
-    idx, greedy = StepIndex(step), is_greedy_step(step)
     g, pos, leaves = tree_layout(forest)
     path = committed_path(step, g)
-    on_path = set(path[1:])
-    n_nodes = len(forest)
-    labelled = n_nodes <= MAX_LABELLED_NODES
     cum = cumulative_draft_probs(step)
-    row_px = 34 if leaves <= 24 else 24
-    cum_rows = bool(cum) and labelled and 32 + (row_px + 8) * leaves <= MAX_HEIGHT  # c under each node: room for it
-    row_px += 8 if cum_rows else 0
+    row_px, cum_rows = _row_px(step, leaves, cum)
     if height is None:
         height = int(min(max(32 + row_px * leaves, 166), MAX_HEIGHT))
     max_depth = max((p[0] for p in pos.values()), default=1)
-
-    data: list[dict[str, Any]] = []
-    # Edges: the committed path is drawn on top of the thin grey edges.
-    path_edges = set(zip(path, path[1:]))
-    ex: list[Any] = []
-    ey: list[Any] = []
-    for u, v in g.edges:
-        if (u, v) not in path_edges:
-            _elbow(ex, ey, pos[u], pos[v])
-    data.append(
-        {
-            "type": "scatter",
-            "x": ex,
-            "y": ey,
-            "mode": "lines",
-            "hoverinfo": "skip",
-            "line": {"color": EDGE_COLOR, "width": 1.5},
-            "showlegend": False,
-            "meta": "edges",
-        }
-    )
-    px: list[Any] = []
-    py: list[Any] = []
-    for u, v in zip(path, path[1:]):
-        _elbow(px, py, pos[u], pos[v])
-    data.append(
-        {
-            "type": "scatter",
-            "x": px,
-            "y": py,
-            "mode": "lines",
-            "hoverinfo": "skip",
-            "line": {"color": PATH_COLOR, "width": 3.5},
-            "name": "committed path",
-            "showlegend": bool(px),
-            "meta": "path",
-            "customdata": path,
-        }
-    )
-
-    tail = context[-60:] if context else ""
-    shown = "…" + repr(tail) if tail else ""  # cut into lines of the box's width, as it is, spaces and all
-    ctx_hover = "<br>".join(
-        [
-            wrap_markup(f"<b>context</b> ({step.n_before} tokens generated before this step)"),
-            *(html_escape(shown[i : i + HOVER_CHARS]) for i in range(0, len(shown), HOVER_CHARS)),
-        ]
-    )
-    data.append(
-        {
-            "type": "scatter",
-            "x": [pos[CONTEXT_ID][0]],
-            "y": [pos[CONTEXT_ID][1]],
-            "mode": "markers+text",
-            "text": ["ctx"],
-            "textposition": "middle left",
-            "cliponaxis": False,  # the label may reach into the left margin in a narrow column
-            "textfont": {"size": 10, "color": CONTEXT_COLOR},
-            "marker": {"symbol": "square", "size": 14, "color": CONTEXT_COLOR},
-            "hovertext": [ctx_hover],
-            "hoverinfo": "text",
-            "showlegend": False,
-            "meta": "context",
-            "customdata": [CONTEXT_ID],
-        }
-    )
-
-    by_status: dict[str, list[TreeNode]] = {}
-    for n in forest:
-        by_status.setdefault(n.status if n.status in STATUS_COLORS else "not_reached", []).append(n)
-    dense = leaves > 24
-    font_size = 12 if not dense else 9
-    marker_size = 15 if n_nodes <= 64 else 11
-    for status in NODE_STATUSES:
-        nodes = by_status.get(status)
-        if not nodes:
-            continue
-        color = STATUS_COLORS[status]
-        # in a dense tree only the verified nodes are labelled; the rest keep their hover text
-        show_text = labelled and not (dense and status == "not_reached")
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "markers+text" if show_text else "markers",
-                "x": [pos[n.id][0] for n in nodes],
-                "y": [pos[n.id][1] for n in nodes],
-                "text": [html_escape(visible_text(n.token_text)) for n in nodes] if show_text else None,
-                "textposition": "top center",
-                "textfont": {
-                    "family": MONO,
-                    "size": font_size,
-                    "color": "#9ca3af" if status == "not_reached" else "#111827",
-                },
-                "hovertext": [node_hover(n, idx, greedy, cum.get(n.id), feature) for n in nodes],
-                "hoverinfo": "text",
-                "marker": {
-                    "symbol": STATUS_SYMBOLS[status],
-                    "size": marker_size,
-                    "color": color,
-                    "line": {
-                        "color": [
-                            PATH_COLOR if n.id in on_path else ("white" if status != "not_reached" else color)
-                            for n in nodes
-                        ],
-                        "width": [2.5 if n.id in on_path else 1.5 for n in nodes],
-                    },
-                },
-                "name": f"{LEGEND_NAMES[status]} ({len(nodes)})",
-                "meta": status,
-                "customdata": [n.id for n in nodes],
-            }
-        )
+    data = [*_edge_traces(g, pos, path), _context_trace(step, pos, context)]
+    data += _node_traces(step, pos, set(path[1:]), leaves, feature, cum)
     shown = [n for n in forest if n.id in cum] if cum_rows else []
     if shown:  # dyntree: each node's cumulative draft probability under it
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "markers+text",
-                "x": [pos[n.id][0] for n in shown],
-                "y": [pos[n.id][1] for n in shown],
-                "text": [fmt_prob(cum[n.id]) for n in shown],
-                "marker": {"size": marker_size, "opacity": 0},  # the text clears the node's marker
-                "textposition": "bottom center",
-                "textfont": {"size": 9, "color": "#6b7280"},
-                "hoverinfo": "skip",
-                "showlegend": False,
-                "meta": "cum_q",
-                "customdata": [n.id for n in shown],
-            }
-        )
+        data.append(_cum_trace(shown, pos, cum, _marker_size(len(forest))))
     if not forest:
-        data.append(
-            {
-                "type": "scatter",
-                "x": [1],
-                "y": [0],
-                "mode": "text",
-                "text": ["no draft tokens this step"],
-                "textposition": "middle right",
-                "hoverinfo": "skip",
-                "showlegend": False,
-                "meta": "note",
-            }
-        )
-
-    # the step on the title line, what it drafted, accepted and committed on the line under it
-    lines = (
-        title_lines(title, [])
-        if title is not None
-        else title_lines(
-            f"step {step.index + 1}",
-            [
-                f"drafted {step.n_drafted}",
-                f"accepted {step.n_accepted}",
-                f"+{len(step.committed)} token{'s' if len(step.committed) != 1 else ''}",
-            ],
-        )
-    )
-    layout = base_layout(lines[0])
-    layout["margin"] = {"l": 30, "r": 20, "b": 30}
-    layout["legend"] = {"orientation": "h", "xanchor": "left", "x": 0, "font": {"size": 10}, "itemsizing": "constant"}
-    titled(layout, lines, data, height, legend_chars=LEGEND_CHARS)
-    layout["xaxis"] = {
-        "range": [-0.6, max_depth + 0.7],
-        "showgrid": False,
-        "zeroline": False,
-        "tickmode": "array",
-        "tickvals": list(range(1, int(max_depth) + 1)),
-        "ticktext": [f"+{d}" for d in range(1, int(max_depth) + 1)],
-        "tickfont": {"size": 9, "color": "#9ca3af"},
-        "fixedrange": False,
-    }
-    layout["yaxis"] = {"visible": False, "range": [-leaves + 0.4, 0.9], "fixedrange": False}
-    layout["hovermode"] = "closest"
-    return figure(data, layout)
+        data.append(dict(NO_DRAFT_NOTE))
+    return figure(data, _layout(_title_lines(step, title), data, height, max_depth, leaves))
