@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Generator, Iterator
 
@@ -204,6 +204,84 @@ def _note(algo: str, i: int, n: int, r: int, repeats: int) -> str:
     return f"measuring {algo} ({i + 1} of {n}), {when}…"
 
 
+@dataclass
+class _Rounds:
+    """The timed rounds so far: each column's timed seconds and last trace, the rows they make, and how
+    the rounds ended (``conditions`` when they all ran, ``stopped`` when Measure was stopped)."""
+
+    seconds: list[list[float]]
+    traces: list[Any]
+    rows: list[Measurement] = field(default_factory=list)
+    conditions: timing.Conditions | None = None
+    stopped: bool = False
+
+
+def _run_rounds(
+    events: Generator[timing.Event, None, None],
+    algorithms: list[tuple[str, dict[str, Any]]],
+    labels: list[str],
+    repeats: int,
+    should_stop: Callable[[], bool] | None,
+    got: _Rounds,
+) -> Iterator[tuple[str, list[Measurement]]]:
+    """Follow ``timing.rounds``' events into ``got``, yielding the progress sentence before each decode,
+    after each complete round (with the rows so far) and at each tick; on a stop, the sentence saying how
+    many rounds completed (``got.stopped``)."""
+    n = len(algorithms)
+    stopped = "stopped after {} of {} timed rounds"
+    for event in events:
+        if event.kind == "end":
+            got.conditions = event.conditions
+            return
+        note = _note(algorithms[event.index][0], event.index, n, event.round, repeats)
+        if event.kind == "done":
+            if event.result is None:  # stopped inside a decode
+                events.close()
+                got.stopped = True
+                yield stopped.format(len(got.seconds[-1]), repeats), got.rows
+                return
+            if event.timed:
+                got.seconds[event.index].append(event.seconds)
+                got.traces[event.index] = event.result
+                if event.index == n - 1:  # a round complete: the rows so far
+                    got.rows = _rows(labels, algorithms, got.seconds, got.traces, len(got.seconds[-1]), None)
+        if should_stop is not None and should_stop():
+            events.close()
+            got.stopped = True
+            yield stopped.format(len(got.seconds[-1]), repeats), got.rows
+            return
+        if event.kind != "done" or (event.timed and event.index == n - 1):  # not twice for the same news
+            yield note, got.rows
+
+
+def _complete(
+    pair: ModelPair,
+    algorithms: list[tuple[str, dict[str, Any]]],
+    labels: list[str],
+    got: _Rounds,
+    repeats: int,
+    predict: bool,
+    should_stop: Callable[[], bool] | None,
+    threads: int | None,
+) -> Iterator[tuple[str, list[Measurement]]]:
+    """The rows of all ``repeats`` rounds; with ``predict`` (and no stop), the cost model timed for the
+    verdict first; then the rows with the conditions they ran under."""
+    rows = _rows(labels, algorithms, got.seconds, got.traces, repeats, None)
+    n = len(algorithms)
+    done = (
+        f"measured {n} algorithm{'s' if n != 1 else ''}, interleaved: a warm-up round, then {repeats} timed "
+        f"round{'s' if repeats != 1 else ''}"
+    )
+    if predict and not (should_stop is not None and should_stop()):
+        yield f"{done}; timing the cost model's calls for the verdict…", rows
+        why = _predict(pair, rows, got.traces, threads or got.conditions.threads)
+        if why:
+            done += f". {why}"
+    for row in rows:  # complete: the table now shows what it ran under and the verdict
+        row.conditions = got.conditions
+    yield done, rows
+
+
 def measure(
     pair: ModelPair,
     prompt: str | list[int],
@@ -227,52 +305,18 @@ def measure(
     The columns are timed by ``timing.rounds`` (a warm-up round, then ``repeats`` timed rounds; the
     whole decode call, by ``timer``, not counting the pauses at the ticks) under ``threads`` torch
     threads (None: as they are), then, with ``predict``, the cost model is timed for the verdict."""
-    labels, n = row_labels(algorithms), len(algorithms)
+    labels = row_labels(algorithms)
     calls = {
         i: partial(_decode, pair, algo, prompt, params, sampling, should_stop, clock, tick_s)
         for i, (algo, params) in enumerate(algorithms)
     }
-    seconds: list[list[float]] = [[] for _ in algorithms]
-    traces: list[Any] = [None] * n
-    rows: list[Measurement] = []
-    stopped = "stopped after {} of {} timed rounds"
+    got = _Rounds([[] for _ in algorithms], [None] * len(algorithms))
     events = timing.rounds(
         calls, repeats, threads=threads, device=str(pair.device), dtype=str(pair.dtype), clock=timer, loadavg=loadavg
     )
-    for event in events:
-        if event.kind == "end":
-            conditions = event.conditions
-            break
-        note = _note(algorithms[event.index][0], event.index, n, event.round, repeats)
-        if event.kind == "done":
-            if event.result is None:  # stopped inside a decode
-                events.close()
-                yield stopped.format(len(seconds[-1]), repeats), rows
-                return
-            if event.timed:
-                seconds[event.index].append(event.seconds)
-                traces[event.index] = event.result
-                if event.index == n - 1:  # a round complete: the rows so far
-                    rows = _rows(labels, algorithms, seconds, traces, len(seconds[-1]), None)
-        if should_stop is not None and should_stop():
-            events.close()
-            yield stopped.format(len(seconds[-1]), repeats), rows
-            return
-        if event.kind != "done" or (event.timed and event.index == n - 1):  # not twice for the same news
-            yield note, rows
-    rows = _rows(labels, algorithms, seconds, traces, repeats, None)
-    done = (
-        f"measured {n} algorithm{'s' if n != 1 else ''}, interleaved: a warm-up round, then {repeats} timed "
-        f"round{'s' if repeats != 1 else ''}"
-    )
-    if predict and not (should_stop is not None and should_stop()):
-        yield f"{done}; timing the cost model's calls for the verdict…", rows
-        why = _predict(pair, rows, traces, threads or conditions.threads)
-        if why:
-            done += f". {why}"
-    for row in rows:  # complete: the table now shows what it ran under and the verdict
-        row.conditions = conditions
-    yield done, rows
+    yield from _run_rounds(events, algorithms, labels, repeats, should_stop, got)
+    if not got.stopped:
+        yield from _complete(pair, algorithms, labels, got, repeats, predict, should_stop, threads)
 
 
 def _spread(median_value: float, lo: float | None, hi: float | None, fmt: str, unit: str = "") -> str:
