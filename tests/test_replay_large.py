@@ -23,6 +23,7 @@ from specviz.ui.pairs import PairChoice, PairRegistry
 from specviz.ui.plotbox import PlotBox
 from specviz.ui.replay import LATER_STEPS
 from specviz.ui.runner import columns_from_traces
+from specviz.ui.textbox import text_html
 from specviz.viz.theory import theory_panel
 
 STEPS = 1000  # past stepcache.TEXT_WINDOW: the text is a window
@@ -105,7 +106,7 @@ def test_tiled_trace_passes_the_check():
 
 def test_replay_opens_with_a_window_holding_step_one(tmp_path):
     _, session, view, path = replay(tmp_path)
-    html = view["tokens", 0]
+    html = text_html(view["tokens", 0])
     shown = steps_in(html)
     assert shown == list(range(1, stepcache.TEXT_WINDOW + 1))  # a window, not 1000 steps
     assert current_in(html) == [1]
@@ -127,7 +128,7 @@ def test_text_window_is_a_slice_of_the_whole_text_and_moves_with_the_scrub(tmp_p
         if ("tokens", 0) not in view:  # still inside the window sent before: the browser moves the step
             assert col.shown["text"][-1] == (a, b)
             continue
-        html = view["tokens", 0]
+        html = text_html(view["tokens", 0])
         assert steps_in(html) == list(range(a + 1, b + 1)) and current_in(html) == [value]
         full = whole.setdefault(k, viz.tokens_html(col.trace, current_step=k))
         body = re.search(r'<div class="sv-text">(.*?)</div>(?:<div class="sv-elided">|$)', html, re.S).group(1)

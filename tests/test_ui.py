@@ -23,6 +23,7 @@ from specviz.ui.gpu import gpu
 from specviz.ui.layout import Slot
 from specviz.ui.pairs import PairChoice, PairRegistry
 from specviz.ui.runner import Column
+from specviz.ui.textbox import text_html
 from specviz.viz.parts import figure_from_parts
 
 FOUR = [a for a in ("ar", "sd", "mcsd", "specinfer", "sequoia") if a in specviz.ALGORITHMS][:4]
@@ -238,7 +239,7 @@ def test_run_side_by_side_produces_text_tree_and_metrics(explorer):
     for i, algo in enumerate(FOUR):
         assert final["column", i].visible is True
         assert f"<b>{algo}</b>" in final["header", i]
-        assert 'class="sv-tok' in final["tokens", i]
+        assert 'class="sv-tok' in text_html(final["tokens", i])
         tree = final["tree", i]
         assert isinstance(tree, go.Figure) and any(t.meta == "path" for t in tree.data)
         assert f">{session.columns[i].label}" in table  # a metrics row per algorithm
@@ -333,7 +334,7 @@ def test_a_finished_run_opens_each_column_on_its_informative_step(explorer, monk
         assert "most informative" in last["header", i]
         story = last["narrative", i]
         assert story.visible and story.value == f"**{algo}** step 3 story"
-        assert 'class="sv-pinned"' in last["tokens", i]  # the browser leaves its highlight alone
+        assert 'class="sv-pinned"' in text_html(last["tokens", i])  # the browser leaves its highlight alone
     assert "most informative" in last["step_label"]
     # a scrub moves every column together again
     out = explorer.scrub(session, 5)
@@ -496,7 +497,7 @@ def test_stop_keeps_what_ran(explorer):
     assert explorer.stop(session) == {}  # nothing left to stop
     # sd got further than ar before Stop: that is no divergence from ar's greedy output
     assert "sv-bad" not in final["table"] and "identical over the first" in final["table"]
-    assert "sv-diverge" not in final["tokens", 1]
+    assert "sv-diverge" not in text_html(final["tokens", 1])
 
 
 def test_stop_answers_within_one_step_with_six_columns(explorer, monkeypatch):
@@ -1066,7 +1067,7 @@ def test_greedy_divergence_is_marked_in_the_text(explorer):
     assert render.divergence(sd, ar.trace) is None  # lossless: identical
     sd.trace.output_ids[4] = (sd.trace.output_ids[4] + 1) % 300  # as if a cache bug had flipped token 5
     assert render.divergence(sd, ar.trace) == 4
-    html = render.slot_view(sd, 1, 0, diverge_at=4).tokens
+    html = text_html(render.slot_view(sd, 1, 0, diverge_at=4).tokens)
     assert html.count("sv-diverge") == 1 and "differs from ar" in html
 
 

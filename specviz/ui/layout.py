@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 
 from specviz import viz
 from specviz.ui.plotbox import PlotBox
+from specviz.ui.textbox import TextBox
 
 if TYPE_CHECKING:
     from specviz.trace import RunTrace
@@ -69,7 +70,8 @@ PANELS: tuple[Panel, ...] = (
     Panel("header", lambda i: gr.HTML(elem_id=f"sv-head-{i}"), "", "always"),
     Panel(
         "tokens",
-        lambda i: gr.HTML(max_height=230, autoscroll=True, elem_id=f"sv-text-{i}", elem_classes=["sv-textbox"]),
+        # a live run appends each new step to what the page has (ui.textbox)
+        lambda i: TextBox(max_height=230, autoscroll=True, elem_id=f"sv-text-{i}", elem_classes=["sv-textbox"]),
         "",
         "text",
     ),

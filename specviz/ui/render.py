@@ -19,6 +19,7 @@ from specviz.ui import stepcache
 from specviz.ui.columns import short
 from specviz.ui.layout import FIGURES, PANELS
 from specviz.ui.runner import Column, Session, effective_params
+from specviz.ui.textbox import TextValue, text_value
 from specviz.viz import controller as viz_controller
 from specviz.viz import registry as viz_registry
 from specviz.viz.distribution import distribution_figure
@@ -124,6 +125,11 @@ def divergence(col: Column, baseline: RunTrace | None) -> int | None:
     return i if i is not None and i < len(t.output_ids) else None
 
 
+def no_steps_text(trace: RunTrace | None) -> TextValue:
+    """The text of a column without steps (no run yet, or none made), as a ``ui.textbox.TextBox`` value."""
+    return text_value(viz.text_parts(trace), None)
+
+
 def slot_view(
     col: Column,
     i: int,
@@ -145,14 +151,14 @@ def slot_view(
     header = column_header(col, i, step, running)
     if col.error and (t is None or not t.steps):
         return SlotView(
-            header=header, tokens=viz.tokens_html(t), tree=viz.message_figure("No tree: the run did not start.")
+            header=header, tokens=no_steps_text(t), tree=viz.message_figure("No tree: the run did not start.")
         )
     if t is None or not t.steps:
-        return SlotView(header=header, tokens=viz.tokens_html(t), tree=viz.tree_figure(None))
+        return SlotView(header=header, tokens=no_steps_text(t), tree=viz.tree_figure(None))
     n = len(t.steps)
     k = col.step_shown(step)
     current = k if (col.pin is not None or step < n or not col.done) else None
-    tokens = stepcache.tokens_html(col, k, current, diverge_at) if text else ""  # a long run's: a window
+    tokens = stepcache.text_value(col, k, current, diverge_at) if text else ""  # a long run's: a window
     kind = viz_registry.state_type(t)
     view = lambda panel: viz_registry.panel_view(t, panel, kind)  # noqa: E731 - the state type's view, if any
     tree_view, beams_view, story_view, lengths_view = view("tree"), view("beams"), view("narrative"), view("lengths")

@@ -26,7 +26,6 @@ from specviz.ui.views import buttons, full_view, message_view
 
 STREAM_INTERVAL_S = 0.25  # unpaced live column updates at most this often (and see Throttle)
 COMPARE_INTERVAL_S = 15.0  # live comparison table and figures at most this often (seven figures to redraw)
-TEXT_INTERVAL_S = 0.75  # live texts at most this often (each is a large HTML swap in the browser)
 PAGE_POLL_S = 0.05  # a paced run looks for the page's report of its last update this often
 MEASURE_TICK_S = 1.0  # Measure hands control back to Gradio at least this often (client gone? stop)
 BUSY = "A run is already going in this page: press Stop first."
@@ -158,7 +157,6 @@ class RunLoop:
         cols = session.columns
         throttle = Throttle(STREAM_INTERVAL_S, clock=self.clock)
         compare_throttle = Throttle(COMPARE_INTERVAL_S, ratio=0.0, clock=self.clock)
-        text_throttle = Throttle(TEXT_INTERVAL_S, ratio=0.0, clock=self.clock)
         gate = FrameGate(self.config.page_wait_s)
         try:
             self._note("start", t=time.time())
@@ -199,7 +197,9 @@ class RunLoop:
                     continue
                 t_out, budget = self.clock(), wait_left[0]
                 t0, t_build = time.perf_counter(), time.time()
-                out = full_view(session, self.n_slots, compare=compare_throttle(), text=text_throttle())
+                # every live update carries the texts: each is sent as Gradio's difference from the one
+                # before, the new steps' tokens (ui.textbox), so a skipped one would make the next go whole
+                out = full_view(session, self.n_slots, compare=compare_throttle())
                 throttle.rendered(time.perf_counter() - t0)
                 gate.sent(session.n_steps, self.clock())
                 self._note(

@@ -8,7 +8,7 @@ column (``Column.cache``), and a scrub only moves its marker: the marker rectang
 The cache lives and dies with the column: a new run or replay, or the session's end
 (``Explorer.session_deleted``), drops it with the trace.
 
-A long run's text is sent as a window of ``TEXT_WINDOW`` steps around the current one (``tokens_html``).
+A long run's text is sent as a window of ``TEXT_WINDOW`` steps around the current one (``text_value``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import plotly.graph_objects as go
 
 from specviz import metrics, viz
 from specviz.ui.runner import Column
+from specviz.ui.textbox import TextValue
+from specviz.ui.textbox import text_value as text_value_of
 from specviz.viz.theory import _overlay, theory_panel
 
 
@@ -77,21 +79,19 @@ def text_window(col: Column, k: int) -> tuple[int, int]:
     return a, a + TEXT_WINDOW
 
 
-def tokens_html(col: Column, k: int, current: int | None, diverge_at: int | None) -> str:
-    """``viz.tokens_html`` of the column's text window (``text_window``) at step ``k``, saying how many
-    steps before and after it are not shown. Its steps keep their numbers (``data-step``), so the
-    browser moves the current step within it (``ui.style.STEP_JS``)."""
+def text_value(col: Column, k: int, current: int | None, diverge_at: int | None) -> TextValue:
+    """The column's text window (``text_window``) at step ``k`` as a ``ui.textbox.TextBox`` value,
+    saying how many steps before and after it are not shown. Its steps keep their numbers
+    (``data-step``), so the browser moves the current step within it (``ui.style.STEP_JS``)."""
     t = col.trace
     a, b = text_window(col, k)
     if (a, b) == (0, col.n_steps):
-        return viz.tokens_html(t, current_step=current, diverge_at=diverge_at)
-    body = viz.tokens_html(
-        replace(t, steps=t.steps[a:b]), current_step=current, diverge_at=diverge_at, show_prompt=a == 0
-    )
+        return text_value_of(viz.text_parts(t, diverge_at=diverge_at), current)
+    parts = viz.text_parts(replace(t, steps=t.steps[a:b]), diverge_at=diverge_at, show_prompt=a == 0)
     before = f'<div class="sv-elided">… steps 1–{a} not shown: move the slider there to see them</div>' if a else ""
     after = (
         f'<div class="sv-elided">… steps {b + 1}–{col.n_steps} not shown: move the slider there to see them</div>'
         if b < col.n_steps
         else ""
     )
-    return before + body + after
+    return text_value_of(parts, current, before=before, after=after)

@@ -35,8 +35,9 @@ def slot_views(
     draws them).
     ``force`` re-sends everything: a run's last update carries every panel in full, so the page ends
     on the state the server has, whatever became of the updates before it. ``text=False`` leaves the
-    texts as they are (a live run re-sends them less often than the trees). ``full`` also sets which
-    of the ``n_slots`` columns are visible and their download buttons.
+    texts as they are. A text is a ``ui.textbox.TextBox`` value (a live run's stream sends only its
+    new steps). ``full`` also sets which of the ``n_slots`` columns are visible and their download
+    buttons.
     """
     out: View = {}
     baseline = render.greedy_baseline(session)
@@ -53,8 +54,8 @@ def slot_views(
         text_changed = force or (text and col.shown.get("text") != state)
         step_changed = force or col.shown.get("step") != step_key
         v = render.slot_view(col, i, step, session.running, diverge_at, text=text_changed, theory=theory)
-        if text_changed and col.pin is not None:
-            v.tokens = f'<div class="sv-pinned">{v.tokens}</div>'
+        if text_changed and col.pin is not None and isinstance(v.tokens, dict):
+            v.tokens = {**v.tokens, "pinned": True}
         if full:
             out["column", i] = gr.Column(visible=True)
         sent = {"always": True, "text": text_changed, "step": step_changed, "full": full}

@@ -17,7 +17,7 @@ from specviz.viz.race import race_figure
 from specviz.viz.serving import acceptance_per_position_figure, step_latency_figure
 from specviz.viz.style import STATUS_COLORS, STATUS_LABELS, algorithm_color, message_figure
 from specviz.viz.table import TABLE_CSS, comparison_rows, comparison_table_html, first_divergence, greedy_check
-from specviz.viz.tokens import TOKENS_CSS, legend_html, text_upto, tokens_html
+from specviz.viz.tokens import TOKENS_CSS, legend_html, text_parts, text_upto, tokens_html
 from specviz.viz.tree import tree_figure, tree_layout
 
 CSS = TOKENS_CSS + TABLE_CSS
@@ -48,6 +48,7 @@ __all__ = [
     "step_latency_figure",
     "step_narrative",
     "step_tree_figure",
+    "text_parts",
     "text_upto",
     "thompson_figures",
     "time_breakdown_figure",

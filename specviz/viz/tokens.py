@@ -14,6 +14,7 @@ Only classes are emitted (``sv-*``); ``TOKENS_CSS`` styles them and is included 
 from __future__ import annotations
 
 import html
+from typing import Any
 
 from specviz.trace import RunTrace, StepRecord, TreeNode
 from specviz.viz.explain import copies
@@ -109,6 +110,61 @@ def step_html(
     return "".join(parts)
 
 
+STEP_OPEN = '<span class="sv-step" data-step="'  # how every step's element begins, unmarked (``step_span``)
+
+
+def step_span(
+    step: StepRecord, show_rejected: bool = True, diverge_at: int | None = None, lossless: bool = True
+) -> str:
+    """One step's element: its tokens (``step_html``) in a ``sv-step`` span numbered by its step
+    (``data-step``, 1-based), not yet marked as the current or a later step (``mark_step``)."""
+    return f'{STEP_OPEN}{step.index + 1}">{step_html(step, show_rejected, diverge_at, lossless)}</span>'
+
+
+def mark_step(span: str, current_step: int | None) -> str:
+    """A step's element (``step_span``) outlined when it is ``current_step`` (0-based), faded when it
+    comes after it; as it is when nothing is selected."""
+    if current_step is None:
+        return span
+    number = span[len(STEP_OPEN) : span.index('"', len(STEP_OPEN))]
+    index = int(number) - 1
+    if index < current_step:
+        return span
+    rest = span[len('<span class="sv-step') :]  # '" data-step="…">…</span>'
+    return f'<span class="sv-step {"sv-cur" if index == current_step else "sv-future"}{rest}'
+
+
+def text_parts(
+    trace: RunTrace | None,
+    *,
+    show_prompt: bool = True,
+    show_rejected: bool = True,
+    prompt_chars: int = 400,
+    diverge_at: int | None = None,
+) -> dict[str, Any]:
+    """The output of ``trace`` as its parts, none of them marked for a step: ``head`` (the prompt, or
+    what shows for no run), ``steps`` (each step's element, ``step_span``, in order) and ``tail``
+    (what shows for a run without steps). ``tokens_html`` puts them together; a live page appends
+    each new step's element to those it has (``ui.textbox``)."""
+    if trace is None:
+        return {"head": '<span class="sv-empty">no run yet</span>', "steps": [], "tail": ""}
+    head = ""
+    if show_prompt and trace.prompt_text:
+        prompt = trace.prompt_text
+        if len(prompt) > prompt_chars:
+            prompt = "…" + prompt[-prompt_chars:]
+        head = f'<span class="sv-prompt" title="prompt">{_esc(prompt)}</span>'
+    steps = [step_span(step, show_rejected, diverge_at, trace.lossless) for step in trace.steps]
+    tail = "" if trace.steps else '<span class="sv-empty"> (no tokens generated)</span>'
+    return {"head": head, "steps": steps, "tail": tail}
+
+
+def text_from_parts(parts: dict[str, Any], current_step: int | None = None) -> str:
+    """The text of ``text_parts``' parts, ``current_step`` (0-based) outlined and later steps faded."""
+    steps = "".join(mark_step(span, current_step) for span in parts["steps"])
+    return f'<div class="sv-text">{parts["head"]}{steps}{parts["tail"]}</div>'
+
+
 def tokens_html(
     trace: RunTrace | None,
     current_step: int | None = None,
@@ -122,28 +178,10 @@ def tokens_html(
     """The whole output of ``trace``. ``current_step`` (0-based) outlines that step and fades later
     ones; ``diverge_at`` marks the output position where a greedy run first differs from ``ar`` (a bug
     only if ``trace.lossless``)."""
-    if trace is None:
-        body = '<span class="sv-empty">no run yet</span>'
-    else:
-        parts: list[str] = []
-        if show_prompt and trace.prompt_text:
-            prompt = trace.prompt_text
-            if len(prompt) > prompt_chars:
-                prompt = "…" + prompt[-prompt_chars:]
-            parts.append(f'<span class="sv-prompt" title="prompt">{_esc(prompt)}</span>')
-        for step in trace.steps:
-            cls = "sv-step"
-            if current_step is not None:
-                if step.index == current_step:
-                    cls += " sv-cur"
-                elif step.index > current_step:
-                    cls += " sv-future"
-            inner = step_html(step, show_rejected, diverge_at, trace.lossless)
-            parts.append(f'<span class="{cls}" data-step="{step.index + 1}">{inner}</span>')
-        if not trace.steps:
-            parts.append('<span class="sv-empty"> (no tokens generated)</span>')
-        body = "".join(parts)
-    out = f'<div class="sv-text">{body}</div>'
+    parts = text_parts(
+        trace, show_prompt=show_prompt, show_rejected=show_rejected, prompt_chars=prompt_chars, diverge_at=diverge_at
+    )
+    out = text_from_parts(parts, current_step)
     if standalone:
         out = f"<style>{TOKENS_CSS}</style>{out}"
     return out
