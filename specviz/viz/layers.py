@@ -57,21 +57,11 @@ def exit_row(lens: LayerLens) -> int | None:
     return lens.layers.index(lens.exit_layer) if lens.exit_layer in lens.layers else None
 
 
-def layers_figure(step: StepRecord | None, algorithm: str = "") -> go.Figure:
-    """The step's layer view (module docstring); a message where the step recorded no lens."""
-    if step is None:
-        return message_figure("No step to show.", title="Layers")
-    lens = step.lens
-    if lens is None:
-        return message_figure("This step recorded no layer view (run with the layer view on).", title="Layers")
-    agree = agreement(lens)
-    n = len(lens.reads)
-    x = [f"{j + 1}: {visible_text(r, 10)}" for j, r in enumerate(lens.reads)]
-    y = [f"L{layer}" for layer in lens.layers]
-    z = [[(1 if a else -1) * (0.25 + 0.75 * p) for a, p in zip(arow, prow)] for arow, prow in zip(agree, lens.probs)]
-    cells = [[visible_text(t, 6) for t in row] for row in lens.texts]
+def _hover(lens: LayerLens, agree: list[list[bool]]) -> list[list[str]]:
+    """Each cell's hover: the layer, the position and what it reads, its top-1 token and probability, and
+    whether it is the last layer's token (else which that is)."""
     final = lens.texts[-1]
-    hover = [
+    return [
         [
             f"layer {layer} at position {j + 1} (reads {html_escape(visible_text(lens.reads[j], 16))})<br>"
             f"top-1 {html_escape(visible_text(t, 16))} p = {fmt_prob(p)}<br>"
@@ -80,72 +70,82 @@ def layers_figure(step: StepRecord | None, algorithm: str = "") -> go.Figure:
         ]
         for layer, trow, prow, arow in zip(lens.layers, lens.texts, lens.probs, agree)
     ]
-    share = [sum(row) / n for row in agree]
-    data: list[dict[str, Any]] = [
-        {
-            "type": "heatmap",
-            "x": x,
-            "y": y,
-            "z": z,
-            "zmin": -1,
-            "zmax": 1,
-            "showscale": False,
-            "xgap": 1,
-            "ygap": 1,
-            "colorscale": [[0, DISAGREE], [0.5, "#ffffff"], [1, AGREE]],
-            "text": cells,
-            "texttemplate": "%{text}",
-            "textfont": {"size": 9},
-            "customdata": hover,
-            "hovertemplate": "%{customdata}<extra></extra>",
-            "name": "top-1 token",
-            "showlegend": False,
-            "xaxis": "x",
-            "yaxis": "y",
-        },
-        {
-            "type": "scatter",
-            "x": share,
-            "y": y,
-            "mode": "lines+markers",
-            "name": "agrees with the last layer",
-            "line": {"color": AGREE, "width": 2},
-            "marker": {"size": 4},
-            "xaxis": "x2",
-            "yaxis": "y",
-            "hovertemplate": "%{y}: %{x:.0%} of positions agree<extra></extra>",
-        },
-    ]
-    shapes: list[dict[str, Any]] = []
-    row = exit_row(lens)
-    if row is not None:
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "paper",
-                "yref": "y",
-                "x0": 0,
-                "x1": 1,
-                "y0": row - 0.5,
-                "y1": row + 0.5,
-                "line": {"color": CURRENT_COLOR, "width": 2},
-                "fillcolor": "rgba(0,0,0,0)",
-            }
-        )
-        data.append(
-            {
-                "type": "scatter",
-                "x": [None],
-                "y": [None],
-                "mode": "lines",
-                "name": f"exit layer {lens.exit_layer}",
-                "line": {"color": CURRENT_COLOR, "width": 2},
-                "xaxis": "x2",
-                "yaxis": "y",
-                "hoverinfo": "skip",
-            }
-        )
-    head = f"Layers · step {step.index + 1}" + (f" · {algorithm}" if algorithm else "")
+
+
+def _heatmap(lens: LayerLens, agree: list[list[bool]], y: list[str]) -> dict[str, Any]:
+    """Layer by position: each cell's top-1 token, green where it is the last layer's, red where not,
+    darker the likelier."""
+    x = [f"{j + 1}: {visible_text(r, 10)}" for j, r in enumerate(lens.reads)]
+    z = [[(1 if a else -1) * (0.25 + 0.75 * p) for a, p in zip(arow, prow)] for arow, prow in zip(agree, lens.probs)]
+    return {
+        "type": "heatmap",
+        "x": x,
+        "y": y,
+        "z": z,
+        "zmin": -1,
+        "zmax": 1,
+        "showscale": False,
+        "xgap": 1,
+        "ygap": 1,
+        "colorscale": [[0, DISAGREE], [0.5, "#ffffff"], [1, AGREE]],
+        "text": [[visible_text(t, 6) for t in row] for row in lens.texts],
+        "texttemplate": "%{text}",
+        "textfont": {"size": 9},
+        "customdata": _hover(lens, agree),
+        "hovertemplate": "%{customdata}<extra></extra>",
+        "name": "top-1 token",
+        "showlegend": False,
+        "xaxis": "x",
+        "yaxis": "y",
+    }
+
+
+def _share_trace(share: list[float], y: list[str]) -> dict[str, Any]:
+    """Right: per layer, the share of positions whose token agrees with the last layer's."""
+    return {
+        "type": "scatter",
+        "x": share,
+        "y": y,
+        "mode": "lines+markers",
+        "name": "agrees with the last layer",
+        "line": {"color": AGREE, "width": 2},
+        "marker": {"size": 4},
+        "xaxis": "x2",
+        "yaxis": "y",
+        "hovertemplate": "%{y}: %{x:.0%} of positions agree<extra></extra>",
+    }
+
+
+def _exit_mark(row: int, exit_layer: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The exit layer's row framed across both plots, and its legend entry."""
+    frame = {
+        "type": "rect",
+        "xref": "paper",
+        "yref": "y",
+        "x0": 0,
+        "x1": 1,
+        "y0": row - 0.5,
+        "y1": row + 0.5,
+        "line": {"color": CURRENT_COLOR, "width": 2},
+        "fillcolor": "rgba(0,0,0,0)",
+    }
+    entry = {
+        "type": "scatter",
+        "x": [None],
+        "y": [None],
+        "mode": "lines",
+        "name": f"exit layer {exit_layer}",
+        "line": {"color": CURRENT_COLOR, "width": 2},
+        "xaxis": "x2",
+        "yaxis": "y",
+        "hoverinfo": "skip",
+    }
+    return frame, entry
+
+
+def _details(lens: LayerLens, share: list[float], row: int | None) -> list[str]:
+    """The lines under the title: the grid's size, the colours' meaning, the exit layer's agreement."""
+    n = len(lens.reads)
     details = [
         f"{n} position{'s' if n != 1 else ''} × {len(lens.layers)} of {lens.n_layers} layers",
         "green: the last layer's token",
@@ -154,16 +154,40 @@ def layers_figure(step: StepRecord | None, algorithm: str = "") -> go.Figure:
     ]
     if lens.exit_layer is not None:
         details.append(f"exit layer {lens.exit_layer}: {fmt_share(share[row]) if row is not None else '?'} agree")
+    return details
+
+
+def layers_figure(step: StepRecord | None, algorithm: str = "") -> go.Figure:
+    """The step's layer view (module docstring); a message where the step recorded no lens."""
+    if step is None:
+        return message_figure("No step to show.", title="Layers")
+    lens = step.lens
+    if lens is None:
+        return message_figure("This step recorded no layer view (run with the layer view on).", title="Layers")
+    agree = agreement(lens)
+    y = [f"L{layer}" for layer in lens.layers]
+    share = [sum(row) / len(lens.reads) for row in agree]
+    data = [_heatmap(lens, agree, y), _share_trace(share, y)]
+    shapes: list[dict[str, Any]] = []
+    row = exit_row(lens)
+    if row is not None:
+        frame, entry = _exit_mark(row, lens.exit_layer)
+        shapes.append(frame)
+        data.append(entry)
+    head = f"Layers · step {step.index + 1}" + (f" · {algorithm}" if algorithm else "")
     layout = base_layout(head)
     layout["xaxis"] = axis("position (the token it reads)", domain=[0, 0.78], tickangle=-30, side="bottom")
     layout["xaxis2"] = axis("agree", domain=[0.82, 1], range=[-0.05, 1.05], tickformat=".0%", dtick=1)
     layout["yaxis"] = axis("layer", autorange="reversed", tickfont={"size": 9})
     layout["shapes"] = shapes
-    titled(layout, title_lines(head, details), data, max(MIN_BODY_PX, ROW_PX * len(lens.layers) + 70))
+    titled(
+        layout, title_lines(head, _details(lens, share, row)), data, max(MIN_BODY_PX, ROW_PX * len(lens.layers) + 70)
+    )
     return figure(data, layout)
 
 
 def fmt_share(x: float) -> str:
+    """A share as a whole percentage: ``0.5`` -> ``50%``."""
     return f"{round(100 * x)}%"
 
 
