@@ -114,6 +114,84 @@ def _quantile(xs: list[float], q: float) -> float:
     return ys[int(q * (len(ys) - 1))]
 
 
+def _part_bars(label: str, lat: dict[str, list[float]], i: int, where: dict[str, str]) -> list[dict[str, Any]]:
+    """One run's stacked bars, a trace per part (draft, verify, bookkeeping; in the legend once, from the
+    first run), the step's total on hover."""
+    data = []
+    for part in metrics.LATENCY_PARTS:
+        name = PART_NAMES[part]
+        data.append(
+            {
+                "type": "bar",
+                "name": name,
+                "legendgroup": part,
+                "showlegend": i == 0,
+                "x": lat["step"],
+                "y": lat[part],
+                "customdata": lat["total_ms"],
+                **where,
+                "marker": {"color": PART_COLORS[part]},
+                "hovertemplate": (
+                    f"<b>{html_escape(label)}</b><br>step %{{x}}: {name} %{{y:.2f}} ms"
+                    "<br>step total %{customdata:.2f} ms<extra></extra>"
+                ),
+            }
+        )
+    return data
+
+
+def _over_scale(label: str, over: list[tuple[float, float]], cap: float, where: dict[str, str]) -> dict[str, Any]:
+    """The steps above the shared scale, marked ▲ at its top, their totals on hover."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "showlegend": False,
+        **where,
+        "x": [x for x, _ in over],
+        "y": [cap] * len(over),
+        "customdata": [t for _, t in over],
+        "marker": {"symbol": "triangle-up", "size": 9, "color": "#111827"},
+        "cliponaxis": False,
+        "hovertemplate": (
+            f"<b>{html_escape(label)}</b><br>step %{{x}}: %{{customdata:.1f}} ms, above the scale<extra></extra>"
+        ),
+    }
+
+
+def _run_label(label: str, lat: dict[str, list[float]], color: str, y: float) -> dict[str, Any]:
+    """A run's name and mean step time above its plot, in its colour."""
+    total = sum(lat["total_ms"])
+    return {
+        "text": f"<b>{html_escape(label)}</b> · mean {total / len(lat['step']):.1f} ms a step",
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0,
+        "y": y,
+        "xanchor": "left",
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": 11, "color": color},
+    }
+
+
+def _run_axes(layout: dict[str, Any], i: int, last: bool, steps: int, domain: list[float], cap: float | None) -> None:
+    """Run ``i``'s axes: the step axis (matching the first run's, labelled under the last run only) and
+    its ms axis over ``domain`` (up to ``cap`` on the shared scale)."""
+    suffix = "" if i == 0 else str(i + 1)
+    layout[f"xaxis{suffix}"] = axis(
+        "step" if last else None,
+        range=[0.5, steps + 0.5],
+        anchor=f"y{suffix}",
+        showticklabels=last,
+        **({} if i == 0 else {"matches": "x"}),
+        **_int_ticks(steps),
+    )
+    yax = axis("ms", domain=domain, anchor=f"x{suffix}", rangemode="tozero", nticks=4)
+    if cap is not None:
+        yax["range"] = [0, cap]
+    layout[f"yaxis{suffix}"] = yax
+
+
 def step_latency_figure(
     runs: Runs, current_step: int | None = None, shared_y: bool = True, row_px: int = ROW_PX
 ) -> go.Figure:
@@ -144,72 +222,13 @@ def step_latency_figure(
         top_frac = 1 - (i * (row_px + ROW_GAP_PX) + ROW_GAP_PX) / paper_h
         bot_frac = max(0.0, top_frac - row_px / paper_h)
         where = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
-        for part in metrics.LATENCY_PARTS:
-            name = PART_NAMES[part]
-            data.append(
-                {
-                    "type": "bar",
-                    "name": name,
-                    "legendgroup": part,
-                    "showlegend": i == 0,
-                    "x": lat["step"],
-                    "y": lat[part],
-                    "customdata": lat["total_ms"],
-                    **where,
-                    "marker": {"color": PART_COLORS[part]},
-                    "hovertemplate": (
-                        f"<b>{html_escape(label)}</b><br>step %{{x}}: {name} %{{y:.2f}} ms"
-                        "<br>step total %{customdata:.2f} ms<extra></extra>"
-                    ),
-                }
-            )
+        data += _part_bars(label, lat, i, where)
         over = [(x, t) for x, t in zip(lat["step"], lat["total_ms"]) if shared_y and t > cap]
         if over:
             clipped_any = True
-            data.append(
-                {
-                    "type": "scatter",
-                    "mode": "markers",
-                    "showlegend": False,
-                    **where,
-                    "x": [x for x, _ in over],
-                    "y": [cap] * len(over),
-                    "customdata": [t for _, t in over],
-                    "marker": {"symbol": "triangle-up", "size": 9, "color": "#111827"},
-                    "cliponaxis": False,
-                    "hovertemplate": (
-                        f"<b>{html_escape(label)}</b><br>step %{{x}}: %{{customdata:.1f}} ms, "
-                        "above the scale<extra></extra>"
-                    ),
-                }
-            )
-        total = sum(lat["total_ms"])
-        annotations.append(
-            {
-                "text": f"<b>{html_escape(label)}</b> · mean {total / len(lat['step']):.1f} ms a step",
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0,
-                "y": top_frac,
-                "xanchor": "left",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "font": {"size": 11, "color": color},
-            }
-        )
-        last = i == n - 1
-        layout[f"xaxis{suffix}"] = axis(
-            "step" if last else None,
-            range=[0.5, steps + 0.5],
-            anchor=f"y{suffix}",
-            showticklabels=last,
-            **({} if i == 0 else {"matches": "x"}),
-            **_int_ticks(steps),
-        )
-        yax = axis("ms", domain=[bot_frac, top_frac], anchor=f"x{suffix}", rangemode="tozero", nticks=4)
-        if shared_y:
-            yax["range"] = [0, cap]
-        layout[f"yaxis{suffix}"] = yax
+            data.append(_over_scale(label, over, cap, where))
+        annotations.append(_run_label(label, lat, color, top_frac))
+        _run_axes(layout, i, i == n - 1, steps, [bot_frac, top_frac], cap if shared_y else None)
     layout["annotations"] = annotations
     if current_step is not None:
         layout["shapes"] = [_marker_shape(current_step + 1)]
