@@ -165,6 +165,33 @@ def versus_m_figure(
     return fig
 
 
+def _closed_and_direct(
+    ms: Sequence[int], sym: str, key: float, curves: tuple[list[float], list[float]], row: int, i: int
+) -> tuple[go.Scatter, go.Scatter]:
+    """One setting's closed form (a line, in the legend) and its residual chain computed directly
+    (open markers in the same colour)."""
+    closed, direct = curves
+    c = series_color(i + 1)
+    line = go.Scatter(
+        x=list(ms),
+        y=closed,
+        mode="lines",
+        line={"color": c},
+        name=f"{sym} = {key:g}: closed form",
+        legendgroup=f"{row}{i}",
+    )
+    markers = go.Scatter(
+        x=list(ms),
+        y=direct,
+        mode="markers",
+        marker={"color": c, "size": 6, "symbol": "circle-open"},
+        name=f"{sym} = {key:g}: residual chain",
+        legendgroup=f"{row}{i}",
+        showlegend=False,
+    )
+    return line, markers
+
+
 def batch_improvement_figure(
     ms: Sequence[int],
     bernoulli: Mapping[float, tuple[list[float], list[float]]],
@@ -181,44 +208,17 @@ def batch_improvement_figure(
         subplot_titles=("target Ber(0.5), draft Ber(u)", "target Unif(V'), draft Unif(V)"),
     )
     for row, (sym, groups) in enumerate((("u", bernoulli), ("r", uniform)), start=1):
-        for i, (key, (closed, direct)) in enumerate(groups.items()):
-            c = series_color(i + 1)
-            fig.add_trace(
-                go.Scatter(
-                    x=list(ms),
-                    y=closed,
-                    mode="lines",
-                    line={"color": c},
-                    name=f"{sym} = {key:g}: closed form",
-                    legendgroup=f"{row}{i}",
-                ),
-                row=row,
-                col=1,
-            )
-            fig.add_trace(
-                go.Scatter(
-                    x=list(ms),
-                    y=direct,
-                    mode="markers",
-                    marker={"color": c, "size": 6, "symbol": "circle-open"},
-                    name=f"{sym} = {key:g}: residual chain",
-                    legendgroup=f"{row}{i}",
-                    showlegend=False,
-                ),
-                row=row,
-                col=1,
-            )
-    fig.add_trace(
-        go.Scatter(
-            x=[None],
-            y=[None],
-            mode="markers",
-            marker={"color": "#6b7280", "symbol": "circle-open"},
-            name="markers: residual chain, computed directly",
-        ),
-        row=1,
-        col=1,
+        for i, (key, curves) in enumerate(groups.items()):
+            for trace in _closed_and_direct(ms, sym, key, curves, row, i):
+                fig.add_trace(trace, row=row, col=1)
+    markers_note = go.Scatter(
+        x=[None],
+        y=[None],
+        mode="markers",
+        marker={"color": "#6b7280", "symbol": "circle-open"},
+        name="markers: residual chain, computed directly",
     )
+    fig.add_trace(markers_note, row=1, col=1)
     layout = base_layout("Batch improvement vs batch size M (Fig. 3 right)", height=560)
     layout["legend"] = {"font": {"size": 10}}
     fig.update_layout(**layout)
@@ -227,6 +227,56 @@ def batch_improvement_figure(
     fig.update_yaxes(**axis("BI = TV − Π TV(p^m, q)"), row=1, col=1)
     fig.update_yaxes(**axis("BI"), row=2, col=1)
     return fig
+
+
+def _decoding_traces(
+    pts: Sequence[tuple[float, float, float]], mc: Sequence[tuple[float, float]], name: str, c: str, sym: str
+) -> list[go.Scatter]:
+    """One decoding's exact (bias, rejection) curve over eps, and its sampled points where there are any."""
+    out = [
+        go.Scatter(
+            x=[b for _, b, _ in pts],
+            y=[r for _, _, r in pts],
+            mode="lines+markers",
+            line={"color": c},
+            marker={"symbol": sym, "size": 6},
+            text=[f"eps = {e:.3g}" for e, _, _ in pts],
+            name=f"{name}: exact",
+        )
+    ]
+    if mc:
+        out.append(
+            go.Scatter(
+                x=[b for b, _ in mc],
+                y=[r for _, r in mc],
+                mode="markers",
+                marker={"color": c, "symbol": sym + "-open", "size": 11},
+                name=f"{name}: sampled",
+            )
+        )
+    return out
+
+
+def _front_traces(total_tv: float) -> tuple[go.Scatter, go.Scatter]:
+    """The unattainable triangle under Thm 5's front (rejection + bias < TV), and the front itself."""
+    unattainable = go.Scatter(
+        x=[0, total_tv, 0, 0],
+        y=[0, 0, total_tv, 0],
+        mode="lines",
+        fill="toself",
+        fillcolor="rgba(214,69,69,0.12)",
+        line={"width": 0},
+        hoverinfo="skip",
+        name="unattainable (rejection + bias < TV)",
+    )
+    front = go.Scatter(
+        x=[0, total_tv],
+        y=[total_tv, 0],
+        mode="lines",
+        line={"color": "black", "dash": "dot", "width": 2},
+        name="Pareto front (Thm 5)",
+    )
+    return unattainable, front
 
 
 def pareto_figure(
@@ -240,53 +290,14 @@ def pareto_figure(
     """Fig. 4(a, b): rejection probability (y) vs TV bias from the target (x). The segment from SD
     (0, TV) to accept-all (TV, 0) is Thm 5's front; below it is unattainable. ``opt``/``uno``:
     (eps, bias, rejection) exact; ``*_mc``: (bias, rejection) measured by sampling."""
+    unattainable, front = _front_traces(total_tv)
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=[0, total_tv, 0, 0],
-            y=[0, 0, total_tv, 0],
-            mode="lines",
-            fill="toself",
-            fillcolor="rgba(214,69,69,0.12)",
-            line={"width": 0},
-            hoverinfo="skip",
-            name="unattainable (rejection + bias < TV)",
-        )
-    )
-    for pts, mc, name, c, sym in (
-        (opt, opt_mc, "Decoding-OPT", series_color(1), "circle"),
-        (uno, uno_mc, "Decoding-UNO", series_color(2), "square"),
-    ):
-        fig.add_trace(
-            go.Scatter(
-                x=[b for _, b, _ in pts],
-                y=[r for _, _, r in pts],
-                mode="lines+markers",
-                line={"color": c},
-                marker={"symbol": sym, "size": 6},
-                text=[f"eps = {e:.3g}" for e, _, _ in pts],
-                name=f"{name}: exact",
-            )
-        )
-        if mc:
-            fig.add_trace(
-                go.Scatter(
-                    x=[b for b, _ in mc],
-                    y=[r for _, r in mc],
-                    mode="markers",
-                    marker={"color": c, "symbol": sym + "-open", "size": 11},
-                    name=f"{name}: sampled",
-                )
-            )
-    fig.add_trace(
-        go.Scatter(
-            x=[0, total_tv],
-            y=[total_tv, 0],
-            mode="lines",
-            line={"color": "black", "dash": "dot", "width": 2},
-            name="Pareto front (Thm 5)",
-        )
-    )
+    fig.add_trace(unattainable)
+    for trace in _decoding_traces(opt, opt_mc, "Decoding-OPT", series_color(1), "circle"):
+        fig.add_trace(trace)
+    for trace in _decoding_traces(uno, uno_mc, "Decoding-UNO", series_color(2), "square"):
+        fig.add_trace(trace)
+    fig.add_trace(front)
     top = 1.08 * max([total_tv] + [b for _, b, _ in uno] + [b for b, _ in uno_mc])
     fig.update_layout(
         **base_layout(title, height=420),
