@@ -12,7 +12,16 @@ from specviz.validation import whole
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``bench``'s options: the pair (``pair_options``), what runs (``_rows``), how it is timed and where the
+    report goes (``_timing``)."""
     add_pair_args(p)  # default pair: the first preset (smollm2-135m-offline); --device, --dtype, --chat
+    _rows(p)
+    _timing(p)
+
+
+def _rows(p: argparse.ArgumentParser) -> None:
+    """What runs: the algorithms, prompts, tokens, and the extra rows (``sd`` at other draft lengths and
+    controllers, each algorithm with other drafters)."""
     p.add_argument("--algos", nargs="+", default=None, help="specviz algorithms (default: every registered one)")
     p.add_argument("--categories", nargs="+", default=None, help="prompt categories (default: all)")
     p.add_argument("--prompts-per-category", type=whole(1), default=None, help="(default: all; --quick: 2)")
@@ -53,6 +62,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("model", "feature", "model_cut"),
         help="also time each algorithm that takes a drafter with each of these (rows ALGO@DRAFTER)",
     )
+
+
+def _timing(p: argparse.ArgumentParser) -> None:
+    """How it is timed (passes, peers, ``--quick``, a random pair, the cost model's sizes, threads) and the
+    report's directory."""
     p.add_argument(
         "--repeat", "--repeats", dest="repeat", type=whole(1), default=3, help="timed passes after a warm-up"
     )
