@@ -66,37 +66,36 @@ def rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = Parser(
-        prog="python -m specviz.bench.replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--steps", type=whole(1), default=12000)
-    ap.add_argument("--scrubs", type=whole(1), default=20)
-    ap.add_argument("--file", help="replay this trace file (.json or .json.gz) instead of building one")
-    args = ap.parse_args(argv)
-    from specviz.trace_check import check_trace
+def explorer():
+    """The app's ``Explorer`` with no pair to load (a replay needs none) and uploads up to 64 MB."""
     from specviz.ui.app import Explorer
     from specviz.ui.config import AppConfig
     from specviz.ui.pairs import PairChoice, PairRegistry
-    from specviz.ui.runner import Session
 
-    path = args.file
-    if path is None:
-        trace = tiled(base_trace(), args.steps)
-        check_trace(trace)
-        path = os.path.join(tempfile.mkdtemp(prefix="specviz-bench-replay-"), "long.json")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(trace.to_json())
-        del trace
-    gc.collect()
-    size = os.path.getsize(path)
-    ex = Explorer(
+    return Explorer(
         AppConfig(max_upload_bytes=64 * 1024 * 1024),
         registry=PairRegistry(),
         presets=[PairChoice("none", "/nonexistent", None)],
         preload=False,
     )
-    # the parts of an upload on their own (the upload below does them again)
+
+
+def _trace_file(steps: int) -> str:
+    """A long trace (``tiled`` to ``steps``, checked) written as JSON to a new temporary folder: its path."""
+    from specviz.trace_check import check_trace
+
+    trace = tiled(base_trace(), steps)
+    check_trace(trace)
+    path = os.path.join(tempfile.mkdtemp(prefix="specviz-bench-replay-"), "long.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(trace.to_json())
+    return path
+
+
+def _parse_and_check(path: str) -> tuple[float, float]:
+    """Seconds of the parts of an upload on their own (the upload does them again): the parse
+    (``RunTrace.from_json``) and the value check (``check_trace``)."""
+    from specviz.trace_check import check_trace
     from specviz.trace_io import read_trace_text
 
     text = read_trace_text(path)  # a .json or a .json.gz, as an upload reads it
@@ -108,36 +107,46 @@ def main(argv: list[str] | None = None) -> None:
     check = time.perf_counter() - t0
     del trace, text
     gc.collect()
-    rows = []
-    rss = [rss_mb()]
-    for session_no in (1, 2):  # a second session: what the first left is reused, not added to
-        session = Session()
+    return parse, check
+
+
+def _session(ex, path: str, session_no: int, scrubs: int) -> tuple[tuple, int]:
+    """One session's upload of ``path``, its second event, the collection after it, ``scrubs`` scrubs to
+    random steps (seeded by ``session_no``) and the resident memory while shown and after it ended: the
+    table's row and the trace's steps."""
+    from specviz.ui.runner import Session
+
+    session = Session()
+    t0 = time.perf_counter()
+    view = ex.upload([path], session)
+    first = time.perf_counter() - t0
+    if not session.columns:
+        raise SystemExit(f"not replayed: {view.get('status')}")
+    t0 = time.perf_counter()
+    later = ex.replay_rest(session)  # a long replay's comparison and theory panels (the upload's .then)
+    view.update(next(later))
+    rest = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in later:  # then its collection, after the page has them
+        pass
+    collect = time.perf_counter() - t0
+    n = session.n_steps
+    rng = random.Random(session_no)
+    times = []
+    for _ in range(scrubs):
+        step = rng.randrange(1, n + 1)
         t0 = time.perf_counter()
-        view = ex.upload([path], session)
-        first = time.perf_counter() - t0
-        if not session.columns:
-            raise SystemExit(f"not replayed: {view.get('status')}")
-        t0 = time.perf_counter()
-        later = ex.replay_rest(session)  # a long replay's comparison and theory panels (the upload's .then)
-        view.update(next(later))
-        rest = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for _ in later:  # then its collection, after the page has them
-            pass
-        collect = time.perf_counter() - t0
-        n = session.n_steps
-        rng = random.Random(session_no)
-        scrubs = []
-        for _ in range(args.scrubs):
-            step = rng.randrange(1, n + 1)
-            t0 = time.perf_counter()
-            ex.scrub(session, step)
-            scrubs.append(time.perf_counter() - t0)
-        held = rss_mb()
-        ex.session_deleted(session)
-        del session, view
-        gc.collect()
-        rows.append((first, rest, collect, scrubs, held, rss_mb()))
+        ex.scrub(session, step)
+        times.append(time.perf_counter() - t0)
+    held = rss_mb()
+    ex.session_deleted(session)
+    del session, view
+    gc.collect()
+    return (first, rest, collect, times, held, rss_mb()), n
+
+
+def _print_table(n: int, size: int, parse: float, check: float, rows: list[tuple], rss0: float) -> None:
+    """The Markdown table of the measures, under a line naming the trace and the machine's load."""
     print(f"trace: {n} steps, {size / 1e6:.1f} MB; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
     print("| measure | value |\n|---|---|")
     print(f"| parse (json + schema, RunTrace.from_json) | {parse:.2f} s |")
@@ -151,7 +160,29 @@ def main(argv: list[str] | None = None) -> None:
             f"{statistics.median(scrubs):.3f} s ({min(scrubs):.3f}-{max(scrubs):.3f}) |"
         )
         print(f"| session {i}: resident memory while shown / after the session ended | {held:.0f} / {dropped:.0f} MB |")
-    print(f"| resident memory before the first upload | {rss[0]:.0f} MB |")
+    print(f"| resident memory before the first upload | {rss0:.0f} MB |")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Time a long replay (built, or ``--file``) in two sessions and print the table."""
+    ap = Parser(
+        prog="python -m specviz.bench.replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--steps", type=whole(1), default=12000)
+    ap.add_argument("--scrubs", type=whole(1), default=20)
+    ap.add_argument("--file", help="replay this trace file (.json or .json.gz) instead of building one")
+    args = ap.parse_args(argv)
+    path = args.file or _trace_file(args.steps)
+    gc.collect()
+    size = os.path.getsize(path)
+    ex = explorer()
+    parse, check = _parse_and_check(path)
+    rows = []
+    rss0 = rss_mb()
+    for session_no in (1, 2):  # a second session: what the first left is reused, not added to
+        row, n = _session(ex, path, session_no, args.scrubs)
+        rows.append(row)
+    _print_table(n, size, parse, check, rows, rss0)
     if args.file is None:  # the trace built here
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 

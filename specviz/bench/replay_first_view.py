@@ -73,65 +73,49 @@ def _upload(ex, path) -> tuple[float, float, float, float, float]:
     return first, cpu, second, catch_up, serialise
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = Parser(
-        prog="python -m specviz.bench.replay_first_view",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("--steps", type=whole(1), default=12000)
-    ap.add_argument("--rounds", type=whole(1), default=3)
-    ap.add_argument("--file", help="replay this trace file instead of building one")
-    args = ap.parse_args(argv)
+def _trace_file(steps: int) -> tuple[str, str]:
+    """The long trace of ``specviz.bench.replay`` (``tiled`` to ``steps``, checked) written as ``.json.gz``,
+    as the app offers a long trace, to a new temporary folder: its path and the folder."""
+    from specviz.bench.replay import base_trace, tiled
+    from specviz.trace_check import check_trace
+
+    trace = tiled(base_trace(), steps)
+    check_trace(trace)
+    folder = tempfile.mkdtemp(prefix="specviz-bench-first-view-")
+    path = os.path.join(folder, "long.json.gz")
+    with open(path, "wb") as fh:
+        fh.write(gzip.compress(trace.to_json().encode("utf-8"), compresslevel=6, mtime=0))
+    return path, folder
+
+
+def _time_modes(ex, path: str, rounds: int) -> dict[str, list[tuple[float, ...]]]:
+    """``rounds`` uploads of ``path`` in each mode, alternating: one event (``LATER_STEPS`` past any
+    length) and two events (as the code is; restored after)."""
     from specviz.ui import replay as replay_mod
-    from specviz.ui.app import Explorer
-    from specviz.ui.config import AppConfig
-    from specviz.ui.pairs import PairChoice, PairRegistry
 
-    path, folder = args.file, None
-    if path is None:
-        from specviz.bench.replay import base_trace, tiled
-        from specviz.trace_check import check_trace
-
-        trace = tiled(base_trace(), args.steps)
-        check_trace(trace)
-        folder = tempfile.mkdtemp(prefix="specviz-bench-first-view-")
-        path = os.path.join(folder, "long.json.gz")
-        with open(path, "wb") as fh:
-            fh.write(gzip.compress(trace.to_json().encode("utf-8"), compresslevel=6, mtime=0))
-        del trace
-    gc.collect()
-    ex = Explorer(
-        AppConfig(max_upload_bytes=64 * 1024 * 1024),
-        registry=PairRegistry(),
-        presets=[PairChoice("none", "/nonexistent", None)],
-        preload=False,
-    )
     modes = {"one event": 10**12, "two events": replay_mod.LATER_STEPS}
-    _upload(ex, path)  # warm: imports, caches
-    load0 = os.getloadavg()[0]
     results: dict[str, list[tuple[float, ...]]] = {name: [] for name in modes}
     try:
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for name, later_steps in modes.items():
                 replay_mod.LATER_STEPS = later_steps
                 results[name].append(_upload(ex, path))
     finally:
         replay_mod.LATER_STEPS = modes["two events"]
-    load1 = os.getloadavg()[0]
-    size = os.path.getsize(path)
-    print(
-        f"{os.path.basename(path)}: {size / 1e6:.1f} MB on disk; {args.rounds} rounds, alternating; "
-        f"load average {load0:.1f} before, {load1:.1f} after, {os.cpu_count()} CPUs\n"
-    )
+    return results
+
+
+def _cell(rows: list[tuple[float, ...]], i: int) -> str:
+    """``median s (min-max)`` of measure ``i`` over the rounds; ``-`` when it is always 0 (not made)."""
+    xs = [r[i] for r in rows]
+    if not any(xs):
+        return "-"
+    return f"{statistics.median(xs):.2f} s ({min(xs):.2f}-{max(xs):.2f})"
+
+
+def _print_table(results: dict[str, list[tuple[float, ...]]]) -> None:
+    """The Markdown table: each measure, one event against two."""
     print("| measure, median (min-max) | one event | two events |\n|---|---:|---:|")
-
-    def cell(rows, i):
-        xs = [r[i] for r in rows]
-        if not any(xs):
-            return "-"
-        return f"{statistics.median(xs):.2f} s ({min(xs):.2f}-{max(xs):.2f})"
-
     for i, what in enumerate(
         (
             "upload -> first view (`Explorer.upload`), wall",
@@ -141,7 +125,35 @@ def main(argv: list[str] | None = None) -> None:
             "the views' figures to JSON",
         )
     ):
-        print(f"| {what} | {cell(results['one event'], i)} | {cell(results['two events'], i)} |")
+        print(f"| {what} | {_cell(results['one event'], i)} | {_cell(results['two events'], i)} |")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Time a long replay's first view (built, or ``--file``), one event against two, and print the table."""
+    ap = Parser(
+        prog="python -m specviz.bench.replay_first_view",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--steps", type=whole(1), default=12000)
+    ap.add_argument("--rounds", type=whole(1), default=3)
+    ap.add_argument("--file", help="replay this trace file instead of building one")
+    args = ap.parse_args(argv)
+    from specviz.bench.replay import explorer
+
+    path, folder = (args.file, None) if args.file is not None else _trace_file(args.steps)
+    gc.collect()
+    ex = explorer()
+    _upload(ex, path)  # warm: imports, caches
+    load0 = os.getloadavg()[0]
+    results = _time_modes(ex, path, args.rounds)
+    load1 = os.getloadavg()[0]
+    size = os.path.getsize(path)
+    print(
+        f"{os.path.basename(path)}: {size / 1e6:.1f} MB on disk; {args.rounds} rounds, alternating; "
+        f"load average {load0:.1f} before, {load1:.1f} after, {os.cpu_count()} CPUs\n"
+    )
+    _print_table(results)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
 
