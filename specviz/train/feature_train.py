@@ -156,6 +156,65 @@ def _autocast(precision: str):
     return torch.autocast("cpu", dtype=torch.bfloat16)
 
 
+def _new_head(cfg, target, vocab: torch.Tensor) -> tuple[FeatureHead, FeatureHeadConfig]:
+    """The head over the draft vocabulary ``vocab``, seeded, its output rows and final norm starting as the
+    target's own (tied embedding) for those tokens."""
+    hcfg = FeatureHeadConfig.for_target(target.config, tuple(cfg.layers), len(vocab), cfg.intermediate)
+    torch.manual_seed(cfg.seed + 31)
+    head = FeatureHead(hcfg, vocab)
+    with torch.no_grad():
+        head.head.weight.copy_(target.get_output_embeddings().weight[vocab])
+        head.norm_out.copy_(target.model.norm.weight)
+    return head, hcfg
+
+
+class _Progress:
+    """What a cut-off run resumes from: the step reached, the logged history and the seconds spent."""
+
+    def __init__(self) -> None:
+        self.step, self.history, self.seconds = 0, [], 0.0
+
+    def save(self, ckpt: Path, head: FeatureHead, opt, batches: FeatureBatches) -> None:
+        """The checkpoint, written whole or not at all (a temporary file renamed)."""
+        state = {
+            "head": head.state_dict(),
+            "opt": opt.state_dict(),
+            "rng": batches.rng.getstate(),
+            "order": batches.order,
+            "epochs": batches.epochs,
+            "step": self.step,
+            "history": self.history,
+            "seconds": self.seconds,
+        }
+        tmp = ckpt.with_suffix(".tmp")
+        torch.save(state, tmp)
+        tmp.replace(ckpt)
+
+    def load(self, ckpt: Path, head: FeatureHead, opt, batches: FeatureBatches) -> None:
+        """Everything ``save`` wrote, back into the head, the optimiser and the batches."""
+        state = torch.load(ckpt, weights_only=False)
+        head.load_state_dict(state["head"])
+        opt.load_state_dict(state["opt"])
+        batches.rng.setstate(state["rng"])
+        batches.order, batches.epochs = state["order"], state["epochs"]
+        self.step, self.history, self.seconds = state["step"], state["history"], state["seconds"]
+
+
+def _train_step(cfg, head: FeatureHead, opt, embed: torch.Tensor, batches: FeatureBatches, t2d, step: int):
+    """One optimiser step (cosine learning rate, training-time test loss, clipped gradients); returns the
+    loss, its per-unrolled-step parts and the learning rate."""
+    lr = cosine_lr(step, cfg.steps, cfg.lr, min(50, max(1, cfg.steps // 10)))
+    for g in opt.param_groups:
+        g["lr"] = lr
+    with _autocast(cfg.precision):
+        loss, parts = batch_loss(head, embed, batches.next(), t2d, cfg.ttt_steps)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(head.parameters(), 0.5)
+    opt.step()
+    return float(loss.detach()), parts, lr
+
+
 def train_drafter(cfg, target, answers: list, heldout: list, out: Path, log) -> dict:
     """Stage 3 (resumable): train and save the head to ``out``; returns the stage's report."""
     import time
@@ -163,87 +222,53 @@ def train_drafter(cfg, target, answers: list, heldout: list, out: Path, log) -> 
     vocab = read_vocab(out)
     t2d = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
     t2d[vocab] = torch.arange(len(vocab))
-    hcfg = FeatureHeadConfig.for_target(target.config, tuple(cfg.layers), len(vocab), cfg.intermediate)
-    torch.manual_seed(cfg.seed + 31)
-    head = FeatureHead(hcfg, vocab)
+    head, hcfg = _new_head(cfg, target, vocab)
     embed = target.get_input_embeddings().weight.detach()
-    with torch.no_grad():  # the head starts as the target's own output rows (tied embedding) of its vocabulary
-        head.head.weight.copy_(target.get_output_embeddings().weight[vocab])
-        head.norm_out.copy_(target.model.norm.weight)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
     batches = FeatureBatches(answers, cfg.batch, cfg.seq, cfg.seed + 17)
-    start, history, seconds = 0, [], 0.0
-    ckpt = out / CHECKPOINT
+    progress, ckpt = _Progress(), out / CHECKPOINT
     if ckpt.is_file():
-        state = torch.load(ckpt, weights_only=False)
-        head.load_state_dict(state["head"])
-        opt.load_state_dict(state["opt"])
-        batches.rng.setstate(state["rng"])
-        batches.order, batches.epochs = state["order"], state["epochs"]
-        start, history, seconds = state["step"], state["history"], state["seconds"]
-        log(f"[drafter] resumed at step {start} from {ckpt}")
+        progress.load(ckpt, head, opt, batches)
+        log(f"[drafter] resumed at step {progress.step} from {ckpt}")
     n_params = sum(p.numel() for p in head.parameters())
     log(
         f"[drafter] {n_params / 1e6:.2f}M parameters, vocabulary {len(vocab)}, layers {hcfg.layers}; "
         f"{cfg.steps} steps of {cfg.batch} answers, {cfg.ttt_steps} unrolled steps"
     )
     head.train()
-    t0, smooth = time.time() - seconds, None
-    for step in range(start, cfg.steps):
-        lr = cosine_lr(step, cfg.steps, cfg.lr, min(50, max(1, cfg.steps // 10)))
-        for g in opt.param_groups:
-            g["lr"] = lr
-        with _autocast(cfg.precision):
-            loss, parts = batch_loss(head, embed, batches.next(), t2d, cfg.ttt_steps)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(head.parameters(), 0.5)
-        opt.step()
-        value = float(loss.detach())
+    t0, smooth = time.time() - progress.seconds, None
+    for step in range(progress.step, cfg.steps):
+        value, parts, lr = _train_step(cfg, head, opt, embed, batches, t2d, step)
         smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
-            history.append(
-                {"step": step + 1, "loss": round(smooth, 4), "steps": parts, "elapsed_s": round(time.time() - t0, 1)}
-            )
+            elapsed = round(time.time() - t0, 1)
+            progress.history.append({"step": step + 1, "loss": round(smooth, 4), "steps": parts, "elapsed_s": elapsed})
             log(
                 f"[drafter] step {step + 1}/{cfg.steps} loss {smooth:.4f} per step {parts} lr {lr:.2e} "
                 f"epoch {batches.epochs} {time.time() - t0:.0f} s"
             )
         if (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
-            tmp = ckpt.with_suffix(".tmp")
-            torch.save(
-                {
-                    "head": head.state_dict(),
-                    "opt": opt.state_dict(),
-                    "rng": batches.rng.getstate(),
-                    "order": batches.order,
-                    "epochs": batches.epochs,
-                    "step": step + 1,
-                    "history": history,
-                    "seconds": time.time() - t0,
-                },
-                tmp,
-            )
-            tmp.replace(ckpt)
+            progress.step, progress.seconds = step + 1, time.time() - t0
+            progress.save(ckpt, head, opt, batches)
     head.eval()
+    return _save_head(cfg, head, hcfg, n_params, batches.epochs, round(time.time() - t0, 1), progress.history, out)
+
+
+def _save_head(cfg, head: FeatureHead, hcfg, n_params: int, epochs: int, seconds: float, history, out: Path) -> dict:
+    """The trained head saved to ``out`` with its recipe, the checkpoint removed; returns the stage's report."""
     report = {
         "parameters": n_params,
         "config": {**hcfg.__dict__, "layers": list(hcfg.layers)},
-        "epochs": batches.epochs,
-        "seconds": round(time.time() - t0, 1),
+        "epochs": epochs,
+        "seconds": seconds,
         "history": history,
     }
+    training = {k: v for k, v in report.items() if k != "history"}
     head.save(
-        out,
-        {
-            "recipe": "python -m specviz train feature",
-            "seed": cfg.seed,
-            "target": cfg.target,
-            "training": {k: v for k, v in report.items() if k != "history"},
-        },
+        out, {"recipe": "python -m specviz train feature", "seed": cfg.seed, "target": cfg.target, "training": training}
     )
-    if ckpt.is_file():
-        ckpt.unlink()
+    if (out / CHECKPOINT).is_file():
+        (out / CHECKPOINT).unlink()
     return report
 
 
