@@ -132,14 +132,9 @@ def test_the_recipe_end_to_end_and_again_for_the_same_seed(target_dir, tmp_path)
     assert all(torch.equal(weights[k], second[k]) for k in weights)  # deterministic for a seed
 
 
-def test_the_feature_recipe_end_to_end_resumes_and_loads(target_dir, tmp_path):
-    """``python -m specviz train feature`` on the tiny chat target: answers with captured features in
-    cached chunks, the draft vocabulary with its coverage curve, the head trained with the training-time
-    test and saved in shards a pair loads (``load_pair(..., feature=DIR)``), held-out agreement per
-    position; a second run reads every chunk from the cache and trains to the same weights."""
-    from specviz.train.feature_pair import FeatureRecipe, run_feature
-
-    settings = dict(
+def feature_settings(target_dir, tmp_path) -> dict:
+    """The feature recipe at a tiny size: 24 prompts, a 64-token draft vocabulary, 4 steps."""
+    return dict(
         target=str(target_dir),
         threads=1,
         cache_dir=str(tmp_path / "cache"),
@@ -157,12 +152,22 @@ def test_the_feature_recipe_end_to_end_resumes_and_loads(target_dir, tmp_path):
         save_every=2,
         log_every=2,
     )
+
+
+def test_the_feature_recipe_end_to_end_resumes_and_loads(target_dir, tmp_path):
+    """``python -m specviz train feature`` on the tiny chat target: answers with captured features in
+    cached chunks, the draft vocabulary with its coverage curve, the head trained with the training-time
+    test and saved in shards a pair loads (``load_pair(..., feature=DIR)``), held-out agreement per
+    position; a second run reads every chunk from the cache and trains to the same weights."""
+    from specviz.train.feature_pair import FeatureRecipe, run_feature
+
+    settings = feature_settings(target_dir, tmp_path)
     first = run_feature(FeatureRecipe(out=str(tmp_path / "a"), **settings), log=lambda s: None)
-    assert first["answers"]["answers"] > 0 and first["answers"]["seconds_this_run"] > 0
+    assert first["answers"]["answers"] > 0 and first["answers"]["chunks_made_this_run"] > 0
     assert first["vocab"]["size"] == 64 and 0 < first["vocab"]["coverage"] <= 1
     assert len(first["heldout"]["agreement_by_position"]) == 6
     again = run_feature(FeatureRecipe(out=str(tmp_path / "b"), **settings), log=lambda s: None)
-    assert again["answers"]["seconds_this_run"] == 0  # every chunk read from the cache
+    assert again["answers"]["chunks_made_this_run"] == 0  # every chunk read from the cache
     pair = specviz.load_pair(str(target_dir), feature=str(tmp_path / "a"), device="cpu")
     ar = specviz.decode(pair, "ar", "What is 2 plus 2?", max_new_tokens=8, temperature=0, chat=True)
     run = specviz.decode(pair, "sd", "What is 2 plus 2?", max_new_tokens=8, temperature=0, chat=True)
@@ -170,3 +175,35 @@ def test_the_feature_recipe_end_to_end_resumes_and_loads(target_dir, tmp_path):
     a = load_file(str(next((tmp_path / "a").glob("feature_head-00.safetensors"))))
     b = load_file(str(next((tmp_path / "b").glob("feature_head-00.safetensors"))))
     assert all(torch.equal(a[k], b[k]) for k in a)  # deterministic for a seed
+
+
+def test_a_cut_off_feature_run_resumes_to_the_same_head_and_log(target_dir, tmp_path, monkeypatch):
+    """Issue 33 point 3: a run cut off after its step-2 checkpoint continues where it stopped, to the same
+    weights and the same logged losses (the smoothed loss travels in the checkpoint) as a run never cut."""
+    from specviz.train import feature_train
+    from specviz.train.feature_pair import FeatureRecipe, run_feature
+
+    settings = {**feature_settings(target_dir, tmp_path), "steps": 6}
+    straight = run_feature(FeatureRecipe(out=str(tmp_path / "a"), **settings), log=lambda s: None)
+    real, calls = feature_train.batch_loss, []
+
+    def cut(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:  # in step 4, after the checkpoint of step 2
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(feature_train, "batch_loss", cut)
+    with pytest.raises(KeyboardInterrupt):
+        run_feature(FeatureRecipe(out=str(tmp_path / "b"), **settings), log=lambda s: None)
+    assert (tmp_path / "b" / feature_train.CHECKPOINT).is_file()
+    monkeypatch.setattr(feature_train, "batch_loss", real)
+    resumed = run_feature(FeatureRecipe(out=str(tmp_path / "b"), **settings), log=lambda s: None)
+    logged = [
+        [{k: v for k, v in h.items() if k != "elapsed_s"} for h in r["drafter"]["history"]] for r in (straight, resumed)
+    ]
+    assert logged[0] == logged[1] and len(logged[0]) == 3
+    assert straight["heldout"] == resumed["heldout"] and not (tmp_path / "b" / feature_train.CHECKPOINT).exists()
+    a = load_file(str(tmp_path / "a" / "feature_head-00.safetensors"))
+    b = load_file(str(tmp_path / "b" / "feature_head-00.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -37,9 +37,9 @@ def answer_chunks(
     root: Path,
     chunk: int = 256,
     log: Callable[[str], None] = print,
-) -> tuple[list[Answer], float]:
-    """Every prompt's answer with features, read from ``root`` where a chunk is cached; returns the answers
-    and the seconds spent making the chunks that were missing."""
+) -> tuple[list[Answer], float, int]:
+    """Every prompt's answer with features, read from ``root`` where a chunk is cached; returns the answers,
+    the seconds spent making the chunks that were missing and how many were."""
     root.mkdir(parents=True, exist_ok=True)
     settings = {
         "temperature": temperature,
@@ -50,7 +50,7 @@ def answer_chunks(
         "layers": list(layers),
     }
     out: list[Answer] = []
-    spent = 0.0
+    spent, made_chunks = 0.0, 0
     for c, start in enumerate(range(0, len(prompts), chunk)):
         part = prompts[start : start + chunk]
         path = chunk_path(root, settings, part)
@@ -65,9 +65,10 @@ def answer_chunks(
         save_answers(made, tmp)
         tmp.replace(path)  # a chunk is either whole in the cache or absent
         spent += time.time() - t0
+        made_chunks += 1
         out += made
         log(
             f"[answers] T={temperature}: chunk {c + 1}/{-(-len(prompts) // chunk)} done "
             f"({sum(len(a.answer) for a in out)} answer tokens so far, {spent:.0f} s)"
         )
-    return out, round(spent, 1)
+    return out, round(spent, 1), made_chunks

@@ -51,10 +51,12 @@ def _answers(cfg: FeatureRecipe, model, tokenizer, log) -> tuple[list, list, dic
     train, held = split(prompt_set(cfg.prompts, cfg.seed), cfg.heldout_percent)
     root = (Path(cfg.cache_dir) if cfg.cache_dir else cache_root()) / "feature-answers"
     args = (cfg.max_new_tokens, cfg.seed, cfg.answer_batch, cfg.top_k, tuple(cfg.layers), root)
-    heldout, s_held = answer_chunks(model, tokenizer, held, 0.0, *args, log=log)
-    greedy, s_greedy = answer_chunks(model, tokenizer, train, 0.0, *args, log=log)
+    heldout, s_held, n_held = answer_chunks(model, tokenizer, held, 0.0, *args, log=log)
+    greedy, s_greedy, n_greedy = answer_chunks(model, tokenizer, train, 0.0, *args, log=log)
     sampled_prompts = random.Random(cfg.seed + 5).sample(train, int(round(len(train) * cfg.sampled_fraction)))
-    sampled, s_sampled = answer_chunks(model, tokenizer, sampled_prompts, cfg.sampled_temperature, *args, log=log)
+    sampled, s_sampled, n_sampled = answer_chunks(
+        model, tokenizer, sampled_prompts, cfg.sampled_temperature, *args, log=log
+    )
     answers = greedy + sampled
     summary = {
         "train_prompts": len(train),
@@ -65,6 +67,7 @@ def _answers(cfg: FeatureRecipe, model, tokenizer, log) -> tuple[list, list, dic
         "sampled_answers": len(sampled),
         "heldout_answer_tokens": sum(len(a.answer) for a in heldout),
         "seconds_this_run": round(s_held + s_greedy + s_sampled, 1),
+        "chunks_made_this_run": n_held + n_greedy + n_sampled,  # the others were read from the cache
     }
     return answers, heldout, summary
 
@@ -108,7 +111,7 @@ def _run(cfg: FeatureRecipe, log) -> dict:
         p.requires_grad_(False)
     answers, heldout, summary = _answers(cfg, target, tokenizer, log)
     report["answers"] = summary
-    if summary["seconds_this_run"]:
+    if summary["chunks_made_this_run"]:
         timings["answers"] = summary["seconds_this_run"]
     save_report()
     from . import feature_train

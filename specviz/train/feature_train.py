@@ -169,10 +169,11 @@ def _new_head(cfg, target, vocab: torch.Tensor) -> tuple[FeatureHead, FeatureHea
 
 
 class _Progress:
-    """What a cut-off run resumes from: the step reached, the logged history and the seconds spent."""
+    """What a cut-off run resumes from: the step reached, the logged history, the seconds spent and the
+    smoothed loss (so a resumed run logs what the run it continues would have)."""
 
     def __init__(self) -> None:
-        self.step, self.history, self.seconds = 0, [], 0.0
+        self.step, self.history, self.seconds, self.smooth = 0, [], 0.0, None
 
     def save(self, ckpt: Path, head: FeatureHead, opt, batches: FeatureBatches) -> None:
         """The checkpoint, written whole or not at all (a temporary file renamed)."""
@@ -185,6 +186,7 @@ class _Progress:
             "step": self.step,
             "history": self.history,
             "seconds": self.seconds,
+            "smooth": self.smooth,
         }
         tmp = ckpt.with_suffix(".tmp")
         torch.save(state, tmp)
@@ -198,6 +200,7 @@ class _Progress:
         batches.rng.setstate(state["rng"])
         batches.order, batches.epochs = state["order"], state["epochs"]
         self.step, self.history, self.seconds = state["step"], state["history"], state["seconds"]
+        self.smooth = state.get("smooth")  # absent from a checkpoint written before it was kept
 
 
 def _train_step(cfg, head: FeatureHead, opt, embed: torch.Tensor, batches: FeatureBatches, t2d, step: int):
@@ -236,7 +239,7 @@ def train_drafter(cfg, target, answers: list, heldout: list, out: Path, log) -> 
         f"{cfg.steps} steps of {cfg.batch} answers, {cfg.ttt_steps} unrolled steps"
     )
     head.train()
-    t0, smooth = time.time() - progress.seconds, None
+    t0, smooth = time.time() - progress.seconds, progress.smooth
     for step in range(progress.step, cfg.steps):
         value, parts, lr = _train_step(cfg, head, opt, embed, batches, t2d, step)
         smooth = value if smooth is None else 0.95 * smooth + 0.05 * value
@@ -248,7 +251,7 @@ def train_drafter(cfg, target, answers: list, heldout: list, out: Path, log) -> 
                 f"epoch {batches.epochs} {time.time() - t0:.0f} s"
             )
         if (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
-            progress.step, progress.seconds = step + 1, time.time() - t0
+            progress.step, progress.seconds, progress.smooth = step + 1, time.time() - t0, smooth
             progress.save(ckpt, head, opt, batches)
     head.eval()
     return _save_head(cfg, head, hcfg, n_params, batches.epochs, round(time.time() - t0, 1), progress.history, out)
