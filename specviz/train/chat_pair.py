@@ -25,16 +25,15 @@ The ``answers`` stage always runs (from its cache when it can): the later stages
 from __future__ import annotations
 
 import json
-import platform
-import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from .chat_answers import build_answers
+from .common import start_report
 from .loop import torch_threads
 from .recipes import CHAT_STAGES as STAGES
 from .recipes import ChatRecipe
@@ -257,20 +256,6 @@ def _load_target(cfg: ChatRecipe, log) -> tuple[Any, Any, int]:
     return tokenizer, target, tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
-def _start_report(cfg: ChatRecipe, report_path: Path) -> dict:
-    """The report kept from an earlier run (stages not redone keep their sections), with this run's
-    settings and environment."""
-    report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
-    report["config"] = asdict(cfg)
-    report["environment"] = {
-        "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "threads": cfg.threads,
-        "platform": platform.platform(),
-    }
-    return report
-
-
 def _draft_stage(x: _Inputs) -> tuple[dict, str]:
     """Stage 2: distil and save the draft, then measure its held-out agreement on the saved (bfloat16)
     weights, as the app loads them."""
@@ -340,7 +325,7 @@ def _run(cfg: ChatRecipe, log) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     report_path = out / REPORT
-    report = _start_report(cfg, report_path)
+    report = start_report(cfg, report_path, cfg.threads)
     timings = report.setdefault("timings_s", {})
     tokenizer, target, pad_id = _load_target(cfg, log)
 

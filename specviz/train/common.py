@@ -1,11 +1,14 @@
 """What the whole recipe (``pipeline``) and the early-exit trainer (``early_exit``) share: the
-configuration, the device, loading a trained stage, the encoded corpus; and what both recipes
-(``pipeline``, ``chat_pair``) write a tokenizer with. Its own module so that neither imports the other
-(issue #22 point 1: no import circles)."""
+configuration, the device, loading a trained stage, the encoded corpus; what both recipes (``pipeline``,
+``chat_pair``) write a tokenizer with; and how the chat and feature recipes start their report. Its own
+module so that neither imports the other (issue #22 point 1: no import circles)."""
 
 from __future__ import annotations
 
 import json
+import platform
+import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -58,3 +61,17 @@ def save_tokenizer(tokenizer, path: Path) -> None:
     for key in ("is_local", "local_files_only", "name_or_path"):
         conf.pop(key, None)
     tc.write_text(json.dumps(conf, indent=2) + "\n")
+
+
+def start_report(cfg, report_path: Path, threads: int) -> dict:
+    """The report kept from an earlier run (stages not redone keep their sections), with this run's
+    settings (``cfg``, a dataclass) and environment."""
+    report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    report["config"] = asdict(cfg)
+    report["environment"] = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "threads": threads,
+        "platform": platform.platform(),
+    }
+    return report

@@ -25,15 +25,13 @@ Everything is seeded; the report (settings, coverage, losses, agreement, timings
 from __future__ import annotations
 
 import json
-import platform
 import random
-import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from .common import start_report
 from .loop import torch_threads
 from .recipes import FEATURE_STAGES as STAGES
 from .recipes import FeatureRecipe
@@ -90,14 +88,7 @@ def _run(cfg: FeatureRecipe, log) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     report_path = out / REPORT
-    report: dict = json.loads(report_path.read_text()) if report_path.is_file() else {}
-    report["config"] = asdict(cfg)
-    report["environment"] = {
-        "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "threads": cfg.threads,
-        "platform": platform.platform(),
-    }
+    report = start_report(cfg, report_path, cfg.threads)
     timings = report.setdefault("timings_s", {})
 
     def save_report() -> None:
