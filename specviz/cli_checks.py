@@ -46,7 +46,7 @@ def check_decode_args(args: argparse.Namespace, algorithms: list[str]) -> None:
             raise SpecvizError(f"{flag} {out}: the directory {folder} does not exist or is not writable.")
 
 
-CONTEXT_KEYS = ("max_position_embeddings", "n_positions")  # what ``loading._context_length`` reads first
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions")  # what ``models.pair._context_length`` reads first
 
 
 def _config_context(ref: str | None) -> int | None:
