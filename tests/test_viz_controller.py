@@ -102,7 +102,9 @@ def test_posterior_shows_the_round_its_thetas_and_earlier_rounds_faded(traces, c
         st = trace.steps[step].controller.to_json()
         fig = validated(posterior_figure(trace, step, history=4))
         cur = by_name(fig, f"round {step + 1}")[0]
-        xs, ys = list(cur.x), list(cur.y)
+        assert cur.x is None  # on the shared grid, sent as x0 / dx (issue 34)
+        ys = list(cur.y)
+        xs = [cur.x0 + i * cur.dx for i in range(len(ys))]
         area = sum((xs[i + 1] - xs[i]) * (ys[i] + ys[i + 1]) / 2 for i in range(len(xs) - 1))
         if controller == "beta_ts":
             assert area == pytest.approx(1.0, abs=0.03)  # a density on [0, 1]

@@ -43,7 +43,9 @@ def _density(st: ControllerState | None) -> tuple[Callable[[float], float], str,
     return None
 
 
+GRID_DX = 1 / 200
 GRID = [i / 200 for i in range(1, 200)]
+GRID_X0 = GRID[0]  # a curve on GRID is sent as Plotly's x0 / dx, not its 199 x values again (issue 34)
 
 
 def curve(density: Callable[[float], float]) -> list[float]:
@@ -68,7 +70,8 @@ def _past_round_traces(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "x": GRID,
+                "x0": GRID_X0,
+                "dx": GRID_DX,
                 "y": curve(d[0]),
                 **axes,
                 "name": "past rounds",
@@ -86,7 +89,8 @@ def _round_trace(dens: Callable[[float], float], label: str, step: int, axes: di
     return {
         "type": "scatter",
         "mode": "lines",
-        "x": GRID,
+        "x0": GRID_X0,
+        "dx": GRID_DX,
         "y": curve(dens),
         **axes,
         "name": f"round {step + 1}",
