@@ -18,7 +18,8 @@ from typing import Any, Iterator
 from specviz.algorithms.cost import chain_cost
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.early_exit_drafter import CalibratedTheta, EarlyExitDrafter
-from specviz.algorithms.length_controllers import LENGTH_CONTROLLERS, controller_params, make_controller
+from specviz.algorithms.length_controllers import make_controller
+from specviz.algorithms.length_params import LENGTH_CONTROLLERS, controller_params
 from specviz.algorithms.registry import register
 from specviz.algorithms.tree_engine import run_engine
 from specviz.core.rules import MultiCandidate

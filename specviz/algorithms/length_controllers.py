@@ -63,11 +63,8 @@ import torch
 from specviz import step_state as ss
 from specviz.algorithms.length_params import (
     CONFIDENCE_THRESHOLD,
-    ENGINE_CONTROLLERS,
     LENGTH_CONTROLLERS,
     NUM_ASSISTANT_TOKENS,
-    TS_CONTROLLERS,
-    controller_params,
 )
 from specviz.algorithms.step_types import Controller, DraftedTree
 from specviz.core import draft_length as dl
@@ -78,12 +75,7 @@ if TYPE_CHECKING:
     from specviz.algorithms.decoder import Decoder
     from specviz.algorithms.step_types import StepResult
 
-__all__ = [  # the controllers, and the names of their declared parameters (``length_params``) sd and eesd import
-    "TS_CONTROLLERS",
-    "ENGINE_CONTROLLERS",
-    "LENGTH_CONTROLLERS",
-    "NUM_ASSISTANT_TOKENS",
-    "CONFIDENCE_THRESHOLD",
+__all__ = [
     "STOP_EVERY_TOKEN",
     "DIGITS",
     "LengthController",
@@ -94,7 +86,6 @@ __all__ = [  # the controllers, and the names of their declared parameters (``le
     "HeuristicLength",
     "ConfidenceStop",
     "AdaptiveConfidence",
-    "controller_params",
     "controller_rng",
     "make_controller",
 ]

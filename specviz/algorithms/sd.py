@@ -26,7 +26,8 @@ from specviz.algorithms.cost import chain_cost
 from specviz.algorithms.decoder import Decoder
 from specviz.algorithms.drafter_choice import DRAFTER
 from specviz.algorithms.drafters import ModelDrafter
-from specviz.algorithms.length_controllers import LENGTH_CONTROLLERS, controller_params, make_controller
+from specviz.algorithms.length_controllers import make_controller
+from specviz.algorithms.length_params import LENGTH_CONTROLLERS, controller_params
 from specviz.algorithms.registry import Param, register
 from specviz.algorithms.tree_engine import run_engine, run_tree
 from specviz.core.rules import MultiCandidate
