@@ -221,6 +221,10 @@ def test_the_verdict_calls_equal_speeds_a_tie():
     assert said.startswith("Fastest: sd (gamma=2) and sd (gamma=3), tied at 14.0 tokens/s.")
     tie_with_ar = verdict([row("ar", 10.0, 1.0), row("pld", 10.0, 1.0, 0.9, 1.1)])
     assert "tied at 10.0 tokens/s (as fast as plain decoding)" in tie_with_ar and "Slower" not in tie_with_ar
+    shown_equal = verdict([row("ar", 10.0, 1.0), row("sd", 9.98, 0.998, 0.97, 1.02)])  # 1.00x as shown
+    assert "Slower" not in shown_equal
+    slower = verdict([row("ar", 10.0, 1.0), row("sd", 9.94, 0.994, 0.97, 1.02)])  # 0.99x as shown
+    assert "Slower than ar here: sd 0.99x ar" in slower
 
 
 def test_without_an_ar_column_the_verdict_says_there_is_no_speedup():

@@ -96,7 +96,11 @@ def _fastest(rows: list[VerdictRow], base: VerdictRow | None) -> list[str]:
 def _slower(rows: list[VerdictRow], base: VerdictRow | None) -> list[str]:
     if base is None:
         return []
-    slow = [r for r in rows if r is not base and r.speedup is not None and r.speedup < 1 and not _same_speed(r, base)]
+    slow = [  # slower as said: a median shown as 1.00x is a tie, not a loss
+        r
+        for r in rows
+        if r is not base and r.speedup is not None and round(r.speedup, 2) < 1 and not _same_speed(r, base)
+    ]
     if not slow:
         return []
     listed = "; ".join(f"{r.label} {_measured(r)}" for r in sorted(slow, key=lambda r: r.speedup))
