@@ -51,19 +51,37 @@ def _shown_text(component: type[gr.components.Component]) -> Callable[[Any], Any
     return lambda value: component(value=value or "", visible=bool(value))
 
 
+def _has_value(value: Any) -> bool:
+    """A figure's or a file's panel is shown when it has one (``_shown_value``)."""
+    return value is not None
+
+
+def _text(value: Any) -> str:
+    """A text panel's value alone (``_shown_text``)."""
+    return value or ""
+
+
 @dataclass(frozen=True)
 class Panel:
     """One panel of every column. ``make(i)``: its component in column ``i`` (hidden ones declared
     ``visible=False``); ``hidden``: its value when the column has nothing for it; ``sent``: when
     ``views.slot_views`` re-sends it (``"always"``; ``"text"``: the text changed; ``"step"``: the step
-    shown changed; ``"full"``: a full view); ``update``: its value as the component's update."""
+    shown changed; ``"full"``: a full view); ``update``: its value as the component's update.
+
+    A panel shown only when it has something (``visible``: whether it is shown with a value) is sent as
+    its value alone (``plain``) while that does not change: an update is a new component to Gradio,
+    built for every one sent (1-5 ms each, sixteen a live step), a value is only postprocessed."""
 
     name: str
     make: Callable[[int], gr.components.Component]
     hidden: Any = None
     sent: Literal["always", "text", "step", "full"] = "step"
     update: Callable[[Any], Any] = _as_is
+    visible: Callable[[Any], bool] | None = None
+    plain: Callable[[Any], Any] = _as_is
 
+
+_FIGURE: dict[str, Any] = {"update": _shown_value(PlotBox), "visible": _has_value}  # a figure, hidden without one
 
 # a column's panels, top to bottom; the element ids and classes are the page's (browser tests address them)
 PANELS: tuple[Panel, ...] = (
@@ -81,24 +99,29 @@ PANELS: tuple[Panel, ...] = (
         "narrative",
         lambda i: gr.Markdown(visible=False, elem_id=f"sv-story-{i}", elem_classes=["sv-story"]),
         update=_shown_text(gr.Markdown),
+        visible=bool,
+        plain=_text,
     ),
-    Panel("distribution", lambda i: PlotBox(visible=False, elem_id=f"sv-dist-{i}"), update=_shown_value(PlotBox)),
-    Panel("controller", lambda i: PlotBox(visible=False, elem_id=f"sv-ctrl-{i}"), update=_shown_value(PlotBox)),
+    Panel("distribution", lambda i: PlotBox(visible=False, elem_id=f"sv-dist-{i}"), **_FIGURE),
+    Panel("controller", lambda i: PlotBox(visible=False, elem_id=f"sv-ctrl-{i}"), **_FIGURE),
     # a Thompson-sampling controller: drafted vs accepted per round
-    Panel("lengths", lambda i: PlotBox(visible=False, elem_id=f"sv-lengths-{i}"), update=_shown_value(PlotBox)),
+    Panel("lengths", lambda i: PlotBox(visible=False, elem_id=f"sv-lengths-{i}"), **_FIGURE),
     # a state listing beams (beam / dsbd): the beams' texts and scores (HTML)
     Panel(
         "beams",
         lambda i: gr.HTML(visible=False, elem_id=f"sv-beams-{i}", elem_classes=["sv-beams"]),
         update=_shown_text(gr.HTML),
+        visible=bool,
+        plain=_text,
     ),
     # the theory paper's quantities next to the measured ones
-    Panel("theory", lambda i: PlotBox(visible=False, elem_id=f"sv-theory-{i}"), update=_shown_value(PlotBox)),
+    Panel("theory", lambda i: PlotBox(visible=False, elem_id=f"sv-theory-{i}"), **_FIGURE),
     Panel(
         "download",
         lambda i: gr.DownloadButton("⬇ trace", visible=False, size="sm", elem_id=f"sv-dl-{i}"),
         sent="full",
         update=_shown_value(gr.DownloadButton),
+        visible=_has_value,
     ),
     # the tokens' provenance as CSV, beside the JSON download
     Panel(
@@ -106,6 +129,7 @@ PANELS: tuple[Panel, ...] = (
         lambda i: gr.DownloadButton("⬇ tokens CSV", visible=False, size="sm", elem_id=f"sv-dl-csv-{i}"),
         sent="full",
         update=_shown_value(gr.DownloadButton),
+        visible=_has_value,
     ),
 )
 PANEL_NAMES = tuple(p.name for p in PANELS)

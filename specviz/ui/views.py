@@ -9,11 +9,12 @@ a text and the step markers of the comparison figures is done in the browser (``
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import gradio as gr
 
 from specviz.ui import render, stepcache
-from specviz.ui.layout import PANELS, View
+from specviz.ui.layout import PANELS, Panel, View
 from specviz.ui.runner import Session
 
 
@@ -59,13 +60,28 @@ def slot_views(
         if full:
             out["column", i] = gr.Column(visible=True)
         sent = {"always": True, "text": text_changed, "step": step_changed, "full": full}
+        shown = col.shown.setdefault("visible", {})
+        if force:
+            shown.clear()  # every panel as its update: the page ends on the server's state
         for panel in PANELS:  # each panel when its ``sent`` says, as its ``update``
             if sent[panel.sent]:
-                out[panel.name, i] = panel.update(getattr(v, panel.name))
+                out[panel.name, i] = panel_update(panel, getattr(v, panel.name), shown)
         if text_changed:
             col.shown["text"] = state
         col.shown["step"] = step_key
     return out
+
+
+def panel_update(panel: Panel, value: Any, shown: dict[str, bool]) -> Any:
+    """``value`` as its panel's update, or as itself (``panel.plain``) where the panel is already shown
+    or hidden as it should be for it (``shown``: what the column's panels were last sent as, updated)."""
+    if panel.visible is None:
+        return panel.update(value)
+    visible = panel.visible(value)
+    if shown.get(panel.name) == visible:
+        return panel.plain(value)
+    shown[panel.name] = visible
+    return panel.update(value)
 
 
 def full_view(
