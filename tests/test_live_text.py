@@ -15,6 +15,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from e2e_support import HAVE_BUNDLED
 from gradio.state_holder import SessionState
 from gradio.utils import diff
 from test_budgets import FakeTime
@@ -119,3 +120,17 @@ def test_a_live_run_streams_each_text_as_its_new_steps(pair_dirs):
             current = col.n_steps - 1 if not col.done or session.n_steps <= col.n_steps else None
             assert text_html(page[i]) == viz.tokens_html(col.trace, current_step=current)
     assert live_updates >= 5
+
+
+@pytest.mark.skipif(not HAVE_BUNDLED, reason="the bundled pair is not built (scripts/build_assets.sh)")
+def test_the_server_side_bench_sees_texts_sent_as_their_new_steps(monkeypatch):
+    """``python -m specviz.bench.live_updates`` on the bundled pair, 4 columns: every live update carries the
+    four texts, each as its new steps (a few hundred bytes), however long the texts have grown."""
+    from specviz.bench import live_updates
+
+    monkeypatch.setenv("SPECVIZ_PRESETS", "")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    updates = live_updates.measure("code", 4, 12, 0.3)
+    assert len(updates) >= 6
+    assert all(0 < u["bytes"]["text"] < 4 * 1500 for u in updates), [u["bytes"]["text"] for u in updates]
+    assert all(u["build_s"] >= 0 and u["post_s"] > 0 for u in updates)

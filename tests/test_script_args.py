@@ -46,6 +46,12 @@ SCRIPTS = {
         "--pace": ("paced", ["Paced", "paced,", "paced, unpaced", "fast"]),
         "--pairs": ("code", ["Code", "default,", "smollm2"]),
     },
+    "specviz.bench.live_updates": {
+        "--max-new": ("7", ["0"]),
+        "--columns": ("4", ["5", "four"]),
+        "--pace": ("0.3", ["-1", "nan", "inf"]),
+        "--pair": ("code", ["Code", "smollm2"]),
+    },
     "specviz.bench.replay": {"--steps": ("7", ["0"]), "--scrubs": ("7", ["0"])},
     "specviz.bench.replay_first_view": {"--steps": ("7", ["0"]), "--rounds": ("3", ["0"])},
     "specviz.bench.figure_timing": {"--threads": ("1", ["0", "1.0"])},
@@ -63,7 +69,13 @@ SCRIPTS = {
     },
 }
 CASES = [(module, flag) for module, flags in SCRIPTS.items() for flag in flags]
-NOT_NUMBERS = ("--device", "--pace", "--pairs", "--algorithms")  # their texts are names: other_readings do not apply
+NOT_NUMBERS = (
+    "--device",
+    "--pace",
+    "--pairs",
+    "--pair",
+    "--algorithms",
+)  # their texts are names: other_readings do not apply
 
 
 @pytest.mark.parametrize(("module", "flag"), CASES, ids=[f"{m.rsplit('.', 1)[1]} {f}" for m, f in CASES])
