@@ -30,7 +30,7 @@ from specviz.ui import AppConfig, Explorer, Session, stepcache
 from specviz.ui.pairs import PairChoice
 from specviz.ui.runner import Column
 from specviz.ui.textbox import TextBox, text_html
-from specviz.viz.tokens import text_from_parts, text_parts
+from specviz.viz.tokens import step_span, text_from_parts, text_parts
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +83,13 @@ def pair_dirs(tmp_path_factory):
     return save_tiny_pair(tmp_path_factory.mktemp("live-text-pair"))
 
 
-def test_a_live_run_streams_each_text_as_its_new_steps(pair_dirs):
+def test_a_live_run_streams_each_text_as_its_new_steps(pair_dirs, monkeypatch):
     """Run's event through Gradio's postprocessing and stream difference, paced so every step is sent:
     after the opening view, each text goes as the new steps' elements (never the whole text again), and
-    the page's value (the differences applied) is always the full text of the steps shown."""
+    the page's value (the differences applied) is always the full text of the steps shown, although each
+    step's element is built once (``stepcache.step_spans``), not again for every update."""
+    built = []
+    monkeypatch.setattr(stepcache, "step_span", lambda step, *a: built.append(step) or step_span(step, *a))
     clock = FakeTime()
     cfg = dataclasses.replace(AppConfig(), max_wait_s=None, run_deadline_s=None)
     ex = Explorer(cfg, presets=[PairChoice("tiny", *pair_dirs)], clock=clock, pause=clock.pause)
@@ -120,6 +123,7 @@ def test_a_live_run_streams_each_text_as_its_new_steps(pair_dirs):
             current = col.n_steps - 1 if not col.done or session.n_steps <= col.n_steps else None
             assert text_html(page[i]) == viz.tokens_html(col.trace, current_step=current)
     assert live_updates >= 5
+    assert len(built) == len({id(s) for s in built}) == sum(c.n_steps for c in session.columns)  # each once
 
 
 @pytest.mark.skipif(not HAVE_BUNDLED, reason="the bundled pair is not built (scripts/build_assets.sh)")

@@ -141,11 +141,12 @@ def text_parts(
     show_rejected: bool = True,
     prompt_chars: int = 400,
     diverge_at: int | None = None,
+    spans: list[str] | None = None,
 ) -> dict[str, Any]:
     """The output of ``trace`` as its parts, none of them marked for a step: ``head`` (the prompt, or
-    what shows for no run), ``steps`` (each step's element, ``step_span``, in order) and ``tail``
-    (what shows for a run without steps). ``tokens_html`` puts them together; a live page appends
-    each new step's element to those it has (``ui.textbox``)."""
+    what shows for no run), ``steps`` (each step's element, ``step_span``, in order; ``spans``: those
+    elements, built by the caller) and ``tail`` (what shows for a run without steps). ``tokens_html``
+    puts them together; a live page appends each new step's element to those it has (``ui.textbox``)."""
     if trace is None:
         return {"head": '<span class="sv-empty">no run yet</span>', "steps": [], "tail": ""}
     head = ""
@@ -154,8 +155,10 @@ def text_parts(
         if len(prompt) > prompt_chars:
             prompt = "…" + prompt[-prompt_chars:]
         head = f'<span class="sv-prompt" title="prompt">{_esc(prompt)}</span>'
-    steps = [step_span(step, show_rejected, diverge_at, trace.lossless) for step in trace.steps]
-    tail = "" if trace.steps else '<span class="sv-empty"> (no tokens generated)</span>'
+    if spans is None:
+        spans = [step_span(step, show_rejected, diverge_at, trace.lossless) for step in trace.steps]
+    steps = list(spans)
+    tail = "" if steps else '<span class="sv-empty"> (no tokens generated)</span>'
     return {"head": head, "steps": steps, "tail": tail}
 
 
