@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,8 @@ def section(report: str, name: str) -> str:
 @pytest.mark.slow
 def test_the_quick_cpu_check_writes_a_report_with_every_section(tmp_path):
     out = tmp_path / "gpu-check.md"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    # the script runs $PYTHON (else python3 from PATH): the interpreter the suite runs in, which has the package
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}, "PYTHON": sys.executable}
     res = subprocess.run(
         [
             "bash",
