@@ -70,6 +70,12 @@ class RunLoop:
             return None, message_view(session, refusal or BUSY)
         return control, None
 
+    def _request(self, session: Any, inputs: dict[str, Any]) -> tuple[Session, Any]:
+        """The session (with its pair) and the request of a run or a Measure, every value checked here
+        (``RequestChecker.check``) whoever sent it."""
+        session = self.checker.pairs.session(session)
+        return session, self.checker.check(session, **inputs)
+
     def run(
         self,
         session: Session,
@@ -86,28 +92,14 @@ class RunLoop:
     ) -> Iterator[View]:
         """Run the columns side by side (``columns``: each an algorithm and its settings, ``ui.columns``),
         yielding the page as the steps come in. ``chat`` formats the prompt as a user turn in the pair's
-        chat template. The page passes every value by its parameter's name (``Explorer.wire``); each is
-        checked here (``RequestChecker.check``) whoever sent it.
+        chat template. The page passes every value by its parameter's name (``events.wire_runs``).
 
         Paced (``pace`` seconds per step at least, for watching; the page's draw of the step before is
-        part of the pace, within the run's waiting budget) or, unpaced, throttled. Unpaced, decoding
-        never waits for the browser: a step is sent only once the page has drawn the update before it
-        (``pacing.FrameGate``); the steps decoded meanwhile are not drawn (nothing is computed for
-        them; the latest step wins, and the slider shows them all afterwards). Stop sets this run's flag; the run
-        notices between two steps and ends with its own update, marked "stopped". Its last update re-sends every panel
-        in full."""
-        session = self.checker.pairs.session(session)
-        req = self.checker.check(
-            session,
-            prompt=prompt,
-            max_new_tokens=max_new_tokens,
-            top_k=top_k,
-            seed=seed,
-            columns=columns,
-            chat=chat,
-            temperature=temperature,
-            top_p=top_p,
-        )
+        part of the pace, within the run's waiting budget) or, unpaced, throttled (``_stream``). Stop sets
+        this run's flag; the run notices between two steps and ends with its own update, marked "stopped".
+        Its last update re-sends every panel in full."""
+        inputs = dict(prompt=prompt, max_new_tokens=max_new_tokens, top_k=top_k, seed=seed, columns=columns, chat=chat)
+        session, req = self._request(session, {**inputs, "temperature": temperature, "top_p": top_p})
         if req.refusal:
             yield {**message_view(session, req.refusal), **(input_view(req.checked) if req.checked else {})}
             return
@@ -118,130 +110,128 @@ class RunLoop:
         if refused:
             yield refused
             return
-        expired = deadline(self.config.run_deadline_s, self.clock)
-        wait_left = [float("inf") if self.config.max_wait_s is None else float(self.config.max_wait_s)]
-
-        def waited(wait: Callable[[float], Any], seconds: float) -> Any:
-            """Wait (pace, page) at most ``seconds``, what is left of the run's waiting budget; it counts
-            against that budget and, like everything, against the deadline (both by ``clock``)."""
-            seconds = min(seconds, wait_left[0])
-            if seconds <= 0:
-                return control.stopped()
-            t0 = self.clock()
-            try:
-                return wait(seconds)
-            finally:
-                wait_left[0] -= max(0.0, self.clock() - t0)
-
-        def should_stop() -> bool:
-            return control.stopped() or expired()
-
-        checked = req.checked
+        budget = WaitBudget(control, self.config.max_wait_s, deadline(self.config.run_deadline_s, self.clock), self)
         session.run_id += 1
         run_id = session.run_id
         # the comparison figures on screen show steps (an earlier run's, a replay's): the opening view
         # clears them; else (a page's first run) it leaves them blank until the run has some to compare
         compared = any(c.n_steps for c in session.columns)
+        self._start(session, req, prompt, float(temperature), float(top_p), chat, pace)
+        try:
+            self._note("start", t=time.time())
+            opening = full_view(session, self.n_slots, force=True, compare=compared)
+            yield {**opening, "table": render.table_html(session), **buttons(True), **input_view(req.checked)}
+            yield from self._stream(session, control, pace, budget)
+            yield self._last_view(session, control, budget.expired)
+        finally:
+            self.runs.end(id(session), control)
+            if session.run_id == run_id:
+                session.running = False
+                stop_columns(session.columns)
+
+    def _start(
+        self, session: Session, req: Any, prompt: str, temperature: float, top_p: float, chat: bool, pace: float
+    ) -> None:
+        """The checked request's columns started on ``session`` (same pair, prompt, seed and sampling), live."""
+        checked = req.checked
         session.columns = start_columns(
             req.pair,
             prompt,
             req.columns,
             max_new_tokens=checked.max_new_tokens,
-            temperature=float(temperature),
-            top_p=float(top_p),
+            temperature=temperature,
+            top_p=top_p,
             top_k=checked.top_k,
             seed=checked.seed,
             chat=chat,
         )
         session.step, session.source, session.running, session.pace = None, "live", True, pace
+
+    def _stream(self, session: Session, control: RunControl, pace: float, budget: "WaitBudget") -> Iterator[View]:
+        """The live updates after the opening view, until every column is done, Stop or the deadline.
+        Unpaced, decoding never waits for the browser: a step is sent only once the page has drawn the
+        update before it (``pacing.FrameGate``); the steps decoded meanwhile are not drawn (nothing is
+        computed for them; the latest step wins, and the slider shows them all afterwards)."""
         cols = session.columns
         throttle = Throttle(STREAM_INTERVAL_S, clock=self.clock)
         compare_throttle = Throttle(COMPARE_INTERVAL_S, ratio=0.0, clock=self.clock)
         gate = FrameGate(self.config.page_wait_s)
-        try:
-            self._note("start", t=time.time())
-            opening = full_view(session, self.n_slots, force=True, compare=compared)
-            yield {**opening, "table": render.table_html(session), **buttons(True), **input_view(checked)}
-            throttle(force=True)
-            compare_throttle(force=True)  # the opening view drew (or left) the comparison: not the first step
-            gate.sent(session.n_steps, self.clock())
-            last = self.clock()
-            while True:
-                t_dec = time.time()
-                going = advance(cols, should_stop)
-                self._note("decoded", t=time.time(), seconds=time.time() - t_dec, steps=session.n_steps)
-                if not going or should_stop():
+        throttle(force=True)
+        compare_throttle(force=True)  # the opening view drew (or left) the comparison: not the first step
+        gate.sent(session.n_steps, self.clock())
+        last = self.clock()
+        while True:
+            t_dec = time.time()
+            going = advance(cols, budget.should_stop)
+            self._note("decoded", t=time.time(), seconds=time.time() - t_dec, steps=session.n_steps)
+            if not going or budget.should_stop():
+                return
+            paced = pace > 0 and budget.left > 0
+            if paced:
+                if budget.wait(pace - (self.clock() - last)):
+                    return  # stopped while pausing
+                last = self.clock()
+            if budget.expired():
+                return
+            t_ready = time.time()  # decoded and paced: what follows is display (the benchmark's overhead)
+            reports = control.page_reports or session.page_reports
+            # paced (for watching): the page's draw of the last step is part of the pace, within the
+            # run's waiting budget; polled in PAGE_POLL_S slices of ``pause``, which a Stop ends at once
+            while paced and not gate.ready(control.shown_step, reports, self.clock()):
+                if budget.wait(PAGE_POLL_S):
                     break
-                paced = pace > 0 and wait_left[0] > 0
-                if paced:
-                    if waited(lambda s: self.pause(control, s), pace - (self.clock() - last)):
-                        break  # stopped while pausing
-                    last = self.clock()
-                if expired():
-                    break
-                t_ready = time.time()  # decoded and paced: what follows is display (the benchmark's overhead)
-                reports = control.page_reports or session.page_reports
-                # paced (for watching): the page's draw of the last step is part of the pace, within the
-                # run's waiting budget; polled in PAGE_POLL_S slices of ``pause``, which a Stop ends at once
-                while paced and not gate.ready(control.shown_step, reports, self.clock()):
-                    if waited(lambda s: self.pause(control, s), PAGE_POLL_S):
-                        break
-                    paced = wait_left[0] > 0
-                if control.stopped():
-                    break
-                # unpaced, the page still drawing the last update: this step is not drawn (decoding goes
-                # on; the latest step wins), and not throttled away either, so the next ready step goes at once
-                if not gate.ready(control.shown_step, reports, self.clock()):
-                    continue
-                if not paced and not throttle():
-                    continue
-                t_out, budget = self.clock(), wait_left[0]
-                t0, t_build = time.perf_counter(), time.time()
-                # every live update carries the texts: each is sent as Gradio's difference from the one
-                # before, the new steps' tokens (ui.textbox), so a skipped one would make the next go whole
-                out = full_view(session, self.n_slots, compare=compare_throttle())
-                throttle.rendered(time.perf_counter() - t0)
-                gate.sent(session.n_steps, self.clock())
-                self._note(
-                    "update",
-                    steps=session.n_steps,
-                    t_ready=t_ready,
-                    t_build=t_build,
-                    t_built=time.time(),
-                    t_yield=time.time(),
-                )
-                yield out
-                if paced:  # sending a paced step is pacing too
-                    wait_left[0] = min(wait_left[0], budget - (self.clock() - t_out))
-            timed_out = expired() and not control.stopped() and any(not c.done for c in cols)
-            stopped = control.stopped() or timed_out
-            if stopped:
-                stop_columns(cols)
-            else:
-                for c in cols:
-                    if c.trace is not None and c.trace.steps and not c.error:
-                        c.pin = render.opening_step(c.trace)
-            export_finished(cols, self.config.max_export_bytes)
-            session.running = False
-            note = (
-                (
-                    f'<span class="sv-bad">⚠ stopped: a run may take {self.config.run_deadline_s} s on this app '
-                    "(ask for fewer tokens or algorithms)</span>"
-                )
-                if timed_out
-                else ""
+                paced = budget.left > 0
+            if control.stopped():
+                return
+            # unpaced, the page still drawing the last update: this step is not drawn (decoding goes
+            # on; the latest step wins), and not throttled away either, so the next ready step goes at once
+            if not gate.ready(control.shown_step, reports, self.clock()) or (not paced and not throttle()):
+                continue
+            t_out, left = self.clock(), budget.left
+            yield self._update(session, throttle, compare_throttle, gate, t_ready)
+            if paced:  # sending a paced step is pacing too
+                budget.left = min(budget.left, left - (self.clock() - t_out))
+
+    def _update(
+        self, session: Session, throttle: Throttle, compare_throttle: Throttle, gate: FrameGate, t_ready: float
+    ) -> View:
+        """One live update. Every one carries the texts: each is sent as Gradio's difference from the one
+        before, the new steps' tokens (``ui.textbox``), so a skipped one would make the next go whole."""
+        t0, t_build = time.perf_counter(), time.time()
+        out = full_view(session, self.n_slots, compare=compare_throttle())
+        throttle.rendered(time.perf_counter() - t0)
+        gate.sent(session.n_steps, self.clock())
+        now = time.time()
+        self._note("update", steps=session.n_steps, t_ready=t_ready, t_build=t_build, t_built=now, t_yield=now)
+        return out
+
+    def _last_view(self, session: Session, control: RunControl, expired: Callable[[], bool]) -> View:
+        """The run's last update, every panel in full: stopped (Stop, or the deadline, said in a note) or
+        finished (each column pinned on its opening step), the traces exported."""
+        cols = session.columns
+        timed_out = expired() and not control.stopped() and any(not c.done for c in cols)
+        if control.stopped() or timed_out:
+            stop_columns(cols)
+        else:
+            for c in cols:
+                if c.trace is not None and c.trace.steps and not c.error:
+                    c.pin = render.opening_step(c.trace)
+        export_finished(cols, self.config.max_export_bytes)
+        session.running = False
+        note = (
+            (
+                f'<span class="sv-bad">⚠ stopped: a run may take {self.config.run_deadline_s} s on this app '
+                "(ask for fewer tokens or algorithms)</span>"
             )
-            t_ready = time.time()
-            last_view = {**full_view(session, self.n_slots, note, force=True), **buttons(False)}
-            self._note(
-                "update", steps=session.n_steps, t_ready=t_ready, t_built=time.time(), t_yield=time.time(), final=True
-            )
-            yield last_view
-        finally:
-            self.runs.end(id(session), control)
-            if session.run_id == run_id:
-                session.running = False
-                stop_columns(cols)
+            if timed_out
+            else ""
+        )
+        t_ready = time.time()
+        last_view = {**full_view(session, self.n_slots, note, force=True), **buttons(False)}
+        self._note(
+            "update", steps=session.n_steps, t_ready=t_ready, t_built=time.time(), t_yield=time.time(), final=True
+        )
+        return last_view
 
     def measure(
         self,
@@ -260,18 +250,8 @@ class RunLoop:
         """Time the columns (each an algorithm and its settings) one after another, unpaced, with a warm-up
         and repeats (medians): one row per column. ``pace`` is not used (Measure is never paced). The
         values come by name, as Run's."""
-        session = self.checker.pairs.session(session)
-        req = self.checker.check(
-            session,
-            prompt=prompt,
-            max_new_tokens=max_new_tokens,
-            top_k=top_k,
-            seed=seed,
-            columns=columns,
-            chat=chat,
-            temperature=temperature,
-            top_p=top_p,
-        )
+        inputs = dict(prompt=prompt, max_new_tokens=max_new_tokens, top_k=top_k, seed=seed, columns=columns, chat=chat)
+        session, req = self._request(session, {**inputs, "temperature": temperature, "top_p": top_p})
         if req.refusal:
             yield message_view(session, req.refusal)
             return
@@ -361,3 +341,27 @@ class RunLoop:
         """The run going in this session's page, if any."""
         session = given_session(session)
         return self.runs.get(id(session)) if session is not None else None
+
+
+class WaitBudget:
+    """A live run's waiting (pace, and the page's draw of a paced step) within ``max_wait_s`` in all (None:
+    no cap), and its stop conditions: Stop and the deadline (``expired``), all by the loop's ``clock``."""
+
+    def __init__(self, control: RunControl, max_wait_s: float | None, expired: Callable[[], bool], loop: RunLoop):
+        self.control, self.expired, self.clock, self.pause = control, expired, loop.clock, loop.pause
+        self.left = float("inf") if max_wait_s is None else float(max_wait_s)
+
+    def wait(self, seconds: float) -> bool:
+        """Wait at most ``seconds`` (cut to what is left of the budget) for Stop; whether it came. The time
+        waited counts against the budget and, like everything, against the deadline."""
+        seconds = min(seconds, self.left)
+        if seconds <= 0:
+            return self.control.stopped()
+        t0 = self.clock()
+        try:
+            return self.pause(self.control, seconds)
+        finally:
+            self.left -= max(0.0, self.clock() - t0)
+
+    def should_stop(self) -> bool:
+        return self.control.stopped() or self.expired()
