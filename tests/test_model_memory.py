@@ -16,18 +16,13 @@ import specviz
 from specviz.errors import ModelLoadError
 from specviz.models import memory
 from specviz.models.loading import load_model
+from specviz.models.random_llama import llama_shape
 
 
 @pytest.mark.parametrize("kv_heads,tied", [(4, True), (2, False)])
 def test_the_estimate_counts_every_weight_but_the_norms(kv_heads, tied):
     config = LlamaConfig(
-        vocab_size=50,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=kv_heads,
-        tie_word_embeddings=tied,
+        **llama_shape(hidden=32, intermediate=48, layers=3, heads=4, kv_heads=kv_heads, vocab=50, tied=tied)
     )
     model = AutoModelForCausalLM.from_config(config)
     actual = sum(p.numel() for p in model.parameters())
@@ -38,14 +33,8 @@ def test_the_estimate_counts_every_weight_but_the_norms(kv_heads, tied):
 
 
 def test_a_4000_layer_config_is_refused_before_allocation(tmp_path, monkeypatch):
-    LlamaConfig(
-        vocab_size=32000,
-        hidden_size=4096,
-        intermediate_size=11008,
-        num_hidden_layers=4000,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-    ).save_pretrained(tmp_path / "huge")
+    huge = llama_shape(hidden=4096, intermediate=11008, layers=4000, heads=32, kv_heads=8, vocab=32000)
+    LlamaConfig(**huge).save_pretrained(tmp_path / "huge")
 
     def never(*args, **kwargs):
         raise AssertionError("the model was instantiated")

@@ -21,30 +21,12 @@ from specviz.validation import Parser
 
 
 def _random_pair(vocab: int = 512):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from specviz.models.loading import ModelPair
+    from specviz.models.random_llama import llama_shape, random_llama
 
-    def model(seed: int, hidden: int, layers: int):
-        torch.manual_seed(seed)
-        cfg = LlamaConfig(
-            vocab_size=vocab,
-            hidden_size=hidden,
-            intermediate_size=2 * hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=1024,
-            initializer_range=0.1,
-            bos_token_id=None,
-            eos_token_id=None,
-            pad_token_id=None,
-        )
-        return LlamaForCausalLM(cfg).eval()
-
-    target = model(0, 64, 2)
-    draft = model(1, 32, 1)
+    common = dict(heads=4, kv_heads=2, vocab=vocab, positions=1024, init_range=0.1)
+    target = random_llama(llama_shape(hidden=64, intermediate=128, layers=2, **common), 0)
+    draft = random_llama(llama_shape(hidden=32, intermediate=64, layers=1, **common), 1)
     return ModelPair(target, draft, None, vocab, target_name="random-llama-64", draft_name="random-llama-32")
 
 

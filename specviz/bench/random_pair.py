@@ -10,39 +10,16 @@ import torch
 
 from specviz.errors import InvalidParameterError
 from specviz.models.loading import ModelPair, resolve_device_dtype
+from specviz.models.random_llama import llama_shape, random_llama
 
-LLAMA_32_1B = dict(
-    hidden_size=2048,
-    intermediate_size=8192,
-    num_hidden_layers=16,
-    num_attention_heads=32,
-    num_key_value_heads=8,
-    head_dim=64,
-    vocab_size=128256,
-    max_position_embeddings=4096,
-    rope_theta=500000.0,
-    tie_word_embeddings=True,
+# what the 1B target and its draft share: Llama 3's vocabulary, 4096 positions, tied embeddings
+_LLAMA_3 = dict(vocab=128256, positions=4096, tied=True)
+LLAMA_32_1B = llama_shape(
+    hidden=2048, intermediate=8192, layers=16, heads=32, kv_heads=8, head_dim=64, rope_theta=500000.0, **_LLAMA_3
 )
 # the body of a 68M draft (LLaMA-68M: 2 layers, 768 wide) on the target's vocabulary
-LLAMA_68M = dict(
-    hidden_size=768,
-    intermediate_size=3072,
-    num_hidden_layers=2,
-    num_attention_heads=12,
-    num_key_value_heads=12,
-    vocab_size=128256,
-    max_position_embeddings=4096,
-    tie_word_embeddings=True,
-)
-TINY = dict(
-    hidden_size=64,
-    intermediate_size=128,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    vocab_size=512,
-    max_position_embeddings=1024,
-)
+LLAMA_68M = llama_shape(hidden=768, intermediate=3072, layers=2, heads=12, kv_heads=12, **_LLAMA_3)
+TINY = llama_shape(hidden=64, intermediate=128, layers=2, heads=4, kv_heads=2, vocab=512, positions=1024)
 TINY_DRAFT = dict(TINY, hidden_size=32, intermediate_size=64, num_hidden_layers=1)
 
 RANDOM_PAIRS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
@@ -53,17 +30,13 @@ RANDOM_PAIRS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 def random_pair(name: str, device: str = "auto", dtype: str = "auto", seed: int = 0) -> ModelPair:
     """The named random pair (``RANDOM_PAIRS``) on ``device`` in ``dtype``, with no tokenizer."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     if name not in RANDOM_PAIRS:
         raise InvalidParameterError(f"Unknown random pair {name!r}; known: {', '.join(RANDOM_PAIRS)}.")
     device, torch_dtype = resolve_device_dtype(device, dtype)
     models = []
     for i, cfg in enumerate(RANDOM_PAIRS[name]):
-        torch.manual_seed(seed + i)
-        config = LlamaConfig(bos_token_id=None, eos_token_id=None, pad_token_id=None, **cfg)
-        with torch.device(device):
-            models.append(LlamaForCausalLM(config).to(torch_dtype).eval())
+        with torch.device(device):  # initialised on the device itself (a 1B model is slow to build on a CPU)
+            models.append(random_llama(cfg, seed + i).to(torch_dtype))
     target, draft = models
     return ModelPair(
         target,

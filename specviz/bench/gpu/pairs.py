@@ -8,42 +8,19 @@ import os
 from typing import Any
 
 from specviz.bench.gpu.plan import REPO_ROOT
+from specviz.models.random_llama import llama_shape, random_llama
 
 # the code pair's shapes (assets/target, assets/draft), for a copy of the repository without assets/
-CODE_TARGET = dict(
-    hidden_size=256,
-    intermediate_size=688,
-    num_hidden_layers=6,
-    num_attention_heads=4,
-    num_key_value_heads=4,
-    head_dim=64,
-    vocab_size=4096,
-    max_position_embeddings=1024,
-    tie_word_embeddings=True,
+CODE_TARGET = llama_shape(
+    hidden=256, intermediate=688, layers=6, heads=4, kv_heads=4, head_dim=64, vocab=4096, positions=1024, tied=True
 )
-CODE_DRAFT = dict(
-    hidden_size=160,
-    intermediate_size=432,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=2,
-    head_dim=80,
-    vocab_size=4096,
-    max_position_embeddings=1024,
-    tie_word_embeddings=True,
+CODE_DRAFT = llama_shape(
+    hidden=160, intermediate=432, layers=2, heads=2, kv_heads=2, head_dim=80, vocab=4096, positions=1024, tied=True
 )
 # a random pair whose draft is a noisy copy of its target: drafts are accepted, so accepted runs,
 # rejections and bonus tokens all happen (``tests/tiny.py``'s close pairs, larger)
-NOISY = dict(
-    hidden_size=128,
-    intermediate_size=256,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=32,
-    vocab_size=1024,
-    max_position_embeddings=2048,
-    initializer_range=0.2,
+NOISY = llama_shape(
+    hidden=128, intermediate=256, layers=4, heads=4, kv_heads=2, head_dim=32, vocab=1024, positions=2048, init_range=0.2
 )
 NOISE = 0.05  # the draft's noise, relative to each weight's spread: tau about 2-3 at these sizes
 NOISY_QUICK = dict(NOISY, hidden_size=64, intermediate_size=128, num_hidden_layers=2, head_dim=16, vocab_size=256)
@@ -53,17 +30,6 @@ def _dtype(name: str):
     import torch
 
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
-
-
-def _llama(cfg: dict[str, Any], seed: int):
-    """A random-initialised Llama model from ``cfg``, built on the CPU in float32 (the same weights on
-    every machine)."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(bos_token_id=None, eos_token_id=None, pad_token_id=None, **cfg)
-    return LlamaForCausalLM(config).eval()
 
 
 def _noisy_copy(model, scale: float, seed: int = 0):
@@ -92,8 +58,8 @@ def random_pair(
     copy of the target. Built on the CPU in float32, then moved."""
     from specviz.models.loading import ModelPair
 
-    target = _llama(target_cfg, 0)
-    draft = _llama(draft_cfg, 1) if draft_cfg else _noisy_copy(target, noise)
+    target = random_llama(target_cfg, 0)
+    draft = random_llama(draft_cfg, 1) if draft_cfg else _noisy_copy(target, noise)
     target, draft = (m.to(device=device, dtype=_dtype(dtype)) for m in (target, draft))
     return ModelPair(
         target,
