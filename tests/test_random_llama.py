@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from specviz.models.random_llama import llama_shape, random_llama
+from specviz.models.random_llama import llama_shape, random_llama, random_model_pair
 
 
 def test_a_shape_leaves_out_what_is_not_given():
@@ -32,3 +32,11 @@ def test_the_same_seed_gives_the_same_model():
     same = [torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values())]
     assert all(same)
     assert not all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), c.state_dict().values()))
+    pair = random_model_pair("x", a, c)
+    assert (pair.target_name, pair.draft_name, pair.vocab_size, pair.tokenizer) == (
+        "random x target",
+        "random x draft",
+        32,
+        None,
+    )
+    assert random_model_pair("x", a, b, "a copy").draft_name == "a copy"

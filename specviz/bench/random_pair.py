@@ -10,7 +10,7 @@ import torch
 
 from specviz.errors import InvalidParameterError
 from specviz.models.loading import ModelPair, resolve_device_dtype
-from specviz.models.random_llama import llama_shape, random_llama
+from specviz.models.random_llama import llama_shape, random_llama, random_model_pair
 
 # what the 1B target and its draft share: Llama 3's vocabulary, 4096 positions, tied embeddings
 _LLAMA_3 = dict(vocab=128256, positions=4096, tied=True)
@@ -38,14 +38,7 @@ def random_pair(name: str, device: str = "auto", dtype: str = "auto", seed: int 
         with torch.device(device):  # initialised on the device itself (a 1B model is slow to build on a CPU)
             models.append(random_llama(cfg, seed + i).to(torch_dtype))
     target, draft = models
-    return ModelPair(
-        target,
-        draft,
-        None,
-        target.config.vocab_size,
-        target_name=f"random {name} target",
-        draft_name=f"random {name} draft",
-    )
+    return random_model_pair(name, target, draft)
 
 
 def random_prompts(pair: ModelPair, count: int = 4, length: int = 32, seed: int = 0) -> dict[str, list[list[int]]]:

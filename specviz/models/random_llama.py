@@ -4,7 +4,10 @@ arguments of a ``LlamaConfig`` (a plain dict: printable, and cheap to import wit
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from specviz.models.pair import ModelPair
 
 
 def llama_shape(
@@ -50,3 +53,12 @@ def random_llama(shape: dict[str, Any], seed: int):
     torch.manual_seed(seed)
     config = LlamaConfig(bos_token_id=None, eos_token_id=None, pad_token_id=None, **shape)
     return LlamaForCausalLM(config).eval()
+
+
+def random_model_pair(name: str, target, draft, draft_name: str | None = None) -> ModelPair:
+    """A ``ModelPair`` of random models, with no tokenizer: named ``random {name} target`` and
+    ``draft_name``, by default ``random {name} draft``."""
+    from specviz.models.pair import ModelPair
+
+    draft_name = draft_name or f"random {name} draft"
+    return ModelPair(target, draft, None, target.config.vocab_size, f"random {name} target", draft_name)

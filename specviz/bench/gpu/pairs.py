@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from specviz.bench.gpu.plan import REPO_ROOT
-from specviz.models.random_llama import llama_shape, random_llama
+from specviz.models.random_llama import llama_shape, random_llama, random_model_pair
 
 # the code pair's shapes (assets/target, assets/draft), for a copy of the repository without assets/
 CODE_TARGET = llama_shape(
@@ -56,19 +56,10 @@ def random_pair(
 ):
     """A ``ModelPair`` of random models from configs: the draft from ``draft_cfg``, or (None) a noisy
     copy of the target. Built on the CPU in float32, then moved."""
-    from specviz.models.loading import ModelPair
-
     target = random_llama(target_cfg, 0)
     draft = random_llama(draft_cfg, 1) if draft_cfg else _noisy_copy(target, noise)
     target, draft = (m.to(device=device, dtype=_dtype(dtype)) for m in (target, draft))
-    return ModelPair(
-        target,
-        draft,
-        None,
-        target.config.vocab_size,
-        target_name=f"random {name} target",
-        draft_name=f"random {name} draft" if draft_cfg else f"noisy copy of the random {name} target",
-    )
+    return random_model_pair(name, target, draft, None if draft_cfg else f"noisy copy of the random {name} target")
 
 
 def have_assets() -> bool:
