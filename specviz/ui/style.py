@@ -263,6 +263,21 @@ PAGE_JS = r"""
     if (el.style.getPropertyValue("--sv-plot-top") !== top) el.style.setProperty("--sv-plot-top", top);
     if (el.dataset.svBar !== "1") el.dataset.svBar = "1";
   };
+  // placed after the frame that shows a draw, all figures drawn in it at once: its reads then find the
+  // layout the frame made (read between draws, they laid the whole page out again after every figure)
+  const barQueue = new Set();
+  let barFrame = false;
+  const queueBar = (el) => {
+    barQueue.add(el);
+    if (barFrame) return;
+    barFrame = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      barFrame = false;
+      const els = [...barQueue];
+      barQueue.clear();
+      els.forEach(placeBar);
+    }, 0));
+  };
   setInterval(() => {
     const P = window.Plotly;
     document.querySelectorAll(".js-plotly-plot").forEach((el) => {
@@ -272,8 +287,8 @@ PAGE_JS = r"""
       }
       if (!el.__svBar && el.on) {  // placed again after each draw; not every tick (it reads the layout)
         el.__svBar = true;
-        el.on("plotly_afterplot", () => placeBar(el));
-        placeBar(el);
+        el.on("plotly_afterplot", () => queueBar(el));
+        queueBar(el);
       }
       const w = Math.round(el.getBoundingClientRect().width), full = el._fullLayout;
       if (!P || !full || el.__svFixing || w < 10 || Math.abs(full.width - w) <= 1) return;
