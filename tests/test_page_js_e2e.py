@@ -5,7 +5,45 @@ from __future__ import annotations
 
 import re
 
-from specviz.ui.style import PAGE_JS
+from specviz.ui.style import PAGE_JS, STEP_JS
+
+# two comparison figures as the step script finds them: a step line (per-step) and a line with its
+# current-step dot (cumulative), and a stand-in Plotly that records its calls
+FIGURES_JS = """() => {
+  window.__calls = [];
+  const rec = (name) => (el, ...a) => { window.__calls.push([name, el.parentElement.id, JSON.stringify(a)]); };
+  window.Plotly = {update: rec("update"), restyle: rec("restyle"), relayout: rec("relayout")};
+  for (const id of ["sv-per-step", "sv-cumulative"]) {
+    const box = document.createElement("div"), el = document.createElement("div");
+    box.id = id; el.className = "js-plotly-plot"; box.appendChild(el); document.body.appendChild(box);
+  }
+  const per = document.querySelector("#sv-per-step .js-plotly-plot");
+  per.data = [{x: [1, 2, 3], y: [1, 2, 1]}]; per.layout = {shapes: [{x0: 1, x1: 1}]};
+  const cum = document.querySelector("#sv-cumulative .js-plotly-plot");
+  cum.data = [{x: [1, 2, 3], y: [1, 3, 4]}, {meta: "current", x: [1], y: [1]}]; cum.layout = {};
+}"""
+
+FRAME_JS = "() => new Promise((r) => requestAnimationFrame(() => setTimeout(() => setTimeout(r, 0), 0)))"
+
+
+def test_step_markers_move_after_the_frame_once_for_the_latest_step(browser):
+    """STEP_JS moves no marker while the step's update is applied: after the frame, once, for the
+    latest of the steps it was given meanwhile, with the same calls as before."""
+    page = browser.new_page()
+    page.set_content("<html><body></body></html>")
+    page.evaluate(FIGURES_JS)
+    # nothing redrawn in the task that applies the update
+    assert page.evaluate(f"() => {{ const f = {STEP_JS}; f(2); f(3); return window.__calls.length; }}") == 0
+    page.evaluate(FRAME_JS)
+    calls = page.evaluate("() => window.__calls")
+    assert calls == [
+        ["relayout", "sv-per-step", '[{"shapes[0].x0":3,"shapes[0].x1":3}]'],
+        ["restyle", "sv-cumulative", '[{"x":[[3]],"y":[[4]]},[1]]'],
+    ]
+    page.evaluate(f"() => {{ const f = {STEP_JS}; f(1); }}")
+    page.evaluate(FRAME_JS)
+    assert page.evaluate("() => window.__calls.length") == 4
+    page.close()
 
 
 def test_toolbar_place_is_read_after_the_frame():

@@ -89,26 +89,39 @@ APP_CSS = (
 STEP_JS = """
 (k) => {
   const x = Number(k);
-  const P = window.Plotly;
-  if (P) {
-    for (const id of ["sv-per-step", "sv-cumulative"]) {
-      const el = document.querySelector("#" + id + " .js-plotly-plot");
-      if (!el || !el.data || !el.layout) continue;
-      const idx = [], xs = [], ys = [];
-      el.data.forEach((t, i) => {
-        if (t.meta === "current" && i > 0) {
-          const line = el.data[i - 1];
-          const j = Math.max(0, Math.min(x, line.x.length - 1));
-          idx.push(i); xs.push([line.x[j]]); ys.push([line.y[j]]);
-        }
-      });
-      // the marker and the step line in one Plotly.update: one redraw (a restyle, then a relayout, drew twice)
-      const marks = el.layout.shapes && el.layout.shapes.length ? {"shapes[0].x0": x, "shapes[0].x1": x} : null;
-      if (idx.length && marks) P.update(el, {x: xs, y: ys}, marks, idx);
-      else if (idx.length) P.restyle(el, {x: xs, y: ys}, idx);
-      else if (marks) P.relayout(el, marks);
-    }
+  // the markers move after the frame that shows the step's columns, once for the latest step if the
+  // step moved again meanwhile (each move redraws both figures: Plotly recomputes their ranges, which
+  // the step line is part of; a live step's update drew them before its columns were on screen)
+  window.svMarkStep = x;
+  if (!window.svMarkQueued) {
+    window.svMarkQueued = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      window.svMarkQueued = false;
+      window.svMarkAt(window.svMarkStep);
+    }, 0));
   }
+  window.svMarkAt = window.svMarkAt || ((x) => {
+    const P = window.Plotly;
+    if (P) {
+      for (const id of ["sv-per-step", "sv-cumulative"]) {
+        const el = document.querySelector("#" + id + " .js-plotly-plot");
+        if (!el || !el.data || !el.layout) continue;
+        const idx = [], xs = [], ys = [];
+        el.data.forEach((t, i) => {
+          if (t.meta === "current" && i > 0) {
+            const line = el.data[i - 1];
+            const j = Math.max(0, Math.min(x, line.x.length - 1));
+            idx.push(i); xs.push([line.x[j]]); ys.push([line.y[j]]);
+          }
+        });
+        // the marker and the step line in one Plotly.update: one redraw (a restyle, then a relayout, drew twice)
+        const marks = el.layout.shapes && el.layout.shapes.length ? {"shapes[0].x0": x, "shapes[0].x1": x} : null;
+        if (idx.length && marks) P.update(el, {x: xs, y: ys}, marks, idx);
+        else if (idx.length) P.restyle(el, {x: xs, y: ys}, idx);
+        else if (marks) P.relayout(el, marks);
+      }
+    }
+  });
   for (const box of document.querySelectorAll("[id^=sv-text-]")) {
     if (box.querySelector(".sv-pinned")) continue;  // a column opened on its own step after a run
     const steps = box.querySelectorAll(".sv-step");
