@@ -70,7 +70,7 @@ def parser() -> Parser:
     ap = Parser(
         prog="python -m specviz.bench.live",
         description=__doc__.split("\n\n")[0],
-        epilog="The goal cases in one command (4 minutes on a lightly loaded 2-core machine, 7 under load 10): "
+        epilog="The goal cases in one command (1.5 to 7 minutes on a 2-core machine, by its speed and load): "
         "python -m specviz.bench.live --goals. The full matrix: python -m specviz.bench.live "
         "(both pairs, 1/4/6 columns, paced and unpaced, 1600 and 400 px; about an hour).",
     )
