@@ -39,6 +39,21 @@ def together(item) -> bool:
     return bool(item.get_closest_marker("e2e") or getattr(getattr(item, "module", None), "ONE_WORKER", False))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A browser test that fails saves each page it left open (``e2e_support.save_failed_pages``)."""
+    outcome = yield
+    report = outcome.get_result()
+    if item.get_closest_marker("e2e") is None or report.when not in ("setup", "call"):
+        return
+    import e2e_support
+
+    if report.when == "setup":
+        e2e_support.OPEN_PAGES.clear()
+    elif report.failed:
+        e2e_support.save_failed_pages(item.nodeid)
+
+
 def pytest_collection_modifyitems(config, items):
     """Long tests first, shared fairly between the workers. Under ``-n N --dist worksteal``
     (``scripts/test.sh``) xdist hands each worker one contiguous share of this order (the first

@@ -284,9 +284,34 @@ def wait_plot_title(page, elem_id: str, prefix: str, exact: bool = False) -> Non
 HANG_GUARD_MS = 600_000  # a page or browser that loads at all loads within this, however loaded the machine
 
 
+OPEN_PAGES: list = []  # the pages the running test opened: on its failure each is saved (conftest)
+
+
+def save_failed_pages(name: str) -> list[Path]:
+    """Each page the failed test ``name`` left open, as a screenshot and a text file (its status line,
+    its script errors, its URL) in ``test-artifacts/``, so a failure that does not reproduce alone (one
+    under the whole suite's load) leaves what the page showed."""
+    saved = []
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[-120:]
+    for i, page in enumerate(OPEN_PAGES):
+        if page.is_closed():
+            continue
+        stem = ARTIFACTS / f"failed-{safe}-{i}"
+        try:
+            page.screenshot(path=f"{stem}.png", full_page=True, timeout=30_000)
+            status = page.evaluate("() => document.querySelector('#sv-status')?.innerText ?? ''")
+        except Exception as exc:  # noqa: BLE001 - a page that cannot be read is said so, the test's own error stands
+            status = f"(the page could not be read: {exc})"
+        text = f"url: {page.url}\nstatus: {status}\nscript errors: {getattr(page, 'errors', [])}\n"
+        Path(f"{stem}.txt").write_text(text, encoding="utf-8")
+        saved.append(stem)
+    return saved
+
+
 def open_page(browser, url, width=1500, height=1000):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": width, "height": height})
+    OPEN_PAGES.append(page)
     # actions without their own timeout (a click, a check, a screenshot) wait up to 2 min, not
     # Playwright's 30 s: each returns as soon as the page lets it, so only a page that is wrong waits it out
     page.set_default_timeout(120_000)
