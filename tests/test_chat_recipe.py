@@ -207,3 +207,37 @@ def test_a_cut_off_feature_run_resumes_to_the_same_head_and_log(target_dir, tmp_
     a = load_file(str(tmp_path / "a" / "feature_head-00.safetensors"))
     b = load_file(str(tmp_path / "b" / "feature_head-00.safetensors"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_feature_recipe_answers_its_sampled_share_once_at_each_temperature(target_dir, tmp_path):
+    """``sampled_temperatures=(1.0, 0.7)``: the sampled share of the training prompts answered once at
+    each temperature (each cached under its own key), besides every prompt's greedy answer."""
+    from specviz.train.feature_pair import FeatureRecipe, run_feature
+
+    settings = {**feature_settings(target_dir, tmp_path), "stages": ("answers",), "sampled_fraction": 0.5}
+    one = run_feature(FeatureRecipe(out=str(tmp_path / "a"), **settings), log=lambda s: None)["answers"]
+    two = run_feature(
+        FeatureRecipe(out=str(tmp_path / "b"), **settings, sampled_temperatures=(1.0, 0.7)), log=lambda s: None
+    )["answers"]
+    share = round(one["train_prompts"] * 0.5)
+    assert one["sampled_answers"] == share and two["sampled_answers"] == 2 * share
+    assert two["greedy_answers"] == one["greedy_answers"] == one["train_prompts"]
+    assert 0 < two["chunks_made_this_run"] < one["chunks_made_this_run"] * 2  # T = 1.0 and greedy from the cache
+
+
+def test_the_recipe_command_line_reads_a_tuple_of_numbers_by_its_type(monkeypatch, capsys):
+    """``--sampled-temperatures 1.0,0.7`` is read as floats, ``--layers 2,15,27`` as integers; a list
+    with anything else is refused in one line naming the flag, and nothing runs."""
+    import types
+
+    from specviz.train.recipe_cli import recipe_main
+
+    got = []
+    fake = types.SimpleNamespace(run_feature=lambda cfg, log: got.append(cfg))
+    monkeypatch.setattr("importlib.import_module", lambda name: fake)
+    assert recipe_main("feature", ["--sampled-temperatures", "1.0,0.7", "--layers", "2,15,27"]) == 0
+    assert got[0].sampled_temperatures == (1.0, 0.7) and got[0].layers == (2, 15, 27)
+    for flag, bad in (("--layers", "2,1.5"), ("--sampled-temperatures", "1.0,warm")):
+        assert recipe_main("feature", [flag, bad]) == 2
+        assert f"{flag} {bad!r}: comma-separated numbers" in capsys.readouterr().err
+    assert len(got) == 1

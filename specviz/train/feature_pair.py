@@ -5,9 +5,9 @@ SmolLM2-135M-Instruct, in stages that each keep their result, so a run that is c
 where it stopped:
 
 1. ``answers``: the target's own answers to the template chat prompts (``chat_prompts``), greedy for
-   every training prompt and sampled at ``sampled_temperature`` for a share of them, with its top-k
-   law at every answer token and its hidden states at ``layers`` (captured during generation, no
-   second pass), in cached chunks (``feature_data``). Held-out prompts are answered greedily, never
+   every training prompt and sampled once at each of ``sampled_temperatures`` for a share of them,
+   with its top-k law at every answer token and its hidden states at ``layers`` (captured during
+   generation, no second pass), in cached chunks (``feature_data``). Held-out prompts are answered greedily, never
    trained on.
 2. ``vocab``: the draft vocabulary, the ``draft_vocab`` target tokens most used in the training
    answers (EOS included), chosen from the coverage curve written to the report (EAGLE-3's ``d2t``;
@@ -46,15 +46,20 @@ def _answers(cfg: FeatureRecipe, model, tokenizer, log) -> tuple[list, list, dic
     from .chat_prompts import prompt_set, split
     from .feature_data import answer_chunks
 
+    if not all(t > 0 for t in cfg.sampled_temperatures):
+        raise ValueError(
+            f"sampled_temperatures must each be > 0 (greedy answers are made anyway): {cfg.sampled_temperatures}"
+        )
     train, held = split(prompt_set(cfg.prompts, cfg.seed), cfg.heldout_percent)
     root = (Path(cfg.cache_dir) if cfg.cache_dir else cache_root()) / "feature-answers"
     args = (cfg.max_new_tokens, cfg.seed, cfg.answer_batch, cfg.top_k, tuple(cfg.layers), root)
     heldout, s_held, n_held = answer_chunks(model, tokenizer, held, 0.0, *args, log=log)
     greedy, s_greedy, n_greedy = answer_chunks(model, tokenizer, train, 0.0, *args, log=log)
     sampled_prompts = random.Random(cfg.seed + 5).sample(train, int(round(len(train) * cfg.sampled_fraction)))
-    sampled, s_sampled, n_sampled = answer_chunks(
-        model, tokenizer, sampled_prompts, cfg.sampled_temperature, *args, log=log
-    )
+    sampled, s_sampled, n_sampled = [], 0.0, 0
+    for temperature in cfg.sampled_temperatures:
+        made, seconds, chunks = answer_chunks(model, tokenizer, sampled_prompts, temperature, *args, log=log)
+        sampled, s_sampled, n_sampled = sampled + made, s_sampled + seconds, n_sampled + chunks
     answers = greedy + sampled
     summary = {
         "train_prompts": len(train),

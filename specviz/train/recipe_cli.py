@@ -13,7 +13,7 @@ import importlib.util
 import sys
 
 from specviz.errors import SpecvizError
-from specviz.validation import Parser, real, whole, whole_text
+from specviz.validation import Parser, real, whole
 
 from .recipes import CHAT_STAGES, FEATURE_STAGES, ChatRecipe, FeatureRecipe
 
@@ -60,19 +60,24 @@ def recipe_parser(name: str) -> argparse.ArgumentParser:
     return p
 
 
+def _listed(key: str, text: str, floats: bool) -> tuple:
+    """A tuple field's comma-separated text: integers (``2,15,27``) or, for a float field, numbers (``1.0,0.7``)."""
+    kind, example = (real(), "1.0,0.7") if floats else (whole(), "2,15,27")
+    try:
+        return tuple(kind(s) for s in text.split(","))
+    except argparse.ArgumentTypeError:
+        raise ValueError(f"--{key.replace('_', '-')} {text!r}: comma-separated numbers, e.g. {example}") from None
+
+
 def recipe_main(name: str, argv: list[str] | None) -> int:
     """Parse ``argv`` into recipe ``name``'s settings and run it; 2 with one line on a bad setting."""
     recipe, _, module, run_name = RECIPES[name]
     args = recipe_parser(name).parse_args(argv)
-    listed = {f.name for f in dataclasses.fields(recipe) if str(f.type).startswith("tuple")} - {"stages"}
+    listed = {f.name: str(f.type) for f in dataclasses.fields(recipe) if str(f.type).startswith("tuple")}
     values = {k: v for k, v in vars(args).items() if v is not None and k != "stages"}
     try:
-        for key in listed & set(values):
-            text = values[key]
-            items = [whole_text(s) for s in text.split(",")]
-            if None in items:
-                raise ValueError(f"--{key.replace('_', '-')} {text!r}: comma-separated integers, e.g. 2,15,27")
-            values[key] = tuple(items)
+        for key in set(listed) & set(values) - {"stages"}:
+            values[key] = _listed(key, values[key], floats="float" in listed[key])
         if args.stages:
             values["stages"] = tuple(s.strip() for s in args.stages.split(",") if s.strip())
         run = getattr(importlib.import_module(module), run_name)  # torch from here on

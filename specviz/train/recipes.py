@@ -113,7 +113,7 @@ class FeatureRecipe:
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
     sampled_fraction: float = 0.25
-    sampled_temperature: float = 1.0
+    sampled_temperatures: tuple[float, ...] = (1.0,)  # the sampled share is answered once at each
     answer_batch: int = 128
     top_k: int = 32
     layers: tuple[int, ...] = (2, 15, 27)  # HF hidden_states indices for L = 30: EAGLE-3's (2, L//2, L-3)
