@@ -23,6 +23,26 @@ def band(x: list[int], low: list[float], high: list[float], group: str, name: st
     return band if name is None else {**band, "name": name}
 
 
+def line(x: list, y: list, name: str, color: str, **extra: Any) -> dict:
+    """A line trace (``dash``, ``shape`` go into its line; any other key onto the trace)."""
+    style = {k: extra.pop(k) for k in ("dash", "shape") if k in extra}
+    return dict(type="scatter", x=x, y=y, mode="lines", name=name, line={**style, "color": color}, **extra)
+
+
+def expected_and_measured(
+    x: list[int], ov: dict, expected: tuple[str, str, str], measured: tuple[str, str], band_name: str | None = None
+) -> list[dict]:
+    """A theorem's expected count (``ov["expected"]``; ``expected`` = legend name, colour, legend group)
+    with its 95% band, which shares its legend entry (one click hides both), and the measured count
+    (``ov["measured"]``; ``measured`` = legend name, colour) as a step line."""
+    name, color, group = expected
+    return [
+        band(x, ov["low"], ov["high"], group, name=band_name),
+        line(x, ov["expected"], name, color, legendgroup=group),
+        line(x, ov["measured"], measured[0], measured[1], shape="hv"),
+    ]
+
+
 def overlay(trace: RunTrace) -> dict[str, list[float]]:
     """The per-position overlay: ``metrics.rejection_overlay``, or for a multi-draft tree (where it is
     empty) ``metrics.first_draft_overlay``, Thm 1 on each position's first candidate."""
@@ -44,38 +64,22 @@ def first_draft_traces(trace: RunTrace) -> list[dict[str, Any]]:
         "each position's first draft is drawn from q and tested by min(1, p/q): rejected with chance "
         "TV(p, q) exactly (Thm 1)"
     )
-    return [
-        band(x, ov["low"], ov["high"], "expected"),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["expected"],
-            mode="lines",
-            name="Thm 1 ± 95%",
-            legendgroup="expected",
-            line={"color": series_color(0)},
-            hovertemplate="position %{x}: ΣTV = %{y:.2f}<br>" + why + "<extra></extra>",
-        ),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["measured"],
-            mode="lines",
-            line={"shape": "hv", "color": "#dc2626"},
-            name="1st draft rejected",
-            hovertemplate="position %{x}: %{y} first drafts rejected<extra></extra>",
-        ),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["measured_all"],
-            mode="lines",
-            name="all rejected",
-            line={"shape": "hv", "color": "#6b7280", "dash": "dot"},
-            hovertemplate="position %{x}: %{y} positions with every draft rejected<br>(its chance, the product of "
-            "the TVs of the successive residuals, is not recorded; at most Thm 1's)<extra></extra>",
-        ),
-    ]
+    first, measured = expected_and_measured(
+        x, ov, ("Thm 1 ± 95%", series_color(0), "expected"), ("1st draft rejected", "#dc2626")
+    )[1:]
+    first["hovertemplate"] = "position %{x}: ΣTV = %{y:.2f}<br>" + why + "<extra></extra>"
+    measured["hovertemplate"] = "position %{x}: %{y} first drafts rejected<extra></extra>"
+    every = line(
+        x,
+        ov["measured_all"],
+        "all rejected",
+        "#6b7280",
+        shape="hv",
+        dash="dot",
+        hovertemplate="position %{x}: %{y} positions with every draft rejected<br>(its chance, the product of "
+        "the TVs of the successive residuals, is not recorded; at most Thm 1's)<extra></extra>",
+    )
+    return [band(x, ov["low"], ov["high"], "expected"), first, measured, every]
 
 
 def _own_expectation(trace: RunTrace) -> str | None:
@@ -97,40 +101,13 @@ def rejection_traces(trace: RunTrace) -> list[dict[str, Any]]:
         return []
     x = list(range(1, len(ov["tv"]) + 1))
     own_label = _own_expectation(trace)
-    own = own_label is not None  # its own expectation, beside SD's ΣTV
+    own = own_label is not None
     label = own_label or "Thm 1 ± 95%"
-    out = [  # the band shares the expected line's legend entry (one click hides both)
-        band(x, ov["low"], ov["high"], "expected", name="95% band of the rejection count"),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["expected"],
-            mode="lines",
-            name=label,
-            line={"color": series_color(0)},
-            legendgroup="expected",
-        ),
-        dict(
-            type="scatter",
-            x=x,
-            y=ov["measured"],
-            mode="lines",
-            line={"shape": "hv", "color": "#dc2626"},
-            name="measured",
-        ),
-    ]
-    if own:
-        out.insert(
-            2,
-            dict(
-                type="scatter",
-                x=x,
-                y=ov["tv_sum"],
-                mode="lines",
-                name="ΣTV (Thm 1, SD)",
-                line={"color": "#6b7280", "dash": "dot"},
-            ),
-        )
+    out = expected_and_measured(
+        x, ov, (label, series_color(0), "expected"), ("measured", "#dc2626"), "95% band of the rejection count"
+    )
+    if own:  # its own expectation, beside SD's ΣTV
+        out.insert(2, line(x, ov["tv_sum"], "ΣTV (Thm 1, SD)", "#6b7280", dash="dot"))
     return out
 
 
@@ -158,26 +135,9 @@ def batch_traces(trace: RunTrace) -> list[dict[str, Any]]:
     if bi is None:
         return []
     x = list(range(1, len(bi["theory"]) + 1))
-    return [
-        band(x, bi["low"], bi["high"], "thm3"),
-        dict(
-            type="scatter",
-            x=x,
-            y=bi["theory"],
-            mode="lines",
-            name="Thm 3 ± 95%",
-            line={"color": series_color(2)},
-            legendgroup="thm3",
-        ),
-        dict(
-            type="scatter",
-            x=x,
-            y=bi["measured"],
-            mode="lines",
-            line={"shape": "hv", "color": "#ea580c"},
-            name="measured",
-        ),
-    ]
+    return expected_and_measured(
+        x, {**bi, "expected": bi["theory"]}, ("Thm 3 ± 95%", series_color(2), "thm3"), ("measured", "#ea580c")
+    )
 
 
 def tradeoff_traces(trace: RunTrace) -> list[dict[str, Any]]:
