@@ -35,6 +35,7 @@ from transformers import (
 import specviz
 from specviz.core.sampling import SamplingConfig, warp
 from specviz.models.loading import ModelPair
+from specviz.models.random_llama import noisy_copy  # noqa: F401  (the tests import it from here)
 from specviz.models.tree_forward import CachedLM
 
 DEVICE = os.environ.get("SPECVIZ_TEST_DEVICE", "cpu")
@@ -124,20 +125,6 @@ def tiny_model(
         raise ValueError(family)
     torch.manual_seed(seed)
     return cls(cfg).eval().to(device)
-
-
-def noisy_copy(model, scale: float, seed: int = 0):
-    """A copy of ``model`` with Gaussian noise of relative size ``scale`` on every weight: a draft that
-    agrees with the target often but not always (exercises long accepted runs and rejections)."""
-    import copy
-
-    clone = copy.deepcopy(model)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in clone.parameters():
-            noise = torch.randn(p.shape, generator=gen).to(p.device)  # drawn on the CPU: same copy on every device
-            p.add_(noise * scale * (p.std() if p.numel() > 1 else 0.0))
-    return clone.eval()
 
 
 def tiny_pair(

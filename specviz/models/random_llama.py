@@ -1,5 +1,6 @@
 """Randomly initialised Llama models of a given size: the timing pairs (``bench.random_pair``), the
-GPU check's pairs (``bench.gpu.pairs``) and ``bench.figure_timing``'s pair. A shape is the keyword
+GPU check's pairs (``bench.gpu.pairs``) and ``bench.figure_timing``'s pair; ``noisy_copy``, a draft
+close to its target (the GPU check's and the tests' close pairs). A shape is the keyword
 arguments of a ``LlamaConfig`` (a plain dict: printable, and cheap to import without transformers)."""
 
 from __future__ import annotations
@@ -62,3 +63,20 @@ def random_model_pair(name: str, target, draft, draft_name: str | None = None) -
 
     draft_name = draft_name or f"random {name} draft"
     return ModelPair(target, draft, None, target.config.vocab_size, f"random {name} target", draft_name)
+
+
+def noisy_copy(model, scale: float, seed: int = 0):
+    """A copy of ``model`` with Gaussian noise of relative size ``scale`` on every weight: a draft that
+    agrees with the target often but not always (long accepted runs and rejections both happen). The
+    noise is drawn on the CPU, so the copy is the same on every device."""
+    import copy
+
+    import torch
+
+    clone = copy.deepcopy(model)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in clone.parameters():
+            noise = torch.randn(p.shape, generator=gen).to(p.device)
+            p.add_(noise * scale * (p.std() if p.numel() > 1 else 0.0))
+    return clone.eval()

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from specviz.bench.gpu.plan import REPO_ROOT
-from specviz.models.random_llama import llama_shape, random_llama, random_model_pair
+from specviz.models.random_llama import llama_shape, noisy_copy, random_llama, random_model_pair
 
 # the code pair's shapes (assets/target, assets/draft), for a copy of the repository without assets/
 CODE_TARGET = llama_shape(
@@ -32,20 +32,6 @@ def _dtype(name: str):
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
-def _noisy_copy(model, scale: float, seed: int = 0):
-    """``model`` with Gaussian noise of relative size ``scale`` on every weight (``tests/tiny.py``)."""
-    import copy
-
-    import torch
-
-    clone = copy.deepcopy(model)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in clone.parameters():
-            p.add_(torch.randn(p.shape, generator=gen) * scale * (p.std() if p.numel() > 1 else 0.0))
-    return clone.eval()
-
-
 def random_pair(
     name: str,
     target_cfg: dict[str, Any],
@@ -57,7 +43,7 @@ def random_pair(
     """A ``ModelPair`` of random models from configs: the draft from ``draft_cfg``, or (None) a noisy
     copy of the target. Built on the CPU in float32, then moved."""
     target = random_llama(target_cfg, 0)
-    draft = random_llama(draft_cfg, 1) if draft_cfg else _noisy_copy(target, noise)
+    draft = random_llama(draft_cfg, 1) if draft_cfg else noisy_copy(target, noise)
     target, draft = (m.to(device=device, dtype=_dtype(dtype)) for m in (target, draft))
     return random_model_pair(name, target, draft, None if draft_cfg else f"noisy copy of the random {name} target")
 
