@@ -34,6 +34,13 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
     wait_status(page, "Done")
     n = [int(page.locator(f"#sv-head-{i} .sv-stepinfo b").first.inner_text()) for i in (0, 1)]
     assert all(page.evaluate(KEPT_JS, i) for i in (0, 1))
+    # each drawn at its box's width as the browser laid the box out (autosize off: no read of the page's
+    # layout in the middle of a step's draws), the figure as wide as its box
+    sizes = page.evaluate("""() => [0, 1].map(i => {
+        const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');
+        return [el.layout.autosize, el.layout.width, el.getBoundingClientRect().width,
+                el.querySelector('svg.main-svg').getBoundingClientRect().width]; })""")
+    assert all(a is False and abs(w - box) <= 1 and abs(svg - box) <= 1 for a, w, box, svg in sizes), sizes
     # after a run each column opens on its most informative step (its header says which): the tree shows it
     for i in (0, 1):
         assert tree_step(page, i) == n[i], (i, n)

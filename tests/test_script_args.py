@@ -1,5 +1,5 @@
 """The developer scripts' options read the CLI's one grammar (issue 35): ``specviz.bench.eesd``, ``live``,
-``replay``, ``replay_first_view``, ``figure_timing``, ``gpu_check`` and ``specviz.ui.loadcheck`` refuse
+``replay``, ``replay_first_view``, ``figure_timing``, ``tree_draw``, ``gpu_check`` and ``specviz.ui.loadcheck`` refuse
 what Python's ``int``/``float`` would read as something else (underscores, signs, spaces, other
 scripts' digits, empty entries, case, out of range) in the CLI's one line (``error: PROG: argument
 --flag: expected ..., got '...' (see PROG --help)``), exit code 2, no traceback. Nothing runs: a value
@@ -55,6 +55,12 @@ SCRIPTS = {
     "specviz.bench.replay": {"--steps": ("7", ["0"]), "--scrubs": ("7", ["0"])},
     "specviz.bench.replay_first_view": {"--steps": ("7", ["0"]), "--rounds": ("3", ["0"])},
     "specviz.bench.figure_timing": {"--threads": ("1", ["0", "1.0"])},
+    "specviz.bench.tree_draw": {
+        "--max-new": ("7", ["0"]),
+        "--rounds": ("3", ["0"]),
+        "--width": ("1600", ["100"]),
+        "--pair": ("code", ["Code", "smollm2"]),
+    },
     "specviz.bench.gpu_check": {
         "--budget": ("7", ["0", "-1", "nan", "inf", "1e999"]),
         "--threads": ("1", ["0"]),

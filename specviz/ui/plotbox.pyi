@@ -10,6 +10,7 @@ that same ``<div>``: Plotly redraws only what changed, and the click and toolbar
 stay. Plotly is the one Gradio ships (its ``Plot`` chunk, loaded on first use). A figure that cannot be
 drawn says so in a sentence in the box.
 """
+
 from __future__ import annotations
 
 import functools
@@ -88,6 +89,18 @@ if (!window.svPlotly) {
 }
 const cache = {};
 let drawing = Promise.resolve();
+// the box's width as the browser last laid it out, told by a ResizeObserver after layout: a figure is
+// drawn at that width (autosize off), so Plotly never reads the page's layout in the middle of a step's
+// draws (an autosized react lays out the whole page, once per figure); a box that changes width has its
+// figure laid out again at the new one (a box not laid out yet, or hidden, keeps autosize)
+let width = 0;
+new ResizeObserver((entries) => {
+  const w = Math.round(entries[entries.length - 1].contentRect.width);
+  if (w < 10 || w === width) return;
+  width = w;
+  if (box.layout && !box.layout.autosize)
+    drawing = drawing.then(() => window.svPlotly()).then((P) => P.relayout(box, {width: w})).catch(() => {});
+}).observe(box);
 const say = (text) => {
   let note = element.querySelector(".sv-plotnote");
   if (!text) { if (note) note.remove(); return; }
@@ -102,7 +115,8 @@ const draw = () => {
       return;
     }
     const fig = window.svMerge(parts, cache);
-    fig.layout.autosize = true;
+    if (width) Object.assign(fig.layout, {autosize: false, width});
+    else fig.layout.autosize = true;
     return P.react(box, fig.data, fig.layout, {responsive: true, displaylogo: false});
   }).then(() => say("")).catch((e) => say("This figure could not be drawn: " + ((e && e.message) || e) + "."));
 };
