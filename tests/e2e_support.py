@@ -84,12 +84,16 @@ BUNDLED = tuple(str(ROOT / "assets" / name) for name in ("target", "draft"))
 HAVE_BUNDLED = all((Path(d) / "config.json").exists() for d in BUNDLED)
 
 
+# a figure's title as the page shows it: a tree's (drawn as HTML by its PlotBox) is kept in its layout's meta
+PLOT_TITLE = "((el.layout.meta && el.layout.meta.title) || (el.layout.title || {}).text || '')"
+
+
 def plot_info(page, elem_id: str) -> dict:
     return page.evaluate(
         """id => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
                    if (!el || !el.data) return null;
-                   return {traces: el.data.length, title: (el.layout.title || {}).text || '',
-                           metas: el.data.map(t => t.meta || null)}; }""",
+                   return {traces: el.data.length, title: PLOT_TITLE,
+                           metas: el.data.map(t => t.meta || null)}; }""".replace("PLOT_TITLE", PLOT_TITLE),
         elem_id,
     )
 
@@ -274,8 +278,10 @@ def wait_plot_title(page, elem_id: str, prefix: str, exact: bool = False) -> Non
     """Wait until the figure's title starts with ``prefix`` (is ``prefix`` if ``exact``)."""
     page.wait_for_function(
         """([id, prefix, exact]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
-                                     const text = (el && el.layout && el.layout.title && el.layout.title.text) || '';
-                                     return exact ? text === prefix : text.startsWith(prefix); }""",
+                                     const text = el && el.layout ? PLOT_TITLE : '';
+                                     return exact ? text === prefix : text.startsWith(prefix); }""".replace(
+            "PLOT_TITLE", PLOT_TITLE
+        ),
         arg=[elem_id, prefix, exact],
         timeout=30_000,
     )
@@ -324,10 +330,19 @@ def open_page(browser, url, width=1500, height=1000):
 
 
 def choose(page, names):
+    """Tick exactly ``names`` among the algorithms, and wait until the server has made them the columns
+    (the column picker lists them): a run started earlier would run the columns before."""
     algos = page.locator("#sv-algos")
     for name in specviz.ALGORITHMS:
         box = algos.get_by_label(name, exact=True)
         box.check() if name in names else box.uncheck()
+    page.wait_for_function(
+        """names => { const got = [...document.querySelectorAll('#sv-col-pick label')]
+                        .map(l => l.innerText.trim().split(' · ').pop()).sort();
+                      return JSON.stringify(got) === JSON.stringify(names); }""",
+        arg=sorted(set(names)),
+        timeout=60_000,
+    )
 
 
 def set_number(page, elem_id, value):

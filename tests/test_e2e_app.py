@@ -253,12 +253,7 @@ def paced_live_run_and_stop(url, browser):
         head = page.inner_text(f"#sv-head-{i}")
         shown, calls = re.search(r"step (\d+)", head), re.search(r"in (\d+) calls", head)
         assert shown and calls and shown.group(1) == calls.group(1) and "(stopped)" in head, head
-        page.wait_for_function(
-            "([i, k]) => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');"
-            " return !!(el && el.layout && el.layout.title.text === 'step ' + k); }",
-            arg=[i, shown.group(1)],
-            timeout=30_000,
-        )
+        wait_plot_title(page, f"sv-tree-{i}", f"step {shown.group(1)}", exact=True)
     page.screenshot(path=str(ARTIFACTS / "e2e-stopped.png"), full_page=True)
     assert not page.errors, page.errors
     page.close()

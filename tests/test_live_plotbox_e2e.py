@@ -2,7 +2,8 @@
 columns on the bundled pair, paced so every step is drawn: the element each tree is first drawn on is
 the one it shows at the end (Gradio's ``gr.Plot`` threw it away on every update), that element shows
 the run's last step, as a full redraw would; a scrub redraws the same element at the chosen step; a
-click on a node opens its distribution view, its p bars and the rest of p's mass summing to one. Screenshot
+click on a node opens its distribution view, its p bars and the rest of p's mass summing to one; a tree's
+title and legend are HTML above its plot, a legend entry hides its nodes across steps. Screenshot
 ``e2e-live-plotbox.png``. Skipped without chromium (failed under CI / SPECVIZ_REQUIRE_E2E)."""
 
 from __future__ import annotations
@@ -19,6 +20,19 @@ MARK_JS = """() => { window.__svFirst = window.__svFirst || {};
   return Object.keys(window.__svFirst).length; }"""
 KEPT_JS = """i => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');
   return !!el && el === window.__svFirst[i] && el.__svMark === 'first-' + i; }"""
+
+
+# the HTML top of tree i: its lines, its legend's entries, the figure's legend names, Plotly's own title/legend
+TOP_JS = """i => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');
+  const top = document.querySelector('#sv-tree-' + i + ' .sv-plottop');
+  return {lines: [...top.querySelectorAll('.sv-pt-title, .sv-pt-sub')].map(e => e.textContent),
+          legend: [...top.querySelectorAll('.sv-pt-item')].map(e => e.textContent),
+          names: el.data.filter(t => t.showlegend !== false && t.name).map(t => t.name),
+          svg_titles: el.querySelectorAll('.g-gtitle text, .infolayer .legend').length}; }"""
+# whether tree i's traces of ``meta`` are hidden (Plotly's legendonly) and drawn without points
+HIDDEN_JS = """([i, meta]) => { const el = document.querySelector('#sv-tree-' + i + ' .js-plotly-plot');
+  const t = el.data.filter(t => t.meta === meta);
+  return t.length > 0 && t.every(t => t.visible === 'legendonly'); }"""
 
 
 def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_server, browser):
@@ -58,10 +72,35 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
     box.press("Enter")
     page.wait_for_function(
         "() => [0, 1].every(i => { const el = document.querySelector('#sv-tree-' + i + "
-        "' .js-plotly-plot'); return el && el.layout.title.text === 'step 2'; })",
+        "' .js-plotly-plot'); return el && el.layout.meta.title === 'step 2'; })",
         timeout=60_000,
     )
     assert all(page.evaluate(KEPT_JS, i) for i in (0, 1))
+    # a tree's title, subtitle and legend are the PlotBox's HTML above its plot, not Plotly's: the figure's
+    # own words, its legend's entries with their counts; a click on an entry hides its nodes, and they
+    # stay hidden when the tree is drawn at another step
+    top = page.evaluate(TOP_JS, 1)
+    assert top["lines"][0] == "step 2" and top["lines"][1].startswith("drafted "), top
+    assert top["legend"] == top["names"] and "committed path" in top["legend"] and len(top["legend"]) >= 2, top
+    assert not top["svg_titles"], top  # Plotly drew no title or legend of its own
+    page.locator("#sv-tree-1 .sv-pt-item[data-key=not_reached]").click()
+    page.wait_for_function(HIDDEN_JS, arg=[1, "not_reached"], timeout=30_000)
+    for k in ("1", "2"):  # away and back: the tree drawn anew twice
+        box.fill(k)
+        box.press("Enter")
+        page.wait_for_function(
+            "k => document.querySelector('#sv-tree-1 .js-plotly-plot').layout.meta.title === 'step ' + k",
+            arg=k,
+            timeout=60_000,
+        )
+    assert page.evaluate(HIDDEN_JS, [1, "not_reached"])
+    assert page.locator("#sv-tree-1 .sv-pt-item[data-key=not_reached].sv-pt-off").count() == 1
+    # the toolbar's download: a PNG of the tree with its title and legend in the picture, as shown
+    page.locator("#sv-tree-1").hover()
+    with page.expect_download() as got:
+        page.locator("#sv-tree-1 .modebar-btn[data-title='Download plot as a png']").click(force=True)
+    png = got.value.path().read_bytes()
+    assert got.value.suggested_filename == "specviz.png" and png.startswith(b"\x89PNG"), got.value.suggested_filename
     # the page's own step script (STEP_JS) moves the comparison's step marker on its element
     page.wait_for_function(
         """() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');

@@ -80,6 +80,7 @@ def test_tree_nodes_and_statuses_match_the_trace(traces):
             assert fig.layout.title.text == f"step {step.index + 1}", (algo, step.index)
             assert f"drafted {step.n_drafted} · accepted {step.n_accepted}" in fig.layout.title.subtitle.text
             assert cut_title_lines(fig) == [] and legend_problems(fig) == [], (algo, step.index)
+            assert fig.layout.meta == {"svTop": True}  # the page draws the title and legend as HTML (ui.plotbox)
 
 
 def test_accepted_path_is_highlighted(traces):

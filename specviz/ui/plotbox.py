@@ -107,17 +107,107 @@ const say = (text) => {
   if (!note) { note = document.createElement("p"); note.className = "sv-plotnote sv-error"; element.appendChild(note); }
   note.textContent = text;
 };
+// A figure whose layout.meta.svTop is set (a tree: viz.tree) has its title, subtitle and legend drawn
+// here, as HTML above the plot: Plotly lays out and measures its own on every draw (a third of a tree's
+// draw, bench.tree_draw), and a tree is drawn anew every step. A legend entry hides or shows its traces
+// (by their meta) as Plotly's does, and they stay so on the next steps. Plotly draws the plot alone, as
+// much shorter as its top was; the title stays in the layout's meta (tests, and what a reader asks).
+const hidden = new Set();
+const plain = (s) => new DOMParser().parseFromString(String(s || ""), "text/html").body.textContent;
+const SYMBOLS = {
+  circle: '<circle cx="6" cy="6" r="4.5" fill="%c"/>',
+  "circle-open": '<circle cx="6" cy="6" r="4" fill="none" stroke="%c" stroke-width="1.5"/>',
+  x: '<path d="M2.5 2.5L9.5 9.5M9.5 2.5L2.5 9.5" stroke="%c" stroke-width="2.5"/>',
+  diamond: '<path d="M6 1L11 6L6 11L1 6Z" fill="%c"/>',
+  star: '<path d="M6 .5L7.6 4.3L11.7 4.6L8.6 7.3L9.5 11.3L6 9.2L2.5 11.3L3.4 7.3L.3 4.6L4.4 4.3Z" fill="%c"/>',
+  square: '<rect x="1.5" y="1.5" width="9" height="9" fill="%c"/>',
+  line: '<path d="M0 6H12" stroke="%c" stroke-width="3.5"/>',
+};
+const colour = (c) => (typeof c === "string" && /^(#[0-9a-fA-F]{3,8}|rgba?\([0-9., ]+\))$/.test(c) ? c : "#6b7280");
+const htmlTop = (fig) => {
+  const meta = fig.layout.meta;
+  let head = element.querySelector(".sv-plottop");
+  if (!(meta && meta.svTop)) {
+    if (head) head.remove();
+    return fig.layout;
+  }
+  if (!head) {
+    head = document.createElement("div");
+    head.className = "sv-plottop";
+    box.before(head);
+  }
+  const title = fig.layout.title || {};
+  const lines = [title.text, ...String((title.subtitle || {}).text || "").split("<br>")].map(plain);
+  const items = [];
+  fig.data.forEach((t) => {
+    const key = t.meta || t.name;
+    if (hidden.has(key)) t.visible = "legendonly";
+    else delete t.visible;
+    if (t.showlegend === false || !t.name) return;
+    const markers = String(t.mode || "").includes("markers");
+    const sym = markers ? String((t.marker || {}).symbol) : "line";
+    const c = colour(markers ? (t.marker || {}).color : (t.line || {}).color);
+    items.push([key, plain(t.name), SYMBOLS[sym] ? sym : "circle", c]);
+  });
+  const state = JSON.stringify([lines, items, [...hidden]]);
+  if (head.__svState !== state) {
+    head.__svState = state;
+    head.replaceChildren();
+    lines.forEach((text, i) => {
+      if (!text) return;
+      const line = document.createElement("div");
+      line.className = i ? "sv-pt-sub" : "sv-pt-title";
+      line.textContent = text;
+      head.appendChild(line);
+    });
+    const legend = document.createElement("div");
+    legend.className = "sv-pt-legend";
+    for (const [key, name, sym, c] of items) {
+      const item = document.createElement("span");
+      item.className = "sv-pt-item" + (hidden.has(key) ? " sv-pt-off" : "");
+      item.dataset.key = key;
+      item.innerHTML = '<svg width="12" height="12" viewBox="0 0 12 12">' + SYMBOLS[sym].replaceAll("%c", c) + "</svg>";
+      item.append(name);
+      item.addEventListener("click", () => {
+        if (hidden.has(key)) hidden.delete(key);
+        else hidden.add(key);
+        draw();
+      });
+      legend.appendChild(item);
+    }
+    head.appendChild(legend);
+  }
+  const margin = Object.assign({}, fig.layout.margin), cut = Math.max(0, (margin.t || 0) - 6);
+  margin.t -= cut;
+  return Object.assign({}, fig.layout, {
+    showlegend: false, title: {text: ""}, margin, height: fig.layout.height - cut,
+    meta: Object.assign({}, meta, {title: plain(title.text)}),
+  });
+};
+// the toolbar's download draws the figure with its own layout (its title and legend, which the page
+// drew as HTML, in the picture), at the width shown; one config for every draw (a new one redraws all)
+let full = null, config = null;
+const configure = (P) => config || (config = {
+  responsive: true, displaylogo: false, modeBarButtonsToRemove: ["toImage"],
+  modeBarButtonsToAdd: [{name: "Download plot as a png", icon: P.Icons.camera, click: () => P.downloadImage(
+    {data: box.data, layout: Object.assign({}, full, {width: (box._fullLayout || {}).width || full.width})},
+    {format: "png", filename: "specviz"})}],
+});
 const draw = () => {
   const parts = props.value;
   drawing = drawing.then(() => window.svPlotly()).then((P) => {
     if (!parts || parts.n === undefined) {
+      const head = element.querySelector(".sv-plottop");
+      if (head) head.remove();
       if (box.data) P.purge(box);
       return;
     }
     const fig = window.svMerge(parts, cache);
+    full = fig.layout;
+    fig.layout = htmlTop(fig);
     if (width) Object.assign(fig.layout, {autosize: false, width});
     else fig.layout.autosize = true;
-    return P.react(box, fig.data, fig.layout, {responsive: true, displaylogo: false});
+    return P.react(box, fig.data, fig.layout, configure(P));
   }).then(() => say("")).catch((e) => say("This figure could not be drawn: " + ((e && e.message) || e) + "."));
 };
 watch("value", draw);

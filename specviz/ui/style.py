@@ -52,6 +52,15 @@ APP_CSS = (
    By its block's class, not :has(.sv-plotbox): a :has() over a subtree is checked again on every change
    inside it, and Plotly changes thousands of a tree's elements on every draw (issue 34) */
 .sv-plotbox-block .html-container, .html-container.sv-plotbox-block { padding: 0 !important; }
+/* a tree's title, subtitle and legend, drawn by the PlotBox as HTML above its plot (ui.plotbox), in the
+   figures' own fonts and colours (viz.style); a legend entry's click hides its nodes */
+.sv-plottop { padding: 6px 10px 2px 10px; background: white; color: #1f2937; line-height: 1.35;
+  font-family: Inter, ui-sans-serif, system-ui, -apple-system, Segoe UI, Roboto, sans-serif; }
+.sv-plottop .sv-pt-title { font-size: 13px; }
+.sv-plottop .sv-pt-sub { font-size: 12px; color: #4b5563; }
+.sv-plottop .sv-pt-legend { display: flex; flex-wrap: wrap; gap: 2px 14px; margin-top: 4px; font-size: 10px; }
+.sv-plottop .sv-pt-item { display: inline-flex; align-items: center; gap: 4px; cursor: pointer; user-select: none; }
+.sv-plottop .sv-pt-off { opacity: 0.4; }
 .sv-stopped { color: #b91c1c; font-weight: 700; }
 .sv-story, .sv-story p, .sv-story li { font-size: 12.5px !important; line-height: 1.45; }
 .sv-measure-note { font-size: 12px; color: #4b5563; margin-bottom: 4px; }

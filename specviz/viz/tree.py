@@ -348,6 +348,7 @@ def _layout(lines: list[str], data: list[dict[str, Any]], height: int, max_depth
     }
     layout["yaxis"] = {"visible": False, "range": [-leaves + 0.4, 0.9], "fixedrange": False}
     layout["hovermode"] = "closest"
+    layout["meta"] = {"svTop": True}  # the page draws the title and legend as HTML (ui.plotbox), not Plotly
     return layout
 
 
