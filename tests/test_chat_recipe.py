@@ -215,7 +215,9 @@ def test_the_feature_recipe_answers_its_sampled_share_once_at_each_temperature(t
     from specviz.train.feature_pair import FeatureRecipe, run_feature
 
     settings = {**feature_settings(target_dir, tmp_path), "stages": ("answers",), "sampled_fraction": 0.5}
-    one = run_feature(FeatureRecipe(out=str(tmp_path / "a"), **settings), log=lambda s: None)["answers"]
+    one = run_feature(
+        FeatureRecipe(out=str(tmp_path / "a"), **settings, sampled_temperatures=(1.0,)), log=lambda s: None
+    )["answers"]
     two = run_feature(
         FeatureRecipe(out=str(tmp_path / "b"), **settings, sampled_temperatures=(1.0, 0.7)), log=lambda s: None
     )["answers"]

@@ -112,8 +112,8 @@ class FeatureRecipe:
     prompts: int | None = None
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
-    sampled_fraction: float = 0.25
-    sampled_temperatures: tuple[float, ...] = (1.0,)  # the sampled share is answered once at each
+    sampled_fraction: float = 1.0
+    sampled_temperatures: tuple[float, ...] = (1.0, 0.7)  # the sampled share is answered once at each
     answer_batch: int = 128
     top_k: int = 32
     layers: tuple[int, ...] = (2, 15, 27)  # HF hidden_states indices for L = 30: EAGLE-3's (2, L//2, L-3)
@@ -122,7 +122,7 @@ class FeatureRecipe:
     # drafter
     intermediate: int = 1536
     ttt_steps: int = 4
-    steps: int = 1000
+    steps: int = 2100
     batch: int = 16
     seq: int = 256
     lr: float = 2e-3
