@@ -76,11 +76,12 @@ def tree_figures(preset: str, algos: list[str], max_new: int, chat: bool) -> lis
     """Each step's tree figure (as plotly JSON) of each column, steps cut to the shortest run."""
     import plotly.io as pio
 
-    import specviz
     from specviz import viz
+    from specviz.decoding import decode
+    from specviz.models.loading import load_pair
 
-    pair = specviz.load_pair(preset=preset)
-    runs = [specviz.decode(pair, a, PROMPT, chat=chat, max_new_tokens=max_new) for a in algos]
+    pair = load_pair(preset=preset)
+    runs = [decode(pair, a, PROMPT, chat=chat, max_new_tokens=max_new) for a in algos]
     n = min(len(t.steps) for t in runs)
     return [[json.loads(pio.to_json(viz.step_tree_figure(t, k))) for t in runs] for k in range(n)]
 
