@@ -4,10 +4,12 @@ Issue 34's display overhead is mostly the browser's, and most of that is the fou
 on every step. This decodes the goal case's four columns (``bench.live.COLUMNS[4]``) on one pair, builds
 each step's tree figure as the page gets it (``viz.step_tree_figure``), opens the app in headless
 Chromium and draws the four trees of each step in turn on the page's own tree elements (a forced layout
-after the four), timing each step. It does so for the figure as drawn and for the figure without each
-part Plotly draws again on every step (its legend, its title, the nodes' token labels), at a fixed
-width (no size read from the page per draw) and with all those parts off: what each part costs, and
-how much of a tree's draw no change to the figure can save (Plotly's own cost per figure). A
+after the four), timing each step, straight through ``Plotly.react`` (not the ``PlotBox``, which now
+draws a tree's title and legend as HTML and at its box's width). It does so for the figure as the
+server builds it and for the figure without each part Plotly would draw again on every step (its
+legend, its title, the nodes' token labels), at a fixed width (no size read from the page per draw)
+and with all those parts off: what each part costs, and how much of a tree's draw no change to the
+figure can save (Plotly's own cost per figure). A
 benchmark: nothing is asserted; the load average is printed beside the table.
 """
 
@@ -40,13 +42,14 @@ def _no_labels(fig: Figure) -> None:
             trace["mode"] = "markers"
 
 
-VARIANTS: dict[str, tuple[Callable[[Figure], None], ...]] = {
-    "as drawn": (),
-    "no legend": (_no_legend,),
-    "no title": (_no_title,),
-    "no node labels": (_no_labels,),
-    "fixed width": (),  # the page's script draws at the box's width, not autosized (below)
-    "none of them, fixed width": (_no_legend, _no_title, _no_labels),
+# a variant: the edits made to every figure, and whether it is drawn at its box's width (autosize off)
+VARIANTS: dict[str, tuple[tuple[Callable[[Figure], None], ...], bool]] = {
+    "as built": ((), False),
+    "no legend": ((_no_legend,), False),
+    "no title": ((_no_title,), False),
+    "no node labels": ((_no_labels,), False),
+    "fixed width": ((), True),
+    "none of them, fixed width": ((_no_legend, _no_title, _no_labels), True),
 }
 
 DRAW = r"""
@@ -107,19 +110,19 @@ def time_variants(page: Any, steps: list[list[Figure]], rounds: int) -> dict[str
     """Milliseconds per step (four trees drawn) of each variant, the rounds interleaved."""
     out: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for _ in range(rounds):
-        for name, edits in VARIANTS.items():
+        for name, (edits, fixed) in VARIANTS.items():
             shown = copy.deepcopy(steps)
             for figs in shown:
                 for fig in figs:
                     for edit in edits:
                         edit(fig)
-            out[name] += page.evaluate(DRAW, [shown, "fixed" in name])[1:]  # the first draws build the plots
+            out[name] += page.evaluate(DRAW, [shown, fixed])[1:]  # the first draws build the plots
     return out
 
 
 def table(times: dict[str, list[float]]) -> str:
-    base = statistics.median(times["as drawn"])
-    rows = ["| the four trees of a step | median (ms) | p90 (ms) | of the figure as drawn |", "|---|---:|---:|---:|"]
+    base = statistics.median(times["as built"])
+    rows = ["| the four trees of a step | median (ms) | p90 (ms) | of the figure as built |", "|---|---:|---:|---:|"]
     for name, t in times.items():
         med, p90 = statistics.median(t), sorted(t)[int(0.9 * (len(t) - 1))]
         rows.append(f"| {name} | {med:.1f} | {p90:.1f} | {med / base:.2f} |")

@@ -7,8 +7,8 @@ where it stopped:
 1. ``answers``: the target's own answers to the template chat prompts (``chat_prompts``), greedy for
    every training prompt and sampled once at each of ``sampled_temperatures`` for a share of them,
    with its top-k law at every answer token and its hidden states at ``layers`` (captured during
-   generation, no second pass), in cached chunks (``feature_data``). Held-out prompts are answered greedily, never
-   trained on.
+   generation, no second pass), in cached chunks (``feature_data``). Held-out prompts are answered
+   greedily, never trained on.
 2. ``vocab``: the draft vocabulary, the ``draft_vocab`` target tokens most used in the training
    answers (EOS included), chosen from the coverage curve written to the report (EAGLE-3's ``d2t``;
    FR-Spec, arXiv 2502.14856).

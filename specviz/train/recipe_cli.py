@@ -76,7 +76,7 @@ def recipe_main(name: str, argv: list[str] | None) -> int:
     listed = {f.name: str(f.type) for f in dataclasses.fields(recipe) if str(f.type).startswith("tuple")}
     values = {k: v for k, v in vars(args).items() if v is not None and k != "stages"}
     try:
-        for key in set(listed) & set(values) - {"stages"}:
+        for key in set(listed) & set(values):  # values has no "stages": it is read below
             values[key] = _listed(key, values[key], floats="float" in listed[key])
         if args.stages:
             values["stages"] = tuple(s.strip() for s in args.stages.split(",") if s.strip())
