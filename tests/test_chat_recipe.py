@@ -227,6 +227,34 @@ def test_the_feature_recipe_answers_its_sampled_share_once_at_each_temperature(t
     assert 0 < two["chunks_made_this_run"] < one["chunks_made_this_run"] * 2  # T = 1.0 and greedy from the cache
 
 
+def test_the_feature_recipe_answers_in_its_answer_precision_each_cached_apart(target_dir, tmp_path, monkeypatch):
+    """``answer_precision``: the target answers (and its features are captured) in that dtype, and the
+    chunks are cached under a key that holds it, so a bfloat16 run never reads float32 answers; any
+    other precision is refused before anything runs."""
+    from specviz.train import feature_data
+    from specviz.train.feature_pair import FeatureRecipe, run_feature
+
+    seen, real = [], feature_data.answer_prompts
+
+    def spy(model, *args, **kwargs):
+        seen.append(next(model.parameters()).dtype)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(feature_data, "answer_prompts", spy)
+    settings = {**feature_settings(target_dir, tmp_path), "stages": ("answers",), "sampled_temperatures": (1.0,)}
+    made = {}
+    for precision in ("float32", "bfloat16"):
+        seen.clear()
+        report = run_feature(
+            FeatureRecipe(out=str(tmp_path / precision), **settings, answer_precision=precision), log=lambda s: None
+        )
+        made[precision] = report["answers"]["chunks_made_this_run"]
+        assert set(seen) == {getattr(torch, precision)}
+    assert made["bfloat16"] == made["float32"] > 0  # nothing read from the float32 run's cache
+    with pytest.raises(ValueError, match="answer_precision must be bfloat16 or float32"):
+        run_feature(FeatureRecipe(out=str(tmp_path / "x"), **settings, answer_precision="float16"), log=lambda s: None)
+
+
 def test_the_recipe_command_line_reads_a_tuple_of_numbers_by_its_type(monkeypatch, capsys):
     """``--sampled-temperatures 1.0,0.7`` is read as floats, ``--layers 2,15,27`` as integers; a list
     with anything else is refused in one line naming the flag, and nothing runs."""

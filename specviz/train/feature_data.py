@@ -48,6 +48,7 @@ def answer_chunks(
         "batch": batch,
         "top_k": top_k,
         "layers": list(layers),
+        "dtype": str(next(model.parameters()).dtype),  # answers and features differ with the dtype
     }
     out: list[Answer] = []
     spent, made_chunks = 0.0, 0

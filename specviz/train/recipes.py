@@ -113,8 +113,9 @@ class FeatureRecipe:
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
     sampled_fraction: float = 1.0
-    sampled_temperatures: tuple[float, ...] = (1.0, 0.7)  # the sampled share is answered once at each
+    sampled_temperatures: tuple[float, ...] = (1.0, 0.7, 0.5)  # the sampled share is answered once at each
     answer_batch: int = 128
+    answer_precision: str = "bfloat16"  # the target's dtype while it answers (2.2x faster than float32 here)
     top_k: int = 32
     layers: tuple[int, ...] = (2, 15, 27)  # HF hidden_states indices for L = 30: EAGLE-3's (2, L//2, L-3)
     # vocab
@@ -122,7 +123,7 @@ class FeatureRecipe:
     # drafter
     intermediate: int = 1536
     ttt_steps: int = 4
-    steps: int = 2100
+    steps: int = 2400
     batch: int = 16
     seq: int = 256
     lr: float = 2e-3
