@@ -89,7 +89,7 @@ PANELS: tuple[Panel, ...] = (
     Panel(
         "tokens",
         # a live run appends each new step to what the page has (ui.textbox)
-        lambda i: TextBox(max_height=230, autoscroll=True, elem_id=f"sv-text-{i}", elem_classes=["sv-textbox"]),
+        lambda i: TextBox(max_height=230, elem_id=f"sv-text-{i}", elem_classes=["sv-textbox"]),
         "",
         "text",
     ),

@@ -5,6 +5,12 @@ plotly's default template is 7.1 kB a figure (its defaults for 3-D scenes, maps,
 axes, colour scales, and two dozen trace types), more than a small step tree's data. This one keeps
 plotly's layout defaults and its defaults for the trace types drawn here (scatter, bar, heatmap) as
 they are, so a figure looks the same, in about 1 kB (issue 34: a live update of four columns).
+
+One default differs: every axis's ``ticklabeloverflow`` is ``"allow"``. Plotly's default ("hide past
+div") measures each tick label after every draw to hide those that stick out of the figure, and a label
+it has not measured at that place (a live figure's range moves every step) is measured in the page's own
+layout, so every draw of a live step laid the whole page out again (issue 34). The margins are set so
+that the labels fit; one that did not would be cut at the figure's edge instead of hidden.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ def slim_template(base: str = "plotly") -> dict[str, Any]:
     ``TRACE_TYPES`` only (a heatmap's without its colour scale, which the figure sets)."""
     full = pio.templates[base].to_plotly_json()
     layout = {k: v for k, v in full.get("layout", {}).items() if k not in UNUSED_LAYOUT}
+    for axis in ("xaxis", "yaxis"):
+        layout[axis] = {**layout.get(axis, {}), "ticklabeloverflow": "allow"}
     data = {}
     for kind in TRACE_TYPES:
         if kind in full.get("data", {}):
