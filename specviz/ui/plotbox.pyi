@@ -207,7 +207,13 @@ const draw = () => {
     fig.layout = htmlTop(fig);
     if (width) Object.assign(fig.layout, {autosize: false, width});
     else fig.layout.autosize = true;
-    return P.react(box, fig.data, fig.layout, configure(P));
+    // Plotly starts a draw by asking whether the box has no size (setPlotContext reads its clientHeight,
+    // unless it already knows), which lays the whole page out between one tree and the next of a step: a
+    // figure drawn at a given width and height has no use for the answer (it only sizes an autosized
+    // one), so it is told. The config goes with the first draw only: a react given one copies and
+    // compares Plotly's whole context and asks again.
+    if (box._context) box._context._hasZeroHeight = box._context._hasZeroWidth = !fig.layout.autosize;
+    return P.react(box, fig.data, fig.layout, box._context ? undefined : configure(P));
   }).then(() => say("")).catch((e) => say("This figure could not be drawn: " + ((e && e.message) || e) + "."));
 };
 watch("value", draw);
