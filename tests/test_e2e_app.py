@@ -139,7 +139,8 @@ def side_by_side(url, browser):
     page.wait_for_function("document.querySelector('#sv-head-1').innerText.includes('step 1/')", timeout=30_000)
     wait_plot_title(page, "sv-tree-1", "step 1", exact=True)
     assert "step 1 of" in page.inner_text("#sv-step-label")
-    # moved in the browser: the comparison markers and the highlighted step of each text
+    # moved in the browser: the comparison markers (when the figure is in view) and each text's highlighted step
+    page.locator("#sv-per-step").scroll_into_view_if_needed()
     page.wait_for_function(
         """() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
                                       return el && el.layout.shapes[0].x0 == 1; }""",

@@ -46,6 +46,31 @@ def test_step_markers_move_after_the_frame_once_for_the_latest_step(browser):
     page.close()
 
 
+def test_a_step_marker_out_of_view_moves_when_it_comes_into_view(browser):
+    """A comparison figure below the viewport keeps its marker while the steps go by (each move redraws it
+    whole); scrolled into view, it moves once, to the latest step. One in view moves as before."""
+    page = browser.new_page(viewport={"width": 800, "height": 600})
+    page.set_content("<html><body></body></html>")
+    page.evaluate(FIGURES_JS)
+    page.evaluate(
+        """() => { const far = document.createElement("div"); far.style.height = "3000px";
+                   document.body.insertBefore(far, document.querySelector("#sv-cumulative")); }"""
+    )
+    page.evaluate(f"() => {{ const f = {STEP_JS}; f(2); }}")
+    page.evaluate(FRAME_JS)
+    page.evaluate(FRAME_JS)  # the observer has reported where each figure is
+    for k in (3, 1):
+        page.evaluate(f"() => {{ const f = {STEP_JS}; f({k}); }}")
+        page.evaluate(FRAME_JS)
+    moved = [c[1] for c in page.evaluate("() => window.__calls")]
+    assert moved.count("sv-per-step") == 3 and moved.count("sv-cumulative") <= 1  # at most the first, unseen yet
+    before = len(moved)
+    page.evaluate("() => document.querySelector('#sv-cumulative').scrollIntoView()")
+    page.wait_for_function(f"() => window.__calls.length > {before}", timeout=10_000)
+    assert page.evaluate("() => window.__calls")[-1] == ["restyle", "sv-cumulative", '[{"x":[[2]],"y":[[3]]},[1]]']
+    page.close()
+
+
 def test_toolbar_place_is_read_after_the_frame():
     """The toolbar's place (PAGE_JS's placeBar, which reads the layout) is not read in Plotly's
     afterplot event, between one figure's draw and the next: it is queued for after the frame."""

@@ -109,26 +109,41 @@ STEP_JS = """
       window.svMarkAt(window.svMarkStep);
     }, 0));
   }
-  window.svMarkAt = window.svMarkAt || ((x) => {
+  window.svMarkOne = window.svMarkOne || ((el, x) => {
     const P = window.Plotly;
-    if (P) {
-      for (const id of ["sv-per-step", "sv-cumulative"]) {
-        const el = document.querySelector("#" + id + " .js-plotly-plot");
-        if (!el || !el.data || !el.layout) continue;
-        const idx = [], xs = [], ys = [];
-        el.data.forEach((t, i) => {
-          if (t.meta === "current" && i > 0) {
-            const line = el.data[i - 1];
-            const j = Math.max(0, Math.min(x, line.x.length - 1));
-            idx.push(i); xs.push([line.x[j]]); ys.push([line.y[j]]);
-          }
-        });
-        // the marker and the step line in one Plotly.update: one redraw (a restyle, then a relayout, drew twice)
-        const marks = el.layout.shapes && el.layout.shapes.length ? {"shapes[0].x0": x, "shapes[0].x1": x} : null;
-        if (idx.length && marks) P.update(el, {x: xs, y: ys}, marks, idx);
-        else if (idx.length) P.restyle(el, {x: xs, y: ys}, idx);
-        else if (marks) P.relayout(el, marks);
+    if (!P || !el.data || !el.layout) return;
+    el.__svMarked = x;
+    const idx = [], xs = [], ys = [];
+    el.data.forEach((t, i) => {
+      if (t.meta === "current" && i > 0) {
+        const line = el.data[i - 1];
+        const j = Math.max(0, Math.min(x, line.x.length - 1));
+        idx.push(i); xs.push([line.x[j]]); ys.push([line.y[j]]);
       }
+    });
+    // the marker and the step line in one Plotly.update: one redraw (a restyle, then a relayout, drew twice)
+    const marks = el.layout.shapes && el.layout.shapes.length ? {"shapes[0].x0": x, "shapes[0].x1": x} : null;
+    if (idx.length && marks) P.update(el, {x: xs, y: ys}, marks, idx);
+    else if (idx.length) P.restyle(el, {x: xs, y: ys}, idx);
+    else if (marks) P.relayout(el, marks);
+  });
+  // a figure out of view keeps its marker until it comes into view: each move redraws the figure
+  // whole, and during a live run the figures are far below the columns being watched (issue 34)
+  window.svMarkSeen = window.svMarkSeen || new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      const el = e.target;
+      el.__svInView = e.isIntersecting;
+      if (e.isIntersecting && el.__svMarkTo !== undefined && el.__svMarkTo !== el.__svMarked)
+        window.svMarkOne(el, el.__svMarkTo);
+    }
+  });
+  window.svMarkAt = window.svMarkAt || ((x) => {
+    for (const id of ["sv-per-step", "sv-cumulative"]) {
+      const el = document.querySelector("#" + id + " .js-plotly-plot");
+      if (!el) continue;
+      el.__svMarkTo = x;
+      if (!el.__svSeen) { el.__svSeen = true; window.svMarkSeen.observe(el); }
+      if (el.__svInView !== false) window.svMarkOne(el, x);
     }
   });
   for (const box of document.querySelectorAll("[id^=sv-text-]")) {
