@@ -112,7 +112,6 @@ STEP_JS = """
   window.svMarkOne = window.svMarkOne || ((el, x) => {
     const P = window.Plotly;
     if (!P || !el.data || !el.layout) return;
-    el.__svMarked = x;
     const idx = [], xs = [], ys = [];
     el.data.forEach((t, i) => {
       if (t.meta === "current" && i > 0) {
@@ -133,8 +132,10 @@ STEP_JS = """
     for (const e of entries) {
       const el = e.target;
       el.__svInView = e.isIntersecting;
-      if (e.isIntersecting && el.__svMarkTo !== undefined && el.__svMarkTo !== el.__svMarked)
+      if (e.isIntersecting && el.__svMarkStale) {  // a move was skipped while it was out of view
+        el.__svMarkStale = false;
         window.svMarkOne(el, el.__svMarkTo);
+      }
     }
   });
   window.svMarkAt = window.svMarkAt || ((x) => {
@@ -143,7 +144,8 @@ STEP_JS = """
       if (!el) continue;
       el.__svMarkTo = x;
       if (!el.__svSeen) { el.__svSeen = true; window.svMarkSeen.observe(el); }
-      if (el.__svInView !== false) window.svMarkOne(el, x);
+      el.__svMarkStale = el.__svInView === false;
+      if (!el.__svMarkStale) window.svMarkOne(el, x);
     }
   });
   for (const box of document.querySelectorAll("[id^=sv-text-]")) {
