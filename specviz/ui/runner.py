@@ -71,6 +71,7 @@ class Session:
     pace: float = 0.0  # seconds per step the live run was paced at (0: unpaced)
     drawn_later: int | None = None  # the replay (its run_id) whose comparison a second event draws
     page_reports: bool = False  # the page reports what it has drawn (``PAGE_JS``): live updates wait for it
+    columns_shown: int | None = None  # how many columns the page was last sent as visible (``ui.views``)
 
     @property
     def n_steps(self) -> int:

@@ -42,11 +42,14 @@ def slot_views(
     """
     out: View = {}
     baseline = render.greedy_baseline(session)
-    for i in range(n_slots):
-        if i >= len(session.columns):
-            if full:
-                out["column", i] = gr.Column(visible=False)
-            continue
+    shown_columns = min(len(session.columns), n_slots)
+    # a column's visibility only when it changes: Gradio handles a container's update by reading back
+    # every component inside it (a deep copy of each figure), ~15 ms a live step for four columns
+    columns_sent = full and (force or session.columns_shown != shown_columns)
+    if columns_sent:
+        session.columns_shown = shown_columns
+        out.update({("column", i): gr.Column(visible=i < shown_columns) for i in range(n_slots)})
+    for i in range(shown_columns):
         col = session.columns[i]
         diverge_at = render.divergence(col, baseline)
         window = stepcache.text_window(col, col.step_shown(step)) if col.n_steps else None
@@ -57,29 +60,33 @@ def slot_views(
         v = render.slot_view(col, i, step, session.running, diverge_at, text=text_changed, theory=theory)
         if text_changed and col.pin is not None and isinstance(v.tokens, dict):
             v.tokens = {**v.tokens, "pinned": True}
-        if full:
-            out["column", i] = gr.Column(visible=True)
         sent = {"always": True, "text": text_changed, "step": step_changed, "full": full}
         shown = col.shown.setdefault("visible", {})
         if force:
             shown.clear()  # every panel as its update: the page ends on the server's state
-        for panel in PANELS:  # each panel when its ``sent`` says, as its ``update``
-            if sent[panel.sent]:
-                out[panel.name, i] = panel_update(panel, getattr(v, panel.name), shown)
+        for panel in PANELS:  # each panel when its ``sent`` says, as its ``update``, unless it stays hidden
+            update = panel_update(panel, getattr(v, panel.name), shown) if sent[panel.sent] else STAYS_HIDDEN
+            if update is not STAYS_HIDDEN:
+                out[panel.name, i] = update
         if text_changed:
             col.shown["text"] = state
         col.shown["step"] = step_key
     return out
 
 
+STAYS_HIDDEN = object()  # ``panel_update``'s answer for a hidden panel that stays hidden: nothing to send
+
+
 def panel_update(panel: Panel, value: Any, shown: dict[str, bool]) -> Any:
     """``value`` as its panel's update, or as itself (``panel.plain``) where the panel is already shown
-    or hidden as it should be for it (``shown``: what the column's panels were last sent as, updated)."""
+    as it should be for it (``shown``: what the column's panels were last sent as, updated), or
+    ``STAYS_HIDDEN`` where it was sent hidden and has nothing still: each output sent costs the page a
+    search of its whole component tree, and a live step of four columns had ~20 such hidden ones."""
     if panel.visible is None:
         return panel.update(value)
     visible = panel.visible(value)
     if shown.get(panel.name) == visible:
-        return panel.plain(value)
+        return panel.plain(value) if visible else STAYS_HIDDEN
     shown[panel.name] = visible
     return panel.update(value)
 
@@ -118,7 +125,10 @@ def later_view(session: Session, n_slots: int) -> View:
     theory = next(p for p in PANELS if p.name == "theory")
     for i, col in enumerate(session.columns[:n_slots]):
         if col.n_steps:
-            view["theory", i] = theory.update(stepcache.theory_figure(col, col.step_shown(step)))
+            shown = col.shown.setdefault("visible", {})
+            update = panel_update(theory, stepcache.theory_figure(col, col.step_shown(step)), shown)
+            if update is not STAYS_HIDDEN:
+                view["theory", i] = update
     return view
 
 
