@@ -14,7 +14,7 @@ from tiny import tiny_pair
 import specviz
 from specviz import viz
 from specviz.ui.layout import FIGURES
-from specviz.viz.template import TEMPLATE, TRACE_TYPES, UNUSED_LAYOUT
+from specviz.viz.template import TEMPLATE, TRACE_TYPES, UNMEASURED, UNUSED_LAYOUT, unmeasured_axes
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,8 @@ def test_the_template_is_plotlys_own_for_what_the_figures_draw(traces):
         data = json.loads(fig.to_json())
         drawn |= {t.get("type", "scatter") for t in data["data"]}
         layouts |= set(data["layout"])
-        assert data["layout"]["template"] == TEMPLATE
+        # the step tree's axes are never measured (fixed margins, no axis titles): the same template else
+        assert data["layout"]["template"] == (UNMEASURED if data["layout"].get("meta", {}).get("svTop") else TEMPLATE)
     # a figure drawing another trace type, or using a part of the layout the template leaves out, would
     # lose plotly's defaults for it: it needs them added to viz.template first
     assert drawn <= set(TRACE_TYPES), drawn - set(TRACE_TYPES)
@@ -66,3 +67,22 @@ def test_a_step_tree_sends_a_fraction_of_plotlys_template(traces):
     with_default.layout.template = pio.templates["plotly"]
     assert len(with_default.to_json()) - slim > 5_000  # the 7 kB a figure the template cost
     assert len(json.dumps(TEMPLATE)) < 1_500
+
+
+def test_the_trees_axes_are_never_measured_by_plotly(traces):
+    """Plotly measures an axis's tick labels in the page on every draw when the axis has ``automargin`` or a
+    title ``standoff`` (both from its template); the step tree, redrawn four times a live step, has fixed
+    margins and no axis title, so its template drops both and changes nothing else."""
+    _, t = traces[2]
+    layout = json.loads(viz.step_tree_figure(t, 0).to_json())["layout"]
+    assert layout["template"] == UNMEASURED == unmeasured_axes(TEMPLATE)
+    for axis in ("xaxis", "yaxis"):
+        ours, plotlys = UNMEASURED["layout"][axis], TEMPLATE["layout"][axis]
+        assert ours["automargin"] is False and "standoff" not in ours["title"] and plotlys["title"]["standoff"]
+        assert {k: v for k, v in ours.items() if k not in ("automargin", "title")} == {
+            k: v for k, v in plotlys.items() if k not in ("automargin", "title")
+        }
+        assert not layout[axis].get("title", {}).get("text")  # no axis title it would need room for
+    assert {k: v for k, v in UNMEASURED["layout"].items() if k not in ("xaxis", "yaxis")} == {
+        k: v for k, v in TEMPLATE["layout"].items() if k not in ("xaxis", "yaxis")
+    }

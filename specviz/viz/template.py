@@ -11,6 +11,9 @@ div") measures each tick label after every draw to hide those that stick out of 
 it has not measured at that place (a live figure's range moves every step) is measured in the page's own
 layout, so every draw of a live step laid the whole page out again (issue 34). The margins are set so
 that the labels fit; one that did not would be cut at the figure's edge instead of hidden.
+
+The step tree, drawn four times a live step, uses ``UNMEASURED``: the same with no axis ``automargin`` and
+no axis title ``standoff``; either makes Plotly measure the tick labels in the page on every draw.
 """
 
 from __future__ import annotations
@@ -38,3 +41,18 @@ def slim_template(base: str = "plotly") -> dict[str, Any]:
 
 
 TEMPLATE = slim_template()
+
+
+def unmeasured_axes(template: dict[str, Any]) -> dict[str, Any]:
+    """``template`` with axes Plotly never measures in the page: no ``automargin`` and no title
+    ``standoff`` (either makes every draw read back its tick labels' boxes, a layout of the whole page when
+    anything else on it changed since). For a figure with fixed margins and no axis titles: the step tree,
+    drawn four times a live step."""
+    layout = dict(template["layout"])
+    for axis in ("xaxis", "yaxis"):
+        title = {k: v for k, v in layout.get(axis, {}).get("title", {}).items() if k != "standoff"}
+        layout[axis] = {**layout.get(axis, {}), "automargin": False, "title": title}
+    return {**template, "layout": layout}
+
+
+UNMEASURED = unmeasured_axes(TEMPLATE)

@@ -45,6 +45,7 @@ from specviz.viz.style import (
     wrap_html,
     wrap_markup,
 )
+from specviz.viz.template import UNMEASURED
 
 CONTEXT_ID = -1
 MAX_LABELLED_NODES = 96
@@ -349,6 +350,7 @@ def _layout(lines: list[str], data: list[dict[str, Any]], height: int, max_depth
     layout["yaxis"] = {"visible": False, "range": [-leaves + 0.4, 0.9], "fixedrange": False}
     layout["hovermode"] = "closest"
     layout["meta"] = {"svTop": True}  # the page draws the title and legend as HTML (ui.plotbox), not Plotly
+    layout["template"] = UNMEASURED  # fixed margins, no axis title: nothing for Plotly to measure per draw
     return layout
 
 
