@@ -6,6 +6,7 @@ predictor, the decode check, and the same weights again for the same seed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -74,6 +75,70 @@ def test_prompts_are_varied_distinct_and_the_held_out_ones_never_trained_on():
     assert not set(EVAL_PROMPTS) & set(prompts)  # the measured prompts are in no template's words
     kinds = ("Write a Python function", "What is ", "List ", "Write a short poem", "times")
     assert all(any(k in p for p in prompts) for k in kinds)
+
+
+def test_templates_1_is_the_set_the_shipped_heads_were_trained_on():
+    """The default question set is unchanged: the same questions in the same order for every seed."""
+    for seed in (0, 1, 7):
+        assert prompt_set(seed=seed, questions="templates-1") == prompt_set(seed=seed)
+    assert prompt_set(30, seed=3, questions="templates-1") == prompt_set(30, seed=3)
+    assert len(prompt_set()) == 2347  # templates-1 as the shipped feature head was trained on it: never change
+    text = "\n".join(prompt_set(seed=0)).encode()  # and its exact questions in their order (seed 0), as shipped
+    assert hashlib.sha256(text).hexdigest() == "5874037a4dca54ebe71bc65bd99bb65257fc79a91992bf4cadd21d514f355380"
+
+
+def test_templates_2_adds_thousands_of_distinct_questions_and_none_is_measured():
+    """``templates-2`` is ``templates-1`` plus at least 3,000 new distinct questions (explanations, how-to,
+    people and events, benefits, definitions, lists), deterministic for a seed; neither set holds a prompt
+    that ``EVAL_PROMPTS`` or the benchmark's chat prompts measure."""
+    from specviz.bench.prompts import CHAT_PROMPTS
+
+    one, two = prompt_set(), prompt_set(questions="templates-2")
+    assert len(two) == len(set(two)) and set(one) < set(two) and len(two) - len(one) >= 3000
+    assert prompt_set(questions="templates-2", seed=4) == prompt_set(questions="templates-2", seed=4)
+    assert prompt_set(questions="templates-2", seed=4) != prompt_set(questions="templates-2", seed=5)
+    assert prompt_set(40, 4, "templates-2") == prompt_set(None, 4, "templates-2")[:40]
+    measured = set(EVAL_PROMPTS) | {p for prompts in CHAT_PROMPTS.values() for p in prompts}
+    assert not measured & set(two)
+    kinds = ("How does ", "Why ", "How do I ", "Who was ", "What are the pros and cons of ", "What does the word ")
+    assert all(any(p.startswith(k) for p in set(two) - set(one)) for k in kinds)
+    with pytest.raises(ValueError, match="templates-1, templates-2"):
+        prompt_set(10, questions="templates-3")
+
+
+def test_the_question_set_is_a_recipe_setting_that_reaches_prompt_set(monkeypatch):
+    """``questions`` defaults to templates-1 in both recipes, is a flag of their command lines, and is what
+    each recipe's answers stage asks ``prompt_set`` for (stopped there: nothing is answered)."""
+    import types
+
+    from specviz.train import chat_prompts
+    from specviz.train.chat_answers import build_answers
+    from specviz.train.feature_pair import FeatureRecipe, _answers
+    from specviz.train.recipe_cli import recipe_main
+
+    assert FeatureRecipe().questions == ChatRecipe().questions == "templates-1"
+    asked = []
+
+    class Asked(Exception):
+        pass
+
+    def spy(n=None, seed=0, questions="templates-1"):
+        asked.append(questions)
+        raise Asked
+
+    monkeypatch.setattr(chat_prompts, "prompt_set", spy)
+    with pytest.raises(Asked):
+        build_answers(ChatRecipe(questions="templates-2"), None, None, log=lambda s: None)
+    with pytest.raises(Asked):
+        _answers(FeatureRecipe(questions="templates-2"), None, None, log=lambda s: None)
+    assert asked == ["templates-2", "templates-2"]
+    got = []
+    fake = types.SimpleNamespace(
+        run_feature=lambda cfg, log: got.append(cfg), run_chat=lambda cfg, log: got.append(cfg)
+    )
+    monkeypatch.setattr("importlib.import_module", lambda name: fake)
+    assert recipe_main("feature", ["--questions", "templates-2"]) == 0 == recipe_main("chat", [])
+    assert [cfg.questions for cfg in got] == ["templates-2", "templates-1"]
 
 
 def test_answers_record_the_targets_topk_law_and_end_at_eos(target_dir):

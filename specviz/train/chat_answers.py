@@ -60,7 +60,7 @@ def build_answers(cfg: ChatRecipe, model, tokenizer, log=print) -> tuple[list, l
     from .chat_data import answer_prompts
     from .chat_prompts import prompt_set, split
 
-    train, held = split(prompt_set(cfg.prompts, cfg.seed), cfg.heldout_percent)
+    train, held = split(prompt_set(cfg.prompts, cfg.seed, questions=cfg.questions), cfg.heldout_percent)
     source = {"target": cfg.target, "prompts": hashlib.sha256("\n".join(train).encode()).hexdigest()[:16]}
     path = answers_path(cfg, source)
 

@@ -3,13 +3,27 @@
 What a draft for a chat model must predict is the target's own answers, so the training data is the
 target answering questions. The questions come from templates filled with topics: facts, how things
 work, lists and tips, comparisons, writing, code and arithmetic, the kinds of request a chat model is
-asked. ``prompt_set(n, seed)`` draws ``n`` distinct questions deterministically; ``split`` holds out
-a fraction of them by a hash of their text, so held-out prompts are never trained on.
+asked. ``prompt_set(n, seed, questions)`` draws ``n`` distinct questions of a named set deterministically;
+``split`` holds out a fraction of them by a hash of their text, so held-out prompts are never trained on.
 ``EVAL_PROMPTS`` are written by hand, in no template's words (facts, explanations, lists, code,
 arithmetic, writing): the held-out chat prompts on which the shipped draft's tau is measured.
 
-The topic lists and ``EVAL_PROMPTS`` are data: ``chat_prompts.json`` beside this module (shipped as
-package data), loaded once at import; pairs (comparisons, characters, emails) are tuples as before.
+There are two named sets (``QUESTION_SETS``). ``templates-1``, the default, is the set the shipped heads
+were trained on, kept byte for byte (the same questions in the same order for every seed) so their
+reports stay reproducible: ~2,300 questions, nearly all "What is X?", "Explain X in simple terms." and
+the like. ``templates-2`` is ``templates-1`` plus families phrased the way people ask a small chat
+assistant, many more distinct questions: how things work ("How does a dam work?", "How does a thermos
+keep drinks hot?"), why and what causes (hand-written: "Why is the ocean salty?"), how-to, people and
+historical events, benefits and pros and cons, definitions of words and terms, and "Name three ..." /
+"How many ...?" questions. It was added because the benchmark's explanation questions
+(``specviz.bench.prompts.CHAT_PROMPTS["explain"]``) were the feature drafter's weakest category and no
+template phrased a question that way. No question of either set is one the benchmark or
+``EVAL_PROMPTS`` measures, and the new families hold no near-copy of one either (no seasons, thunder,
+refrigerators, autumn leaves, sky colour, airplanes, spiders' legs, ...).
+
+The topic lists, the hand-written questions and ``EVAL_PROMPTS`` are data: ``chat_prompts.json`` beside
+this module (shipped as package data), loaded once at import; pairs (comparisons, characters, emails) are
+tuples as before.
 """
 
 from __future__ import annotations
@@ -39,6 +53,19 @@ CHARACTERS: tuple[tuple[str, str], ...] = _DATA["characters"]  # (who, does)
 EMAILS: tuple[tuple[str, str], ...] = _DATA["emails"]  # (to, about)
 # held-out chat prompts written by hand (no template makes them)
 EVAL_PROMPTS: tuple[str, ...] = _DATA["eval_prompts"]
+# templates-2's families (hand-written questions are whole questions, the rest fill templates)
+MACHINES: tuple[str, ...] = _DATA["machines"]  # machines, devices, body parts and systems: "How does X work?"
+HOW_QUESTIONS: tuple[str, ...] = _DATA["how_questions"]
+WHY_QUESTIONS: tuple[str, ...] = _DATA["why_questions"]
+TASKS: tuple[str, ...] = _DATA["tasks"]  # "How do I X?"
+PEOPLE: tuple[str, ...] = _DATA["people"]
+EVENTS: tuple[str, ...] = _DATA["events"]
+HABITS: tuple[str, ...] = _DATA["habits"]
+CHOICES: tuple[str, ...] = _DATA["choices"]
+WORDS: tuple[str, ...] = _DATA["words"]
+TERMS: tuple[str, ...] = _DATA["terms"]
+LIST_QUESTIONS: tuple[str, ...] = _DATA["list_questions"]  # "Name three ...", "How many ... are there in ...?"
+QUESTION_SETS = ("templates-1", "templates-2")
 
 
 def _templates(rng: random.Random) -> list[str]:
@@ -101,10 +128,65 @@ def _templates(rng: random.Random) -> list[str]:
     return out
 
 
-def prompt_set(n: int | None = None, seed: int = 0) -> list[str]:
-    """``n`` distinct template questions (all of them when ``n`` is None), shuffled by ``seed``."""
+def _more_templates() -> list[str]:
+    """The questions ``templates-2`` adds to ``_templates``' (no randomness), in a fixed order."""
+    out: list[str] = []
+    for m in MACHINES:
+        out += [
+            f"How does {m} work?",
+            f"Can you explain how {m} works?",
+            f"Walk me through how {m} works, step by step.",
+            f"I've always wondered how {m} works. Can you tell me?",
+        ]
+    out += list(HOW_QUESTIONS) + list(WHY_QUESTIONS)
+    for t in TASKS:
+        out += [
+            f"How do I {t}?",
+            f"What is the best way to {t}?",
+            f"Can you give me step-by-step instructions to {t}?",
+            f"What mistakes do people make when they try to {t}?",
+        ]
+    for p in PEOPLE:
+        out += [f"Who was {p}?", f"What is {p} known for?", f"Why is {p} still remembered today?"]
+        out += [f"Tell me about the life of {p}."]
+    for e in EVENTS:
+        out += [f"What happened during {e}?", f"Why was {e} important?", f"What led to {e}?"]
+        out += [f"What were the consequences of {e}?"]
+    for h in HABITS:
+        out += [f"What are the benefits of {h}?", f"Why do people recommend {h}?", f"Is {h} really good for you?"]
+    for c in CHOICES:
+        out += [f"What are the pros and cons of {c}?", f"What are the advantages and disadvantages of {c}?"]
+        out += [f"Is {c} a good idea?"]
+    for w in WORDS:
+        out += [
+            f"What does the word {w} mean?",
+            f"Use the word {w} in a sentence.",
+            f"Where does the word {w} come from?",
+        ]
+    for t in TERMS:
+        out += [
+            f"What does the term {t} mean?",
+            f"Can you define the term {t}?",
+            f"Explain the term {t} in one sentence.",
+        ]
+    return out + list(LIST_QUESTIONS)
+
+
+def _questions(questions: str) -> list[str]:
+    """Every distinct question of the set named ``questions``, in a fixed order (before the shuffle)."""
+    if questions not in QUESTION_SETS:
+        raise ValueError(f"unknown question set {questions!r}; choose from {', '.join(QUESTION_SETS)}")
+    made = _templates(random.Random(1234))
+    if questions == "templates-2":
+        made += _more_templates()
+    return list(dict.fromkeys(made))
+
+
+def prompt_set(n: int | None = None, seed: int = 0, questions: str = "templates-1") -> list[str]:
+    """``n`` distinct questions of the set named ``questions`` (all of them when ``n`` is None), shuffled
+    by ``seed``. ``templates-1`` is exactly the set the shipped heads were trained on."""
     rng = random.Random(seed)
-    unique = list(dict.fromkeys(_templates(random.Random(1234))))
+    unique = _questions(questions)
     rng.shuffle(unique)
     return unique if n is None else unique[:n]
 

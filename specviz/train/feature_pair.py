@@ -50,7 +50,7 @@ def _answers(cfg: FeatureRecipe, model, tokenizer, log) -> tuple[list, list, dic
         raise ValueError(
             f"sampled_temperatures must each be > 0 (greedy answers are made anyway): {cfg.sampled_temperatures}"
         )
-    train, held = split(prompt_set(cfg.prompts, cfg.seed), cfg.heldout_percent)
+    train, held = split(prompt_set(cfg.prompts, cfg.seed, questions=cfg.questions), cfg.heldout_percent)
     root = (Path(cfg.cache_dir) if cfg.cache_dir else cache_root()) / "feature-answers"
     args = (cfg.max_new_tokens, cfg.seed, cfg.answer_batch, cfg.top_k, tuple(cfg.layers), root)
     heldout, s_held, n_held = answer_chunks(model, tokenizer, held, 0.0, *args, log=log)

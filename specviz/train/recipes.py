@@ -69,6 +69,7 @@ class ChatRecipe:
     cache_dir: str | None = None  # where the answers are kept between runs (default: the specviz cache)
     # answers
     prompts: int | None = None  # how many template prompts (None: all of them)
+    questions: str = "templates-1"  # chat_prompts.QUESTION_SETS: templates-1 (the shipped heads') or templates-2
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
     sampled_fraction: float = 0.35
@@ -110,6 +111,7 @@ class FeatureRecipe:
     cache_dir: str | None = None  # where the answer chunks are kept (default: the specviz cache)
     # answers
     prompts: int | None = None
+    questions: str = "templates-1"  # chat_prompts.QUESTION_SETS: templates-1 (the shipped heads') or templates-2
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
     sampled_fraction: float = 1.0
