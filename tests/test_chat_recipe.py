@@ -336,3 +336,19 @@ def test_the_recipe_command_line_reads_a_tuple_of_numbers_by_its_type(monkeypatc
         assert recipe_main("feature", [flag, bad]) == 2
         assert f"{flag} {bad!r}: comma-separated numbers" in capsys.readouterr().err
     assert len(got) == 1
+
+
+def test_a_feature_run_on_templates_2_reports_agreement_on_each_sets_held_out_questions(target_dir, tmp_path):
+    """A head trained on another question set is compared with the shipped one on the held-out questions of
+    ``templates-1`` (the shipped head's held-out set) and on the new ones apart: ``heldout.by_set``, each
+    part an agreement over its own positions, together the whole held-out set's."""
+    from specviz.train.feature_pair import FeatureRecipe, run_feature
+
+    settings = {**feature_settings(target_dir, tmp_path), "prompts": 60, "heldout_percent": 50.0}
+    report = run_feature(FeatureRecipe(out=str(tmp_path / "a"), questions="templates-2", **settings), log=print)
+    parts = report["heldout"]["by_set"]
+    assert set(parts) == {"templates-1", "the others"}
+    assert sum(p["positions"] for p in parts.values()) == report["heldout"]["positions"] > 0
+    assert all(len(p["agreement_by_position"]) == 6 for p in parts.values())
+    one = run_feature(FeatureRecipe(out=str(tmp_path / "b"), **settings), log=lambda s: None)
+    assert "by_set" not in one["heldout"]  # the shipped set: the whole held-out set is the comparison

@@ -313,7 +313,18 @@ def agreement(
 
 
 def evaluate(cfg, target, heldout: list, out: Path, log) -> dict:
-    """Stage 4: held-out agreement of the saved head (as the app loads it: bfloat16 weights, float32 maths)."""
+    """Stage 4: held-out agreement of the saved head (as the app loads it: bfloat16 weights, float32 maths).
+    For a question set other than ``templates-1``, also ``by_set``: the agreement on the held-out questions
+    that ``templates-1`` has (comparable with a head trained on it) and on the others."""
+    from .chat_prompts import prompt_set
+
     head = load_feature_head(out, target)
     embed = target.get_input_embeddings().weight.detach()
-    return agreement(head, embed, heldout, max(cfg.ttt_steps, 6), cfg.seq)
+    steps = max(cfg.ttt_steps, 6)
+    result = agreement(head, embed, heldout, steps, cfg.seq)
+    if cfg.questions != "templates-1":
+        first = set(prompt_set())
+        parts = {"templates-1": [a for a in heldout if a.prompt in first]}
+        parts["the others"] = [a for a in heldout if a.prompt not in first]
+        result["by_set"] = {name: agreement(head, embed, part, steps, cfg.seq) for name, part in parts.items() if part}
+    return result
