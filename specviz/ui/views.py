@@ -17,6 +17,8 @@ from specviz.ui import render, stepcache
 from specviz.ui.layout import PANELS, Panel, View
 from specviz.ui.runner import Session
 
+STAYS_HIDDEN = object()  # ``panel_update``'s answer for a hidden panel that stays hidden: nothing to send
+
 
 def slot_views(
     session: Session,
@@ -37,8 +39,8 @@ def slot_views(
     ``force`` re-sends everything: a run's last update carries every panel in full, so the page ends
     on the state the server has, whatever became of the updates before it. ``text=False`` leaves the
     texts as they are. A text is a ``ui.textbox.TextBox`` value (a live run's stream sends only its
-    new steps). ``full`` also sets which of the ``n_slots`` columns are visible and their download
-    buttons.
+    new steps). ``full`` also sets which of the ``n_slots`` columns are visible (when that changed since
+    the page was last told, or with ``force``) and their download buttons.
     """
     out: View = {}
     baseline = render.greedy_baseline(session)
@@ -72,9 +74,6 @@ def slot_views(
             col.shown["text"] = state
         col.shown["step"] = step_key
     return out
-
-
-STAYS_HIDDEN = object()  # ``panel_update``'s answer for a hidden panel that stays hidden: nothing to send
 
 
 def panel_update(panel: Panel, value: Any, shown: dict[str, bool]) -> Any:
