@@ -82,7 +82,9 @@ def test_templates_1_is_the_set_the_shipped_heads_were_trained_on():
     for seed in (0, 1, 7):
         assert prompt_set(seed=seed, questions="templates-1") == prompt_set(seed=seed)
     assert prompt_set(30, seed=3, questions="templates-1") == prompt_set(30, seed=3)
-    assert len(prompt_set()) == 2347  # templates-1 as the shipped feature head was trained on it: never change
+    assert (
+        len(prompt_set()) == 2347
+    )  # templates-1 as the draft model and the first four heads were trained on it: never change
     text = "\n".join(prompt_set(seed=0)).encode()  # and its exact questions in their order (seed 0), as shipped
     assert hashlib.sha256(text).hexdigest() == "5874037a4dca54ebe71bc65bd99bb65257fc79a91992bf4cadd21d514f355380"
 
@@ -116,7 +118,7 @@ def test_the_question_set_is_a_recipe_setting_that_reaches_prompt_set(monkeypatc
     from specviz.train.feature_pair import FeatureRecipe, _answers
     from specviz.train.recipe_cli import recipe_main
 
-    assert FeatureRecipe().questions == ChatRecipe().questions == "templates-1"
+    assert FeatureRecipe().questions == "templates-2" and ChatRecipe().questions == "templates-1"  # as shipped
     asked = []
 
     class Asked(Exception):
@@ -350,5 +352,5 @@ def test_a_feature_run_on_templates_2_reports_agreement_on_each_sets_held_out_qu
     assert set(parts) == {"templates-1", "the others"}
     assert sum(p["positions"] for p in parts.values()) == report["heldout"]["positions"] > 0
     assert all(len(p["agreement_by_position"]) == 6 for p in parts.values())
-    one = run_feature(FeatureRecipe(out=str(tmp_path / "b"), **settings), log=lambda s: None)
+    one = run_feature(FeatureRecipe(out=str(tmp_path / "b"), questions="templates-1", **settings), log=lambda s: None)
     assert "by_set" not in one["heldout"]  # the shipped set: the whole held-out set is the comparison

@@ -8,18 +8,18 @@ asked. ``prompt_set(n, seed, questions)`` draws ``n`` distinct questions of a na
 ``EVAL_PROMPTS`` are written by hand, in no template's words (facts, explanations, lists, code,
 arithmetic, writing): the held-out chat prompts on which the shipped draft's tau is measured.
 
-There are two named sets (``QUESTION_SETS``). ``templates-1``, the default, is the set the shipped heads
-were trained on, kept byte for byte (the same questions in the same order for every seed) so their
-reports stay reproducible: ~2,300 questions, nearly all "What is X?", "Explain X in simple terms." and
-the like. ``templates-2`` is ``templates-1`` plus families phrased the way people ask a small chat
-assistant, many more distinct questions: how things work ("How does a dam work?", "How does a thermos
-keep drinks hot?"), why and what causes (hand-written: "Why is the ocean salty?"), how-to, people and
-historical events, benefits and pros and cons, definitions of words and terms, and "Name three ..." /
-"How many ...?" questions. It was added because the benchmark's explanation questions
+There are two named sets (``QUESTION_SETS``). ``templates-1``, the chat recipe's default, is the set the
+shipped draft model and the first four feature heads were trained on, kept byte for byte (the same questions
+in the same order for every seed) so their reports stay reproducible: ~2,300 questions, nearly all "What is
+X?", "Explain X in simple terms." and the like. ``templates-2`` is ``templates-1`` plus families phrased the
+way people ask a small chat assistant, many more distinct questions: how things work ("How does a dam
+work?", "How does a thermos keep drinks hot?"), why and what causes (hand-written: "Why is the ocean
+salty?"), how-to, people and historical events, benefits and pros and cons, definitions of words and terms,
+and "Name three ..." / "How many ...?" questions. It was added because the benchmark's explanation questions
 (``specviz.bench.prompts.CHAT_PROMPTS["explain"]``) were the feature drafter's weakest category and no
-template phrased a question that way. No question of either set is one the benchmark or
-``EVAL_PROMPTS`` measures, and the new families hold no near-copy of one either (no seasons, thunder,
-refrigerators, autumn leaves, sky colour, airplanes, spiders' legs, ...).
+template phrased a question that way; the feature recipe's default since the fifth head. No question of
+either set is one the benchmark or ``EVAL_PROMPTS`` measures, and the new families hold no near-copy of one
+either (no seasons, thunder, refrigerators, autumn leaves, sky colour, airplanes, spiders' legs, ...).
 
 The topic lists, the hand-written questions and ``EVAL_PROMPTS`` are data: ``chat_prompts.json`` beside
 this module (shipped as package data), loaded once at import; pairs (comparisons, characters, emails) are
@@ -184,7 +184,7 @@ def _questions(questions: str) -> list[str]:
 
 def prompt_set(n: int | None = None, seed: int = 0, questions: str = "templates-1") -> list[str]:
     """``n`` distinct questions of the set named ``questions`` (all of them when ``n`` is None), shuffled
-    by ``seed``. ``templates-1`` is exactly the set the shipped heads were trained on."""
+    by ``seed``. ``templates-1`` is exactly the set the draft model and the first four heads were trained on."""
     rng = random.Random(seed)
     unique = _questions(questions)
     rng.shuffle(unique)

@@ -69,7 +69,7 @@ class ChatRecipe:
     cache_dir: str | None = None  # where the answers are kept between runs (default: the specviz cache)
     # answers
     prompts: int | None = None  # how many template prompts (None: all of them)
-    questions: str = "templates-1"  # chat_prompts.QUESTION_SETS: templates-1 (the shipped heads') or templates-2
+    questions: str = "templates-1"  # chat_prompts.QUESTION_SETS: templates-1 (the shipped draft's) or templates-2
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
     sampled_fraction: float = 0.35
@@ -111,11 +111,11 @@ class FeatureRecipe:
     cache_dir: str | None = None  # where the answer chunks are kept (default: the specviz cache)
     # answers
     prompts: int | None = None
-    questions: str = "templates-1"  # chat_prompts.QUESTION_SETS: templates-1 (the shipped heads') or templates-2
+    questions: str = "templates-2"  # chat_prompts.QUESTION_SETS (templates-1: the heads before the fifth)
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
-    sampled_fraction: float = 1.0
-    sampled_temperatures: tuple[float, ...] = (1.0, 0.7, 0.5)  # the sampled share is answered once at each
+    sampled_fraction: float = 0.3
+    sampled_temperatures: tuple[float, ...] = (0.7,)  # the sampled share is answered once at each
     answer_batch: int = 128
     answer_precision: str = "bfloat16"  # the target's dtype while it answers (2.2x faster than float32 here)
     top_k: int = 32
