@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = "## The feature head (issue 33)"
+RUN = "### The fifth head (2026-11-29, evening)"  # the README's run
+CUT_RUN = "### The fourth head (2026-11-29, afternoon"  # the run the README's model_cut sentence quotes
 # the README's row label -> the method's name in docs/bench.md's per-category table
 ROWS = {
     "`sd` gamma 3 (the default), feature head": "sd",
@@ -32,9 +33,11 @@ def cells(line: str) -> list[str]:
 
 
 def section(text: str, heading: str) -> str:
+    """From ``heading`` to the next heading of its level or above."""
     start = text.index(heading)
-    end = text.find("\n## ", start + len(heading))
-    return text[start : end if end >= 0 else None]
+    ends = [text.find(m, start + len(heading)) for m in ("\n## ", "\n### ")[: heading.count("#", 0, 3) - 1]]
+    ends = [e for e in ends if e >= 0]
+    return text[start : min(ends) if ends else None]
 
 
 def readme_rows() -> dict[str, list[str]]:
@@ -71,7 +74,7 @@ def test_every_readme_benchmark_row_is_the_recorded_runs_per_category_extremes()
 
 def test_the_readme_model_cut_sentence_quotes_the_second_run():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    run = section((ROOT / "docs" / "bench.md").read_text(encoding="utf-8"), RUN)
+    run = section((ROOT / "docs" / "bench.md").read_text(encoding="utf-8"), CUT_RUN)
     table = {cells(line)[0]: cells(line) for line in run.splitlines() if line.startswith("| draft model")}
     cut = next(v for k, v in table.items() if "model_cut" in k)
     full = next(v for k, v in table.items() if "(`model`)" in k)
