@@ -337,6 +337,9 @@ def test_the_recipe_command_line_reads_a_tuple_of_numbers_by_its_type(monkeypatc
     for flag, bad in (("--layers", "2,1.5"), ("--sampled-temperatures", "1.0,warm")):
         assert recipe_main("feature", [flag, bad]) == 2
         assert f"{flag} {bad!r}: comma-separated numbers" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # an unknown question set: refused by the parser, nothing runs
+        recipe_main("feature", ["--questions", "templates-3"])
+    assert refused.value.code == 2 and "templates-1" in capsys.readouterr().err
     assert len(got) == 1
 
 

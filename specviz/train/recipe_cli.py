@@ -15,6 +15,7 @@ import sys
 from specviz.errors import SpecvizError
 from specviz.validation import Parser, real, whole
 
+from .chat_prompts import QUESTION_SETS
 from .recipes import CHAT_STAGES, FEATURE_STAGES, ChatRecipe, FeatureRecipe
 
 KINDS = {"int": whole(), "float": real(), "int | None": whole(), "str | None": str}
@@ -55,6 +56,7 @@ def recipe_parser(name: str) -> argparse.ArgumentParser:
             "--" + f.name.replace("_", "-"),
             type=str if listed else KINDS.get(str(f.type), str),
             default=None,
+            choices=QUESTION_SETS if f.name == "questions" else None,  # a typo refused before the target loads
             help=help_,
         )
     return p
