@@ -325,7 +325,7 @@ def run_all(
             "max_new_tokens": max_new_tokens,
             "repeat": repeat,
             "chat": chat,
-            "gamma": gamma,
+            "hf_assisted_gamma": gamma,  # --gamma: HF assisted generation's draft length (sd's is in each row)
             "greedy": True,
             "categories": {c: len(p) for c, p in prompts.items()},
         },
