@@ -212,6 +212,7 @@ def feature_settings(target_dir, tmp_path) -> dict:
         layers=(0, 1, 2),
         draft_vocab=64,
         intermediate=32,
+        eval_new_tokens=6,
         ttt_steps=2,
         steps=4,
         batch=4,
@@ -233,6 +234,9 @@ def test_the_feature_recipe_end_to_end_resumes_and_loads(target_dir, tmp_path):
     assert first["answers"]["answers"] > 0 and first["answers"]["chunks_made_this_run"] > 0
     assert first["vocab"]["size"] == 64 and 0 < first["vocab"]["coverage"] <= 1
     assert len(first["heldout"]["agreement_by_position"]) == 6
+    decoded = first["decoded"]  # greedy sd with the head through specviz.decode on the hand-written questions
+    assert decoded["prompts"] == len(EVAL_PROMPTS) and decoded["greedy_output_equals_ar"] is True
+    assert decoded["tau"] >= 1 and decoded["gamma"] is None
     again = run_feature(FeatureRecipe(out=str(tmp_path / "b"), **settings), log=lambda s: None)
     assert again["answers"]["chunks_made_this_run"] == 0  # every chunk read from the cache
     pair = specviz.load_pair(str(target_dir), feature=str(tmp_path / "a"), device="cpu")

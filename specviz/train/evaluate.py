@@ -147,18 +147,26 @@ def _median(xs: list[float]) -> float | None:
 
 
 def measured_sd_report(
-    target_dir, draft_dir, prompts=CODE_PROMPTS, gamma: int = 4, max_new_tokens: int = 64, chat: bool = False
+    target_dir,
+    draft_dir,
+    prompts=CODE_PROMPTS,
+    gamma: int | None = 4,
+    max_new_tokens: int = 64,
+    chat: bool = False,
+    feature=None,
 ) -> dict:
     """Greedy ``sd`` with the real decoder (``specviz.decode``) on code prompts, pooled over prompts:
     tau = new tokens / target calls, acceptance rate = accepted / drafted, and the wall-time ratio to
     ``ar`` on the same prompts. Also checks that every output equals greedy ``ar`` token for token, and
     times one forward call of each model inside the decoder (medians): a draft call during ``sd``
     against a one-token target call during ``ar`` (leaving out each run's first call, the prefill).
-    ``chat``: the prompts are questions, run through the pair's chat template."""
+    ``chat``: the prompts are questions, run through the pair's chat template. ``feature``: a feature head
+    directory drafting instead of a draft model (``draft_dir`` None). ``gamma`` None: ``sd``'s default."""
     from specviz.decoding import decode
     from specviz.models.loading import load_pair
 
-    pair = load_pair(str(target_dir), str(draft_dir), device="cpu", dtype="float32")
+    draft = str(draft_dir) if draft_dir is not None else None
+    pair = load_pair(str(target_dir), draft, device="cpu", dtype="float32", feature=feature and str(feature))
     tot = {
         "new_tokens": 0,
         "target_calls": 0,
@@ -171,7 +179,8 @@ def measured_sd_report(
     }
     per_prompt, identical = [], True
     for p in prompts:
-        sd = decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, gamma=gamma, chat=chat)
+        length = {} if gamma is None else {"gamma": gamma}
+        sd = decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, chat=chat, **length)
         ar = decode(pair, "ar", prompt=p, max_new_tokens=max_new_tokens, temperature=0, chat=chat)
         identical &= sd.output_ids == ar.output_ids
         m = sd.metrics

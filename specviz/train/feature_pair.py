@@ -88,6 +88,18 @@ def _answering(cfg: FeatureRecipe, source: str, target):
     return AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16).eval()
 
 
+def _decoded(cfg: FeatureRecipe, out: Path) -> dict:
+    """Stage 4, what decoding sees: greedy ``sd`` at its defaults with the saved head through
+    ``specviz.decode`` on ``EVAL_PROMPTS`` (hand-written, in no template's words), its tau and equality to
+    ``ar``. The teacher-forced agreement above can promise more than this (docs/pairs.md)."""
+    from .chat_prompts import EVAL_PROMPTS
+    from .evaluate import measured_sd_report
+
+    return measured_sd_report(
+        cfg.target, None, EVAL_PROMPTS, gamma=None, max_new_tokens=cfg.eval_new_tokens, chat=True, feature=out
+    )
+
+
 def run_feature(cfg: FeatureRecipe, log=print) -> dict:
     """Run the stages of ``cfg``; returns the report also written to ``out/feature_report.json``."""
     with torch_threads(cfg.threads):
@@ -138,8 +150,10 @@ def _run(cfg: FeatureRecipe, log) -> dict:
     if "eval" in cfg.stages:
         t0 = time.time()
         report["heldout"] = feature_train.evaluate(cfg, target, heldout, out, log)
-        timings["eval"] = round(time.time() - t0, 1)
         log(f"[eval] held-out agreement: {report['heldout']}")
+        report["decoded"] = _decoded(cfg, out)
+        timings["eval"] = round(time.time() - t0, 1)
+        log(f"[eval] greedy sd through specviz.decode on EVAL_PROMPTS: {report['decoded']}")
     save_report()
     log(f"[done] report written to {report_path} ({timings['total_this_run'] / 60:.1f} min)")
     return report

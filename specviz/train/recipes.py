@@ -132,4 +132,6 @@ class FeatureRecipe:
     precision: str = "bfloat16"  # the training matmuls' dtype under CPU autocast ("float32": none)
     save_every: int = 50
     log_every: int = 25
+    # eval: greedy sd at its defaults through specviz.decode on EVAL_PROMPTS (hand-written questions)
+    eval_new_tokens: int = 48
     extra: dict = field(default_factory=dict)
