@@ -16,7 +16,8 @@ where it stopped:
    (``ttt_steps`` unrolled steps, each step's loss weighted 0.8^k) against the target's top-k law
    restricted to the draft vocabulary; checkpointed every ``save_every`` steps (a cut-off run resumes
    from the last checkpoint).
-4. ``eval``: held-out agreement per draft position (teacher-forced on the target's greedy answers).
+4. ``eval``: held-out agreement per draft position (teacher-forced on the target's greedy answers), and
+   greedy ``sd`` with the head through ``specviz.decode`` on ``EVAL_PROMPTS`` (``decoded``: tau, equal to ``ar``).
 
 Everything is seeded; the report (settings, coverage, losses, agreement, timings) is
 ``out/feature_report.json`` next to the weights.
