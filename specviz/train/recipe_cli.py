@@ -19,6 +19,7 @@ from .chat_prompts import QUESTION_SETS
 from .recipes import CHAT_STAGES, FEATURE_STAGES, ChatRecipe, FeatureRecipe
 
 KINDS = {"int": whole(), "float": real(), "int | None": whole(), "str | None": str}
+CHOICES = {"questions": QUESTION_SETS}  # a field's allowed values: a typo refused before the target loads
 
 # name -> (settings, stages, the module that runs it, its run function)
 RECIPES: dict[str, tuple[type, tuple[str, ...], str, str]] = {
@@ -56,7 +57,7 @@ def recipe_parser(name: str) -> argparse.ArgumentParser:
             "--" + f.name.replace("_", "-"),
             type=str if listed else KINDS.get(str(f.type), str),
             default=None,
-            choices=QUESTION_SETS if f.name == "questions" else None,  # a typo refused before the target loads
+            choices=CHOICES.get(f.name),
             help=help_,
         )
     return p
