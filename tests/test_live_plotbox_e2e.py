@@ -101,17 +101,22 @@ def test_live_trees_are_redrawn_on_the_element_they_were_first_drawn_on(app_serv
         page.locator("#sv-tree-1 .modebar-btn[data-title='Download plot as a png']").click(force=True)
     png = got.value.path().read_bytes()
     assert got.value.suggested_filename == "specviz.png" and png.startswith(b"\x89PNG"), got.value.suggested_filename
-    # the page's own step script (STEP_JS) moves the comparison's step marker on its element
+    # the page's own step script (STEP_JS) moves the comparison's step marker on its element; a figure out
+    # of view keeps its marker until it comes into view (the download above left the tree in view)
+    page.locator("#sv-per-step").scroll_into_view_if_needed()
     page.wait_for_function(
         """() => { const el = document.querySelector('#sv-per-step .js-plotly-plot');
         return !!(el && el.layout.shapes && el.layout.shapes.length && el.layout.shapes[0].x0 === 2); }""",
         timeout=60_000,
     )
-    # and, in the same Plotly.update, the cumulative figure's marker of each column to its line's point there
-    marks = page.evaluate("""() => { const el = document.querySelector('#sv-cumulative .js-plotly-plot');
+    # and the cumulative figure's marker of each column to its line's point there
+    page.locator("#sv-cumulative").scroll_into_view_if_needed()
+    marks_js = """() => { const el = document.querySelector('#sv-cumulative .js-plotly-plot');
         const at = (line) => line.x[Math.min(2, line.x.length - 1)];
         return el.data.map((t, i) => t.meta === 'current' && i > 0 ? [t.x[0], at(el.data[i - 1])] : null)
-          .filter(Boolean); }""")
+          .filter(Boolean); }"""
+    page.wait_for_function(f"() => {{ const m = ({marks_js})(); return m.length && m.every(([a, b]) => a === b); }}")
+    marks = page.evaluate(marks_js)
     assert marks and all(a == b for a, b in marks), marks
     # a click on a drafted node opens its distribution, with one bar for the rest of the mass
     page.locator("#sv-tree-1").scroll_into_view_if_needed()
