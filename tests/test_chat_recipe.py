@@ -104,8 +104,35 @@ def test_templates_2_adds_thousands_of_distinct_questions_and_none_is_measured()
     assert not measured & set(two)
     kinds = ("How does ", "Why ", "How do I ", "Who was ", "What are the pros and cons of ", "What does the word ")
     assert all(any(p.startswith(k) for p in set(two) - set(one)) for k in kinds)
-    with pytest.raises(ValueError, match="templates-1, templates-2"):
-        prompt_set(10, questions="templates-3")
+    with pytest.raises(ValueError, match="templates-1, templates-2, templates-3"):
+        prompt_set(10, questions="templates-4")
+    text = "\n".join(two).encode()  # as the fifth head was trained on it (seed 0): never change
+    assert hashlib.sha256(text).hexdigest() == "255e3cc8d783bc48701ef934ad119c6690111f5c90ec18e3ba6bd751ab490d61"
+
+
+def test_templates_3_begins_with_templates_2_and_adds_none_in_a_measured_prompts_words():
+    """``templates-3`` is ``templates-2`` in its order for the seed (so its training split begins with
+    ``templates-2``'s, whose cached answers a run reads), then at least 4,000 more distinct questions in
+    new families; none of them is a measured prompt or begins with a measured prompt's first four words,
+    but for "Write a Python function", ``templates-1``'s own family."""
+    from specviz.bench.prompts import CHAT_PROMPTS
+    from specviz.ui.examples import CHAT_PROMPTS as UI_PROMPTS
+
+    for seed in (0, 3):
+        two, three = prompt_set(None, seed, "templates-2"), prompt_set(None, seed, "templates-3")
+        assert three[: len(two)] == two and len(three) == len(set(three)) and len(three) - len(two) >= 4000
+        assert split(three, 5.0)[0][: len(split(two, 5.0)[0])] == split(two, 5.0)[0]
+    assert prompt_set(40, 3, "templates-3") == three[:40] and prompt_set(None, 0, "templates-3") != three
+    measured = set(EVAL_PROMPTS) | {p for prompts in CHAT_PROMPTS.values() for p in prompts}
+    shown = measured | set(UI_PROMPTS)  # the page's examples (three of them templates-1 questions)
+    starts = {tuple(p.lower().split()[:4]) for p in shown} - {("write", "a", "python", "function")}
+    added = three[len(two) :]
+    assert not measured & set(three) and not [q for q in added if tuple(q.lower().split()[:4]) in starts]
+    kinds = ("What do ", "Who invented ", "Who wrote ", "List five ways to ", "How do I make ", "How do you say ")
+    assert all(any(q.startswith(k) for q in added) for k in kinds)
+    assert any(" minus " in q for q in added) and any(q.startswith("Create a Python class") for q in added)
+    text = "\n".join(prompt_set(None, 0, "templates-3")).encode()  # its questions in their order: a change is a new set
+    assert hashlib.sha256(text).hexdigest() == "1b7d2caa19f1ac614a425c200a0895af17429df6493d4435e3deed5b3564b9c3"
 
 
 def test_the_question_set_is_a_recipe_setting_that_reaches_prompt_set(monkeypatch):

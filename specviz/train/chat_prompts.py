@@ -8,7 +8,7 @@ asked. ``prompt_set(n, seed, questions)`` draws ``n`` distinct questions of a na
 ``EVAL_PROMPTS`` are written by hand, in no template's words (facts, explanations, lists, code,
 arithmetic, writing): the held-out chat prompts on which the shipped draft's tau is measured.
 
-There are two named sets (``QUESTION_SETS``). ``templates-1``, the chat recipe's default, is the set the
+There are three named sets (``QUESTION_SETS``). ``templates-1``, the chat recipe's default, is the set the
 shipped draft model and the first four feature heads were trained on, kept byte for byte (the same questions
 in the same order for every seed) so their reports stay reproducible: ~2,300 questions, nearly all "What is
 X?", "Explain X in simple terms." and the like. ``templates-2`` is ``templates-1`` plus families phrased the
@@ -20,6 +20,14 @@ and "Name three ..." / "How many ...?" questions. It was added because the bench
 template phrased a question that way; the feature recipe's default since the fifth head. No question of
 either set is one the benchmark or ``EVAL_PROMPTS`` measures, and the new families hold no near-copy of one
 either (no seasons, thunder, refrigerators, autumn leaves, sky colour, airplanes, spiders' legs, ...).
+``templates-3`` is ``templates-2`` (in its order, so its cached answers are read) plus ~4,400 questions of
+new families, because the fifth head's agreement on its own training answers is nine points above the
+held-out one: it runs short of distinct questions, not of capacity. Animals, places, inventions and books,
+short facts, ways to reach a goal, lists, cooking, self-improvement, advice, translations, writing forms
+and silly rhymes, more code and Python questions, science questions and arithmetic asked as people ask it.
+None of its new questions begins with the first four words of a measured or example prompt (but "Write a
+Python function", ``templates-1``'s own family): what the benchmark and ``EVAL_PROMPTS`` ask stays in
+words no template uses.
 
 The topic lists, the hand-written questions and ``EVAL_PROMPTS`` are data: ``chat_prompts.json`` beside
 this module (shipped as package data), loaded once at import; pairs (comparisons, characters, emails) are
@@ -65,7 +73,26 @@ CHOICES: tuple[str, ...] = _DATA["choices"]
 WORDS: tuple[str, ...] = _DATA["words"]
 TERMS: tuple[str, ...] = _DATA["terms"]
 LIST_QUESTIONS: tuple[str, ...] = _DATA["list_questions"]  # "Name three ...", "How many ... are there in ...?"
-QUESTION_SETS = ("templates-1", "templates-2")
+# templates-3's families
+ANIMALS: tuple[str, ...] = _DATA["animals"]  # plural: "What do X eat?"
+LANDMARKS: tuple[str, ...] = _DATA["landmarks"]
+INVENTIONS: tuple[str, ...] = _DATA["inventions"]
+BOOKS: tuple[str, ...] = _DATA["books"]
+SHORT_FACTS: tuple[str, ...] = _DATA["short_facts"]  # whole questions with a short definite answer
+GOALS: tuple[str, ...] = _DATA["goals"]  # "What are three ways to X?"
+CATEGORIES: tuple[str, ...] = _DATA["categories"]  # "Name five X."
+DISHES: tuple[str, ...] = _DATA["dishes"]
+SKILLS: tuple[str, ...] = _DATA["skills"]  # "How can I improve my X?"
+DECISIONS: tuple[str, ...] = _DATA["decisions"]  # "What should I consider when X?"
+PHRASES: tuple[str, ...] = _DATA["phrases"]
+LANGUAGES: tuple[str, ...] = _DATA["languages"]
+FORMS: tuple[str, ...] = _DATA["forms"]  # "What is a X? Give an example."
+LIGHT_SUBJECTS: tuple[str, ...] = _DATA["light_subjects"]  # "Write a limerick about X."
+MORE_CODE_TASKS: tuple[str, ...] = _DATA["more_code_tasks"]
+CLASSES: tuple[tuple[str, str], ...] = _DATA["classes"]  # (thing, methods)
+PYTHON_QUESTIONS: tuple[str, ...] = _DATA["python_questions"]
+SCIENCE_QUESTIONS: tuple[str, ...] = _DATA["science_questions"]
+QUESTION_SETS = ("templates-1", "templates-2", "templates-3")
 
 
 def _templates(rng: random.Random) -> list[str]:
@@ -172,22 +199,89 @@ def _more_templates() -> list[str]:
     return out + list(LIST_QUESTIONS)
 
 
+def _word_problems(rng: random.Random, n: int = 60) -> list[str]:
+    """Arithmetic asked the other ways people ask it: minus, divided by, squares and roots, parts of a
+    number, and small word problems (none with the benchmark's plus, times, half or travel phrasing)."""
+    out: list[str] = []
+    for _ in range(n):
+        a, b, k = rng.randint(20, 999), rng.randint(2, 19), rng.randint(2, 40)
+        name = rng.choice(("Maria", "Tom", "Aisha", "Ken", "Lena", "Omar", "Sofia", "Raj"))
+        out += [
+            f"What is {a} minus {rng.randint(1, a - 1)}?",
+            f"What is {b * k} divided by {b}?",
+            f"What is {rng.randint(2, 30)} squared?",
+            f"What is the square root of {k * k}?",
+            f"What is a {rng.choice(('third', 'quarter', 'fifth'))} of {rng.randint(2, 60) * 60}?",
+            f"A box holds {b} eggs. How many eggs are in {k} boxes?",
+            f"{name} has {a} stickers and gives {rng.randint(1, a - 1)} to a friend. How many are left?",
+            f"There are {b * k} students split equally into {b} groups. How many are in each group?",
+            f"A notebook costs {k} dollars. How much do {b} notebooks cost?",
+            f"I read {k} pages a day. How many pages do I read in {b} weeks?",
+        ]
+    return out
+
+
+def _third_templates() -> list[str]:
+    """The questions ``templates-3`` adds to ``templates-2``'s, in a fixed order: animals, places,
+    inventions, books, short facts, ways to reach a goal, lists, recipes, self-improvement, advice,
+    translations, writing forms and limericks, more code and Python questions, science questions and
+    arithmetic word problems."""
+    out: list[str] = []
+    for a in ANIMALS:
+        out += [f"What do {a} eat?", f"Where do {a} live?", f"Tell me three facts about {a}."]
+        out += [f"How long do {a} live?"]
+    for x in LANDMARKS:
+        out += [f"Where is {x}?", f"Why is {x} famous?", f"What can visitors see at {x}?"]
+    for x in INVENTIONS:
+        out += [f"Who invented {x}?", f"When was {x} invented?", f"How did {x} change the world?"]
+    for x in BOOKS:
+        out += [f"Who wrote {x}?", f"What is {x} about?"]
+    out += list(SHORT_FACTS)
+    for g in GOALS:
+        out += [f"What can I do to {g}?", f"List five ways to {g}.", f"Give me some ideas to {g}."]
+    for c in CATEGORIES:
+        out += [f"List four {c}.", f"What are some {c}?"]
+    for d in DISHES:
+        out += [f"How do I make {d}?", f"What ingredients do I need for {d}?", f"Walk me through cooking {d}."]
+    for s in SKILLS:
+        out += [f"What is a good routine for working on my {s}?", f"What are some exercises to improve my {s}?"]
+    for d in DECISIONS:
+        out += [f"What are the most important things to think about before {d}?", f"Give me a checklist for {d}."]
+    for i, p in enumerate(PHRASES):  # each phrase in two languages, in turn
+        two = LANGUAGES[i % len(LANGUAGES)], LANGUAGES[(i + 5) % len(LANGUAGES)]
+        out += [f"How do you say '{p}' in {lang}?" for lang in two]
+    out += [f"Show me an example of a {f} and explain what makes it one." for f in FORMS]
+    out += [f"Make up a silly rhyme about {s}." for s in LIGHT_SUBJECTS]
+    for t in MORE_CODE_TASKS:
+        out += [f"Write a Python function that {t}.", f"How would I write a function that {t} in Python?"]
+    out += [f"Create a Python class that represents {thing}, with {methods}." for thing, methods in CLASSES]
+    out += list(PYTHON_QUESTIONS) + list(SCIENCE_QUESTIONS)
+    return out + _word_problems(random.Random(5678))
+
+
 def _questions(questions: str) -> list[str]:
     """Every distinct question of the set named ``questions``, in a fixed order (before the shuffle)."""
     if questions not in QUESTION_SETS:
         raise ValueError(f"unknown question set {questions!r}; choose from {', '.join(QUESTION_SETS)}")
     made = _templates(random.Random(1234))
-    if questions == "templates-2":
+    if questions != "templates-1":
         made += _more_templates()
     return list(dict.fromkeys(made))
 
 
 def prompt_set(n: int | None = None, seed: int = 0, questions: str = "templates-1") -> list[str]:
     """``n`` distinct questions of the set named ``questions`` (all of them when ``n`` is None), shuffled
-    by ``seed``. ``templates-1`` is exactly the set the draft model and the first four heads were trained on."""
+    by ``seed``. ``templates-1`` is exactly the set the draft model and the first four heads were trained on.
+    ``templates-3`` is ``templates-2`` in its own order followed by what it adds, shuffled apart, so a
+    run on it begins with ``templates-2``'s questions in their order (and reads their cached answers)."""
     rng = random.Random(seed)
     unique = _questions(questions)
     rng.shuffle(unique)
+    if questions == "templates-3":
+        known = set(unique)
+        added = [q for q in dict.fromkeys(_third_templates()) if q not in known]
+        rng.shuffle(added)
+        unique += added
     return unique if n is None else unique[:n]
 
 

@@ -69,7 +69,7 @@ class ChatRecipe:
     cache_dir: str | None = None  # where the answers are kept between runs (default: the specviz cache)
     # answers
     prompts: int | None = None  # how many template prompts (None: all of them)
-    questions: str = "templates-1"  # chat_prompts.QUESTION_SETS: templates-1 (the shipped draft's) or templates-2
+    questions: str = "templates-1"  # chat_prompts.QUESTION_SETS: templates-1 is the shipped draft's
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
     sampled_fraction: float = 0.35
