@@ -95,49 +95,53 @@ SCIENCE_QUESTIONS: tuple[str, ...] = _DATA["science_questions"]
 QUESTION_SETS = ("templates-1", "templates-2", "templates-3")
 
 
+def _fill(topics: tuple, *templates: str) -> list[str]:
+    """Every topic in each of ``templates``, topic by topic (``{}`` marks the topic, or each string of a
+    pair in turn)."""
+    return [t.format(*x) if isinstance(x, tuple) else t.format(x) for x in topics for t in templates]
+
+
 def _templates(rng: random.Random) -> list[str]:
     """Every question the templates make (before sampling), in a fixed order."""
-    out: list[str] = []
-    for c in CONCEPTS:
-        out += [
-            f"What is {c}?",
-            f"Explain {c} in simple terms.",
-            f"What should everyone know about {c}?",
-            f"Give me three interesting facts about {c}.",
-            f"Why is {c} important?",
-            f"Summarize what you know about {c} in a few sentences.",
-            f"Explain {c} to a ten-year-old.",
-            f"What are common misconceptions about {c}?",
-        ]
-    for country in COUNTRIES:
-        out += [
-            f"What is the capital of {country}?",
-            f"What language is spoken in {country}?",
-            f"Tell me about the history of {country}.",
-            f"What is {country} famous for?",
-            f"What food is {country} known for?",
-        ]
-    for a in ACTIVITIES:
-        out += [
-            f"Give me five tips for {a}.",
-            f"What is the best way to get started with {a}?",
-            f"What are common mistakes people make when {a}?",
-            f"Make a simple plan for {a}.",
-        ]
+    out = [
+        *_fill(
+            CONCEPTS,
+            "What is {}?",
+            "Explain {} in simple terms.",
+            "What should everyone know about {}?",
+            "Give me three interesting facts about {}.",
+            "Why is {} important?",
+            "Summarize what you know about {} in a few sentences.",
+            "Explain {} to a ten-year-old.",
+            "What are common misconceptions about {}?",
+        ),
+        *_fill(
+            COUNTRIES,
+            "What is the capital of {}?",
+            "What language is spoken in {}?",
+            "Tell me about the history of {}.",
+            "What is {} famous for?",
+            "What food is {} known for?",
+        ),
+        *_fill(
+            ACTIVITIES,
+            "Give me five tips for {}.",
+            "What is the best way to get started with {}?",
+            "What are common mistakes people make when {}?",
+            "Make a simple plan for {}.",
+        ),
+    ]
     for t in THINGS:
         n = rng.choice(("three", "four", "five", "six"))
         out += [f"List {n} {t}.", f"Name some {t} and say one thing about each."]
-    for a, b in COMPARISONS:
-        out += [f"What is the difference between {a} and {b}?", f"Compare {a} and {b}."]
-    for task in CODE_TASKS:
-        out += [f"Write a Python function that {task}.", f"Write a function that {task} and explain how it works."]
-    out += list(CODE_QUESTIONS)
-    for s in SUBJECTS:
-        out += [f"Write a short poem about {s}.", f"Write a haiku about {s}.", f"Describe {s} in one paragraph."]
-    for who, does in CHARACTERS:
-        out += [f"Write a short story about {who} who {does}."]
-    for to, about in EMAILS:
-        out += [f"Write a short email to {to} about {about}."]
+    out += [
+        *_fill(COMPARISONS, "What is the difference between {} and {}?", "Compare {} and {}."),
+        *_fill(CODE_TASKS, "Write a Python function that {}.", "Write a function that {} and explain how it works."),
+        *CODE_QUESTIONS,
+        *_fill(SUBJECTS, "Write a short poem about {}.", "Write a haiku about {}.", "Describe {} in one paragraph."),
+        *_fill(CHARACTERS, "Write a short story about {} who {}."),
+        *_fill(EMAILS, "Write a short email to {} about {}."),
+    ]
     for _ in range(120):
         a, b = rng.randint(2, 99), rng.randint(2, 99)
         out += [
@@ -157,46 +161,52 @@ def _templates(rng: random.Random) -> list[str]:
 
 def _more_templates() -> list[str]:
     """The questions ``templates-2`` adds to ``_templates``' (no randomness), in a fixed order."""
-    out: list[str] = []
-    for m in MACHINES:
-        out += [
-            f"How does {m} work?",
-            f"Can you explain how {m} works?",
-            f"Walk me through how {m} works, step by step.",
-            f"I've always wondered how {m} works. Can you tell me?",
-        ]
-    out += list(HOW_QUESTIONS) + list(WHY_QUESTIONS)
-    for t in TASKS:
-        out += [
-            f"How do I {t}?",
-            f"What is the best way to {t}?",
-            f"Can you give me step-by-step instructions to {t}?",
-            f"What mistakes do people make when they try to {t}?",
-        ]
-    for p in PEOPLE:
-        out += [f"Who was {p}?", f"What is {p} known for?", f"Why is {p} still remembered today?"]
-        out += [f"Tell me about the life of {p}."]
-    for e in EVENTS:
-        out += [f"What happened during {e}?", f"Why was {e} important?", f"What led to {e}?"]
-        out += [f"What were the consequences of {e}?"]
-    for h in HABITS:
-        out += [f"What are the benefits of {h}?", f"Why do people recommend {h}?", f"Is {h} really good for you?"]
-    for c in CHOICES:
-        out += [f"What are the pros and cons of {c}?", f"What are the advantages and disadvantages of {c}?"]
-        out += [f"Is {c} a good idea?"]
-    for w in WORDS:
-        out += [
-            f"What does the word {w} mean?",
-            f"Use the word {w} in a sentence.",
-            f"Where does the word {w} come from?",
-        ]
-    for t in TERMS:
-        out += [
-            f"What does the term {t} mean?",
-            f"Can you define the term {t}?",
-            f"Explain the term {t} in one sentence.",
-        ]
-    return out + list(LIST_QUESTIONS)
+    return [
+        *_fill(
+            MACHINES,
+            "How does {} work?",
+            "Can you explain how {} works?",
+            "Walk me through how {} works, step by step.",
+            "I've always wondered how {} works. Can you tell me?",
+        ),
+        *HOW_QUESTIONS,
+        *WHY_QUESTIONS,
+        *_fill(
+            TASKS,
+            "How do I {}?",
+            "What is the best way to {}?",
+            "Can you give me step-by-step instructions to {}?",
+            "What mistakes do people make when they try to {}?",
+        ),
+        *_fill(
+            PEOPLE,
+            "Who was {}?",
+            "What is {} known for?",
+            "Why is {} still remembered today?",
+            "Tell me about the life of {}.",
+        ),
+        *_fill(
+            EVENTS,
+            "What happened during {}?",
+            "Why was {} important?",
+            "What led to {}?",
+            "What were the consequences of {}?",
+        ),
+        *_fill(HABITS, "What are the benefits of {}?", "Why do people recommend {}?", "Is {} really good for you?"),
+        *_fill(
+            CHOICES,
+            "What are the pros and cons of {}?",
+            "What are the advantages and disadvantages of {}?",
+            "Is {} a good idea?",
+        ),
+        *_fill(
+            WORDS, "What does the word {} mean?", "Use the word {} in a sentence.", "Where does the word {} come from?"
+        ),
+        *_fill(
+            TERMS, "What does the term {} mean?", "Can you define the term {}?", "Explain the term {} in one sentence."
+        ),
+        *LIST_QUESTIONS,
+    ]
 
 
 def _word_problems(rng: random.Random, n: int = 60) -> list[str]:
@@ -223,40 +233,39 @@ def _word_problems(rng: random.Random, n: int = 60) -> list[str]:
 
 def _third_templates() -> list[str]:
     """The questions ``templates-3`` adds to ``templates-2``'s, in a fixed order: animals, places,
-    inventions, books, short facts, ways to reach a goal, lists, recipes, self-improvement, advice,
-    translations, writing forms and limericks, more code and Python questions, science questions and
-    arithmetic word problems."""
-    out: list[str] = []
-    for a in ANIMALS:
-        out += [f"What do {a} eat?", f"Where do {a} live?", f"Tell me three facts about {a}."]
-        out += [f"How long do {a} live?"]
-    for x in LANDMARKS:
-        out += [f"Where is {x}?", f"Why is {x} famous?", f"What can visitors see at {x}?"]
-    for x in INVENTIONS:
-        out += [f"Who invented {x}?", f"When was {x} invented?", f"How did {x} change the world?"]
-    for x in BOOKS:
-        out += [f"Who wrote {x}?", f"What is {x} about?"]
-    out += list(SHORT_FACTS)
-    for g in GOALS:
-        out += [f"What can I do to {g}?", f"List five ways to {g}.", f"Give me some ideas to {g}."]
-    for c in CATEGORIES:
-        out += [f"List four {c}.", f"What are some {c}?"]
-    for d in DISHES:
-        out += [f"How do I make {d}?", f"What ingredients do I need for {d}?", f"Walk me through cooking {d}."]
-    for s in SKILLS:
-        out += [f"What is a good routine for working on my {s}?", f"What are some exercises to improve my {s}?"]
-    for d in DECISIONS:
-        out += [f"What are the most important things to think about before {d}?", f"Give me a checklist for {d}."]
-    for i, p in enumerate(PHRASES):  # each phrase in two languages, in turn
-        two = LANGUAGES[i % len(LANGUAGES)], LANGUAGES[(i + 5) % len(LANGUAGES)]
-        out += [f"How do you say '{p}' in {lang}?" for lang in two]
-    out += [f"Show me an example of a {f} and explain what makes it one." for f in FORMS]
-    out += [f"Make up a silly rhyme about {s}." for s in LIGHT_SUBJECTS]
-    for t in MORE_CODE_TASKS:
-        out += [f"Write a Python function that {t}.", f"How would I write a function that {t} in Python?"]
-    out += [f"Create a Python class that represents {thing}, with {methods}." for thing, methods in CLASSES]
-    out += list(PYTHON_QUESTIONS) + list(SCIENCE_QUESTIONS)
-    return out + _word_problems(random.Random(5678))
+    inventions, books, short facts, ways to reach a goal, lists, cooking, routines, advice, translations,
+    writing forms and silly rhymes, more code and Python questions, science questions and arithmetic."""
+    translations = [  # each phrase in two languages, in turn
+        f"How do you say '{p}' in {lang}?"
+        for i, p in enumerate(PHRASES)
+        for lang in (LANGUAGES[i % len(LANGUAGES)], LANGUAGES[(i + 5) % len(LANGUAGES)])
+    ]
+    return [
+        *_fill(
+            ANIMALS, "What do {} eat?", "Where do {} live?", "Tell me three facts about {}.", "How long do {} live?"
+        ),
+        *_fill(LANDMARKS, "Where is {}?", "Why is {} famous?", "What can visitors see at {}?"),
+        *_fill(INVENTIONS, "Who invented {}?", "When was {} invented?", "How did {} change the world?"),
+        *_fill(BOOKS, "Who wrote {}?", "What is {} about?"),
+        *SHORT_FACTS,
+        *_fill(GOALS, "What can I do to {}?", "List five ways to {}.", "Give me some ideas to {}."),
+        *_fill(CATEGORIES, "List four {}.", "What are some {}?"),
+        *_fill(DISHES, "How do I make {}?", "What ingredients do I need for {}?", "Walk me through cooking {}."),
+        *_fill(SKILLS, "What is a good routine for working on my {}?", "What are some exercises to improve my {}?"),
+        *_fill(
+            DECISIONS,
+            "What are the most important things to think about before {}?",
+            "Give me a checklist for {}.",
+        ),
+        *translations,
+        *_fill(FORMS, "Show me an example of a {} and explain what makes it one."),
+        *_fill(LIGHT_SUBJECTS, "Make up a silly rhyme about {}."),
+        *_fill(MORE_CODE_TASKS, "Write a Python function that {}.", "How would I write a function that {} in Python?"),
+        *_fill(CLASSES, "Create a Python class that represents {}, with {}."),
+        *PYTHON_QUESTIONS,
+        *SCIENCE_QUESTIONS,
+        *_word_problems(random.Random(5678)),
+    ]
 
 
 def _questions(questions: str) -> list[str]:
