@@ -145,7 +145,7 @@ def test_the_question_set_is_a_recipe_setting_that_reaches_prompt_set(monkeypatc
     from specviz.train.feature_pair import FeatureRecipe, _answers
     from specviz.train.recipe_cli import recipe_main
 
-    assert FeatureRecipe().questions == "templates-2" and ChatRecipe().questions == "templates-1"  # as shipped
+    assert FeatureRecipe().questions == "templates-3" and ChatRecipe().questions == "templates-1"  # as shipped
     asked = []
 
     class Asked(Exception):
@@ -168,6 +168,20 @@ def test_the_question_set_is_a_recipe_setting_that_reaches_prompt_set(monkeypatc
     monkeypatch.setattr("importlib.import_module", lambda name: fake)
     assert recipe_main("feature", ["--questions", "templates-2"]) == 0 == recipe_main("chat", [])
     assert [cfg.questions for cfg in got] == ["templates-2", "templates-1"]
+
+
+def test_the_feature_recipes_defaults_are_the_shipped_heads_settings():
+    """``python -m specviz train feature`` with no flag but ``--out`` remakes the shipped head: every setting
+    its report records is the recipe's default."""
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from specviz.train.feature_pair import FeatureRecipe
+
+    report = Path(specviz.__file__).resolve().parents[1] / "assets" / "smollm2" / "feature" / "feature_report.json"
+    shipped = {k: v for k, v in json.loads(report.read_text())["config"].items() if k != "out"}
+    defaults = json.loads(json.dumps({k: v for k, v in asdict(FeatureRecipe()).items() if k != "out"}))
+    assert shipped == defaults
 
 
 def test_answers_record_the_targets_topk_law_and_end_at_eos(target_dir):
@@ -369,7 +383,7 @@ def test_the_recipe_command_line_reads_a_tuple_of_numbers_by_its_type(monkeypatc
         assert recipe_main("feature", [flag, bad]) == 2
         assert f"{flag} {bad!r}: comma-separated numbers" in capsys.readouterr().err
     with pytest.raises(SystemExit) as refused:  # an unknown question set: refused by the parser, nothing runs
-        recipe_main("feature", ["--questions", "templates-3"])
+        recipe_main("feature", ["--questions", "templates-4"])
     assert refused.value.code == 2 and "templates-1" in capsys.readouterr().err
     assert len(got) == 1
 

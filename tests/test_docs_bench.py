@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = "### The fifth head (2026-11-29, evening)"  # the README's run
+RUN = "### The seventh head (2026-11-29, late night)"  # the README's run
 CUT_RUN = "### The fourth head (2026-11-29, afternoon"  # the run the README's model_cut sentence quotes
 # the README's row label -> the method's name in docs/bench.md's per-category table
 ROWS = {

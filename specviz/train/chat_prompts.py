@@ -17,17 +17,18 @@ work?", "How does a thermos keep drinks hot?"), why and what causes (hand-writte
 salty?"), how-to, people and historical events, benefits and pros and cons, definitions of words and terms,
 and "Name three ..." / "How many ...?" questions. It was added because the benchmark's explanation questions
 (``specviz.bench.prompts.CHAT_PROMPTS["explain"]``) were the feature drafter's weakest category and no
-template phrased a question that way; the feature recipe's default since the fifth head. No question of
-either set is one the benchmark or ``EVAL_PROMPTS`` measures, and the new families hold no near-copy of one
+template phrased a question that way: the fifth head's set. No question of
+any set is one the benchmark or ``EVAL_PROMPTS`` measures, and the new families hold no near-copy of one
 either (no seasons, thunder, refrigerators, autumn leaves, sky colour, airplanes, spiders' legs, ...).
-``templates-3`` is ``templates-2`` (in its order, so its cached answers are read) plus ~4,400 questions of
-new families, because the fifth head's agreement on its own training answers is nine points above the
-held-out one: it runs short of distinct questions, not of capacity. Animals, places, inventions and books,
-short facts, ways to reach a goal, lists, cooking, self-improvement, advice, translations, writing forms
-and silly rhymes, more code and Python questions, science questions and arithmetic asked as people ask it.
-None of its new questions begins with the first four words of a measured or example prompt (but "Write a
-Python function", ``templates-1``'s own family): what the benchmark and ``EVAL_PROMPTS`` ask stays in
-words no template uses.
+``templates-3``, the feature recipe's default and the shipped (seventh) head's set, is ``templates-2`` (in
+its order, so its cached answers are read) plus ~4,400 questions of new families, because the fifth head's
+agreement on its own training answers is nine points above the held-out one: it runs short of distinct
+questions, not of capacity. Animals, places, inventions and books, short facts, ways to reach a goal,
+lists, cooking, self-improvement, advice, translations, writing forms and silly rhymes, more code and
+Python questions, science questions and arithmetic asked as people ask it. None of its new questions
+begins with the first four words of a measured or example prompt (but "Write a Python function",
+``templates-1``'s own family): what the benchmark and ``EVAL_PROMPTS`` ask stays in words no new
+template uses.
 
 The topic lists, the hand-written questions and ``EVAL_PROMPTS`` are data: ``chat_prompts.json`` beside
 this module (shipped as package data), loaded once at import; pairs (comparisons, characters, emails) are

@@ -111,10 +111,10 @@ class FeatureRecipe:
     cache_dir: str | None = None  # where the answer chunks are kept (default: the specviz cache)
     # answers
     prompts: int | None = None
-    questions: str = "templates-2"  # chat_prompts.QUESTION_SETS (templates-1: the heads before the fifth)
+    questions: str = "templates-3"  # chat_prompts.QUESTION_SETS (templates-2: the fifth head; -1: those before)
     heldout_percent: float = 5.0
     max_new_tokens: int = 160
-    sampled_fraction: float = 0.3
+    sampled_fraction: float = 0.1
     sampled_temperatures: tuple[float, ...] = (0.7,)  # the sampled share is answered once at each
     answer_batch: int = 128
     answer_precision: str = "bfloat16"  # the target's dtype while it answers (2.2x faster than float32 here)
