@@ -136,8 +136,9 @@ def test_templates_3_begins_with_templates_2_and_adds_none_in_a_measured_prompts
 
 
 def test_the_question_set_is_a_recipe_setting_that_reaches_prompt_set(monkeypatch):
-    """``questions`` defaults to templates-1 in both recipes, is a flag of their command lines, and is what
-    each recipe's answers stage asks ``prompt_set`` for (stopped there: nothing is answered)."""
+    """``questions`` (the chat recipe's default templates-1, the feature recipe's templates-3) is a flag of
+    both recipes' command lines, and is what each recipe's answers stage asks ``prompt_set`` for (stopped
+    there: nothing is answered)."""
     import types
 
     from specviz.train import chat_prompts
