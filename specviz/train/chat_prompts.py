@@ -269,27 +269,31 @@ def _third_templates() -> list[str]:
     ]
 
 
-def _questions(questions: str) -> list[str]:
-    """Every distinct question of the set named ``questions``, in a fixed order (before the shuffle)."""
+def _parts(questions: str) -> list[list[str]]:
+    """The set named ``questions`` as parts in a fixed order, each shuffled apart by ``prompt_set``:
+    ``templates-1`` is one part, ``templates-2`` one part holding it and what it adds (kept so: its
+    questions in the order its heads were trained on), ``templates-3`` that part and then what it adds."""
     if questions not in QUESTION_SETS:
         raise ValueError(f"unknown question set {questions!r}; choose from {', '.join(QUESTION_SETS)}")
-    made = _templates(random.Random(1234))
-    if questions != "templates-1":
-        made += _more_templates()
-    return list(dict.fromkeys(made))
+    first = _templates(random.Random(1234))
+    if questions == "templates-1":
+        return [first]
+    parts = [first + _more_templates()]
+    if questions == "templates-3":
+        parts.append(_third_templates())
+    return parts
 
 
 def prompt_set(n: int | None = None, seed: int = 0, questions: str = "templates-1") -> list[str]:
     """``n`` distinct questions of the set named ``questions`` (all of them when ``n`` is None), shuffled
-    by ``seed``. ``templates-1`` is exactly the set the draft model and the first four heads were trained on.
-    ``templates-3`` is ``templates-2`` in its own order followed by what it adds, shuffled apart, so a
-    run on it begins with ``templates-2``'s questions in their order (and reads their cached answers)."""
+    by ``seed`` part by part (``_parts``), a question kept where it first comes. ``templates-1`` is exactly
+    the set the draft model and the first four heads were trained on; a run on ``templates-3`` begins with
+    ``templates-2``'s questions in their order (and reads their cached answers)."""
     rng = random.Random(seed)
-    unique = _questions(questions)
-    rng.shuffle(unique)
-    if questions == "templates-3":
+    unique: list[str] = []
+    for part in _parts(questions):
         known = set(unique)
-        added = [q for q in dict.fromkeys(_third_templates()) if q not in known]
+        added = [q for q in dict.fromkeys(part) if q not in known]
         rng.shuffle(added)
         unique += added
     return unique if n is None else unique[:n]

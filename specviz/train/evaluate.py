@@ -178,8 +178,8 @@ def measured_sd_report(
         "target_ms": [],
     }
     per_prompt, identical = [], True
+    length = {} if gamma is None else {"gamma": gamma}
     for p in prompts:
-        length = {} if gamma is None else {"gamma": gamma}
         sd = decode(pair, "sd", prompt=p, max_new_tokens=max_new_tokens, temperature=0, chat=chat, **length)
         ar = decode(pair, "ar", prompt=p, max_new_tokens=max_new_tokens, temperature=0, chat=chat)
         identical &= sd.output_ids == ar.output_ids
